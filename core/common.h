@@ -1,0 +1,42 @@
+// core/common.h — errors that name the problem and the fix, checked allocation and I/O, timers, memory.
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+// Exit codes: 2 for usage errors (bad flags, impossible layouts), 1 for everything else.
+enum { EXIT_USAGE = 2, EXIT_RUNTIME = 1 };
+
+// Print one line "ringgpt: <message>" to stderr and exit. fail_usage exits 2, fail exits 1.
+// A hook (set by the comm layer) runs first so that a multi-rank job ends on all ranks.
+_Noreturn void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void fail_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+// Data errors name the file: "ringgpt: <path>: <message>", exit 1.
+_Noreturn void fail_data(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void set_fail_hook(void (*hook)(int code));
+
+// Checked allocation: names the size and what it was for when the machine says no.
+void *xmalloc(size_t bytes, const char *what);
+void *xcalloc(size_t count, size_t size, const char *what);
+void *xrealloc(void *p, size_t bytes, const char *what);
+char *xstrdup(const char *s);
+
+// Checked stdio: every failure names the path and the system's reason.
+FILE *xfopen(const char *path, const char *mode);
+void xfread(void *dst, size_t bytes, FILE *f, const char *path);
+void xfwrite(const void *src, size_t bytes, FILE *f, const char *path);
+void xfclose(FILE *f, const char *path);
+// Reads a whole file; *len gets its size. Fails with a clear message on any error.
+unsigned char *read_whole_file(const char *path, size_t *len);
+// mkdir -p; fails with the path and reason.
+void make_dirs(const char *path);
+
+// Wall-clock seconds (monotonic) and peak resident set size of this process in MiB.
+double now_seconds(void);
+double peak_rss_mb(void);
+
+// Logging from rank 0 only (the comm layer sets the rank); printf-like, to stdout.
+void set_log_rank(int rank);
+int log_rank(void);
+void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -1,0 +1,58 @@
+// model/params.h — the named parameter table: every weight's name, shape and place in one buffer.
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/real.h"
+#include "model/config.h"
+
+typedef struct {
+    char name[64];        // "layers.3.attn.wq" — also the checkpoint and export key
+    int ndim;             // 1 or 2
+    int64_t shape[2];     // (out, in) for matrices, (C) for norms
+    size_t offset;        // elements into the parameter buffer
+    size_t numel;
+    bool decay;           // AdamW weight decay (2-D weights only)
+    float init_std;       // normal(0, init_std); 0 means "ones" (norm gains)
+} ParamSpec;
+
+typedef struct {
+    ParamSpec *specs;
+    int count;
+    size_t total;         // elements in the whole buffer
+} ParamTable;
+
+// Builds the table for a config (untied: has "lm_head"; tied: the head reuses "tok_embeddings").
+ParamTable params_build(const ModelConfig *c);
+void params_free(ParamTable *t);
+// The spec of a name, or NULL.
+const ParamSpec *params_find(const ParamTable *t, const char *name);
+// Fills the buffer from the specs: normal(0, init_std) for weights, ones for norm gains,
+// walking the table in order with one RNG seeded from `seed` (deterministic, backend independent).
+void params_init(const ParamTable *t, real *buffer, uint64_t seed);
+
+// Pointers into a parameter-shaped buffer (weights or their gradients), bound by name.
+typedef struct {
+    real *attn_norm;   // (C)
+    real *wq;          // (H*hd, C)
+    real *wk;          // (Hkv*hd, C)
+    real *wv;          // (Hkv*hd, C)
+    real *wo;          // (C, H*hd)
+    real *mlp_norm;    // (C)
+    real *w_gate;      // (F, C)
+    real *w_up;        // (F, C)
+    real *w_down;      // (C, F)
+} LayerTensors;
+
+typedef struct {
+    real *tok_embeddings;   // (V, C)
+    LayerTensors *layers;   // n_layer of them
+    real *norm;             // (C)
+    real *lm_head;          // (V, C); == tok_embeddings when tied
+    int n_layer;
+} ModelTensors;
+
+// Binds every pointer by looking its name up in the table; fails if a name is missing.
+ModelTensors tensors_bind(const ParamTable *t, const ModelConfig *c, real *buffer);
+void tensors_free(ModelTensors *m);
