@@ -1,2 +1,2 @@
 # data/sources.cmake — tokenizer and the plain-text source (shards, prepare and the loader join here).
-list(APPEND RINGGPT_SOURCES data/tokenizer.c data/textdata.c)
+list(APPEND RINGGPT_SOURCES data/tokenizer.c data/batch.c data/textdata.c)

@@ -1,0 +1,42 @@
+// data/source.h — where training batches come from: one interface over text files and shard datasets.
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "data/batch.h"
+
+typedef struct {
+    int seq_len;          // T: tokens per sample (each sample holds T+1 tokens: inputs and targets)
+    int batch;            // B: sequences per data-parallel group per micro-step
+    uint64_t seed;        // shuffles the sample order per epoch
+    int dp, dp_index;     // data-parallel groups and this rank's group
+    int sp, sp_index;     // ring size and this rank's place in it (zigzag slices)
+    double val_fraction;  // text files without --val-data: the held-out tail used for validation
+} DataOptions;
+
+// Resume state: global, identical on every rank, independent of the dp×sp layout.
+typedef struct {
+    uint64_t seed;
+    uint64_t consumed;    // global samples consumed so far (all dp groups together)
+} DataState;
+
+typedef struct DataSource DataSource;
+
+// Opens a text file (byte tokenizer) or a dataset directory. `validation` selects the held-out
+// part (text: the tail; dataset: its validation split). Bad input ends with a clear message.
+DataSource *data_open(const char *path, const DataOptions *o, bool validation);
+// Fills b (allocated by batch_alloc(B, T/sp)) with this rank's part of the next B×dp global samples
+// and advances the global position by B·dp samples.
+void data_next(DataSource *d, Batch *b);
+// The number of distinct samples in one epoch.
+uint64_t data_num_samples(const DataSource *d);
+DataState data_state(const DataSource *d);
+void data_restore(DataSource *d, DataState s);
+void data_close(DataSource *d);
+
+Batch batch_alloc(int B, int T);
+void batch_free(Batch *b);
+// Writes this sp rank's zigzag slices of one global sample (T+1 tokens) into row `row` of b:
+// the sample is cut into 2·sp chunks of T/(2·sp) and rank r keeps chunks r and 2·sp−1−r
+// (tokens, their next-token targets and their global positions). sp = 1 keeps the whole sample.
+void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index);

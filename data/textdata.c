@@ -1,0 +1,92 @@
+// data/textdata.c — a text file as a data source: byte tokens, non-overlapping windows shuffled per epoch.
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "core/rng.h"
+#include "data/source.h"
+#include "data/tokenizer.h"
+
+struct DataSource {
+    char *path;
+    int32_t *tokens;      // (n) this split's tokens
+    int64_t n;
+    DataOptions opt;
+    uint64_t n_samples;   // windows of T+1 tokens per epoch
+    uint64_t *order;      // (n_samples) the current epoch's permutation
+    uint64_t order_epoch; // which epoch `order` holds; UINT64_MAX = none yet
+    DataState state;
+    int32_t *sample;      // (T+1) scratch
+};
+
+// Fisher–Yates from a seed derived from (seed, epoch): sample k is the same on every layout.
+static void shuffle_epoch(DataSource *d, uint64_t epoch) {
+    if (d->order_epoch == epoch) return;
+    for (uint64_t i = 0; i < d->n_samples; i++) d->order[i] = i;
+    Rng r;
+    rng_seed(&r, d->state.seed * 0x9E3779B97F4A7C15ull + epoch + 1);
+    for (uint64_t i = d->n_samples - 1; i > 0; i--) {
+        uint64_t j = rng_below(&r, i + 1), t = d->order[i];
+        d->order[i] = d->order[j];
+        d->order[j] = t;
+    }
+    d->order_epoch = epoch;
+}
+
+static DataSource *text_open(const char *path, const DataOptions *o, bool validation) {
+    size_t len;
+    unsigned char *text = read_whole_file(path, &len);
+    if (len == 0) fail_usage("%s is empty; give a text file with at least --seq-len + 1 bytes", path);
+    size_t split = len;
+    if (o->val_fraction > 0) split = len - (size_t)(len * o->val_fraction);
+    size_t lo = validation ? split : 0, hi = validation ? len : split;
+    DataSource *d = xcalloc(1, sizeof *d, "a data source");
+    d->path = xstrdup(path);
+    d->opt = *o;
+    d->n = (int64_t)(hi - lo);
+    d->tokens = xmalloc((size_t)(d->n ? d->n : 1) * sizeof(int32_t), "text tokens");
+    tok_encode(text + lo, hi - lo, d->tokens);
+    free(text);
+    if (d->n < (int64_t)o->seq_len + 1)
+        fail_usage("%s: the %s part has %" PRId64 " tokens, fewer than --seq-len %d + 1; use a shorter --seq-len or more text",
+                   path, validation ? "validation" : "training", d->n, o->seq_len);
+    d->n_samples = (uint64_t)((d->n - 1) / o->seq_len);
+    d->order = xmalloc(d->n_samples * sizeof(uint64_t), "sample order");
+    d->order_epoch = UINT64_MAX;
+    d->state.seed = o->seed;
+    d->sample = xmalloc(((size_t)o->seq_len + 1) * sizeof(int32_t), "sample scratch");
+    return d;
+}
+
+DataSource *data_open(const char *path, const DataOptions *o, bool validation) {
+    if (o->seq_len % (2 * o->sp) != 0 && o->sp > 1)
+        fail_usage("--seq-len %d is not a multiple of 2·sp = %d; the ring cuts each sequence into 2·sp equal chunks",
+                   o->seq_len, 2 * o->sp);
+    return text_open(path, o, validation);
+}
+
+void data_next(DataSource *d, Batch *b) {
+    int T = d->opt.seq_len;
+    for (int row = 0; row < d->opt.batch; row++) {
+        uint64_t k = d->state.consumed + (uint64_t)d->opt.dp_index * d->opt.batch + row;
+        shuffle_epoch(d, k / d->n_samples);
+        uint64_t w = d->order[k % d->n_samples];
+        memcpy(d->sample, d->tokens + w * T, ((size_t)T + 1) * sizeof(int32_t));
+        batch_put_sample(b, row, d->sample, T, d->opt.sp, d->opt.sp_index);
+    }
+    d->state.consumed += (uint64_t)d->opt.batch * d->opt.dp;
+}
+
+uint64_t data_num_samples(const DataSource *d) { return d->n_samples; }
+DataState data_state(const DataSource *d) { return d->state; }
+void data_restore(DataSource *d, DataState s) { d->state = s; }
+
+void data_close(DataSource *d) {
+    if (!d) return;
+    free(d->path);
+    free(d->tokens);
+    free(d->order);
+    free(d->sample);
+    free(d);
+}

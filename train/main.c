@@ -1,0 +1,36 @@
+// train/main.c — the ringgpt binary: dispatches to a subcommand (train, prepare, inspect, ...).
+#include <stdio.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "train/commands.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} Command;
+
+static const Command COMMANDS[] = {
+    {"train", cmd_train, "train a model (CPU; `mpirun -np N ringgpt train --sp S` for the ring)"},
+};
+enum { N_COMMANDS = sizeof COMMANDS / sizeof COMMANDS[0] };
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: ringgpt COMMAND [flags]   (ringgpt COMMAND --help for its flags)\n\ncommands:\n");
+    for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(argv[1], COMMANDS[i].name) == 0) return COMMANDS[i].run(argc - 1, argv + 1);
+    fail_usage("unknown command '%s'; run `ringgpt --help` for the list", argv[1]);
+}
