@@ -9,7 +9,7 @@ typedef double real;
 #define cblas_xgemm cblas_dgemm
 #define rexp exp
 #define rlog log
-#define rsqrt_ sqrt
+#define sqrt_r sqrt
 #define rcos cos
 #define rsin sin
 #define rpow pow
@@ -19,7 +19,7 @@ typedef float real;
 #define cblas_xgemm cblas_sgemm
 #define rexp expf
 #define rlog logf
-#define rsqrt_ sqrtf
+#define sqrt_r sqrtf
 #define rcos cosf
 #define rsin sinf
 #define rpow powf
