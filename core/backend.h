@@ -29,10 +29,10 @@ typedef struct Backend {
     // dx += ..., dw += ... from dy (N, C)
     void (*rmsnorm_backward)(real *dx, real *dw, const real *dy, const real *x, const real *w, const real *rstd, int N,
                              int C);
-    // out (N, O) = in (N, I) @ w (O, I)ᵀ
-    void (*matmul_forward)(real *out, const real *in, const real *w, int N, int I, int O);
-    // din (N, I) = (or += when accumulate) dout @ w; dw (O, I) += doutᵀ @ in
-    void (*matmul_backward)(real *din, real *dw, const real *dout, const real *in, const real *w, int N, int I, int O,
+    // out (N, Out) = in (N, In) @ w (Out, In)ᵀ
+    void (*matmul_forward)(real *out, const real *in, const real *w, int N, int In, int Out);
+    // din (N, In) = (or += when accumulate) dout @ w; dw (Out, In) += doutᵀ @ in
+    void (*matmul_backward)(real *din, real *dw, const real *dout, const real *in, const real *w, int N, int In, int Out,
                             int accumulate_din);
     // Rotates x (N, nh, hd) in place by the angles of the global positions pos (N).
     // Pairs are (2i, 2i+1) with frequency theta^(-2i/hd); inverse = true applies the transpose (backward).

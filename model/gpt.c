@@ -1,6 +1,7 @@
 // model/gpt.c — the model orchestration, written once: forward and hand-written backward through the backend table.
 #include "model/gpt.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "attention/attention.h"

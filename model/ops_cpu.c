@@ -60,14 +60,14 @@ static void rmsnorm_backward(real *dx, real *dw, const real *dy, const real *x, 
     }
 }
 
-static void matmul_forward(real *out, const real *in, const real *w, int N, int I, int O) {
-    cblas_xgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, O, I, 1, in, I, w, I, 0, out, O);
+static void matmul_forward(real *out, const real *in, const real *w, int N, int In, int Out) {
+    cblas_xgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, Out, In, 1, in, In, w, In, 0, out, Out);
 }
 
-static void matmul_backward(real *din, real *dw, const real *dout, const real *in, const real *w, int N, int I, int O,
+static void matmul_backward(real *din, real *dw, const real *dout, const real *in, const real *w, int N, int In, int Out,
                             int accumulate_din) {
-    if (din) cblas_xgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, I, O, 1, dout, O, w, I, accumulate_din ? 1 : 0, din, I);
-    if (dw) cblas_xgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, I, N, 1, dout, O, in, I, 1, dw, I);
+    if (din) cblas_xgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, In, Out, 1, dout, Out, w, In, accumulate_din ? 1 : 0, din, In);
+    if (dw) cblas_xgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Out, In, N, 1, dout, Out, in, In, 1, dw, In);
 }
 
 // Angles in double: at a million positions a float angle would be off by ~0.1 rad.

@@ -1,0 +1,44 @@
+// train/metrics.c — a console progress line per logged step and one JSON object per step in metrics.jsonl.
+#include "train/metrics.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "core/common.h"
+
+void metrics_open(MetricsLog *log, const char *out_dir, int append) {
+    snprintf(log->path, sizeof log->path, "%s/metrics.jsonl", out_dir);
+    log->jsonl = xfopen(log->path, append ? "a" : "w");
+}
+
+void metrics_close(MetricsLog *log) {
+    if (log->jsonl) xfclose(log->jsonl, log->path);
+    log->jsonl = NULL;
+}
+
+static void format_eta(double s, char *buf, size_t n) {
+    long t = (long)(s + 0.5);
+    if (t >= 3600) snprintf(buf, n, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+    else snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
+}
+
+void metrics_log(MetricsLog *log, const StepMetrics *m, int print) {
+    if (log->jsonl) {
+        fprintf(log->jsonl,
+                "{\"step\": %ld, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, \"step_ms\": %.3f, "
+                "\"tokens_per_s\": %.1f, \"peak_rss_mb\": %.1f, \"dp\": %d, \"sp\": %d",
+                m->step, m->loss, m->lr, m->grad_norm, m->step_ms, m->tokens_per_s, m->peak_rss_mb, m->dp, m->sp);
+        if (m->mfu >= 0) fprintf(log->jsonl, ", \"mfu\": %.5f", m->mfu);
+        if (m->val_loss >= 0) fprintf(log->jsonl, ", \"val_loss\": %.6f", m->val_loss);
+        fprintf(log->jsonl, "}\n");
+        if (fflush(log->jsonl) != 0) fail_data(log->path, "write failed (%s)", strerror(errno));
+    }
+    if (!print || log_rank() != 0) return;
+    char eta[32];
+    format_eta(m->eta_s, eta, sizeof eta);
+    printf("step %5ld/%ld | loss %.4f", m->step, m->total_steps, m->loss);
+    if (m->val_loss >= 0) printf(" | val %.4f", m->val_loss);
+    printf(" | lr %.2e | gnorm %.3f | %.1f ms | %.0f tok/s | %dx%d | rss %.0f MB | eta %s\n", m->lr, m->grad_norm,
+           m->step_ms, m->tokens_per_s, m->dp, m->sp, m->peak_rss_mb, eta);
+    fflush(stdout);
+}

@@ -1,0 +1,200 @@
+// train/train.c — `ringgpt train`: flags, then the training loop (micro-batches, clip, AdamW, eval, metrics).
+#include <cblas.h>
+#include <inttypes.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/args.h"
+#include "core/common.h"
+#include "data/source.h"
+#include "model/adamw.h"
+#include "model/gpt.h"
+#include "train/commands.h"
+#include "train/metrics.h"
+#include "train/schedule.h"
+
+typedef struct {
+    const char *data, *val_data, *out, *model, *schedule;
+    ModelConfig model_cfg;
+    int seq_len, batch, grad_accum, steps, warmup, threads, log_every, eval_every, eval_batches, loss_chunk;
+    float lr, min_lr, weight_decay, beta1, beta2, clip, val_fraction;
+    int64_t seed;
+    bool tie_embeddings;
+    int dp, sp;          // layout (one rank: 1×1)
+} TrainConfig;
+
+static const ArgCommand TRAIN_CMD = {
+    "train", "ringgpt train --data FILE.txt|DIR [flags]",
+    "Trains a Llama-style model from scratch on the CPU. A text file is read with the byte-level\n"
+    "tokenizer (the last --val-fraction is held out for validation unless --val-data is given).\n"
+    "Writes OUT/metrics.jsonl (one JSON object per step); scripts/plot_metrics.py plots it."};
+
+// Fills *t from argv. Model-shape flags override the preset named by --model.
+static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
+    *t = (TrainConfig){.out = "out", .model = "small", .schedule = "cosine", .seq_len = 256, .batch = 4,
+                       .grad_accum = 1, .steps = 100, .warmup = 10, .threads = omp_get_num_procs(), .log_every = 1,
+                       .eval_every = 0, .eval_batches = 4, .loss_chunk = 256, .lr = 1e-3f, .min_lr = 1e-4f,
+                       .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .clip = 1.0f, .val_fraction = 0.1f,
+                       .seed = 1337, .dp = 1, .sp = 1};
+    ModelConfig *mc = &t->model_cfg;
+    int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0;
+    float rope_theta = 0;
+    ArgSpec specs[] = {
+        {"--data", ARG_STRING, &t->data, "training data: a text file or a dataset directory (ringgpt prepare)"},
+        {"--val-data", ARG_STRING, &t->val_data, "validation data (default: the held-out tail of --data)"},
+        {"--val-fraction", ARG_FLOAT, &t->val_fraction, "fraction of a text file held out for validation"},
+        {"--out", ARG_STRING, &t->out, "output directory (metrics.jsonl)"},
+        {"--model", ARG_STRING, &t->model, "preset: tiny, small, base, 125m"},
+        {"--layers", ARG_INT, &layers, "override the preset's layer count"},
+        {"--dim", ARG_INT, &dim, "override the model width"},
+        {"--heads", ARG_INT, &heads, "override the query head count"},
+        {"--kv-heads", ARG_INT, &kv_heads, "override the key/value head count (GQA; divides --heads)"},
+        {"--ffn-dim", ARG_INT, &ffn, "override the SwiGLU hidden width"},
+        {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base (preset: 10000)"},
+        {"--tie-embeddings", ARG_BOOL, &t->tie_embeddings, "share the token embedding with the LM head"},
+        {"--seq-len", ARG_INT, &t->seq_len, "tokens per sequence T"},
+        {"--batch", ARG_INT, &t->batch, "sequences per micro-step B (per data-parallel group)"},
+        {"--grad-accum", ARG_INT, &t->grad_accum, "micro-steps per optimizer step"},
+        {"--steps", ARG_INT, &t->steps, "optimizer steps"},
+        {"--lr", ARG_FLOAT, &t->lr, "peak learning rate"},
+        {"--min-lr", ARG_FLOAT, &t->min_lr, "final learning rate of the cosine schedule"},
+        {"--warmup", ARG_INT, &t->warmup, "linear warmup steps"},
+        {"--schedule", ARG_STRING, &t->schedule, "cosine or constant (after warmup)"},
+        {"--weight-decay", ARG_FLOAT, &t->weight_decay, "AdamW decoupled weight decay (2-D weights only)"},
+        {"--beta1", ARG_FLOAT, &t->beta1, "AdamW beta1"},
+        {"--beta2", ARG_FLOAT, &t->beta2, "AdamW beta2"},
+        {"--clip", ARG_FLOAT, &t->clip, "global gradient-norm clip (0 = off)"},
+        {"--seed", ARG_I64, &t->seed, "seed of the initial weights and of the data order"},
+        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS)"},
+        {"--log-every", ARG_INT, &t->log_every, "print a progress line every N steps"},
+        {"--eval-every", ARG_INT, &t->eval_every, "validation loss every N steps (0 = only at the end)"},
+        {"--eval-batches", ARG_INT, &t->eval_batches, "batches per validation"},
+        {"--loss-chunk", ARG_INT, &t->loss_chunk, "rows per chunk of the fused LM head + loss"},
+    };
+    int n = sizeof specs / sizeof specs[0];
+    const char *pos[1];
+    args_parse(&TRAIN_CMD, specs, n, argc, argv, pos, 0);
+    if (!config_preset(mc, t->model))
+        fail_usage("unknown --model '%s'; choose one of %s", t->model, config_preset_names());
+    if (args_seen(specs, n, "--layers")) mc->n_layer = layers;
+    if (args_seen(specs, n, "--dim")) mc->dim = dim;
+    if (args_seen(specs, n, "--heads")) mc->n_head = heads;
+    if (args_seen(specs, n, "--kv-heads")) mc->n_kv_head = kv_heads;
+    else if (args_seen(specs, n, "--heads")) mc->n_kv_head = heads;
+    if (args_seen(specs, n, "--ffn-dim")) mc->ffn_dim = ffn;
+    if (args_seen(specs, n, "--rope-theta")) mc->rope_theta = rope_theta;
+    mc->tie_embeddings = t->tie_embeddings;
+}
+
+static void check_train_config(const TrainConfig *t) {
+    if (!t->data) fail_usage("--data is required: a text file or a dataset directory (see `ringgpt train --help`)");
+    if (t->seq_len < 1) fail_usage("--seq-len must be at least 1 (got %d)", t->seq_len);
+    if (t->batch < 1) fail_usage("--batch must be at least 1 (got %d)", t->batch);
+    if (t->grad_accum < 1) fail_usage("--grad-accum must be at least 1 (got %d)", t->grad_accum);
+    if (t->steps < 1) fail_usage("--steps must be at least 1 (got %d)", t->steps);
+    if (t->warmup < 0) fail_usage("--warmup must not be negative (got %d)", t->warmup);
+    if (t->threads < 1) fail_usage("--threads must be at least 1 (got %d)", t->threads);
+    if (t->log_every < 1) fail_usage("--log-every must be at least 1 (got %d)", t->log_every);
+    if (t->eval_every < 0) fail_usage("--eval-every must not be negative (got %d)", t->eval_every);
+    if (t->eval_batches < 1) fail_usage("--eval-batches must be at least 1 (got %d)", t->eval_batches);
+    if (t->loss_chunk < 1) fail_usage("--loss-chunk must be at least 1 (got %d)", t->loss_chunk);
+    if (!(t->lr > 0)) fail_usage("--lr must be positive (got %g)", t->lr);
+    if (t->min_lr < 0 || t->min_lr > t->lr) fail_usage("--min-lr must be between 0 and --lr (got %g)", t->min_lr);
+    if (t->weight_decay < 0) fail_usage("--weight-decay must not be negative (got %g)", t->weight_decay);
+    if (!(t->beta1 >= 0 && t->beta1 < 1)) fail_usage("--beta1 must be in [0, 1) (got %g)", t->beta1);
+    if (!(t->beta2 >= 0 && t->beta2 < 1)) fail_usage("--beta2 must be in [0, 1) (got %g)", t->beta2);
+    if (t->clip < 0) fail_usage("--clip must not be negative (got %g)", t->clip);
+    if (!(t->val_fraction >= 0 && t->val_fraction < 1)) fail_usage("--val-fraction must be in [0, 1) (got %g)", t->val_fraction);
+    ScheduleKind k;
+    if (!schedule_parse(t->schedule, &k)) fail_usage("unknown --schedule '%s'; use cosine or constant", t->schedule);
+    config_validate(&t->model_cfg);
+}
+
+static DataSource *open_data(const TrainConfig *t, bool validation) {
+    DataOptions o = {.seq_len = t->seq_len, .batch = t->batch, .seed = (uint64_t)t->seed, .dp = t->dp,
+                     .dp_index = 0, .sp = t->sp, .sp_index = 0, .val_fraction = t->val_data ? 0 : t->val_fraction};
+    if (validation && t->val_data) return data_open(t->val_data, &o, false);
+    if (validation && t->val_fraction <= 0) return NULL;
+    return data_open(t->data, &o, validation);
+}
+
+// Mean loss over the first eval_batches batches of the validation data (the same ones every time).
+static double evaluate(GPT *m, DataSource *val, Batch *b, int batches) {
+    DataState start = {.seed = data_state(val).seed, .consumed = 0};
+    data_restore(val, start);
+    double sum = 0, count = 0;
+    for (int i = 0; i < batches; i++) {
+        data_next(val, b);
+        sum += gpt_forward(m, b, 0, false, NULL);
+        for (int n = 0; n < b->B * b->T; n++) count += b->targets[n] >= 0;
+    }
+    return count > 0 ? sum / count : 0;
+}
+
+static void set_threads(int n) {
+    omp_set_num_threads(n);
+    openblas_set_num_threads(n);
+}
+
+int cmd_train(int argc, char **argv) {
+    TrainConfig t;
+    parse_train_flags(&t, argc, argv);
+    check_train_config(&t);
+    set_threads(t.threads);
+    make_dirs(t.out);
+    DataSource *train = open_data(&t, false);
+    DataSource *val = open_data(&t, true);
+    GPT model;
+    gpt_init(&model, &t.model_cfg, &BACKEND_CPU, (uint64_t)t.seed);
+    model.loss_chunk = t.loss_chunk;
+    AdamW opt;
+    adamw_init(&opt, &model, (AdamWConfig){t.beta1, t.beta2, 1e-8f, t.weight_decay});
+    Schedule sched = {.lr = t.lr, .min_lr = t.min_lr, .warmup = t.warmup, .total = t.steps};
+    schedule_parse(t.schedule, &sched.kind);
+    MetricsLog log = {0};
+    metrics_open(&log, t.out, 0);
+    Batch batch = batch_alloc(t.batch, t.seq_len / t.sp);
+    const double tokens_per_step = (double)t.batch * t.seq_len * t.grad_accum * t.dp;
+    const double grad_scale = 1.0 / tokens_per_step;   // every target counts; the loss is a mean
+    log_info("ringgpt train: %s model, %.2fM parameters, %d layers, dim %d, %d/%d heads, T=%d, B=%d x %d accum, "
+             "%d threads, %" PRIu64 " samples/epoch\n",
+             t.model, config_num_params(&t.model_cfg) / 1e6, t.model_cfg.n_layer, t.model_cfg.dim,
+             t.model_cfg.n_head, t.model_cfg.n_kv_head, t.seq_len, t.batch, t.grad_accum, t.threads,
+             data_num_samples(train));
+    double run_start = now_seconds();
+    for (long step = 0; step < t.steps; step++) {
+        double t0 = now_seconds();
+        gpt_zero_grad(&model);
+        double loss_sum = 0;
+        for (int micro = 0; micro < t.grad_accum; micro++) {
+            data_next(train, &batch);                                   // this rank's tokens, targets, positions
+            loss_sum += gpt_forward(&model, &batch, grad_scale, true, NULL);
+            gpt_backward(&model, &batch);
+        }
+        double gnorm = clip_grad_norm(&model, t.clip);
+        float lr = lr_at(&sched, step);
+        adamw_update(&opt, &model, lr);
+        double dt = now_seconds() - t0;
+        StepMetrics sm = {.step = step + 1, .total_steps = t.steps, .loss = loss_sum / tokens_per_step, .lr = lr,
+                          .grad_norm = gnorm, .step_ms = dt * 1e3, .tokens_per_s = tokens_per_step / dt, .mfu = -1,
+                          .peak_rss_mb = peak_rss_mb(), .val_loss = -1, .dp = t.dp, .sp = t.sp};
+        bool last = step + 1 == t.steps;
+        if (val && ((t.eval_every > 0 && (step + 1) % t.eval_every == 0) || last))
+            sm.val_loss = evaluate(&model, val, &batch, t.eval_batches);
+        sm.eta_s = (now_seconds() - run_start) / (step + 1) * (t.steps - step - 1);
+        if (!isfinite(sm.loss)) fail("loss is %g at step %ld; lower --lr or raise --warmup", sm.loss, step + 1);
+        metrics_log(&log, &sm, (step + 1) % t.log_every == 0 || last || sm.val_loss >= 0);
+    }
+    log_info("done: %d steps in %.1f s, peak RSS %.0f MB, metrics in %s\n", t.steps, now_seconds() - run_start,
+             peak_rss_mb(), log.path);
+    metrics_close(&log);
+    batch_free(&batch);
+    adamw_free(&opt, &model);
+    gpt_free(&model);
+    data_close(train);
+    data_close(val);
+    return 0;
+}
