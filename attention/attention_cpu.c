@@ -1,12 +1,13 @@
 // attention/attention_cpu.c — CPU flash-style attention blocks: online softmax forward, LSE-based backward.
+#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
 
 #include "attention/attention.h"
 
-// KV rows are visited in tiles of this many keys, so one tile of K and V stays in cache while
-// every row of the Q block passes over it; a row never holds more than TILE scores.
+// Q and KV blocks are visited in (TILE × TILE) tiles: the scores of one tile are the most that
+// ever exist at once, and each tile is a handful of small GEMMs.
 enum { TILE = 64 };
 
 static inline real dot(const real *a, const real *b, int n) {
@@ -14,11 +15,6 @@ static inline real dot(const real *a, const real *b, int n) {
 #pragma omp simd reduction(+ : s)
     for (int i = 0; i < n; i++) s += a[i] * b[i];
     return s;
-}
-
-static inline void axpy(real *y, real a, const real *x, int n) {
-#pragma omp simd
-    for (int i = 0; i < n; i++) y[i] += a * x[i];
 }
 
 void attn_cpu_state_reset(const AttnShape *s, AttnState st, int nq) {
@@ -33,25 +29,51 @@ void attn_cpu_state_reset(const AttnShape *s, AttnState st, int nq) {
 // The number of keys row i of the Q block may see in a KV block of nk keys.
 static inline int visible_keys(AttnMask mask, int i, int nk) { return mask == ATTN_CAUSAL ? i + 1 : nk; }
 
-// Folds keys [j0, j0+n) into one row's state: m, l, acc (hd).
-static void forward_row_tile(const real *qi, const real *k, const real *v, int j0, int n, int kv_stride, int hd,
-                             real scale, real *m, real *l, real *acc) {
-    real sc[TILE];
-    real mx = *m;
-    for (int j = 0; j < n; j++) {
-        sc[j] = dot(qi, k + (size_t)(j0 + j) * kv_stride, hd) * scale;
-        mx = sc[j] > mx ? sc[j] : mx;
+// Row-major C (m, n) = alpha · A (m, k) · B (n, k)ᵀ + beta · C. Inside a parallel region OpenBLAS
+// (OpenMP build) runs single-threaded, so each thread multiplies its own tiles.
+static inline void gemm_nt(int m, int n, int k, real alpha, const real *A, int lda, const real *B, int ldb, real beta,
+                           real *C, int ldc) {
+    cblas_xgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+// C (m, n) += A (m, k) · B (k, n)
+static inline void gemm_nn_acc(int m, int n, int k, const real *A, int lda, const real *B, int ldb, real *C, int ldc) {
+    cblas_xgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, A, lda, B, ldb, 1, C, ldc);
+}
+// C (m, n) += A (k, m)ᵀ · B (k, n)
+static inline void gemm_tn_acc(int m, int n, int k, const real *A, int lda, const real *B, int ldb, real *C, int ldc) {
+    cblas_xgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1, A, lda, B, ldb, 1, C, ldc);
+}
+
+// Online softmax over one (rows × cols) tile of scores S (ld TILE) of query rows i0.. against
+// keys j0..: turns S into P = exp(S - m_new), updates m and l and rescales the rows of acc.
+static void softmax_tile(real *S, int rows, int cols, int i0, int j0, AttnMask mask, int nk, real *m, real *l,
+                         real *acc, int H, int hd) {
+    for (int r = 0; r < rows; r++) {
+        real *sr = S + (size_t)r * TILE;
+        int n = visible_keys(mask, i0 + r, nk) - j0;
+        n = n < 0 ? 0 : n > cols ? cols : n;
+        size_t row = (size_t)(i0 + r) * H;
+        real mx = m[row];
+        for (int j = 0; j < n; j++) mx = sr[j] > mx ? sr[j] : mx;
+        if (n == 0) {   // nothing visible in this tile: the row's state is unchanged
+            memset(sr, 0, cols * sizeof(real));
+            continue;
+        }
+        // mx is finite (n >= 1), so exp(m_old - mx) is exp(-inf) = 0 on a row's first keys, never inf - inf.
+        real corr = rexp(m[row] - mx), sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int j = 0; j < n; j++) {
+            sr[j] = rexp(sr[j] - mx);
+            sum += sr[j];
+        }
+        for (int j = n; j < cols; j++) sr[j] = 0;
+        l[row] = l[row] * corr + sum;
+        m[row] = mx;
+        if (corr != 1) {
+            real *a = acc + row * hd;
+            for (int d = 0; d < hd; d++) a[d] *= corr;
+        }
     }
-    // mx is finite here (n >= 1), so exp(*m - mx) is exp(-inf) = 0 on the first tile, never inf - inf.
-    real corr = rexp(*m - mx), sum = 0;
-    if (corr != 1) for (int d = 0; d < hd; d++) acc[d] *= corr;
-    for (int j = 0; j < n; j++) {
-        real p = rexp(sc[j] - mx);
-        sum += p;
-        axpy(acc, p, v + (size_t)(j0 + j) * kv_stride, hd);
-    }
-    *l = *l * corr + sum;
-    *m = mx;
 }
 
 void attn_cpu_forward_block(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
@@ -63,18 +85,17 @@ void attn_cpu_forward_block(const AttnShape *s, AttnState st, const real *q, int
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (int h = 0; h < H; h++) {
         for (int qt = 0; qt < q_tiles; qt++) {
+            real S[TILE * TILE];   // one tile of scores, then of probabilities
             const real *kh = k + (size_t)(h / group) * hd, *vh = v + (size_t)(h / group) * hd;
-            int i0 = qt * TILE, i1 = i0 + TILE < nq ? i0 + TILE : nq;
-            int jmax = visible_keys(mask, i1 - 1, nk);
+            int i0 = qt * TILE, rows = nq - i0 < TILE ? nq - i0 : TILE;
+            int jmax = visible_keys(mask, i0 + rows - 1, nk);
+            const real *qh = q + (size_t)i0 * q_stride + h * hd;
+            real *acc = st.acc + (size_t)i0 * q_stride + h * hd;
             for (int j0 = 0; j0 < jmax; j0 += TILE) {
-                for (int i = i0; i < i1; i++) {
-                    int n = visible_keys(mask, i, nk) - j0;
-                    if (n <= 0) continue;
-                    if (n > TILE) n = TILE;
-                    size_t row = (size_t)i * H + h;
-                    forward_row_tile(q + (size_t)i * q_stride + h * hd, kh, vh, j0, n, kv_stride, hd, scale,
-                                     &st.m[row], &st.l[row], st.acc + row * hd);
-                }
+                int cols = jmax - j0 < TILE ? jmax - j0 : TILE;
+                gemm_nt(rows, cols, hd, scale, qh, q_stride, kh + (size_t)j0 * kv_stride, kv_stride, 0, S, TILE);
+                softmax_tile(S, rows, cols, i0, j0, mask, nk, st.m + h, st.l + h, st.acc + h * hd, H, hd);
+                gemm_nn_acc(rows, hd, cols, S, TILE, vh + (size_t)j0 * kv_stride, kv_stride, acc, q_stride);
             }
         }
     }
@@ -100,17 +121,24 @@ void attn_cpu_backward_prep(const AttnShape *s, real *D, const real *dout, const
     for (size_t r = 0; r < rows; r++) D[r] = dot(dout + r * hd, out + r * hd, hd);
 }
 
-// One row of the backward against keys [j0, j0+n):  p = exp(s − lse), dp = dO·v, ds = p (dp − D);
-// dq += ds k·scale, dk += ds q·scale, dv += p dO.
-static void backward_row_tile(const real *qi, const real *doi, real lse, real Di, real *dqi, const real *k,
-                              const real *v, real *dk, real *dv, int j0, int n, int kv_stride, int hd, real scale) {
-    for (int j = j0; j < j0 + n; j++) {
-        const real *kj = k + (size_t)j * kv_stride, *vj = v + (size_t)j * kv_stride;
-        real p = rexp(dot(qi, kj, hd) * scale - lse);
-        real ds = p * (dot(doi, vj, hd) - Di) * scale;
-        axpy(dqi, ds, kj, hd);
-        axpy(dk + (size_t)j * kv_stride, ds, qi, hd);
-        axpy(dv + (size_t)j * kv_stride, p, doi, hd);
+// P and dS of one (rows × cols) tile from the global lse and D: P = exp(S − lse) (0 where masked
+// or for rows with no key), dS = P ∘ (dP − D) · scale. S holds the scaled scores, dP = dO Vᵀ.
+static void backward_tile(real *S, real *dP, int rows, int cols, int i0, int j0, AttnMask mask, int nk,
+                          const real *lse, const real *D, int H, real scale) {
+    for (int r = 0; r < rows; r++) {
+        real *sr = S + (size_t)r * TILE, *dr = dP + (size_t)r * TILE;
+        size_t row = (size_t)(i0 + r) * H;
+        int n = visible_keys(mask, i0 + r, nk) - j0;
+        n = n < 0 ? 0 : n > cols ? cols : n;
+        if (lse[row] == -INFINITY) n = 0;
+        real L = lse[row], Di = D[row];
+#pragma omp simd
+        for (int j = 0; j < n; j++) {
+            real p = rexp(sr[j] - L);
+            sr[j] = p;
+            dr[j] = p * (dr[j] - Di) * scale;
+        }
+        for (int j = n; j < cols; j++) sr[j] = dr[j] = 0;
     }
 }
 
@@ -120,26 +148,28 @@ void attn_cpu_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, c
                              const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
                              AttnMask mask) {
     const int H = s->n_head, Hkv = s->n_kv_head, hd = s->head_dim, group = H / Hkv;
-    const int q_stride = H * hd, kv_stride = Hkv * hd;
+    const int qs = H * hd, ks = Hkv * hd;
     const real scale = (real)(1.0 / sqrt((double)hd));
 #pragma omp parallel for schedule(dynamic, 1)
     for (int g = 0; g < Hkv; g++) {
+        real S[TILE * TILE], dP[TILE * TILE];   // (rows, cols) tiles: scores then P; dP then dS
         const real *kg = k + (size_t)g * hd, *vg = v + (size_t)g * hd;
         real *dkg = dk + (size_t)g * hd, *dvg = dv + (size_t)g * hd;
         for (int h = g * group; h < (g + 1) * group; h++) {
             for (int i0 = 0; i0 < nq; i0 += TILE) {
-                int i1 = i0 + TILE < nq ? i0 + TILE : nq;
-                int jmax = visible_keys(mask, i1 - 1, nk);
+                int rows = nq - i0 < TILE ? nq - i0 : TILE;
+                int jmax = visible_keys(mask, i0 + rows - 1, nk);
+                const real *qt = q + (size_t)i0 * qs + h * hd, *dot_ = dout + (size_t)i0 * qs + h * hd;
+                real *dqt = dq + (size_t)i0 * qs + h * hd;
                 for (int j0 = 0; j0 < jmax; j0 += TILE) {
-                    for (int i = i0; i < i1; i++) {
-                        size_t row = (size_t)i * H + h;
-                        int n = visible_keys(mask, i, nk) - j0;
-                        if (n <= 0 || lse[row] == -INFINITY) continue;
-                        if (n > TILE) n = TILE;
-                        backward_row_tile(q + (size_t)i * q_stride + h * hd, dout + (size_t)i * q_stride + h * hd,
-                                          lse[row], D[row], dq + (size_t)i * q_stride + h * hd, kg, vg, dkg, dvg, j0, n,
-                                          kv_stride, hd, scale);
-                    }
+                    int cols = jmax - j0 < TILE ? jmax - j0 : TILE;
+                    size_t ko = (size_t)j0 * ks;
+                    gemm_nt(rows, cols, hd, scale, qt, qs, kg + ko, ks, 0, S, TILE);
+                    gemm_nt(rows, cols, hd, 1, dot_, qs, vg + ko, ks, 0, dP, TILE);
+                    backward_tile(S, dP, rows, cols, i0, j0, mask, nk, lse + h, D + h, H, scale);
+                    gemm_nn_acc(rows, hd, cols, dP, TILE, kg + ko, ks, dqt, qs);       // dQ += dS K
+                    gemm_tn_acc(cols, hd, rows, dP, TILE, qt, qs, dkg + ko, ks);       // dK += dSᵀ Q
+                    gemm_tn_acc(cols, hd, rows, S, TILE, dot_, qs, dvg + ko, ks);      // dV += Pᵀ dO
                 }
             }
         }
