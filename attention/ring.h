@@ -14,3 +14,25 @@ void ring_attention_forward(AttnRing *ring, const struct Backend *be, const Attn
 void ring_attention_backward(AttnRing *ring, const struct Backend *be, const AttnShape *s, real *dq, real *dk,
                              real *dv, real *scratch_D, const real *q, const real *k, const real *v, const real *out,
                              const real *lse, const real *dout, int T_local);
+
+// ---- the ring object (attention/ring.c) ----
+struct Comm;
+// Time spent by this rank's ring since the last reset: exposed waiting (blocked in the exchange
+// after the compute was done) and block compute. The hidden fraction of the communication is
+// 1 − wait(overlap on) / wait(overlap off) for the same work (bench/ring_bench.sh).
+typedef struct {
+    double wait_s;       // blocked waiting for KV / dKV packets
+    double compute_s;    // attention block kernels
+    double bytes;        // bytes sent
+    long exchanges;      // packets sent
+} RingStats;
+
+// The ring of `ring_comm` (its size is sp, its rank this rank's sp_index). Buffers (two packets
+// of K, V and their dK, dV accumulators) are allocated on the backend at first use, O(T_local).
+// Setting RINGGPT_RING_NO_OVERLAP=1 in the environment waits for each exchange right after starting
+// it (the serial baseline of the overlap measurement).
+AttnRing *ring_create(struct Comm *ring_comm, const struct Backend *be);
+void ring_free(AttnRing *ring);
+void ring_set_overlap(AttnRing *ring, bool overlap);
+RingStats ring_stats(const AttnRing *ring);
+void ring_stats_reset(AttnRing *ring);

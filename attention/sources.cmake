@@ -1,2 +1,2 @@
-# attention/sources.cmake — CPU block kernels and the single-rank driver (the ring joins here).
-list(APPEND RINGGPT_SOURCES attention/attention.c attention/attention_cpu.c)
+# attention/sources.cmake — CPU block kernels, the single-rank driver and the ring.
+list(APPEND RINGGPT_SOURCES attention/attention.c attention/attention_cpu.c attention/ring.c)

@@ -1,0 +1,190 @@
+// attention/ring.c — ring attention: zigzag blocks, K/V (and dK/dV) packets passed around the sp ranks.
+#include "attention/ring.h"
+
+#include <stdlib.h>
+
+#include "core/backend.h"
+#include "core/comm.h"
+#include "core/common.h"
+
+// A packet is one contiguous buffer so that each hop is one message:
+//   [ k (L, Hkv, hd) | v (L, Hkv, hd) | dk (L, Hkv, hd) | dv (L, Hkv, hd) ]
+// The forward uses only its first half. Two packets (double buffering): the one being computed on
+// (and sent) and the one being received, so a rank holds two KV blocks, never sp of them.
+struct AttnRing {
+    Comm *comm;
+    const Backend *be;
+    int rank, size;     // sp_index, sp
+    real *pkt[2];       // (4, L, Hkv, hd) each
+    real *dkv_step;     // (2, L, Hkv, hd) this step's dk | dv contribution, before it joins its accumulator
+    size_t cap;         // elements of one (L, Hkv, hd) block the buffers hold
+    bool overlap;
+    RingStats stats;
+};
+
+AttnRing *ring_create(Comm *ring_comm, const Backend *be) {
+    AttnRing *R = xcalloc(1, sizeof *R, "ring attention");
+    R->comm = ring_comm;
+    R->be = be;
+    R->rank = comm_rank(ring_comm);
+    R->size = comm_size(ring_comm);
+    const char *no = getenv("RINGGPT_RING_NO_OVERLAP");
+    R->overlap = !(no && no[0] == '1');
+    return R;
+}
+
+static void release_buffers(AttnRing *R) {
+    for (int i = 0; i < 2; i++)
+        if (R->pkt[i]) R->be->release(R->pkt[i]);
+    if (R->dkv_step) R->be->release(R->dkv_step);
+    R->pkt[0] = R->pkt[1] = R->dkv_step = NULL;
+    R->cap = 0;
+}
+
+void ring_free(AttnRing *R) {
+    if (!R) return;
+    release_buffers(R);
+    free(R);
+}
+
+void ring_set_overlap(AttnRing *R, bool overlap) { R->overlap = overlap; }
+RingStats ring_stats(const AttnRing *R) { return R->stats; }
+void ring_stats_reset(AttnRing *R) { R->stats = (RingStats){0}; }
+
+// Sizes the buffers for blocks of kvn = L·Hkv·hd elements (once, unless T_local grows).
+static void ensure_buffers(AttnRing *R, size_t kvn) {
+    if (kvn <= R->cap) return;
+    release_buffers(R);
+    for (int i = 0; i < 2; i++) R->pkt[i] = R->be->alloc(4 * kvn * sizeof(real), "ring KV packets");
+    R->dkv_step = R->be->alloc(2 * kvn * sizeof(real), "ring dKV step buffer");
+    R->cap = kvn;
+}
+
+static void check_local_len(const AttnRing *R, int L) {
+    if (R->size > 1 && (L < 2 || L % 2 != 0))
+        fail("ring attention: %d local tokens cannot be cut into the two zigzag chunks; seq-len must be a multiple "
+             "of 2·sp = %d",
+             L, 2 * R->size);
+}
+
+// Sends n elements from `send` to the next rank while receiving n into `recv` from the previous.
+static void start_hop(AttnRing *R, CommRequest *req, const real *send, real *recv, size_t n, const char *what) {
+    int W = R->size;
+    comm_sendrecv_start(R->comm, req, send, recv, n * sizeof(real), (R->rank + 1) % W, (R->rank - 1 + W) % W, what);
+    R->stats.bytes += (double)n * sizeof(real);
+    R->stats.exchanges++;
+}
+
+static void finish_hop(AttnRing *R, CommRequest *req) { R->stats.wait_s += comm_wait(req); }
+
+// One forward step against the KV block of rank j (DESIGN.md, "Ring attention contract"), with
+// half = L/2 and the state rows of a Q block addressed by offset:
+//   j == r: both local chunks, causal (local order is increasing in global position);
+//   j <  r: every Q row × j's first chunk (entirely in the past; its second chunk is entirely in
+//           the future of both of ours, so it is skipped);
+//   j >  r: our second Q chunk × all of j's block; our first chunk sees none of it (no kernel).
+static void forward_step(const Backend *be, const AttnShape *s, AttnState st, const real *q, const real *kb,
+                         const real *vb, int L, int j, int r) {
+    int half = L / 2;
+    size_t qoff = (size_t)half * s->n_head * s->head_dim, soff = (size_t)half * s->n_head;
+    if (j == r) {
+        be->attn_forward_block(s, st, q, L, kb, vb, L, ATTN_CAUSAL);
+    } else if (j < r) {
+        be->attn_forward_block(s, st, q, L, kb, vb, half, ATTN_FULL);
+    } else {
+        AttnState late = {.acc = st.acc + qoff, .m = st.m + soff, .l = st.l + soff};
+        be->attn_forward_block(s, late, q + qoff, half, kb, vb, L, ATTN_FULL);
+    }
+}
+
+void ring_attention_forward(AttnRing *R, const Backend *be, const AttnShape *s, real *out, real *lse,
+                            real *scratch_l, const real *q, const real *k, const real *v, int L) {
+    const int W = R->size, r = R->rank;
+    const size_t kvn = (size_t)L * s->n_kv_head * s->head_dim;
+    check_local_len(R, L);
+    ensure_buffers(R, kvn);
+    // fp32 state across all steps, normalised once at the end; out and lse double as acc and m.
+    AttnState st = {.acc = out, .m = lse, .l = scratch_l};
+    be->attn_state_reset(s, st, L);
+    int a = 0;
+    be->copy(R->pkt[a], k, kvn * sizeof(real));
+    be->copy(R->pkt[a] + kvn, v, kvn * sizeof(real));
+    for (int step = 0; step < W; step++) {
+        CommRequest hop;
+        bool more = step + 1 < W;   // the last block need not travel further
+        // Start passing this block on before computing with it: the transfer hides behind the step.
+        if (more) start_hop(R, &hop, R->pkt[a], R->pkt[1 - a], 2 * kvn, "ring KV exchange (forward)");
+        if (more && !R->overlap) finish_hop(R, &hop);
+        double t0 = now_seconds();
+        forward_step(be, s, st, q, R->pkt[a], R->pkt[a] + kvn, L, (r - step + W) % W, r);
+        R->stats.compute_s += now_seconds() - t0;
+        if (more) {
+            if (R->overlap) finish_hop(R, &hop);
+            a = 1 - a;
+        }
+    }
+    be->attn_finalize(s, st, out, lse, L);
+}
+
+// One backward step against block j, the same three cases as forward_step. dq accumulates over
+// all steps; dk, dv (this step's contribution to block j) are fresh.
+static void backward_step(const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv, const real *q,
+                          const real *kb, const real *vb, const real *dout, const real *lse, const real *D, int L,
+                          int j, int r) {
+    int half = L / 2;
+    size_t qoff = (size_t)half * s->n_head * s->head_dim, soff = (size_t)half * s->n_head;
+    if (j == r)
+        be->attn_backward_block(s, dq, dk, dv, q, kb, vb, dout, lse, D, L, L, ATTN_CAUSAL);
+    else if (j < r)
+        be->attn_backward_block(s, dq, dk, dv, q, kb, vb, dout, lse, D, L, half, ATTN_FULL);
+    else
+        be->attn_backward_block(s, dq + qoff, dk, dv, q + qoff, kb, vb, dout + qoff, lse + soff, D + soff, half, L,
+                                ATTN_FULL);
+}
+
+// Backward: at step s this rank computes with block j = r − s and sends on, in one packet, that
+// block's K, V (needed next door at step s+1) and the dK/dV accumulator of the block it finished at
+// step s−1 (needed next door now). Its own contribution for block j goes to dkv_step meanwhile and
+// joins j's accumulator when that arrives. The accumulator travels with its block: after the last
+// hop (step W) every block's dK/dV is home, so no reduction is needed.
+void ring_attention_backward(AttnRing *R, const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv,
+                             real *scratch_D, const real *q, const real *k, const real *v, const real *out,
+                             const real *lse, const real *dout, int L) {
+    const int W = R->size, r = R->rank;
+    const size_t kvn = (size_t)L * s->n_kv_head * s->head_dim;
+    check_local_len(R, L);
+    ensure_buffers(R, kvn);
+    be->attn_backward_prep(s, scratch_D, dout, out, L);   // D = rowsum(dO ∘ O), once, from the final O
+    be->zero(dq, (size_t)L * s->n_head * s->head_dim * sizeof(real));
+    int a = 0;
+    be->copy(R->pkt[a], k, kvn * sizeof(real));
+    be->copy(R->pkt[a] + kvn, v, kvn * sizeof(real));
+    for (int step = 0; step <= W; step++) {
+        // Packet part that travels at this step: K,V while a later step needs them, dK,dV from step 1 on.
+        size_t lo = step + 2 <= W ? 0 : 2 * kvn, hi = step >= 1 ? 4 * kvn : 2 * kvn;
+        bool hop_now = W > 1 && hi > lo;
+        CommRequest hop;
+        if (hop_now) start_hop(R, &hop, R->pkt[a] + lo, R->pkt[1 - a] + lo, hi - lo, "ring KV+dKV exchange (backward)");
+        if (step == W) {   // the last hop only brings this rank's own accumulator home
+            if (hop_now) {
+                finish_hop(R, &hop);
+                a = 1 - a;
+            }
+            break;
+        }
+        if (hop_now && !R->overlap) finish_hop(R, &hop);
+        double t0 = now_seconds();
+        be->zero(R->dkv_step, 2 * kvn * sizeof(real));
+        backward_step(be, s, dq, R->dkv_step, R->dkv_step + kvn, q, R->pkt[a], R->pkt[a] + kvn, dout, lse, scratch_D,
+                      L, (r - step + W) % W, r);
+        R->stats.compute_s += now_seconds() - t0;
+        if (hop_now && R->overlap) finish_hop(R, &hop);
+        // pkt[1-a] now holds the next block's K,V and (from step 1) block j's accumulator.
+        real *acc = R->pkt[1 - a] + 2 * kvn;
+        if (step == 0) be->copy(acc, R->dkv_step, 2 * kvn * sizeof(real));
+        else be->add_inplace(acc, R->dkv_step, 2 * kvn);
+        a = 1 - a;
+    }
+    be->copy(dk, R->pkt[a] + 2 * kvn, kvn * sizeof(real));
+    be->copy(dv, R->pkt[a] + 3 * kvn, kvn * sizeof(real));
+}

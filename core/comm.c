@@ -1,0 +1,198 @@
+// core/comm.c — the comm front end: backend choice, deadline-polled waits, config checks and the dp × sp grid.
+#include "core/comm.h"
+
+#include <inttypes.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/comm_impl.h"
+#include "core/common.h"
+#include "core/real.h"
+
+static Comm *g_world;
+static bool g_mpi;
+static double g_timeout = 600.0;
+
+size_t comm_type_size(CommType t) {
+    switch (t) {
+    case COMM_REAL: return sizeof(real);
+    case COMM_F32: return sizeof(float);
+    case COMM_F64: return sizeof(double);
+    case COMM_I64: return sizeof(int64_t);
+    case COMM_U64: return sizeof(uint64_t);
+    }
+    return 0;
+}
+
+// A failure on one rank must end the whole job: the other ranks would otherwise wait for it.
+static void abort_job_hook(int code) {
+    if (g_mpi && g_world && g_world->size > 1) comm_mpi_abort(code);
+}
+
+static bool launched_by_mpi(void) {
+    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i])) return true;
+    return false;
+}
+
+void comm_init(int *argc, char ***argv) {
+    if (g_world) return;
+    g_mpi = launched_by_mpi();
+    g_world = g_mpi ? comm_mpi_init(argc, argv) : comm_local_world();
+    set_log_rank(g_world->rank);
+    set_fail_hook(abort_job_hook);
+}
+
+void comm_finalize(void) {
+    if (!g_world) return;
+    g_world->be->free(g_world);
+    g_world = NULL;
+    set_fail_hook(NULL);
+    if (g_mpi) comm_mpi_finalize();
+}
+
+Comm *comm_world(void) {
+    if (!g_world) fail("comm: comm_init was not called before using the world communicator");
+    return g_world;
+}
+
+bool comm_is_mpi(void) { return g_mpi; }
+int comm_rank(const Comm *c) { return c->rank; }
+int comm_size(const Comm *c) { return c->size; }
+int comm_world_rank_of(const Comm *c, int r) { return c->world_ranks[r]; }
+void comm_set_timeout(double seconds) { g_timeout = seconds > 0 ? seconds : 600.0; }
+double comm_timeout(void) { return g_timeout; }
+
+void comm_sendrecv_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t bytes, int to, int from,
+                         const char *what) {
+    *r = (CommRequest){.comm = c, .what = what, .to = to, .from = from, .active = bytes > 0};
+    if (bytes) c->be->sendrecv_start(c, r, send, recv, bytes, to, from);
+}
+
+_Noreturn static void timed_out(const CommRequest *r) {
+    const Comm *c = r->comm;
+    int me = g_world ? g_world->rank : 0;
+    if (r->to >= 0)
+        comm_abort(EXIT_RUNTIME,
+                   "rank %d: %s got no answer within %.0f s (sending to rank %d, receiving from rank %d); a rank died "
+                   "or is stuck, so the job is aborted (raise --comm-timeout if ranks are only slow)",
+                   me, r->what, g_timeout, c->world_ranks[r->to], c->world_ranks[r->from]);
+    comm_abort(EXIT_RUNTIME,
+               "rank %d: %s over %d ranks did not complete within %.0f s; a rank died or is stuck, so the job is "
+               "aborted (raise --comm-timeout if ranks are only slow)",
+               me, r->what, c->size, g_timeout);
+}
+
+// Polls instead of blocking in MPI_Wait so that a dead peer becomes a message after the deadline.
+// Yields first, then sleeps with a growing pause (≤ 1 ms): a waiting rank must not steal the core of
+// a rank that is still computing (ranks often share cores in tests).
+double comm_wait(CommRequest *r) {
+    if (!r->active) return 0.0;
+    double start = now_seconds(), deadline = start + g_timeout;
+    long pause_ns = 20000;
+    for (int polls = 0;; polls++) {
+        if (r->comm->be->test(r->comm, r)) break;
+        if (now_seconds() > deadline) timed_out(r);
+        if (polls < 64) {
+            sched_yield();
+        } else {
+            struct timespec ts = {0, pause_ns};
+            nanosleep(&ts, NULL);
+            if (pause_ns < 1000000) pause_ns *= 2;
+        }
+    }
+    r->active = false;
+    return now_seconds() - start;
+}
+
+void comm_allreduce(Comm *c, void *buf, size_t count, CommType t, CommOp op, const char *what) {
+    if (c->size == 1) return;
+    const size_t piece = (size_t)1 << 30;   // MPI counts are int
+    for (size_t off = 0; off < count; off += piece) {
+        size_t n = count - off < piece ? count - off : piece;
+        CommRequest r = {.comm = c, .what = what, .to = -1, .from = -1, .active = true};
+        c->be->allreduce_start(c, &r, (char *)buf + off * comm_type_size(t), n, t, op);
+        comm_wait(&r);
+    }
+}
+
+void comm_barrier(Comm *c, const char *what) {
+    if (c->size == 1) return;
+    CommRequest r = {.comm = c, .what = what, .to = -1, .from = -1, .active = true};
+    c->be->barrier_start(c, &r);
+    comm_wait(&r);
+}
+
+void comm_abort(int code, const char *fmt, ...) {
+    fflush(stdout);
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "ringgpt: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+    if (g_mpi) comm_mpi_abort(code);
+    exit(code);
+}
+
+void comm_fail_usage_all(const char *fmt, ...) {
+    if (!g_world || g_world->rank == 0) {
+        fflush(stdout);
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "ringgpt: ");
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+        fflush(stderr);
+    }
+    // Meet the other ranks before leaving, so that none is left waiting for a message (the barrier
+    // has the deadline, so a rank that did not see the error still ends the job).
+    if (g_world) comm_barrier(g_world, "usage-error exit");
+    comm_finalize();
+    exit(EXIT_USAGE);
+}
+
+// FNV-1a: a stable 64-bit fingerprint of the configuration text.
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+void comm_check_same_config(const char *config_text) {
+    Comm *w = comm_world();
+    if (w->size == 1) return;
+    uint64_t mine = fnv1a(config_text), first = w->rank == 0 ? mine : 0;
+    comm_allreduce(w, &first, 1, COMM_U64, COMM_SUM, "config check");   // rank 0's hash on every rank
+    int64_t odd = mine == first ? INT64_MAX : w->rank;
+    comm_allreduce(w, &odd, 1, COMM_I64, COMM_MIN, "config check");
+    if (odd != INT64_MAX)
+        comm_fail_usage_all("rank %" PRId64 " was started with different flags than rank 0 (config hash differs); "
+                            "every rank must get the same command line",
+                            odd);
+}
+
+CommGrid comm_grid(int sp) {
+    Comm *w = comm_world();
+    if (sp < 1) comm_fail_usage_all("--sp %d: the ring size must be at least 1", sp);
+    if (w->size % sp != 0)
+        comm_fail_usage_all("world size %d is not divisible by --sp %d; launch a multiple of %d ranks "
+                            "(mpirun -np N with N = dp·sp)",
+                            w->size, sp, sp);
+    CommGrid g = {.rank = w->rank, .world_size = w->size, .sp = sp, .dp = w->size / sp, .world = w};
+    g.dp_index = w->rank / sp;
+    g.sp_index = w->rank % sp;
+    g.ring = w->be->split(w, g.dp_index, g.sp_index);
+    return g;
+}
+
+void comm_grid_free(CommGrid *g) {
+    if (g->ring) g->ring->be->free(g->ring);
+    g->ring = NULL;
+}

@@ -1,0 +1,72 @@
+// core/comm.h — talking between ranks: send/receive pairs, all-reduce, barrier, abort; MPI or a single process.
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// One interface, several backends: MPI now (launched by mpirun/srun), a single-process one (plain
+// `ringgpt train`), NCCL with the CUDA backend. Every wait polls with a deadline (comm_set_timeout):
+// a dead or stuck peer ends the whole job with a message naming both ranks, never a hang.
+
+typedef enum { COMM_REAL, COMM_F32, COMM_F64, COMM_I64, COMM_U64 } CommType;   // COMM_REAL follows core/real.h
+typedef enum { COMM_SUM, COMM_MIN, COMM_MAX } CommOp;
+
+typedef struct Comm Comm;   // a group of ranks (the world, one ring, ...); backend-defined
+
+// A started operation (send/receive pair or collective), finished by comm_wait.
+typedef struct {
+    Comm *comm;
+    const char *what;      // "ring KV", "gradient all-reduce": named in the timeout message
+    int to, from;          // peers of a send/receive pair (ranks in comm), -1 for a collective
+    bool active;
+    _Alignas(16) unsigned char handle[64];   // the backend's request objects
+} CommRequest;
+
+// Starts MPI when the process was launched by an MPI launcher (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
+// PMIX_RANK in the environment), else a one-rank world. Sets the fail hook (a failure on one rank
+// aborts the job) and the log rank (only world rank 0 logs). Idempotent.
+void comm_init(int *argc, char ***argv);
+// Finishes MPI (all ranks must call it); a no-op for a single process.
+void comm_finalize(void);
+Comm *comm_world(void);
+bool comm_is_mpi(void);
+int comm_rank(const Comm *c);
+int comm_size(const Comm *c);
+// Rank in the world of rank r of c (for messages).
+int comm_world_rank_of(const Comm *c, int r);
+
+// Seconds any single wait may block before the job is aborted (default 600).
+void comm_set_timeout(double seconds);
+double comm_timeout(void);
+
+// Starts sending `bytes` from send to rank `to` while receiving as many into recv from `from`.
+// Buffers must stay untouched until comm_wait returns. bytes == 0 starts nothing.
+void comm_sendrecv_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t bytes, int to, int from,
+                         const char *what);
+// Blocks until the request is done (or the deadline: abort). Returns the seconds it blocked.
+double comm_wait(CommRequest *r);
+// In place: buf (count elements of type t) = op over all ranks of c. Blocking with the deadline.
+void comm_allreduce(Comm *c, void *buf, size_t count, CommType t, CommOp op, const char *what);
+void comm_barrier(Comm *c, const char *what);
+// Prints "ringgpt: <message>" and ends every rank of the job with `code`.
+_Noreturn void comm_abort(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// A usage error that every rank detects alike (bad --sp for the world size, seq-len, mismatched
+// flags): rank 0 prints the one line, every rank finishes MPI and exits 2.
+_Noreturn void comm_fail_usage_all(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// Fails (usage, from rank 0) unless every rank of the world has the same configuration text, e.g.
+// the command line: ranks started with different flags would silently train different models.
+void comm_check_same_config(const char *config_text);
+
+// The dp × sp process grid: rank = dp_index·sp + sp_index, the sp ranks of a ring adjacent.
+typedef struct {
+    int rank, world_size;
+    int dp, dp_index;
+    int sp, sp_index;
+    Comm *world;   // all ranks: gradient sums, loss sums, config checks
+    Comm *ring;    // this rank's ring: the sp ranks that share one sequence, ordered by sp_index
+} CommGrid;
+
+// Splits the world into world/sp rings. A world size that sp does not divide is a usage error.
+CommGrid comm_grid(int sp);
+void comm_grid_free(CommGrid *g);

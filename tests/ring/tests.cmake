@@ -1,0 +1,17 @@
+# tests/ring/tests.cmake — ring attention under mpiexec: attention-level equivalence, model level, training, faults.
+# Open MPI refuses root without --allow-run-as-root and more ranks than cores without --oversubscribe.
+set(RING_MPIEXEC ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe)
+set(RING_ENV "OMP_NUM_THREADS=1")
+
+foreach(prec core core64)
+  add_executable(test_ring_attention_${prec} ${CMAKE_SOURCE_DIR}/tests/ring/test_ring_attention.c)
+  target_link_libraries(test_ring_attention_${prec} PRIVATE ringgpt_${prec})
+endforeach()
+# sp ∈ {1,2,3,4,5,8}: the double build for exactness, the float (product) build at fp32 tolerance.
+foreach(sp 1 2 3 4 5 8)
+  foreach(prec core64 core)
+    add_test(NAME ring_attention_sp${sp}_${prec}
+             COMMAND ${RING_MPIEXEC} -np ${sp} $<TARGET_FILE:test_ring_attention_${prec}>)
+    set_tests_properties(ring_attention_sp${sp}_${prec} PROPERTIES LABELS ring ENVIRONMENT "${RING_ENV}" TIMEOUT 120)
+  endforeach()
+endforeach()
