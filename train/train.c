@@ -1,13 +1,17 @@
 // train/train.c — `ringgpt train`: flags, then the training loop (micro-batches, clip, AdamW, eval, metrics).
 #include <cblas.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "attention/ring.h"
 #include "core/args.h"
+#include "core/comm.h"
 #include "core/common.h"
 #include "data/source.h"
 #include "model/adamw.h"
@@ -23,7 +27,11 @@ typedef struct {
     float lr, min_lr, weight_decay, beta1, beta2, clip, val_fraction;
     int64_t seed;
     bool tie_embeddings;
-    int dp, sp;          // layout (one rank: 1×1)
+    int dp, sp;          // layout (one rank: 1×1); world = dp·sp ranks
+    int dp_index, sp_index;
+    float comm_timeout;  // seconds any wait for another rank may take before the job is aborted
+    int debug_exit_rank, debug_exit_step;   // tests: that rank leaves (or stalls) at that step
+    bool debug_stall;
 } TrainConfig;
 
 static const ArgCommand TRAIN_CMD = {
@@ -38,7 +46,8 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
                        .grad_accum = 1, .steps = 100, .warmup = 10, .threads = omp_get_num_procs(), .log_every = 1,
                        .eval_every = 0, .eval_batches = 4, .loss_chunk = 256, .lr = 1e-3f, .min_lr = 1e-4f,
                        .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .clip = 1.0f, .val_fraction = 0.1f,
-                       .seed = 1337, .dp = 1, .sp = 1};
+                       .seed = 1337, .dp = 1, .sp = 1, .comm_timeout = 600,
+                       .debug_exit_rank = -1};
     ModelConfig *mc = &t->model_cfg;
     int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0;
     float rope_theta = 0;
@@ -73,6 +82,11 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--eval-every", ARG_INT, &t->eval_every, "validation loss every N steps (0 = only at the end)"},
         {"--eval-batches", ARG_INT, &t->eval_batches, "batches per validation"},
         {"--loss-chunk", ARG_INT, &t->loss_chunk, "rows per chunk of the fused LM head + loss"},
+        {"--sp", ARG_INT, &t->sp, "ring size: ranks that split one sequence (mpirun -np dp·sp)"},
+        {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},
+        {"--debug-exit-rank", ARG_INT, &t->debug_exit_rank, "(testing) this rank leaves the job at --debug-exit-step"},
+        {"--debug-exit-step", ARG_INT, &t->debug_exit_step, "(testing) the step at which --debug-exit-rank leaves"},
+        {"--debug-stall", ARG_BOOL, &t->debug_stall, "(testing) the --debug-exit-rank rank stalls instead of exiting"},
     };
     int n = sizeof specs / sizeof specs[0];
     const char *pos[1];
@@ -113,16 +127,22 @@ static void check_train_config(const TrainConfig *t) {
     config_validate(&t->model_cfg);
 }
 
+// A missing or unreadable path is a usage error (exit 2), caught before any work starts.
+static void check_readable(const char *flag, const char *path) {
+    if (access(path, R_OK) != 0)
+        fail_usage("%s %s: cannot open (%s); check the path", flag, path, strerror(errno));
+}
+
 static DataSource *open_data(const TrainConfig *t, bool validation) {
     DataOptions o = {.seq_len = t->seq_len, .batch = t->batch, .seed = (uint64_t)t->seed, .dp = t->dp,
-                     .dp_index = 0, .sp = t->sp, .sp_index = 0, .val_fraction = t->val_data ? 0 : t->val_fraction};
+                     .dp_index = t->dp_index, .sp = t->sp, .sp_index = t->sp_index, .val_fraction = t->val_data ? 0 : t->val_fraction};
     if (validation && t->val_data) return data_open(t->val_data, &o, false);
     if (validation && t->val_fraction <= 0) return NULL;
     return data_open(t->data, &o, validation);
 }
 
 // Mean loss over the first eval_batches batches of the validation data (the same ones every time).
-static double evaluate(GPT *m, DataSource *val, Batch *b, int batches) {
+static double evaluate(GPT *m, DataSource *val, Batch *b, int batches, Comm *world) {
     DataState start = {.seed = data_state(val).seed, .consumed = 0};
     data_restore(val, start);
     double sum = 0, count = 0;
@@ -131,6 +151,9 @@ static double evaluate(GPT *m, DataSource *val, Batch *b, int batches) {
         sum += gpt_forward(m, b, 0, false, NULL);
         for (int n = 0; n < b->B * b->T; n++) count += b->targets[n] >= 0;
     }
+    double sums[2] = {sum, count};   // every rank holds a slice of the validation tokens
+    comm_allreduce(world, sums, 2, COMM_F64, COMM_SUM, "validation loss sum");
+    sum = sums[0], count = sums[1];
     return count > 0 ? sum / count : 0;
 }
 
@@ -144,6 +167,8 @@ int cmd_train(int argc, char **argv) {
     parse_train_flags(&t, argc, argv);
     check_train_config(&t);
     set_threads(t.threads);
+    check_readable("--data", t.data);
+    if (t.val_data) check_readable("--val-data", t.val_data);
     make_dirs(t.out);
     DataSource *train = open_data(&t, false);
     DataSource *val = open_data(&t, true);
@@ -183,7 +208,7 @@ int cmd_train(int argc, char **argv) {
                           .peak_rss_mb = peak_rss_mb(), .val_loss = -1, .dp = t.dp, .sp = t.sp};
         bool last = step + 1 == t.steps;
         if (val && ((t.eval_every > 0 && (step + 1) % t.eval_every == 0) || last))
-            sm.val_loss = evaluate(&model, val, &batch, t.eval_batches);
+            sm.val_loss = evaluate(&model, val, &batch, t.eval_batches, grid.world);
         sm.eta_s = (now_seconds() - run_start) / (step + 1) * (t.steps - step - 1);
         if (!isfinite(sm.loss)) fail("loss is %g at step %ld; lower --lr or raise --warmup", sm.loss, step + 1);
         metrics_log(&log, &sm, (step + 1) % t.log_every == 0 || last || sm.val_loss >= 0);

@@ -1,0 +1,32 @@
+# scripts/deps.sh — sourced by demo.sh and test.sh: installs the Debian packages and Python modules that are missing.
+RINGGPT_PACKAGES=(build-essential cmake pkg-config libopenblas-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin
+                  libcjson-dev zlib1g-dev python3 python3-numpy python3-matplotlib clang libclang-rt-14-dev)
+
+ensure_deps() {
+  local missing=()
+  for p in "${RINGGPT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    if [[ $(id -u) -ne 0 ]]; then
+      echo "ringgpt: missing Debian packages: ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}" >&2
+      exit 1
+    fi
+    echo "installing: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  # The Python that runs our scripts: the first that has numpy and matplotlib (Debian's has both).
+  PY=""
+  for cand in python3 /usr/bin/python3; do
+    if command -v "$cand" >/dev/null && "$cand" -c "import numpy, matplotlib" 2>/dev/null; then PY=$(command -v "$cand"); break; fi
+  done
+  if [[ -z $PY ]]; then echo "ringgpt: no python3 with numpy and matplotlib found" >&2; exit 1; fi
+  export PY
+}
+
+build_ringgpt() {
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake --build build -j"$(nproc)"
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# scripts/test.sh — installs what is missing, builds, and runs every test through ctest (GPU tests SKIP without a GPU).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+ensure_deps
+build_ringgpt
+cd build
+ctest --output-on-failure --timeout 900 "$@"
