@@ -1,5 +1,6 @@
-// data/batch.c — batch buffers and the zigzag slicing that gives every ring rank its two chunks.
+// data/batch.c — batch buffers and the zigzag slicing that gives every ring rank its two chunks (and their documents).
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/common.h"
 #include "data/source.h"
@@ -10,6 +11,9 @@ Batch batch_alloc(int B, int T) {
     b.tokens = xmalloc(n * sizeof(int32_t), "batch tokens");
     b.targets = xmalloc(n * sizeof(int32_t), "batch targets");
     b.pos = xmalloc(n * sizeof(int32_t), "batch positions");
+    b.sample = xcalloc((size_t)B, sizeof(int64_t), "batch sample numbers");
+    b.seg = xcalloc(n, sizeof(int32_t), "batch document numbers");
+    b.n_docs = xcalloc((size_t)B, sizeof(int32_t), "batch document counts");
     return b;
 }
 
@@ -17,20 +21,50 @@ void batch_free(Batch *b) {
     free(b->tokens);
     free(b->targets);
     free(b->pos);
+    free(b->sample);
+    free(b->seg);
+    free(b->n_docs);
+    free(b->doc_start);
     *b = (Batch){0};
 }
 
-void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index) {
-    int chunk = T / (2 * sp);
+// Document starts of the full sample (positions 0..T-1): 0 and every position right after an EOS.
+static void find_docs(Batch *b, int row, const int32_t *sample, int T, int32_t eos) {
+    if (b->doc_cap < T) {
+        free(b->doc_start);
+        b->doc_start = xmalloc((size_t)b->B * T * sizeof(int32_t), "batch document starts");
+        b->doc_cap = T;
+    }
+    int32_t *ds = b->doc_start + (size_t)row * b->doc_cap, n = 0;
+    ds[n++] = 0;
+    if (eos >= 0)
+        for (int t = 1; t < T; t++)
+            if (sample[t - 1] == eos) ds[n++] = t;
+    b->n_docs[row] = n;
+}
+
+void batch_put_sample_docs(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos) {
+    find_docs(b, row, sample, T, eos);
+    const int32_t *ds = b->doc_start + (size_t)row * b->doc_cap;
+    int nd = b->n_docs[row], chunk = T / (2 * sp);
     int starts[2] = {sp_index * chunk, (2 * sp - 1 - sp_index) * chunk};
-    int32_t *tok = b->tokens + (size_t)row * b->T, *tgt = b->targets + (size_t)row * b->T, *pos = b->pos + (size_t)row * b->T;
+    size_t base = (size_t)row * b->T;
+    int32_t *tok = b->tokens + base, *tgt = b->targets + base, *pos = b->pos + base, *seg = b->seg + base;
     int o = 0;
     for (int c = 0; c < (sp == 1 ? 1 : 2); c++) {
         int start = sp == 1 ? 0 : starts[c], len = sp == 1 ? T : chunk;
+        int d = 0;   // the document holding `start`: the last start <= it
+        while (d + 1 < nd && ds[d + 1] <= start) d++;
+        memcpy(tok + o, sample + start, (size_t)len * sizeof(int32_t));
+        memcpy(tgt + o, sample + start + 1, (size_t)len * sizeof(int32_t));
         for (int t = start; t < start + len; t++, o++) {
-            tok[o] = sample[t];
-            tgt[o] = sample[t + 1];
+            if (d + 1 < nd && ds[d + 1] == t) d++;
             pos[o] = t;
+            seg[o] = d;
         }
     }
+}
+
+void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index) {
+    batch_put_sample_docs(b, row, sample, T, sp, sp_index, -1);
 }

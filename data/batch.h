@@ -1,4 +1,4 @@
-// data/batch.h — one micro-batch as this rank sees it: tokens, targets and global positions.
+// data/batch.h — one micro-batch as this rank sees it: tokens, targets, global positions and document boundaries.
 #pragma once
 #include <stdint.h>
 
@@ -9,4 +9,11 @@ typedef struct {
     int32_t *tokens;    // (B, T) input token ids
     int32_t *targets;   // (B, T) next-token ids; -1 = no target (not counted in the loss)
     int32_t *pos;       // (B, T) global positions in the sequence, for RoPE
+    // Document boundaries, for document masking. A document starts at position 0 and right after
+    // every EOS token; they are computed on the full sample, so every sp rank sees the same list.
+    int64_t *sample;    // (B) global sample number k of each row (the same k on every layout)
+    int32_t *seg;       // (B, T) document number within the full sample of each token (0, 1, ...)
+    int32_t *n_docs;    // (B) documents in each full sample
+    int32_t *doc_start; // (B, doc_cap) start positions of those documents, ascending, first = 0
+    int doc_cap;        // full seq-len once a source has filled the batch (0 before)
 } Batch;

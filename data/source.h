@@ -18,12 +18,15 @@ typedef struct {
 typedef struct {
     uint64_t seed;
     uint64_t consumed;    // global samples consumed so far (all dp groups together)
+    uint64_t epoch;       // consumed / samples per epoch, for the record (data_restore derives it again)
 } DataState;
 
 typedef struct DataSource DataSource;
 
-// Opens a text file (byte tokenizer) or a dataset directory. `validation` selects the held-out
-// part (text: the tail; dataset: its validation split). Bad input ends with a clear message.
+// Opens a text file (byte tokenizer), a dataset directory made by `ringgpt prepare` or one shard
+// file. `validation` selects the held-out part: text, the last val_fraction of the bytes; a dataset,
+// its "val" split, or when it has none, the last val_fraction of its training token stream (the
+// training source then leaves that tail out). Bad input ends with a clear message.
 DataSource *data_open(const char *path, const DataOptions *o, bool validation);
 // Fills b (allocated by batch_alloc(B, T/sp)) with this rank's part of the next B×dp global samples
 // and advances the global position by B·dp samples.
@@ -40,3 +43,5 @@ void batch_free(Batch *b);
 // the sample is cut into 2·sp chunks of T/(2·sp) and rank r keeps chunks r and 2·sp−1−r
 // (tokens, their next-token targets and their global positions). sp = 1 keeps the whole sample.
 void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index);
+// The same, and fills b's document fields: a document starts at 0 and after every `eos` (-1: none).
+void batch_put_sample_docs(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos);

@@ -1,2 +1,4 @@
-# data/sources.cmake — tokenizer and the plain-text source (shards, prepare and the loader join here).
-list(APPEND RINGGPT_SOURCES data/tokenizer.c data/batch.c data/textdata.c)
+# data/sources.cmake — tokenizer, batches, the text source, shards (format, writer, reader), datasets, the loader, prepare and inspect.
+list(APPEND RINGGPT_SOURCES data/tokenizer.c data/batch.c data/source.c data/textdata.c data/shard.c data/shard_writer.c
+     data/dataset.c data/dataset_writer.c data/loader.c data/synthetic.c data/prepare.c
+     data/inspect.c)

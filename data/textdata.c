@@ -5,10 +5,10 @@
 
 #include "core/common.h"
 #include "core/rng.h"
-#include "data/source.h"
+#include "data/source_impl.h"
 #include "data/tokenizer.h"
 
-struct DataSource {
+typedef struct {
     char *path;
     int32_t *tokens;      // (n) this split's tokens
     int64_t n;
@@ -18,10 +18,10 @@ struct DataSource {
     uint64_t order_epoch; // which epoch `order` holds; UINT64_MAX = none yet
     DataState state;
     int32_t *sample;      // (T+1) scratch
-};
+} TextSource;
 
 // Fisher–Yates from a seed derived from (seed, epoch): sample k is the same on every layout.
-static void shuffle_epoch(DataSource *d, uint64_t epoch) {
+static void shuffle_epoch(TextSource *d, uint64_t epoch) {
     if (d->order_epoch == epoch) return;
     for (uint64_t i = 0; i < d->n_samples; i++) d->order[i] = i;
     Rng r;
@@ -34,14 +34,14 @@ static void shuffle_epoch(DataSource *d, uint64_t epoch) {
     d->order_epoch = epoch;
 }
 
-static DataSource *text_open(const char *path, const DataOptions *o, bool validation) {
+void *text_source_open(const char *path, const DataOptions *o, bool validation) {
     size_t len;
     unsigned char *text = read_whole_file(path, &len);
     if (len == 0) fail_usage("%s is empty; give a text file with at least --seq-len + 1 bytes", path);
     size_t split = len;
     if (o->val_fraction > 0) split = len - (size_t)(len * o->val_fraction);
     size_t lo = validation ? split : 0, hi = validation ? len : split;
-    DataSource *d = xcalloc(1, sizeof *d, "a data source");
+    TextSource *d = xcalloc(1, sizeof *d, "a data source");
     d->path = xstrdup(path);
     d->opt = *o;
     d->n = (int64_t)(hi - lo);
@@ -59,14 +59,8 @@ static DataSource *text_open(const char *path, const DataOptions *o, bool valida
     return d;
 }
 
-DataSource *data_open(const char *path, const DataOptions *o, bool validation) {
-    if (o->seq_len % (2 * o->sp) != 0 && o->sp > 1)
-        fail_usage("--seq-len %d is not a multiple of 2·sp = %d; the ring cuts each sequence into 2·sp equal chunks",
-                   o->seq_len, 2 * o->sp);
-    return text_open(path, o, validation);
-}
-
-void data_next(DataSource *d, Batch *b) {
+static void text_next(void *impl, Batch *b) {
+    TextSource *d = impl;
     int T = d->opt.seq_len;
     for (int row = 0; row < d->opt.batch; row++) {
         uint64_t k = d->state.consumed + (uint64_t)d->opt.dp_index * d->opt.batch + row;
@@ -74,19 +68,33 @@ void data_next(DataSource *d, Batch *b) {
         uint64_t w = d->order[k % d->n_samples];
         memcpy(d->sample, d->tokens + w * T, ((size_t)T + 1) * sizeof(int32_t));
         batch_put_sample(b, row, d->sample, T, d->opt.sp, d->opt.sp_index);
+        b->sample[row] = (int64_t)k;
     }
     d->state.consumed += (uint64_t)d->opt.batch * d->opt.dp;
 }
 
-uint64_t data_num_samples(const DataSource *d) { return d->n_samples; }
-DataState data_state(const DataSource *d) { return d->state; }
-void data_restore(DataSource *d, DataState s) { d->state = s; }
+static uint64_t text_num_samples(const void *impl) { return ((const TextSource *)impl)->n_samples; }
 
-void data_close(DataSource *d) {
-    if (!d) return;
+static DataState text_state(const void *impl) {
+    const TextSource *d = impl;
+    DataState s = d->state;
+    s.epoch = s.consumed / d->n_samples;
+    return s;
+}
+
+static void text_restore(void *impl, DataState s) {
+    TextSource *d = impl;
+    if (s.seed != d->state.seed) d->order_epoch = UINT64_MAX;   // the cached permutation belongs to the old seed
+    d->state = s;
+}
+
+static void text_close(void *impl) {
+    TextSource *d = impl;
     free(d->path);
     free(d->tokens);
     free(d->order);
     free(d->sample);
     free(d);
 }
+
+const SourceOps TEXT_SOURCE = {text_next, text_num_samples, text_state, text_restore, text_close};

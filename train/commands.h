@@ -2,3 +2,5 @@
 #pragma once
 
 int cmd_train(int argc, char **argv);
+int cmd_prepare(int argc, char **argv);   // data/prepare.c
+int cmd_inspect(int argc, char **argv);   // data/inspect.c

@@ -13,6 +13,8 @@ typedef struct {
 
 static const Command COMMANDS[] = {
     {"train", cmd_train, "train a model (CPU; `mpirun -np N ringgpt train --sp S` for the ring)"},
+    {"prepare", cmd_prepare, "text, token files, llm.c shards or a synthetic task -> compressed, checksummed shards"},
+    {"inspect", cmd_inspect, "summary of a dataset or shard; --verify checks every CRC and index"},
 };
 enum { N_COMMANDS = sizeof COMMANDS / sizeof COMMANDS[0] };
 

@@ -1,0 +1,180 @@
+// data/dataset_writer.c — writes a dataset for `prepare`: rolls shards per split, then manifest.json atomically.
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/common.h"
+#include "data/dataset.h"
+
+typedef struct {
+    ShardWriter *w;            // the open shard, NULL between shards
+    char *name;                // its file name
+    uint64_t index;            // shard number within the split
+    cJSON *list;               // manifest entries of the closed shards
+    SplitSummary sum;
+} SplitWriter;
+
+struct DatasetWriter {
+    char *dir;
+    ShardParams p;
+    uint64_t shard_tokens;
+    SplitWriter split[N_SPLITS];
+    int cur;                   // split of the current document
+    bool in_doc, start_pending;
+    cJSON *source;
+};
+
+DatasetWriter *dataset_writer_open(const char *dir, const ShardParams *p, uint64_t shard_tokens) {
+    if (shard_tokens == 0) fail_usage("--shard-tokens must be positive");
+    make_dirs(dir);
+    DatasetWriter *w = xcalloc(1, sizeof *w, "a dataset writer");
+    w->dir = xstrdup(dir);
+    w->p = *p;
+    w->shard_tokens = shard_tokens;
+    for (int s = 0; s < N_SPLITS; s++) w->split[s].list = cJSON_CreateArray();
+    return w;
+}
+
+static void close_shard(DatasetWriter *w, SplitWriter *s) {
+    if (!s->w) return;
+    ShardSummary r = shard_writer_close(s->w);
+    char crc[16], icrc[16];
+    snprintf(crc, sizeof crc, "%08x", r.file_crc);
+    snprintf(icrc, sizeof icrc, "%08x", r.index_crc);
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "file", s->name);
+    cJSON_AddNumberToObject(e, "tokens", (double)r.num_tokens);
+    cJSON_AddNumberToObject(e, "docs", (double)r.num_docs);
+    cJSON_AddNumberToObject(e, "bytes", (double)r.file_bytes);
+    cJSON_AddStringToObject(e, "crc32", crc);
+    cJSON_AddStringToObject(e, "index_crc32", icrc);
+    cJSON_AddItemToArray(s->list, e);
+    s->sum.tokens += r.num_tokens;
+    s->sum.docs += r.num_docs;
+    s->sum.raw_bytes += r.raw_bytes;
+    s->sum.file_bytes += r.file_bytes;
+    s->sum.shards++;
+    s->w = NULL;
+    free(s->name);
+    s->name = NULL;
+}
+
+// Opens the split's next shard; it continues a document when one is open and has already started.
+static void open_shard(DatasetWriter *w, SplitWriter *s, int split) {
+    char name[64];
+    snprintf(name, sizeof name, "%s_%06" PRIu64 ".rgs", SPLIT_NAMES[split], s->index++);
+    s->name = xstrdup(name);
+    size_t n = strlen(w->dir) + strlen(name) + 2;
+    char *path = xmalloc(n, "a path");
+    snprintf(path, n, "%s/%s", w->dir, name);
+    s->w = shard_writer_open(path, &w->p, w->in_doc && !w->start_pending);
+    free(path);
+}
+
+static void write_tokens(DatasetWriter *w, const uint32_t *tok, size_t n) {
+    SplitWriter *s = &w->split[w->cur];
+    do {
+        if (s->w && shard_writer_count(s->w) >= w->shard_tokens) close_shard(w, s);
+        if (!s->w) open_shard(w, s, w->cur);
+        if (w->start_pending) {
+            shard_writer_doc_start(s->w);
+            w->start_pending = false;
+        }
+        uint64_t room = w->shard_tokens - shard_writer_count(s->w);
+        size_t k = n < room ? n : (size_t)room;
+        shard_writer_tokens(s->w, tok, k);
+        tok += k;
+        n -= k;
+    } while (n);
+}
+
+void dataset_doc_begin(DatasetWriter *w, int split) {
+    if (w->in_doc) fail("internal: dataset_doc_begin inside a document");
+    w->cur = split;
+    w->in_doc = true;
+    w->start_pending = true;
+}
+
+void dataset_doc_tokens(DatasetWriter *w, const uint32_t *tok, size_t n) {
+    if (n) write_tokens(w, tok, n);
+}
+
+void dataset_doc_end(DatasetWriter *w) {
+    uint32_t eos = w->p.eos_id;
+    write_tokens(w, &eos, 1);
+    w->in_doc = false;
+}
+
+void dataset_doc(DatasetWriter *w, int split, const uint32_t *tok, size_t n) {
+    dataset_doc_begin(w, split);
+    dataset_doc_tokens(w, tok, n);
+    dataset_doc_end(w);
+}
+
+void dataset_writer_source(DatasetWriter *w, const char *json_object) {
+    cJSON_Delete(w->source);
+    w->source = cJSON_Parse(json_object);
+    if (!w->source) fail("internal: bad manifest source JSON: %s", json_object);
+}
+
+static void write_manifest(DatasetWriter *w, cJSON *root) {
+    size_t n = strlen(w->dir) + 32;
+    char *path = xmalloc(n, "a path"), *tmp = xmalloc(n, "a path");
+    snprintf(path, n, "%s/%s", w->dir, MANIFEST_NAME);
+    snprintf(tmp, n, "%s/%s.tmp", w->dir, MANIFEST_NAME);
+    char *text = cJSON_Print(root);
+    if (!text) fail("out of memory printing the manifest");
+    FILE *f = xfopen(tmp, "wb");
+    xfwrite(text, strlen(text), f, tmp);
+    xfwrite("\n", 1, f, tmp);
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) fail_data(tmp, "flush to disk failed (%s)", strerror(errno));
+    xfclose(f, tmp);
+    if (rename(tmp, path) != 0) fail_data(path, "cannot rename %s into place (%s)", tmp, strerror(errno));
+    int dfd = open(w->dir, O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        if (fsync(dfd) != 0) fail_data(w->dir, "fsync of the directory failed (%s)", strerror(errno));
+        close(dfd);
+    }
+    free(text);
+    free(path);
+    free(tmp);
+}
+
+void dataset_writer_close(DatasetWriter *w, SplitSummary sums[N_SPLITS]) {
+    if (w->in_doc) dataset_doc_end(w);
+    cJSON *root = cJSON_CreateObject(), *splits = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "format", MANIFEST_FORMAT);
+    cJSON_AddNumberToObject(root, "version", 1);
+    cJSON_AddStringToObject(root, "tokenizer", w->p.tokenizer ? w->p.tokenizer : "");
+    cJSON_AddNumberToObject(root, "vocab_size", w->p.vocab_size);
+    cJSON_AddNumberToObject(root, "eos_id", w->p.eos_id);
+    cJSON_AddNumberToObject(root, "token_bytes", w->p.token_bytes);
+    cJSON_AddNumberToObject(root, "block_tokens", w->p.block_tokens);
+    cJSON_AddNumberToObject(root, "zlib_level", w->p.level);
+    for (int s = 0; s < N_SPLITS; s++) {
+        SplitWriter *sw = &w->split[s];
+        close_shard(w, sw);
+        if (sums) sums[s] = sw->sum;
+        if (!sw->sum.shards) {
+            cJSON_Delete(sw->list);
+            continue;
+        }
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "tokens", (double)sw->sum.tokens);
+        cJSON_AddNumberToObject(o, "docs", (double)sw->sum.docs);
+        cJSON_AddNumberToObject(o, "bytes", (double)sw->sum.file_bytes);
+        cJSON_AddItemToObject(o, "shards", sw->list);
+        cJSON_AddItemToObject(splits, SPLIT_NAMES[s], o);
+    }
+    cJSON_AddItemToObject(root, "splits", splits);
+    if (w->source) cJSON_AddItemToObject(root, "source", w->source);
+    write_manifest(w, root);
+    cJSON_Delete(root);
+    free(w->dir);
+    free(w);
+}

@@ -1,0 +1,366 @@
+// data/loader.c — the streaming shard loader: global deterministic samples, a prefetch thread, each rank's zigzag slices.
+//
+// Samples. The split's shards, in manifest order, form one token stream in which every document
+// ends with EOS. Sample j (0 <= j < N) is the T+1 tokens starting at stream token j·T, so
+// consecutive samples share one token and no target is lost; N = (tokens − 1) / T.
+// Order. Per epoch the samples are shuffled in two levels: consecutive samples are grouped by G
+// (about one compressed block of tokens, G = max(1, block_tokens / T)); the order of the groups
+// and the order inside each group are permutations seeded by (seed, epoch[, group]). So nearby
+// samples reuse a decompressed block while the epoch is still fully mixed at block scale.
+// Global sample k of the run is sample order(k mod N) of epoch k / N: the same whatever dp and sp.
+// Ranks. Each micro-step consumes B·dp global samples; dp group g takes k = consumed + g·B + row
+// and every sp rank of the group gets its zigzag slices of the same samples.
+// Threads. A producer thread gathers the rank's next batches into a bounded queue; the position
+// (`consumed`) only advances when data_next hands a batch to the step, so the resume state is
+// (seed, consumed) and nothing per rank.
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "core/rng.h"
+#include "data/dataset.h"
+#include "data/source_impl.h"
+
+enum { QUEUE_SLOTS = 3, CACHE_SLOTS = 4 };
+
+typedef struct {
+    int32_t *tok;               // (block_tokens) decoded tokens
+    uint32_t n;
+    size_t shard;
+    uint64_t block, stamp;
+    bool valid;
+} CachedBlock;
+
+typedef struct {
+    int32_t *samples;           // (B, T+1)
+    int64_t *ids;               // (B) global sample numbers
+    bool failed;
+    char msg[640];
+} Slot;
+
+// The per-epoch sample order (producer thread only).
+typedef struct {
+    uint64_t n, G, NG, last;    // samples per epoch, group size, groups, size of the last group
+    uint64_t seed;
+    bool have_epoch, have_group;
+    uint64_t epoch, short_slot; // epoch held in gperm; where the short last group landed
+    uint64_t *gperm;            // (NG) group order of `epoch`
+    uint64_t group_epoch, group;
+    uint64_t *iperm;            // (G) order inside `group`
+} Order;
+
+typedef struct {
+    Dataset ds;
+    DataOptions o;
+    int T;
+    uint64_t lo, hi;            // the split's stream token range
+    Order order;
+    CachedBlock cache[CACHE_SLOTS];
+    uint64_t stamp;
+    void *raw, *comp;           // one block's raw and compressed bytes
+    pthread_t thread;
+    bool running, stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    Slot slot[QUEUE_SLOTS];
+    int head, count;
+    uint64_t produce_from;      // the producer's first global sample
+    uint64_t seed, consumed;    // the consumer's (the run's) position
+} Loader;
+
+static uint64_t mix(uint64_t a, uint64_t b, uint64_t c) {
+    uint64_t x = a ^ 0x6A09E667F3BCC909ull;
+    uint64_t in[3] = {a, b, c};
+    for (int i = 0; i < 3; i++) {
+        x ^= in[i] + 0x9E3779B97F4A7C15ull + (x << 6) + (x >> 2);
+        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+        x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+        x ^= x >> 31;
+    }
+    return x;
+}
+
+static void permute(uint64_t *p, uint64_t n, uint64_t seed) {
+    Rng r;
+    rng_seed(&r, seed);
+    for (uint64_t i = 0; i < n; i++) p[i] = i;
+    for (uint64_t i = n; i > 1; i--) {
+        uint64_t j = rng_below(&r, i), t = p[i - 1];
+        p[i - 1] = p[j];
+        p[j] = t;
+    }
+}
+
+static void order_init(Order *o, uint64_t n, uint64_t block_tokens, int T, uint64_t seed) {
+    *o = (Order){.n = n, .seed = seed};
+    o->G = block_tokens / (uint64_t)T ? block_tokens / (uint64_t)T : 1;
+    if (o->G > n) o->G = n;
+    o->NG = (n + o->G - 1) / o->G;
+    o->last = n - (o->NG - 1) * o->G;
+    o->gperm = xmalloc(o->NG * sizeof(uint64_t), "the sample order");
+    o->iperm = xmalloc(o->G * sizeof(uint64_t), "the sample order");
+}
+
+// Global sample k -> sample number within the split's stream.
+static uint64_t order_sample(Order *o, uint64_t k) {
+    uint64_t e = k / o->n, i = k % o->n, G = o->G;
+    if (!o->have_epoch || o->epoch != e) {
+        permute(o->gperm, o->NG, mix(o->seed, e, UINT64_MAX));
+        for (uint64_t s = 0; s < o->NG; s++)
+            if (o->gperm[s] == o->NG - 1) o->short_slot = s;
+        o->epoch = e;
+        o->have_epoch = true;
+    }
+    uint64_t s = o->short_slot, slot, off;
+    if (i < s * G) slot = i / G, off = i % G;
+    else if (i < s * G + o->last) slot = s, off = i - s * G;
+    else slot = s + 1 + (i - s * G - o->last) / G, off = (i - s * G - o->last) % G;
+    uint64_t g = o->gperm[slot];
+    if (!o->have_group || o->group_epoch != e || o->group != g) {
+        permute(o->iperm, g == o->NG - 1 ? o->last : G, mix(o->seed, e, g));
+        o->group_epoch = e;
+        o->group = g;
+        o->have_group = true;
+    }
+    return g * G + o->iperm[off];
+}
+
+// The shard holding stream token a: the largest s with first[s] <= a (empty shards are skipped by construction).
+static size_t find_shard(const Dataset *d, uint64_t a) {
+    size_t lo = 0, hi = d->n;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (d->first[mid] <= a) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+static uint64_t find_block(const Shard *s, uint64_t local) {
+    uint64_t lo = 0, hi = s->h.num_blocks;
+    while (hi - lo > 1) {
+        uint64_t mid = (lo + hi) / 2;
+        if (s->blocks[mid].first_token <= local) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+// A decoded block from the cache, reading (CRC-checked, every id < vocab) into the oldest slot on a miss.
+static const CachedBlock *get_block(Loader *L, size_t shard, uint64_t block, DataErr *e) {
+    CachedBlock *victim = &L->cache[0];
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        CachedBlock *c = &L->cache[i];
+        if (c->valid && c->shard == shard && c->block == block) {
+            c->stamp = ++L->stamp;
+            return c;
+        }
+        if (c->stamp < victim->stamp) victim = c;   // invalid slots have stamp 0
+    }
+    const Shard *s = L->ds.shards[shard];
+    const ShardBlock *b = &s->blocks[block];
+    DataErr inner;
+    victim->valid = false;
+    victim->stamp = 0;
+    if (shard_read_block(s, block, L->raw, L->comp, &inner)) {
+        data_err(e, "%s: %s", s->path, inner.msg);
+        return NULL;
+    }
+    int64_t bad = shard_decode_tokens(L->raw, b->n_tokens, s->h.token_bytes, s->h.vocab_size, victim->tok);
+    if (bad >= 0) {
+        data_err(e, "%s: block %" PRIu64 " at byte %" PRIu64 ": token %" PRIu64 " has id %u, not below the vocab size %u;"
+                 " the shard is damaged, re-run `ringgpt prepare`", s->path, block, b->offset, b->first_token + (uint64_t)bad,
+                 (uint32_t)victim->tok[bad], s->h.vocab_size);
+        return NULL;
+    }
+    *victim = (CachedBlock){.tok = victim->tok, .n = b->n_tokens, .shard = shard, .block = block, .stamp = ++L->stamp, .valid = true};
+    return victim;
+}
+
+// Copies stream tokens [a, a+n) into out.
+static int read_range(Loader *L, uint64_t a, uint64_t n, int32_t *out, DataErr *e) {
+    while (n) {
+        size_t s = find_shard(&L->ds, a);
+        const Shard *sh = L->ds.shards[s];
+        uint64_t local = a - L->ds.first[s], b = find_block(sh, local);
+        const CachedBlock *c = get_block(L, s, b, e);
+        if (!c) return -1;
+        uint64_t off = local - sh->blocks[b].first_token, k = c->n - off < n ? c->n - off : n;
+        memcpy(out, c->tok + off, k * sizeof(int32_t));
+        out += k;
+        a += k;
+        n -= k;
+    }
+    return 0;
+}
+
+static void fill(Loader *L, Slot *sl, uint64_t k0) {
+    int B = L->o.batch, T = L->T;
+    for (int r = 0; r < B && !sl->failed; r++) {
+        uint64_t k = k0 + (uint64_t)L->o.dp_index * B + r, j = order_sample(&L->order, k);
+        DataErr e;
+        sl->ids[r] = (int64_t)k;
+        if (read_range(L, L->lo + j * T, (uint64_t)T + 1, sl->samples + (size_t)r * (T + 1), &e)) {
+            snprintf(sl->msg, sizeof sl->msg, "%s (while reading sample %" PRIu64 ")", e.msg, k);
+            sl->failed = true;
+        }
+    }
+}
+
+static void *producer(void *arg) {
+    Loader *L = arg;
+    uint64_t step = (uint64_t)L->o.batch * L->o.dp;
+    for (uint64_t s = 0;; s++) {
+        pthread_mutex_lock(&L->mu);
+        while (L->count == QUEUE_SLOTS && !L->stop) pthread_cond_wait(&L->cv, &L->mu);
+        bool stop = L->stop;
+        Slot *sl = &L->slot[(L->head + L->count) % QUEUE_SLOTS];
+        pthread_mutex_unlock(&L->mu);
+        if (stop) break;
+        sl->failed = false;
+        fill(L, sl, L->produce_from + s * step);
+        pthread_mutex_lock(&L->mu);
+        L->count++;
+        pthread_cond_broadcast(&L->cv);
+        pthread_mutex_unlock(&L->mu);
+        if (sl->failed) break;   // the consumer reports it when it reaches this batch
+    }
+    return NULL;
+}
+
+static void start(Loader *L) {
+    L->head = L->count = 0;
+    L->stop = false;
+    L->produce_from = L->consumed;
+    if (L->order.seed != L->seed) {
+        L->order.seed = L->seed;
+        L->order.have_epoch = L->order.have_group = false;
+    }
+    int rc = pthread_create(&L->thread, NULL, producer, L);
+    if (rc != 0) fail("cannot start the data loader thread (error %d)", rc);
+    L->running = true;
+}
+
+static void stop(Loader *L) {
+    if (!L->running) return;
+    pthread_mutex_lock(&L->mu);
+    L->stop = true;
+    pthread_cond_broadcast(&L->cv);
+    pthread_mutex_unlock(&L->mu);
+    pthread_join(L->thread, NULL);
+    L->running = false;
+}
+
+static void loader_next(void *impl, Batch *b) {
+    Loader *L = impl;
+    int B = L->o.batch, T = L->T;
+    if (b->B != B || b->T != T / L->o.sp)
+        fail("internal: the batch is (%d, %d) but the data source makes (%d, %d); allocate it with batch_alloc(batch, seq_len / sp)",
+             b->B, b->T, B, T / L->o.sp);
+    if (!L->running) start(L);
+    pthread_mutex_lock(&L->mu);
+    while (L->count == 0) pthread_cond_wait(&L->cv, &L->mu);
+    Slot *sl = &L->slot[L->head];
+    pthread_mutex_unlock(&L->mu);
+    if (sl->failed) fail("%s", sl->msg);   // never train on a batch with damaged data
+    for (int r = 0; r < B; r++) {
+        batch_put_sample_docs(b, r, sl->samples + (size_t)r * (T + 1), T, L->o.sp, L->o.sp_index, (int32_t)L->ds.eos_id);
+        b->sample[r] = sl->ids[r];
+    }
+    pthread_mutex_lock(&L->mu);
+    L->head = (L->head + 1) % QUEUE_SLOTS;
+    L->count--;
+    pthread_cond_broadcast(&L->cv);
+    pthread_mutex_unlock(&L->mu);
+    L->consumed += (uint64_t)B * L->o.dp;
+}
+
+// The split's token range: a val split as is; without one, the last val_fraction of train is held out.
+static void choose_range(Loader *L, const char *path, bool validation) {
+    uint64_t total = L->ds.tokens;
+    L->lo = 0;
+    L->hi = total;
+    bool has_val = dataset_has_split(path, SPLIT_VAL);
+    if (has_val || L->o.val_fraction <= 0) return;
+    uint64_t cut = total - (uint64_t)((double)total * L->o.val_fraction);
+    if (validation) L->lo = cut;
+    else L->hi = cut;
+    if (validation) log_info("data: %s has no val split; validating on the last %.3g of its training tokens (%" PRIu64 " tokens)\n",
+                             path, L->o.val_fraction, total - cut);
+}
+
+static void alloc_buffers(Loader *L) {
+    size_t raw = 1, comp = 1;
+    for (size_t i = 0; i < L->ds.n; i++) {
+        const Shard *s = L->ds.shards[i];
+        size_t r = (size_t)s->h.block_tokens * s->h.token_bytes, c = shard_max_comp_bytes(s);
+        if (r > raw) raw = r;
+        if (c > comp) comp = c;
+    }
+    L->raw = xmalloc(raw, "a data block");
+    L->comp = xmalloc(comp, "a compressed data block");
+    for (int i = 0; i < CACHE_SLOTS; i++) L->cache[i].tok = xmalloc((size_t)L->ds.block_tokens * sizeof(int32_t), "the block cache");
+    for (int i = 0; i < QUEUE_SLOTS; i++) {
+        L->slot[i].samples = xmalloc((size_t)L->o.batch * (L->T + 1) * sizeof(int32_t), "the prefetch queue");
+        L->slot[i].ids = xmalloc((size_t)L->o.batch * sizeof(int64_t), "the prefetch queue");
+    }
+}
+
+void *loader_open(const char *path, const DataOptions *o, bool validation) {
+    Loader *L = xcalloc(1, sizeof *L, "a data loader");
+    L->o = *o;
+    L->T = o->seq_len;
+    L->seed = o->seed;
+    DataErr e = {{0}};
+    bool use_val = validation && dataset_has_split(path, SPLIT_VAL);
+    if (validation && !use_val && o->val_fraction <= 0)
+        fail_data(path, "has no validation split; make one with `ringgpt prepare --val-fraction F`, or hold out the tail of the"
+                  " training data with --val-fraction F");
+    if (dataset_open(path, use_val ? SPLIT_VAL : SPLIT_TRAIN, &L->ds, &e) != 0)
+        fail("%s", e.msg[0] ? e.msg : "dataset has no training split; re-run `ringgpt prepare`");
+    choose_range(L, path, validation);
+    if (L->hi - L->lo < (uint64_t)L->T + 1)
+        fail_data(path, "the %s part has %" PRIu64 " tokens, fewer than --seq-len %d + 1; use a shorter --seq-len or more data",
+                  validation ? "validation" : "training", L->hi - L->lo, L->T);
+    order_init(&L->order, (L->hi - L->lo - 1) / (uint64_t)L->T, L->ds.block_tokens, L->T, L->seed);
+    alloc_buffers(L);
+    pthread_mutex_init(&L->mu, NULL);
+    pthread_cond_init(&L->cv, NULL);
+    return L;
+}
+
+static uint64_t loader_num_samples(const void *impl) { return ((const Loader *)impl)->order.n; }
+
+static DataState loader_state(const void *impl) {
+    const Loader *L = impl;
+    return (DataState){.seed = L->seed, .consumed = L->consumed, .epoch = L->consumed / L->order.n};
+}
+
+static void loader_restore(void *impl, DataState s) {
+    Loader *L = impl;
+    stop(L);
+    L->seed = s.seed;
+    L->consumed = s.consumed;
+}
+
+static void loader_close(void *impl) {
+    Loader *L = impl;
+    stop(L);
+    pthread_mutex_destroy(&L->mu);
+    pthread_cond_destroy(&L->cv);
+    for (int i = 0; i < CACHE_SLOTS; i++) free(L->cache[i].tok);
+    for (int i = 0; i < QUEUE_SLOTS; i++) {
+        free(L->slot[i].samples);
+        free(L->slot[i].ids);
+    }
+    free(L->order.gperm);
+    free(L->order.iperm);
+    free(L->raw);
+    free(L->comp);
+    dataset_close(&L->ds);
+    free(L);
+}
+
+const SourceOps LOADER_SOURCE = {loader_next, loader_num_samples, loader_state, loader_restore, loader_close};

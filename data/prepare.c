@@ -1,0 +1,374 @@
+// data/prepare.c — `ringgpt prepare`: text files, raw token files, llm.c shards or synthetic tasks -> a shard dataset.
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/args.h"
+#include "core/common.h"
+#include "data/dataset.h"
+#include "data/synthetic.h"
+#include "data/tokenizer.h"
+#include "train/commands.h"
+
+enum { KIND_TEXT, KIND_U16, KIND_U32, KIND_LLMC, KIND_SYNTH };
+enum { LLMC_GPT2 = 20240520, LLMC_LLAMA3 = 20240801, LLMC_HEADER_BYTES = 1024, CHUNK_BYTES = 1 << 20 };
+
+typedef struct {
+    const char *out, *kind, *synthetic, *tokenizer;
+    int64_t shard_tokens, block_tokens, eos, vocab, docs, doc_len, seed;
+    int level, token_bytes, pairs, queries;
+    double val_fraction, depth;
+    bool quiet;
+} PrepareArgs;
+
+typedef struct {
+    DatasetWriter *w;
+    double val_fraction;
+    uint64_t doc_index;        // documents begun so far: decides each one's split
+    uint64_t in_bytes, tokens;
+    double t0, last_report;
+    bool quiet, in_doc;
+    uint32_t eos;              // the document delimiter of raw and llm.c inputs
+    uint32_t *buf;             // (CHUNK_BYTES) token scratch
+} Prep;
+
+// ---- input files ----------------------------------------------------------------------------------
+typedef struct {
+    char **paths;
+    size_t n, cap;
+} FileList;
+
+static void add_file(FileList *l, const char *path) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->paths = xrealloc(l->paths, l->cap * sizeof *l->paths, "the input list");
+    }
+    l->paths[l->n++] = xstrdup(path);
+}
+
+// Regular files under path, recursively, in name order (so a dataset is reproducible); dotfiles skipped.
+static void collect(FileList *l, const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) fail_data(path, "cannot read input (%s); check the path", strerror(errno));
+    if (!S_ISDIR(st.st_mode)) {
+        add_file(l, path);
+        return;
+    }
+    struct dirent **names;
+    int n = scandir(path, &names, NULL, alphasort);
+    if (n < 0) fail_data(path, "cannot list directory (%s)", strerror(errno));
+    for (int i = 0; i < n; i++) {
+        if (names[i]->d_name[0] != '.') {
+            size_t k = strlen(path) + strlen(names[i]->d_name) + 2;
+            char *child = xmalloc(k, "a path");
+            snprintf(child, k, "%s/%s", path, names[i]->d_name);
+            collect(l, child);
+            free(child);
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+static uint32_t llmc_magic(const char *path) {
+    FILE *f = fopen(path, "rb");
+    unsigned char b[4];
+    uint32_t m = 0;
+    if (f && fread(b, 1, 4, f) == 4) m = rd32(b);
+    if (f) fclose(f);
+    return m == LLMC_GPT2 || m == LLMC_LLAMA3 ? m : 0;
+}
+
+// ---- documents -----------------------------------------------------------------------------------
+static void progress(Prep *p) {
+    double t = now_seconds();
+    if (p->quiet || t - p->last_report < 2.0) return;
+    p->last_report = t;
+    fprintf(stderr, "prepare: %.1f MB read, %" PRIu64 " docs, %.2fM tokens, %.1f MB/s\n", p->in_bytes / 1e6, p->doc_index,
+            p->tokens / 1e6, p->in_bytes / 1e6 / (t - p->t0));
+}
+
+static void doc_begin(Prep *p) {
+    uint64_t i = p->doc_index++;
+    bool val = floor((double)(i + 1) * p->val_fraction) > floor((double)i * p->val_fraction);
+    dataset_doc_begin(p->w, val ? SPLIT_VAL : SPLIT_TRAIN);
+    p->in_doc = true;
+}
+
+static void doc_end(Prep *p) {
+    dataset_doc_end(p->w);
+    p->tokens++;
+    p->in_doc = false;
+}
+
+static void doc_tokens(Prep *p, const uint32_t *t, size_t n) {
+    if (!n) return;
+    if (!p->in_doc) doc_begin(p);
+    dataset_doc_tokens(p->w, t, n);
+    p->tokens += n;
+}
+
+// Tokens of a raw or llm.c stream, documents delimited by EOS: after each (raw) or before each (llm.c).
+static void delimited_tokens(Prep *p, const uint32_t *t, size_t n, bool eos_first) {
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (t[i] != p->eos) continue;
+        doc_tokens(p, t + run, i - run);
+        if (eos_first) {
+            if (p->in_doc) doc_end(p);
+            doc_begin(p);
+        } else {
+            if (!p->in_doc) doc_begin(p);
+            doc_end(p);
+        }
+        run = i + 1;
+    }
+    doc_tokens(p, t + run, n - run);
+}
+
+static void read_text(Prep *p, const char *path) {
+    FILE *f = xfopen(path, "rb");
+    unsigned char *chunk = xmalloc(CHUNK_BYTES, "a read buffer");
+    doc_begin(p);
+    size_t n;
+    while ((n = fread(chunk, 1, CHUNK_BYTES, f)) > 0) {
+        for (size_t i = 0; i < n; i++) p->buf[i] = chunk[i];
+        doc_tokens(p, p->buf, n);
+        p->in_bytes += n;
+        progress(p);
+    }
+    if (ferror(f)) fail_data(path, "read failed (%s)", strerror(errno));
+    doc_end(p);
+    fclose(f);
+    free(chunk);
+}
+
+// Raw little-endian tokens of width w from byte `from` to the end; each id checked against vocab.
+static void read_tokens(Prep *p, const char *path, int w, uint64_t from, uint32_t vocab, bool eos_first) {
+    FILE *f = xfopen(path, "rb");
+    if (fseek(f, (long)from, SEEK_SET) != 0) fail_data(path, "seek failed (%s)", strerror(errno));
+    unsigned char *chunk = xmalloc(CHUNK_BYTES, "a read buffer");
+    uint64_t at = from;
+    size_t n;
+    while ((n = fread(chunk, 1, CHUNK_BYTES, f)) > 0) {
+        if (n % w) fail_data(path, "size is not a multiple of %d bytes: truncated at byte %" PRIu64 "? (a token file holds %d-byte ids)", w,
+                             at + n, w);
+        size_t k = n / w;
+        for (size_t i = 0; i < k; i++) {
+            p->buf[i] = w == 2 ? (uint32_t)chunk[2 * i] | (uint32_t)chunk[2 * i + 1] << 8 : rd32(chunk + 4 * i);
+            if (p->buf[i] >= vocab)
+                fail_data(path, "token at byte %" PRIu64 " has id %u, not below --vocab %u; give the tokenizer's vocab size with --vocab",
+                          at + (uint64_t)i * w, p->buf[i], vocab);
+        }
+        delimited_tokens(p, p->buf, k, eos_first);
+        at += n;
+        p->in_bytes += n;
+        progress(p);
+    }
+    if (ferror(f)) fail_data(path, "read failed (%s)", strerror(errno));
+    if (p->in_doc) doc_end(p);
+    fclose(f);
+    free(chunk);
+}
+
+// An llm.c .bin shard: int32[256] header (magic, version, ntok), then ntok tokens of 2 or 4 bytes.
+static void read_llmc(Prep *p, const char *path, uint32_t vocab) {
+    size_t len;
+    FILE *f = xfopen(path, "rb");
+    unsigned char h[LLMC_HEADER_BYTES];
+    if (fread(h, 1, sizeof h, f) != sizeof h) fail_data(path, "shorter than the 1024-byte llm.c header: truncated");
+    if (fseek(f, 0, SEEK_END) != 0) fail_data(path, "seek failed (%s)", strerror(errno));
+    len = (size_t)ftell(f);
+    fclose(f);
+    uint32_t magic = rd32(h), version = rd32(h + 4), ntok = rd32(h + 8);
+    int w = magic == LLMC_GPT2 ? 2 : 4;
+    if ((magic == LLMC_GPT2 && version != 1) || (magic == LLMC_LLAMA3 && version != 7) || (magic != LLMC_GPT2 && magic != LLMC_LLAMA3))
+        fail_data(path, "header at byte 0: llm.c magic %u version %u is not supported (20240520/1 uint16 or 20240801/7 uint32)", magic, version);
+    if ((uint64_t)len != LLMC_HEADER_BYTES + (uint64_t)ntok * w)
+        fail_data(path, "header at byte 8 says %u tokens (%" PRIu64 " bytes) but the file has %zu bytes: truncated or damaged", ntok,
+                  LLMC_HEADER_BYTES + (uint64_t)ntok * w, len);
+    read_tokens(p, path, w, LLMC_HEADER_BYTES, vocab, true);
+    p->in_bytes += LLMC_HEADER_BYTES;
+}
+
+static void synthesize(Prep *p, const PrepareArgs *a) {
+    bool passkey = strcmp(a->synthetic, "passkey") == 0;
+    if (!passkey && strcmp(a->synthetic, "recall") != 0) fail_usage("--synthetic must be passkey or recall, not '%s'", a->synthetic);
+    if (a->docs < 1 || a->doc_len < 1) fail_usage("--docs and --doc-len must be positive");
+    uint32_t *doc = xmalloc((size_t)a->doc_len * sizeof(uint32_t), "a synthetic document");
+    for (int64_t i = 0; i < a->docs; i++) {
+        PasskeyInfo pk;
+        RecallInfo rc;
+        if (passkey) synth_passkey((uint64_t)a->seed, (uint64_t)i, (uint64_t)a->doc_len, a->depth, doc, &pk);
+        else synth_recall((uint64_t)a->seed, (uint64_t)i, (uint64_t)a->doc_len, a->pairs, a->queries, doc, &rc);
+        doc_begin(p);
+        doc_tokens(p, doc, (size_t)a->doc_len);
+        doc_end(p);
+        p->in_bytes += (uint64_t)a->doc_len;
+        progress(p);
+    }
+    free(doc);
+}
+
+// ---- the command ---------------------------------------------------------------------------------
+static int parse_kind(const char *s) {
+    const char *names[] = {"text", "u16", "u32", "llmc"};
+    for (int k = 0; k < 4; k++)
+        if (strcmp(s, names[k]) == 0) return k;
+    if (strcmp(s, "auto") == 0) return -1;
+    fail_usage("--input-kind must be auto, text, u16, u32 or llmc, not '%s'", s);
+}
+
+// Every input must be the same kind; auto means llm.c for files with its magic, text otherwise.
+static int input_kind(const PrepareArgs *a, const FileList *l, uint32_t *magic) {
+    int want = parse_kind(a->kind);
+    *magic = 0;
+    int kind = want;
+    for (size_t i = 0; i < l->n; i++) {
+        uint32_t m = llmc_magic(l->paths[i]);
+        int k = want >= 0 ? want : m ? KIND_LLMC : KIND_TEXT;
+        if (k == KIND_LLMC && !m) fail_data(l->paths[i], "header at byte 0: not an llm.c shard (magic 20240520 or 20240801)");
+        if (k == KIND_LLMC && *magic && m != *magic) fail_data(l->paths[i], "llm.c magic %u differs from the other inputs' %u; prepare them separately", m, *magic);
+        if (kind >= 0 && k != kind) fail_data(l->paths[i], "is %s input but earlier inputs are %s; prepare them separately",
+                                              k == KIND_LLMC ? "llm.c" : "text", kind == KIND_LLMC ? "llm.c" : "text");
+        if (k == KIND_LLMC) *magic = m;
+        kind = k;
+    }
+    return kind;
+}
+
+// Vocab, EOS, token width and tokenizer id of the dataset, from the input kind and the flags.
+static ShardParams shard_params(const PrepareArgs *a, int kind, uint32_t magic) {
+    ShardParams sp = {.block_tokens = (uint32_t)a->block_tokens, .level = a->level, .tokenizer = a->tokenizer};
+    int64_t vocab = a->vocab, eos = a->eos;
+    if (kind == KIND_TEXT || kind == KIND_SYNTH) {
+        if (vocab < 0) vocab = TOK_VOCAB_SIZE;
+        if (eos < 0) eos = TOK_EOS;
+        if (!sp.tokenizer) sp.tokenizer = TOKENIZER_ID;
+    } else if (kind == KIND_LLMC) {
+        if (vocab < 0) vocab = magic == LLMC_GPT2 ? 50257 : 128256;
+        if (eos < 0) eos = magic == LLMC_GPT2 ? 50256 : 128000;
+        if (!sp.tokenizer) sp.tokenizer = magic == LLMC_GPT2 ? "gpt2" : "llama3";
+    } else {
+        if (eos < 0) fail_usage("raw token input needs --eos ID, the token that ends each document");
+        if (vocab < 0 && kind == KIND_U32) fail_usage("u32 token input needs --vocab N (every id is checked against it)");
+        if (vocab < 0) vocab = 65536;
+        if (!sp.tokenizer) sp.tokenizer = "unknown";
+    }
+    if (vocab < 1 || vocab > 0xffffffffLL || eos < 0 || eos >= vocab) fail_usage("--eos %" PRId64 " must be below --vocab %" PRId64, eos, vocab);
+    if (a->level < 0 || a->level > 9) fail_usage("--level must be 0..9 (zlib), not %d", a->level);
+    if (a->block_tokens < 1 || a->block_tokens > (1 << 28)) fail_usage("--block-tokens must be in 1..2^28");
+    if (a->token_bytes != 0 && a->token_bytes != 2 && a->token_bytes != 4) fail_usage("--token-bytes must be 0 (auto), 2 or 4");
+    sp.vocab_size = (uint32_t)vocab;
+    sp.eos_id = (uint32_t)eos;
+    sp.token_bytes = a->token_bytes ? (uint32_t)a->token_bytes : vocab <= 65536 ? 2 : 4;
+    if (sp.token_bytes == 2 && vocab > 65536) fail_usage("--vocab %" PRId64 " needs --token-bytes 4", vocab);
+    return sp;
+}
+
+static char *source_json(const PrepareArgs *a, int kind, const FileList *l) {
+    const char *names[] = {"text", "u16", "u32", "llmc", "synthetic"};
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "kind", names[kind]);
+    if (kind == KIND_SYNTH) {
+        cJSON_AddStringToObject(o, "task", a->synthetic);
+        cJSON_AddNumberToObject(o, "seed", (double)a->seed);
+        cJSON_AddNumberToObject(o, "docs", (double)a->docs);
+        cJSON_AddNumberToObject(o, "doc_len", (double)a->doc_len);
+        if (strcmp(a->synthetic, "passkey") == 0) cJSON_AddNumberToObject(o, "depth", a->depth);
+        else {
+            cJSON_AddNumberToObject(o, "pairs", a->pairs);
+            cJSON_AddNumberToObject(o, "queries", a->queries);
+        }
+    } else {
+        cJSON_AddNumberToObject(o, "files", (double)l->n);
+    }
+    cJSON_AddNumberToObject(o, "val_fraction", a->val_fraction);
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+static void summary(const PrepareArgs *a, const Prep *p, const SplitSummary *s, uint32_t tb) {
+    double dt = now_seconds() - p->t0, raw = 0, disk = 0;
+    printf("prepared %s:", a->out);
+    for (int i = 0; i < N_SPLITS; i++) {
+        if (!s[i].shards) continue;
+        printf(" %s %" PRIu64 " docs, %" PRIu64 " tokens in %" PRIu64 " shard%s;", SPLIT_NAMES[i], s[i].docs, s[i].tokens, s[i].shards,
+               s[i].shards == 1 ? "" : "s");
+        raw += (double)s[i].raw_bytes;
+        disk += (double)s[i].file_bytes;
+    }
+    printf("\n  input %.2f MB -> shards %.2f MB: compression %.2fx vs raw %u-byte tokens, %.2fx vs the input\n", p->in_bytes / 1e6,
+           disk / 1e6, disk > 0 ? raw / disk : 0.0, tb, disk > 0 ? p->in_bytes / disk : 0.0);
+    printf("  %.2f s, %.1f MB/s of input\n", dt, dt > 0 ? p->in_bytes / 1e6 / dt : 0.0);
+}
+
+int cmd_prepare(int argc, char **argv) {
+    PrepareArgs a = {.kind = "auto", .shard_tokens = 1 << 26, .block_tokens = SHARD_DEFAULT_BLOCK_TOKENS, .eos = -1, .vocab = -1,
+                     .docs = 100, .doc_len = 4096, .seed = 1, .level = 6, .pairs = 16, .queries = 4, .depth = -1};
+    ArgSpec specs[] = {
+        {"--out", ARG_STRING, &a.out, "output dataset directory (created; shards + manifest.json)"},
+        {"--input-kind", ARG_STRING, &a.kind, "auto (llm.c .bin by magic, else text), text, u16, u32 or llmc"},
+        {"--eos", ARG_I64, &a.eos, "document delimiter id for u16/u32 (and llm.c override); text uses <eos> 256"},
+        {"--vocab", ARG_I64, &a.vocab, "vocab size (every id is checked); text 260, llm.c 50257/128256, u16 65536"},
+        {"--tokenizer", ARG_STRING, &a.tokenizer, "tokenizer id recorded in the manifest"},
+        {"--shard-tokens", ARG_I64, &a.shard_tokens, "tokens per shard"},
+        {"--block-tokens", ARG_I64, &a.block_tokens, "tokens per independently compressed block"},
+        {"--level", ARG_INT, &a.level, "zlib compression level 0..9"},
+        {"--token-bytes", ARG_INT, &a.token_bytes, "token width on disk: 2, 4 or 0 = 2 when vocab <= 65536"},
+        {"--val-fraction", ARG_DOUBLE, &a.val_fraction, "fraction of documents written to the val split (spread evenly)"},
+        {"--synthetic", ARG_STRING, &a.synthetic, "generate a long-context task instead of reading inputs: passkey or recall"},
+        {"--docs", ARG_I64, &a.docs, "synthetic: number of documents"},
+        {"--doc-len", ARG_I64, &a.doc_len, "synthetic: tokens per document (up to millions)"},
+        {"--depth", ARG_DOUBLE, &a.depth, "passkey: depth of the key in the filler, 0..1 (negative = random per document)"},
+        {"--pairs", ARG_INT, &a.pairs, "recall: key-value pairs per document"},
+        {"--queries", ARG_INT, &a.queries, "recall: queries per document"},
+        {"--seed", ARG_I64, &a.seed, "synthetic: seed"},
+        {"--quiet", ARG_BOOL, &a.quiet, "no progress lines"},
+    };
+    ArgCommand cmd = {"prepare", "ringgpt prepare --out DIR [flags] INPUT... | ringgpt prepare --out DIR --synthetic passkey|recall [flags]",
+                      "Turns text files (one document per file; directories are read recursively), raw uint16/uint32 token files\n"
+                      "(documents end at --eos) or llm.c .bin shards into a dataset of zlib-compressed, checksummed shards with a\n"
+                      "manifest, or generates a synthetic long-context task. Files are written under .tmp names and renamed when complete."};
+    const char *inputs[4096];
+    int n_in = args_parse(&cmd, specs, sizeof specs / sizeof specs[0], argc, argv, inputs, 4096);
+    if (!a.out) fail_usage("prepare needs --out DIR (see `ringgpt prepare --help`)");
+    if (!(a.val_fraction >= 0 && a.val_fraction < 1)) fail_usage("--val-fraction must be in [0, 1), not %g", a.val_fraction);
+    if (a.shard_tokens < 1) fail_usage("--shard-tokens must be positive");
+    if (a.synthetic && n_in) fail_usage("--synthetic generates its data; give no input files");
+    if (!a.synthetic && !n_in) fail_usage("prepare needs input files or directories, or --synthetic (see `ringgpt prepare --help`)");
+    FileList files = {0};
+    for (int i = 0; i < n_in; i++) collect(&files, inputs[i]);
+    if (!a.synthetic && !files.n) fail_usage("no input files found under the given paths");
+    uint32_t magic = 0;
+    int kind = a.synthetic ? KIND_SYNTH : input_kind(&a, &files, &magic);
+    ShardParams sp = shard_params(&a, kind, magic);
+    Prep p = {.val_fraction = a.val_fraction, .t0 = now_seconds(), .quiet = a.quiet, .eos = sp.eos_id};
+    p.last_report = p.t0;
+    p.buf = xmalloc(CHUNK_BYTES * sizeof(uint32_t), "a token buffer");
+    p.w = dataset_writer_open(a.out, &sp, (uint64_t)a.shard_tokens);
+    char *src = source_json(&a, kind, &files);
+    dataset_writer_source(p.w, src);
+    free(src);
+    if (kind == KIND_SYNTH) synthesize(&p, &a);
+    for (size_t i = 0; i < files.n; i++) {
+        if (kind == KIND_TEXT) read_text(&p, files.paths[i]);
+        else if (kind == KIND_LLMC) read_llmc(&p, files.paths[i], sp.vocab_size);
+        else read_tokens(&p, files.paths[i], kind == KIND_U16 ? 2 : 4, 0, sp.vocab_size, false);
+        free(files.paths[i]);
+    }
+    free(files.paths);
+    SplitSummary sums[N_SPLITS];
+    dataset_writer_close(p.w, sums);
+    if (!sums[SPLIT_TRAIN].tokens) fail_usage("no documents went to the training split; lower --val-fraction or give more input");
+    summary(&a, &p, sums, sp.token_bytes);
+    free(p.buf);
+    return 0;
+}

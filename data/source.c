@@ -1,0 +1,45 @@
+// data/source.c — data_open picks the source for a path (dataset, shard or text) and forwards every call to it.
+#include <stdlib.h>
+
+#include "core/common.h"
+#include "data/dataset.h"
+#include "data/source_impl.h"
+
+struct DataSource {
+    const SourceOps *ops;
+    void *impl;
+};
+
+static void check_options(const DataOptions *o) {
+    if (o->seq_len < 1 || o->batch < 1) fail_usage("--seq-len and --batch must be positive (got %d and %d)", o->seq_len, o->batch);
+    if (o->dp < 1 || o->sp < 1 || o->dp_index < 0 || o->dp_index >= o->dp || o->sp_index < 0 || o->sp_index >= o->sp)
+        fail_usage("impossible layout dp %d (index %d) x sp %d (index %d)", o->dp, o->dp_index, o->sp, o->sp_index);
+    if (o->seq_len % (2 * o->sp) != 0 && o->sp > 1)
+        fail_usage("--seq-len %d is not a multiple of 2·sp = %d; the ring cuts each sequence into 2·sp equal chunks",
+                   o->seq_len, 2 * o->sp);
+    if (!(o->val_fraction >= 0 && o->val_fraction < 1)) fail_usage("--val-fraction must be in [0, 1) (got %g)", o->val_fraction);
+}
+
+DataSource *data_open(const char *path, const DataOptions *o, bool validation) {
+    check_options(o);
+    DataSource *d = xcalloc(1, sizeof *d, "a data source");
+    if (dataset_path_is_shards(path)) {
+        d->ops = &LOADER_SOURCE;
+        d->impl = loader_open(path, o, validation);
+    } else {
+        d->ops = &TEXT_SOURCE;
+        d->impl = text_source_open(path, o, validation);
+    }
+    return d;
+}
+
+void data_next(DataSource *d, Batch *b) { d->ops->next(d->impl, b); }
+uint64_t data_num_samples(const DataSource *d) { return d->ops->num_samples(d->impl); }
+DataState data_state(const DataSource *d) { return d->ops->state(d->impl); }
+void data_restore(DataSource *d, DataState s) { d->ops->restore(d->impl, s); }
+
+void data_close(DataSource *d) {
+    if (!d) return;
+    d->ops->close(d->impl);
+    free(d);
+}

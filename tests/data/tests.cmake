@@ -1,0 +1,11 @@
+# tests/data/tests.cmake — data tests (label `data`): shard format, corruption, loader layouts and resume, prepare, synthetic tasks.
+foreach(t test_shard test_loader test_prepare test_synthetic)
+  if(EXISTS ${CMAKE_SOURCE_DIR}/tests/data/${t}.c)
+    add_executable(${t} tests/data/${t}.c)
+    target_link_libraries(${t} PRIVATE ringgpt_core)
+    add_test(NAME data_${t} COMMAND ${t})
+    set_tests_properties(data_${t} PROPERTIES LABELS data TIMEOUT 120)
+  endif()
+endforeach()
+add_test(NAME data_cli COMMAND bash ${CMAKE_SOURCE_DIR}/tests/data/test_cli.sh ${RINGGPT_BIN})
+set_tests_properties(data_cli PROPERTIES LABELS data TIMEOUT 120)
