@@ -64,6 +64,7 @@ bool comm_is_mpi(void) { return g_mpi; }
 int comm_rank(const Comm *c) { return c->rank; }
 int comm_size(const Comm *c) { return c->size; }
 int comm_world_rank_of(const Comm *c, int r) { return c->world_ranks[r]; }
+int comm_node_size(void) { return g_mpi ? comm_mpi_node_size() : 1; }
 void comm_set_timeout(double seconds) { g_timeout = seconds > 0 ? seconds : 600.0; }
 double comm_timeout(void) { return g_timeout; }
 
@@ -181,6 +182,10 @@ void comm_check_same_config(const char *config_text) {
 CommGrid comm_grid(int sp) {
     Comm *w = comm_world();
     if (sp < 1) comm_fail_usage_all("--sp %d: the ring size must be at least 1", sp);
+    if (w->size % sp != 0 && !g_mpi)
+        comm_fail_usage_all("--sp %d needs %d ranks or a multiple: launch with `mpirun -np N ringgpt ... --sp %d` "
+                            "(this process was not started by an MPI launcher)",
+                            sp, sp, sp);
     if (w->size % sp != 0)
         comm_fail_usage_all("world size %d is not divisible by --sp %d; launch a multiple of %d ranks "
                             "(mpirun -np N with N = dp·sp)",

@@ -34,6 +34,8 @@ int comm_rank(const Comm *c);
 int comm_size(const Comm *c);
 // Rank in the world of rank r of c (for messages).
 int comm_world_rank_of(const Comm *c, int r);
+// Ranks of this job on this machine (they share its cores), 1 without MPI.
+int comm_node_size(void);
 
 // Seconds any single wait may block before the job is aborted (default 600).
 void comm_set_timeout(double seconds);

@@ -26,6 +26,7 @@ extern const CommBackend COMM_MPI;     // core/comm_mpi.c
 // The MPI world (after MPI_Init), and the MPI side of comm_init/finalize/abort.
 Comm *comm_mpi_init(int *argc, char ***argv);
 void comm_mpi_finalize(void);
+int comm_mpi_node_size(void);
 _Noreturn void comm_mpi_abort(int code);
 // The single-process world.
 Comm *comm_local_world(void);

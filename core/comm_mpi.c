@@ -148,6 +148,15 @@ void comm_mpi_finalize(void) {
     MPI_CHECK(MPI_Finalize());
 }
 
+int comm_mpi_node_size(void) {
+    MPI_Comm node;
+    int size = 1;
+    MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_CHECK(MPI_Comm_size(node, &size));
+    MPI_CHECK(MPI_Comm_free(&node));
+    return size;
+}
+
 _Noreturn void comm_mpi_abort(int code) {
     MPI_Abort(MPI_COMM_WORLD, code);
     exit(code);   // MPI_Abort does not return; this keeps the compiler and a broken MPI honest

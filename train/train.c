@@ -32,6 +32,7 @@ typedef struct {
     float comm_timeout;  // seconds any wait for another rank may take before the job is aborted
     int debug_exit_rank, debug_exit_step;   // tests: that rank leaves (or stalls) at that step
     bool debug_stall;
+    bool threads_auto;   // --threads not given: share the cores among the ranks of a node
 } TrainConfig;
 
 static const ArgCommand TRAIN_CMD = {
@@ -101,6 +102,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     if (args_seen(specs, n, "--ffn-dim")) mc->ffn_dim = ffn;
     if (args_seen(specs, n, "--rope-theta")) mc->rope_theta = rope_theta;
     mc->tie_embeddings = t->tie_embeddings;
+    t->threads_auto = !args_seen(specs, n, "--threads");
 }
 
 static void check_train_config(const TrainConfig *t) {
@@ -133,6 +135,38 @@ static void check_readable(const char *flag, const char *path) {
         fail_usage("%s %s: cannot open (%s); check the path", flag, path, strerror(errno));
 }
 
+// The dp × sp layout. Errors that every rank sees alike come once, from rank 0, and end every rank.
+static CommGrid setup_layout(TrainConfig *t, int argc, char **argv) {
+    size_t len = 1;
+    for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
+    char *cmdline = xcalloc(len, 1, "command line");
+    for (int i = 0; i < argc; i++) strcat(strcat(cmdline, argv[i]), " ");
+    comm_check_same_config(cmdline);   // ranks with different flags would train different models
+    free(cmdline);
+    if (!(t->comm_timeout > 0)) comm_fail_usage_all("--comm-timeout must be positive (got %g)", t->comm_timeout);
+    comm_set_timeout(t->comm_timeout);
+    CommGrid g = comm_grid(t->sp);
+    int parts = 2 * t->sp;
+    if (t->sp > 1 && t->seq_len < parts)
+        comm_fail_usage_all("--sp %d needs --seq-len of at least 2·sp = %d (every rank holds two chunks); got %d, use a "
+                            "smaller --sp", t->sp, parts, t->seq_len);
+    if (t->sp > 1 && t->seq_len % parts != 0)
+        comm_fail_usage_all("--seq-len %d is not divisible by 2·sp = %d (the zigzag layout cuts each sequence into "
+                            "2·sp equal chunks); use e.g. --seq-len %d", t->seq_len, parts, t->seq_len / parts * parts);
+    t->dp = g.dp, t->dp_index = g.dp_index, t->sp_index = g.sp_index;
+    if (t->threads_auto) t->threads = t->threads / comm_node_size() > 0 ? t->threads / comm_node_size() : 1;
+    return g;
+}
+
+// --debug-exit-rank: this rank leaves abruptly (or stops answering), as a crashed or hung rank would.
+static void debug_leave(const TrainConfig *t, int rank) {
+    fprintf(stderr, "ringgpt: rank %d: %s at step %d (--debug-exit-rank, testing the comm timeout)\n", rank,
+            t->debug_stall ? "stalls" : "exits", t->debug_exit_step);
+    fflush(stderr);
+    if (!t->debug_stall) _exit(3);
+    for (;;) sleep(1);
+}
+
 static DataSource *open_data(const TrainConfig *t, bool validation) {
     DataOptions o = {.seq_len = t->seq_len, .batch = t->batch, .seed = (uint64_t)t->seed, .dp = t->dp,
                      .dp_index = t->dp_index, .sp = t->sp, .sp_index = t->sp_index, .val_fraction = t->val_data ? 0 : t->val_fraction};
@@ -163,8 +197,10 @@ static void set_threads(int n) {
 }
 
 int cmd_train(int argc, char **argv) {
+    comm_init(&argc, &argv);   // MPI when launched by mpirun/srun, else a one-rank world
     TrainConfig t;
     parse_train_flags(&t, argc, argv);
+    CommGrid grid = setup_layout(&t, argc, argv);
     check_train_config(&t);
     set_threads(t.threads);
     check_readable("--data", t.data);
@@ -175,22 +211,24 @@ int cmd_train(int argc, char **argv) {
     GPT model;
     gpt_init(&model, &t.model_cfg, &BACKEND_CPU, (uint64_t)t.seed);
     model.loss_chunk = t.loss_chunk;
+    if (t.sp > 1) model.ring = ring_create(grid.ring, &BACKEND_CPU);   // attention spans the sp ranks
     AdamW opt;
     adamw_init(&opt, &model, (AdamWConfig){t.beta1, t.beta2, 1e-8f, t.weight_decay});
     Schedule sched = {.lr = t.lr, .min_lr = t.min_lr, .warmup = t.warmup, .total = t.steps};
     schedule_parse(t.schedule, &sched.kind);
     MetricsLog log = {0};
-    metrics_open(&log, t.out, 0);
+    if (grid.rank == 0) metrics_open(&log, t.out, 0);   // one writer
     Batch batch = batch_alloc(t.batch, t.seq_len / t.sp);
     const double tokens_per_step = (double)t.batch * t.seq_len * t.grad_accum * t.dp;
     const double grad_scale = 1.0 / tokens_per_step;   // every target counts; the loss is a mean
     log_info("ringgpt train: %s model, %.2fM parameters, %d layers, dim %d, %d/%d heads, T=%d, B=%d x %d accum, "
-             "%d threads, %" PRIu64 " samples/epoch\n",
+             "%d threads, %dx%d ranks (dp x sp), %" PRIu64 " samples/epoch\n",
              t.model, config_num_params(&t.model_cfg) / 1e6, t.model_cfg.n_layer, t.model_cfg.dim,
              t.model_cfg.n_head, t.model_cfg.n_kv_head, t.seq_len, t.batch, t.grad_accum, t.threads,
-             data_num_samples(train));
+             t.dp, t.sp, data_num_samples(train));
     double run_start = now_seconds();
     for (long step = 0; step < t.steps; step++) {
+        if (grid.rank == t.debug_exit_rank && step + 1 == t.debug_exit_step) debug_leave(&t, grid.rank);
         double t0 = now_seconds();
         gpt_zero_grad(&model);
         double loss_sum = 0;
@@ -199,13 +237,17 @@ int cmd_train(int argc, char **argv) {
             loss_sum += gpt_forward(&model, &batch, grad_scale, true, NULL);
             gpt_backward(&model, &batch);
         }
+        // Sum over all dp×sp ranks: each holds the gradient of its slice of the global batch.
+        comm_allreduce(grid.world, model.grads, model.table.total, COMM_REAL, COMM_SUM, "gradient all-reduce");
+        comm_allreduce(grid.world, &loss_sum, 1, COMM_F64, COMM_SUM, "loss all-reduce");
         double gnorm = clip_grad_norm(&model, t.clip);
         float lr = lr_at(&sched, step);
         adamw_update(&opt, &model, lr);
-        double dt = now_seconds() - t0;
+        double dt = now_seconds() - t0, rss = peak_rss_mb();
+        comm_allreduce(grid.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");   // the largest rank's memory
         StepMetrics sm = {.step = step + 1, .total_steps = t.steps, .loss = loss_sum / tokens_per_step, .lr = lr,
                           .grad_norm = gnorm, .step_ms = dt * 1e3, .tokens_per_s = tokens_per_step / dt, .mfu = -1,
-                          .peak_rss_mb = peak_rss_mb(), .val_loss = -1, .dp = t.dp, .sp = t.sp};
+                          .peak_rss_mb = rss, .val_loss = -1, .dp = t.dp, .sp = t.sp};
         bool last = step + 1 == t.steps;
         if (val && ((t.eval_every > 0 && (step + 1) % t.eval_every == 0) || last))
             sm.val_loss = evaluate(&model, val, &batch, t.eval_batches, grid.world);
@@ -215,11 +257,19 @@ int cmd_train(int argc, char **argv) {
     }
     log_info("done: %d steps in %.1f s, peak RSS %.0f MB, metrics in %s\n", t.steps, now_seconds() - run_start,
              peak_rss_mb(), log.path);
+    if (model.ring) {
+        RingStats rs = ring_stats(model.ring);
+        log_info("ring (rank 0): %.2f s blocked waiting for KV, %.2f s attention compute, %.1f MiB sent in %ld hops\n",
+                 rs.wait_s, rs.compute_s, rs.bytes / 1048576, rs.exchanges);
+    }
     metrics_close(&log);
     batch_free(&batch);
     adamw_free(&opt, &model);
     gpt_free(&model);
     data_close(train);
     data_close(val);
+    ring_free(model.ring);
+    comm_grid_free(&grid);
+    comm_finalize();
     return 0;
 }

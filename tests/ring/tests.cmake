@@ -15,3 +15,17 @@ foreach(sp 1 2 3 4 5 8)
     set_tests_properties(ring_attention_sp${sp}_${prec} PROPERTIES LABELS ring ENVIRONMENT "${RING_ENV}" TIMEOUT 120)
   endforeach()
 endforeach()
+
+# Model level: loss and every named gradient after one step, sp ∈ {2,3,4} and dp×sp = 2×2, vs one rank.
+foreach(prec core64 core)
+  add_executable(test_ring_model_${prec} ${CMAKE_SOURCE_DIR}/tests/ring/test_ring_model.c)
+  target_link_libraries(test_ring_model_${prec} PRIVATE ringgpt_${prec})
+  foreach(layout "2;2" "3;3" "4;4" "4;2")
+    list(GET layout 0 np)
+    list(GET layout 1 sp)
+    math(EXPR dp "${np} / ${sp}")
+    add_test(NAME ring_model_dp${dp}_sp${sp}_${prec}
+             COMMAND ${RING_MPIEXEC} -np ${np} $<TARGET_FILE:test_ring_model_${prec}> ${sp})
+    set_tests_properties(ring_model_dp${dp}_sp${sp}_${prec} PROPERTIES LABELS ring ENVIRONMENT "${RING_ENV}" TIMEOUT 120)
+  endforeach()
+endforeach()
