@@ -276,6 +276,11 @@ int dataset_verify(const Dataset *d, bool verbose, DataErr *e) {
         uint32_t want, got;
         int32_t last;
         DataErr inner;
+        // Blocks first: their messages say where; the whole-file CRC then catches anything else.
+        if (shard_verify(s, &last, &inner)) {
+            data_err(e, "%s: %s", s->path, inner.msg);
+            return -1;
+        }
         if (manifest_crc(d, i, &want) == 0) {
             if (file_crc(s, &got, e)) return -1;
             if (got != want) {
@@ -283,10 +288,6 @@ int dataset_verify(const Dataset *d, bool verbose, DataErr *e) {
                          s->h.file_bytes);
                 return -1;
             }
-        }
-        if (shard_verify(s, &last, &inner)) {
-            data_err(e, "%s: %s", s->path, inner.msg);
-            return -1;
         }
         bool continues = s->h.flags & SHARD_FLAG_CONTINUES;
         if (d->manifest && continues != (prev_last != (int32_t)d->eos_id)) {

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# tests/data/test_cli.sh — `ringgpt prepare` and `inspect --verify` as a user runs them: every damage kind exits non-zero naming file, block and byte.
+set -u
+BIN=${1:?usage: test_cli.sh path/to/ringgpt}
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/ringgpt_cli_XXXXXX")
+trap 'rm -rf "$DIR"' EXIT
+pass=0; fail=0
+ok()  { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+u64() { od -An -tu8 -j "$2" -N8 "$1" | tr -d ' '; }
+flip() {  # flip FILE OFFSET: invert one byte in place
+    local v; v=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+    printf "\\$(printf %03o $((v ^ 255)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+# expect_fail NAME PATTERN -- command...: non-zero exit and stderr matching PATTERN (grep -E)
+expect_fail() {
+    local name=$1 pat=$2; shift 3
+    local err; err=$("$@" 2>&1 >/dev/null); local rc=$?
+    if [ $rc -ne 0 ] && echo "$err" | grep -Eq "$pat"; then ok; else bad "$name: rc=$rc, stderr: $err"; fi
+}
+
+mkdir -p "$DIR/in"
+for i in $(seq 1 20); do head -c $((i * 700)) /dev/urandom | base64 > "$DIR/in/doc$i.txt"; done
+"$BIN" prepare --out "$DIR/ds" --block-tokens 4096 --shard-tokens 30000 --val-fraction 0.1 "$DIR/in" > "$DIR/prep.log" 2>&1 \
+    && grep -q "compression" "$DIR/prep.log" && ok || bad "prepare: $(cat "$DIR/prep.log")"
+"$BIN" inspect "$DIR/ds" > "$DIR/insp.log" 2>&1 && grep -q "train" "$DIR/insp.log" && grep -q "val" "$DIR/insp.log" && ok || bad "inspect: $(cat "$DIR/insp.log")"
+"$BIN" inspect --verify "$DIR/ds" > "$DIR/ver.log" 2>&1 && grep -q "verify: ok" "$DIR/ver.log" && ok || bad "verify good data: $(cat "$DIR/ver.log")"
+"$BIN" inspect --verify "$DIR/ds/train_000000.rgs" > /dev/null 2>&1 && ok || bad "verify a single shard"
+ls "$DIR/ds"/*.tmp > /dev/null 2>&1 && bad "temporary files left behind" || ok
+
+# Each damage on a fresh copy; the message names the shard and says where.
+damage() {  # damage NAME PATTERN ACTION...
+    local name=$1 pat=$2; shift 2
+    rm -rf "$DIR/c"; cp -r "$DIR/ds" "$DIR/c"
+    local s="$DIR/c/train_000001.rgs"
+    "$@" "$s"
+    expect_fail "$name" "$pat" -- "$BIN" inspect --verify "$DIR/c"
+}
+S="$DIR/ds/train_000001.rgs"
+BI=$(u64 "$S" 64); DI=$(u64 "$S" 72); TR=$(u64 "$S" 80); SIZE=$(stat -c %s "$S")
+flip_at() { flip "$2" "$1"; }
+damage "header magic"   "train_000001.rgs: header at byte 0: not a ringgpt shard" flip_at 0
+damage "header count"   "train_000001.rgs: header at byte 0: CRC mismatch"      flip_at 41
+damage "block 0"        "train_000001.rgs: block 0 at byte 256: "               flip_at 400
+damage "block index"    "train_000001.rgs: indexes at bytes [0-9]+-[0-9]+: CRC" flip_at $((BI + 3))
+damage "doc index"      "train_000001.rgs: indexes at bytes .*CRC mismatch"     flip_at $((DI + 1))
+damage "trailer crc"    "train_000001.rgs: indexes at bytes .*trailer at byte $TR" flip_at "$TR"
+damage "trailer magic"  "train_000001.rgs: trailer at byte $TR: bad end marker" flip_at $((TR + 9))
+for cut in 0 100 255 300 $((BI + 5)) $((DI + 3)) $((SIZE - 1)); do
+    damage "truncate at $cut" "train_000001.rgs: .*(truncated|smaller)" truncate -s "$cut"
+done
+damage "manifest crc"   "manifest disagree|does not match the manifest" sh -c 'sed -i "0,/\"crc32\"/s/\"crc32\":[^,]*/\"crc32\":\t\"00000000\"/" "$(dirname "$0")/manifest.json"'
+damage "missing shard"  "train_000001.rgs: cannot open"                          rm -f
+damage "manifest json"  "manifest.json: not valid JSON" sh -c 'echo "{" > "$(dirname "$0")/manifest.json"'
+expect_fail "missing path" "cannot open" -- "$BIN" inspect "$DIR/nothing"
+expect_fail "text is not a shard" "not a ringgpt shard" -- "$BIN" inspect "$DIR/in/doc1.txt"
+
+# prepare errors are one line and non-zero.
+expect_fail "prepare missing input" "cannot read input" -- "$BIN" prepare --out "$DIR/x" "$DIR/missing"
+expect_fail "prepare no --out" "needs --out" -- "$BIN" prepare "$DIR/in"
+expect_fail "synthetic unknown" "passkey or recall" -- "$BIN" prepare --out "$DIR/x" --synthetic nope
+"$BIN" prepare --out "$DIR/pk" --synthetic passkey --docs 3 --doc-len 20000 --quiet > /dev/null && "$BIN" inspect --verify "$DIR/pk" > /dev/null \
+    && ok || bad "synthetic passkey dataset verifies"
+"$BIN" prepare --help | grep -q -- "--synthetic" && ok || bad "prepare --help"
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
