@@ -5,10 +5,11 @@
 #include <string.h>
 
 #include "attention/attention.h"
+#include "core/common.h"
 
 // Q and KV blocks are visited in (TILE × TILE) tiles: the scores of one tile are the most that
 // ever exist at once, and each tile is a handful of small GEMMs.
-enum { TILE = 64 };
+enum { TILE = 128 };
 
 static inline real dot(const real *a, const real *b, int n) {
     real s = 0;
@@ -24,6 +25,13 @@ void attn_cpu_state_reset(const AttnShape *s, AttnState st, int nq) {
         st.m[i] = -INFINITY;
         st.l[i] = 0;
     }
+}
+
+// Two (TILE × TILE) tiles per thread, allocated once and kept: too big for a thread's stack.
+static real *tile_scratch(int which) {
+    static _Thread_local real *tiles[2];
+    if (!tiles[which]) tiles[which] = xmalloc((size_t)TILE * TILE * sizeof(real), "attention tiles");
+    return tiles[which];
 }
 
 // The number of keys row i of the Q block may see in a KV block of nk keys.
@@ -85,7 +93,7 @@ void attn_cpu_forward_block(const AttnShape *s, AttnState st, const real *q, int
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
     for (int h = 0; h < H; h++) {
         for (int qt = 0; qt < q_tiles; qt++) {
-            real S[TILE * TILE];   // one tile of scores, then of probabilities
+            real *S = tile_scratch(0);   // (TILE, TILE): one tile of scores, then of probabilities
             const real *kh = k + (size_t)(h / group) * hd, *vh = v + (size_t)(h / group) * hd;
             int i0 = qt * TILE, rows = nq - i0 < TILE ? nq - i0 : TILE;
             int jmax = visible_keys(mask, i0 + rows - 1, nk);
@@ -152,7 +160,7 @@ void attn_cpu_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, c
     const real scale = (real)(1.0 / sqrt((double)hd));
 #pragma omp parallel for schedule(dynamic, 1)
     for (int g = 0; g < Hkv; g++) {
-        real S[TILE * TILE], dP[TILE * TILE];   // (rows, cols) tiles: scores then P; dP then dS
+        real *S = tile_scratch(0), *dP = tile_scratch(1);   // (TILE, TILE): scores then P; dP then dS
         const real *kg = k + (size_t)g * hd, *vg = v + (size_t)g * hd;
         real *dkg = dk + (size_t)g * hd, *dvg = dv + (size_t)g * hd;
         for (int h = g * group; h < (g + 1) * group; h++) {
