@@ -57,11 +57,14 @@ void batch_put_sample_docs(Batch *b, int row, const int32_t *sample, int T, int 
         while (d + 1 < nd && ds[d + 1] <= start) d++;
         memcpy(tok + o, sample + start, (size_t)len * sizeof(int32_t));
         memcpy(tgt + o, sample + start + 1, (size_t)len * sizeof(int32_t));
-        for (int t = start; t < start + len; t++, o++) {
-            if (d + 1 < nd && ds[d + 1] == t) d++;
-            pos[o] = t;
-            seg[o] = d;
+        for (int i = 0; i < len; i++) pos[o + i] = start + i;
+        // seg is constant between document starts: fill it run by run.
+        for (int t = start; t < start + len; d++) {
+            int end = d + 1 < nd && ds[d + 1] < start + len ? ds[d + 1] : start + len;
+            for (int i = t; i < end; i++) seg[o + i - start] = d;
+            t = end;
         }
+        o += len;
     }
 }
 

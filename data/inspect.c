@@ -30,7 +30,7 @@ static void print_head(const Dataset *d, int n) {
     DataErr e;
     if (s->h.num_blocks && shard_read_block(s, 0, raw, comp, &e) == 0) {
         uint32_t k = s->blocks[0].n_tokens < (uint32_t)n ? s->blocks[0].n_tokens : (uint32_t)n;
-        shard_decode_tokens(raw, k, s->h.token_bytes, UINT32_MAX, tok);
+        shard_decode_tokens(&s->h, raw, s->blocks[0].n_tokens, UINT32_MAX, tok);
         bool bytes = strcmp(d->tokenizer, TOKENIZER_ID) == 0;
         printf("  first %u tokens: ", k);
         for (uint32_t i = 0; i < k; i++) {

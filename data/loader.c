@@ -4,9 +4,11 @@
 // ends with EOS. Sample j (0 <= j < N) is the T+1 tokens starting at stream token j·T, so
 // consecutive samples share one token and no target is lost; N = (tokens − 1) / T.
 // Order. Per epoch the samples are shuffled in two levels: consecutive samples are grouped by G
-// (about one compressed block of tokens, G = max(1, block_tokens / T)); the order of the groups
-// and the order inside each group are permutations seeded by (seed, epoch[, group]). So nearby
-// samples reuse a decompressed block while the epoch is still fully mixed at block scale.
+// (about GROUP_BLOCKS compressed blocks of tokens, G = max(1, GROUP_BLOCKS·block_tokens / T)); the
+// order of the groups and the order inside each group are permutations seeded by (seed, epoch[,
+// group]). Nearby samples reuse decompressed blocks (the cache holds a whole group), so each block
+// is inflated about (GROUP_BLOCKS + 1) / GROUP_BLOCKS times per epoch, while the epoch is still
+// fully mixed at the scale of a few blocks.
 // Global sample k of the run is sample order(k mod N) of epoch k / N: the same whatever dp and sp.
 // Ranks. Each micro-step consumes B·dp global samples; dp group g takes k = consumed + g·B + row
 // and every sp rank of the group gets its zigzag slices of the same samples.
@@ -23,7 +25,7 @@
 #include "data/dataset.h"
 #include "data/source_impl.h"
 
-enum { QUEUE_SLOTS = 3, CACHE_SLOTS = 4 };
+enum { QUEUE_SLOTS = 3, GROUP_BLOCKS = 4, MAX_CACHE = 64 };
 
 typedef struct {
     int32_t *tok;               // (block_tokens) decoded tokens
@@ -57,7 +59,8 @@ typedef struct {
     int T;
     uint64_t lo, hi;            // the split's stream token range
     Order order;
-    CachedBlock cache[CACHE_SLOTS];
+    CachedBlock cache[MAX_CACHE];
+    int n_cache;                // blocks one group can touch, plus slack
     uint64_t stamp;
     void *raw, *comp;           // one block's raw and compressed bytes
     pthread_t thread;
@@ -95,7 +98,7 @@ static void permute(uint64_t *p, uint64_t n, uint64_t seed) {
 
 static void order_init(Order *o, uint64_t n, uint64_t block_tokens, int T, uint64_t seed) {
     *o = (Order){.n = n, .seed = seed};
-    o->G = block_tokens / (uint64_t)T ? block_tokens / (uint64_t)T : 1;
+    o->G = GROUP_BLOCKS * block_tokens / (uint64_t)T ? GROUP_BLOCKS * block_tokens / (uint64_t)T : 1;
     if (o->G > n) o->G = n;
     o->NG = (n + o->G - 1) / o->G;
     o->last = n - (o->NG - 1) * o->G;
@@ -151,7 +154,7 @@ static uint64_t find_block(const Shard *s, uint64_t local) {
 // A decoded block from the cache, reading (CRC-checked, every id < vocab) into the oldest slot on a miss.
 static const CachedBlock *get_block(Loader *L, size_t shard, uint64_t block, DataErr *e) {
     CachedBlock *victim = &L->cache[0];
-    for (int i = 0; i < CACHE_SLOTS; i++) {
+    for (int i = 0; i < L->n_cache; i++) {
         CachedBlock *c = &L->cache[i];
         if (c->valid && c->shard == shard && c->block == block) {
             c->stamp = ++L->stamp;
@@ -168,7 +171,7 @@ static const CachedBlock *get_block(Loader *L, size_t shard, uint64_t block, Dat
         data_err(e, "%s: %s", s->path, inner.msg);
         return NULL;
     }
-    int64_t bad = shard_decode_tokens(L->raw, b->n_tokens, s->h.token_bytes, s->h.vocab_size, victim->tok);
+    int64_t bad = shard_decode_tokens(&s->h, L->raw, b->n_tokens, s->h.vocab_size, victim->tok);
     if (bad >= 0) {
         data_err(e, "%s: block %" PRIu64 " at byte %" PRIu64 ": token %" PRIu64 " has id %u, not below the vocab size %u;"
                  " the shard is damaged, re-run `ringgpt prepare`", s->path, block, b->offset, b->first_token + (uint64_t)bad,
@@ -301,7 +304,10 @@ static void alloc_buffers(Loader *L) {
     }
     L->raw = xmalloc(raw, "a data block");
     L->comp = xmalloc(comp, "a compressed data block");
-    for (int i = 0; i < CACHE_SLOTS; i++) L->cache[i].tok = xmalloc((size_t)L->ds.block_tokens * sizeof(int32_t), "the block cache");
+    // A group spans G·T + 1 tokens: ceil of that in blocks, one more for misalignment, one for shard ends.
+    uint64_t span = (L->order.G * (uint64_t)L->T + 1 + L->ds.block_tokens - 1) / L->ds.block_tokens + 2;
+    L->n_cache = span > MAX_CACHE ? MAX_CACHE : (int)span;
+    for (int i = 0; i < L->n_cache; i++) L->cache[i].tok = xmalloc((size_t)L->ds.block_tokens * sizeof(int32_t), "the block cache");
     for (int i = 0; i < QUEUE_SLOTS; i++) {
         L->slot[i].samples = xmalloc((size_t)L->o.batch * (L->T + 1) * sizeof(int32_t), "the prefetch queue");
         L->slot[i].ids = xmalloc((size_t)L->o.batch * sizeof(int64_t), "the prefetch queue");
@@ -350,7 +356,7 @@ static void loader_close(void *impl) {
     stop(L);
     pthread_mutex_destroy(&L->mu);
     pthread_cond_destroy(&L->cv);
-    for (int i = 0; i < CACHE_SLOTS; i++) free(L->cache[i].tok);
+    for (int i = 0; i < L->n_cache; i++) free(L->cache[i].tok);
     for (int i = 0; i < QUEUE_SLOTS; i++) {
         free(L->slot[i].samples);
         free(L->slot[i].ids);

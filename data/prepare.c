@@ -24,7 +24,7 @@ typedef struct {
     int64_t shard_tokens, block_tokens, eos, vocab, docs, doc_len, seed;
     int level, token_bytes, pairs, queries;
     double val_fraction, depth;
-    bool quiet;
+    bool quiet, byte_planes;
 } PrepareArgs;
 
 typedef struct {
@@ -245,7 +245,7 @@ static int input_kind(const PrepareArgs *a, const FileList *l, uint32_t *magic) 
 
 // Vocab, EOS, token width and tokenizer id of the dataset, from the input kind and the flags.
 static ShardParams shard_params(const PrepareArgs *a, int kind, uint32_t magic) {
-    ShardParams sp = {.block_tokens = (uint32_t)a->block_tokens, .level = a->level, .tokenizer = a->tokenizer};
+    ShardParams sp = {.block_tokens = (uint32_t)a->block_tokens, .level = a->level, .byte_planes = a->byte_planes, .tokenizer = a->tokenizer};
     int64_t vocab = a->vocab, eos = a->eos;
     if (kind == KIND_TEXT || kind == KIND_SYNTH) {
         if (vocab < 0) vocab = TOK_VOCAB_SIZE;
@@ -312,7 +312,7 @@ static void summary(const PrepareArgs *a, const Prep *p, const SplitSummary *s, 
 
 int cmd_prepare(int argc, char **argv) {
     PrepareArgs a = {.kind = "auto", .shard_tokens = 1 << 26, .block_tokens = SHARD_DEFAULT_BLOCK_TOKENS, .eos = -1, .vocab = -1,
-                     .docs = 100, .doc_len = 4096, .seed = 1, .level = 6, .pairs = 16, .queries = 4, .depth = -1};
+                     .docs = 100, .doc_len = 4096, .seed = 1, .level = 6, .pairs = 16, .queries = 4, .depth = -1, .byte_planes = true};
     ArgSpec specs[] = {
         {"--out", ARG_STRING, &a.out, "output dataset directory (created; shards + manifest.json)"},
         {"--input-kind", ARG_STRING, &a.kind, "auto (llm.c .bin by magic, else text), text, u16, u32 or llmc"},
@@ -323,6 +323,7 @@ int cmd_prepare(int argc, char **argv) {
         {"--block-tokens", ARG_I64, &a.block_tokens, "tokens per independently compressed block"},
         {"--level", ARG_INT, &a.level, "zlib compression level 0..9"},
         {"--token-bytes", ARG_INT, &a.token_bytes, "token width on disk: 2, 4 or 0 = 2 when vocab <= 65536"},
+        {"--byte-planes", ARG_BOOL, &a.byte_planes, "deflate each block as byte planes (codec 2; =false: plain LE bytes, codec 1)"},
         {"--val-fraction", ARG_DOUBLE, &a.val_fraction, "fraction of documents written to the val split (spread evenly)"},
         {"--synthetic", ARG_STRING, &a.synthetic, "generate a long-context task instead of reading inputs: passkey or recall"},
         {"--docs", ARG_I64, &a.docs, "synthetic: number of documents"},

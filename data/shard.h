@@ -11,7 +11,9 @@ enum {
     SHARD_HEADER_BYTES = 256,
     SHARD_BLOCK_ENTRY_BYTES = 32,
     SHARD_TRAILER_BYTES = 16,
-    SHARD_CODEC_ZLIB = 1,
+    SHARD_CODEC_ZLIB = 1,         // raw deflate (zlib, RFC 1951) over the tokens' little-endian bytes
+    SHARD_CODEC_ZLIB_PLANES = 2,  // raw deflate over byte planes: every token's byte 0, then every byte 1, ... (the default:
+                                  // small ids leave the high planes nearly constant, which deflates faster and smaller)
     SHARD_FLAG_CONTINUES = 1,     // token 0 continues a document that started in the previous shard
     SHARD_DEFAULT_BLOCK_TOKENS = 1 << 18,
 };
@@ -25,6 +27,7 @@ void data_err(DataErr *e, const char *fmt, ...) __attribute__((format(printf, 2,
 
 typedef struct {
     uint32_t token_bytes;     // 2 (uint16) or 4 (uint32)
+    uint32_t codec;           // SHARD_CODEC_*
     uint32_t block_tokens;    // nominal tokens per block (the last block of a shard may be shorter)
     uint32_t vocab_size;      // every token id < vocab_size
     uint32_t eos_id;          // ends every document
@@ -65,9 +68,9 @@ void shard_close(Shard *s);
 // raw gets n_tokens * token_bytes bytes; comp is scratch of at least max_comp_bytes(s) bytes.
 int shard_read_block(const Shard *s, uint64_t i, void *raw, void *comp, DataErr *e);
 size_t shard_max_comp_bytes(const Shard *s);
-// Raw little-endian tokens (n of width tb) -> int32, checking every id < vocab. Returns the index
-// of the first bad token, or -1 when all are good.
-int64_t shard_decode_tokens(const void *raw, size_t n, uint32_t tb, uint32_t vocab, int32_t *out);
+// A block's inflated bytes (n tokens, in the layout of h's width and codec) -> int32, checking every
+// id < vocab. Returns the index of the first bad token, or -1 when all are good.
+int64_t shard_decode_tokens(const ShardHeader *h, const void *raw, size_t n, uint32_t vocab, int32_t *out);
 // Whole-shard check: every block CRC, every token < vocab, and that EOS positions agree with the
 // document index. Returns 0, or -1 with e naming block and byte offset. *last_token gets the
 // shard's last token (-1 if empty), for the dataset-level document continuity check.
@@ -77,6 +80,7 @@ int shard_verify(const Shard *s, int32_t *last_token, DataErr *e);
 typedef struct {
     uint32_t token_bytes, block_tokens, vocab_size, eos_id;
     int level;                // zlib level 0..9
+    bool byte_planes;         // SHARD_CODEC_ZLIB_PLANES (true) or SHARD_CODEC_ZLIB
     const char *tokenizer;
 } ShardParams;
 

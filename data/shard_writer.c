@@ -28,6 +28,7 @@ struct ShardWriter {
     uint64_t offset;            // bytes written so far
     uint32_t body_crc;          // CRC32 of everything after the header
     uint32_t index_crc;         // CRC32 of the block and document indexes (the trailer's first word)
+    z_stream z;                 // one deflater, reset per block
 };
 
 static void put(ShardWriter *w, const void *p, size_t n) {
@@ -51,7 +52,9 @@ ShardWriter *shard_writer_open(const char *path, const ShardParams *p, bool cont
     w->f = xfopen(w->tmp, "wb");
     w->pending = xmalloc((size_t)p->block_tokens * sizeof(uint32_t), "a shard block");
     w->raw = xmalloc((size_t)p->block_tokens * p->token_bytes, "a shard block");
-    w->comp_cap = compressBound((uLong)p->block_tokens * p->token_bytes);
+    w->comp_cap = deflateBound(NULL, (uLong)p->block_tokens * p->token_bytes) + 64;
+    if (p->level < 0 || p->level > 9 || deflateInit2(&w->z, p->level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        fail("zlib cannot start deflating at level %d (levels are 0..9)", p->level);
     w->comp = xmalloc(w->comp_cap, "a compressed block");
     unsigned char zero[SHARD_HEADER_BYTES] = {0};
     xfwrite(zero, sizeof zero, w->f, w->tmp);   // the header is written last, once the offsets are known
@@ -62,17 +65,23 @@ ShardWriter *shard_writer_open(const char *path, const ShardParams *p, bool cont
 static void flush_block(ShardWriter *w) {
     if (!w->n_pending) return;
     size_t tb = w->p.token_bytes, raw_n = w->n_pending * tb;
-    for (size_t i = 0; i < w->n_pending; i++) {
-        if (tb == 2) {
-            w->raw[2 * i] = (unsigned char)w->pending[i];
-            w->raw[2 * i + 1] = (unsigned char)(w->pending[i] >> 8);
-        } else {
-            wr32(w->raw + 4 * i, w->pending[i]);
+    size_t n = w->n_pending;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < tb; k++) {
+            unsigned char byte = (unsigned char)(w->pending[i] >> (8 * k));
+            if (w->p.byte_planes) w->raw[k * n + i] = byte;
+            else w->raw[tb * i + k] = byte;
         }
-    }
-    uLongf comp_n = w->comp_cap;
-    int zr = compress2(w->comp, &comp_n, w->raw, raw_n, w->p.level);
-    if (zr != Z_OK) fail_data(w->tmp, "zlib compress failed (%s) at block %zu", zError(zr), w->n_blocks);
+    // Raw deflate (RFC 1951, no zlib header or Adler-32): the block's own CRCs already cover it.
+    z_stream *z = &w->z;
+    z->next_in = w->raw;
+    z->avail_in = (uInt)raw_n;
+    z->next_out = w->comp;
+    z->avail_out = (uInt)w->comp_cap;
+    int zr = deflate(z, Z_FINISH);
+    if (zr != Z_STREAM_END) fail_data(w->tmp, "zlib deflate failed (%s) at block %zu", zError(zr), w->n_blocks);
+    uLong comp_n = z->total_out;
+    if (deflateReset(z) != Z_OK) fail_data(w->tmp, "zlib deflateReset failed at block %zu", w->n_blocks);
     if (w->n_blocks == w->cap_blocks) {
         w->cap_blocks = w->cap_blocks ? 2 * w->cap_blocks : 64;
         w->blocks = xrealloc(w->blocks, w->cap_blocks * sizeof *w->blocks, "the block index");
@@ -147,7 +156,7 @@ static void encode_header(const ShardHeader *h, unsigned char *b) {
     wr32(b + 8, SHARD_VERSION);
     wr32(b + 12, SHARD_HEADER_BYTES);
     wr32(b + 16, h->token_bytes);
-    wr32(b + 20, SHARD_CODEC_ZLIB);
+    wr32(b + 20, h->codec);
     wr32(b + 24, h->block_tokens);
     wr32(b + 28, h->vocab_size);
     wr32(b + 32, h->eos_id);
@@ -165,7 +174,8 @@ static void encode_header(const ShardHeader *h, unsigned char *b) {
 
 ShardSummary shard_writer_close(ShardWriter *w) {
     flush_block(w);
-    ShardHeader h = {.token_bytes = w->p.token_bytes, .block_tokens = w->p.block_tokens, .vocab_size = w->p.vocab_size,
+    ShardHeader h = {.token_bytes = w->p.token_bytes, .codec = w->p.byte_planes ? SHARD_CODEC_ZLIB_PLANES : SHARD_CODEC_ZLIB,
+                     .block_tokens = w->p.block_tokens, .vocab_size = w->p.vocab_size,
                      .eos_id = w->p.eos_id, .flags = w->continues ? SHARD_FLAG_CONTINUES : 0, .num_tokens = w->tokens,
                      .num_docs = w->n_docs, .num_blocks = w->n_blocks};
     memcpy(h.tokenizer, w->tokenizer, 32);
@@ -181,6 +191,7 @@ ShardSummary shard_writer_close(ShardWriter *w) {
     ShardSummary s = {.num_tokens = w->tokens, .num_docs = w->n_docs, .file_bytes = h.file_bytes,
                       .file_crc = (uint32_t)crc32_combine(crc32(0, hb, sizeof hb), w->body_crc, (z_off_t)body),
                       .index_crc = w->index_crc, .raw_bytes = w->tokens * w->p.token_bytes};
+    deflateEnd(&w->z);
     free(w->path);
     free(w->tmp);
     free(w->pending);

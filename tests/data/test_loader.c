@@ -20,7 +20,7 @@ static void make_dataset(const char *ds, bool with_val) {
     g_stream = malloc(40000 * sizeof(uint32_t));
     g_n = 0;
     uint32_t next = 0, doc[800];
-    ShardParams p = {.token_bytes = 2, .block_tokens = 256, .vocab_size = VOCAB, .eos_id = EOS, .level = 1, .tokenizer = "test"};
+    ShardParams p = {.token_bytes = 2, .block_tokens = 256, .vocab_size = VOCAB, .eos_id = EOS, .level = 1, .byte_planes = true, .tokenizer = "test"};
     DatasetWriter *w = dataset_writer_open(ds, &p, 1000);
     while (g_n < 20000) {
         uint64_t len = rng_below(&r, 8) == 0 ? 700 : rng_below(&r, 120);

@@ -33,7 +33,7 @@ static Vec read_split(const char *ds, int split, Dataset *info) {
         int32_t *tok = malloc((size_t)s->h.block_tokens * 4);
         for (uint64_t b = 0; b < s->h.num_blocks; b++) {
             if (shard_read_block(s, b, raw, comp, &e)) fprintf(stderr, "%s\n", e.msg);
-            shard_decode_tokens(raw, s->blocks[b].n_tokens, s->h.token_bytes, UINT32_MAX, tok);
+            shard_decode_tokens(&s->h, raw, s->blocks[b].n_tokens, UINT32_MAX, tok);
             for (uint32_t j = 0; j < s->blocks[b].n_tokens; j++) push(&v, (uint32_t)tok[j]);
         }
         free(raw);

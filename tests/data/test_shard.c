@@ -17,7 +17,7 @@ static uint32_t *shard_tokens(const Shard *s) {
             fprintf(stderr, "%s\n", e.msg);
             exit(1);
         }
-        shard_decode_tokens(raw, s->blocks[i].n_tokens, s->h.token_bytes, UINT32_MAX, tok);
+        shard_decode_tokens(&s->h, raw, s->blocks[i].n_tokens, UINT32_MAX, tok);
         for (uint32_t j = 0; j < s->blocks[i].n_tokens; j++) all[s->blocks[i].first_token + j] = (uint32_t)tok[j];
     }
     free(raw);
@@ -44,15 +44,17 @@ static uint32_t *make_docs(Rng *r, int n_docs, uint32_t vocab, uint32_t eos, uin
     return s;
 }
 
-static void test_shard_roundtrip(const char *dir, uint32_t tb, uint32_t vocab) {
+static void test_shard_roundtrip(const char *dir, uint32_t tb, uint32_t vocab, bool planes) {
     Rng r;
     rng_seed(&r, tb);
     uint64_t n, *starts;
     int n_docs = 40;
     uint32_t eos = vocab - 1;
     uint32_t *want = make_docs(&r, n_docs, vocab, eos, &n, &starts, 3500);
-    char *path = path_join(dir, tb == 2 ? "w2.rgs" : "w4.rgs");
-    ShardParams p = {.token_bytes = tb, .block_tokens = 1000, .vocab_size = vocab, .eos_id = eos, .level = 6, .tokenizer = "test"};
+    char name[32];
+    snprintf(name, sizeof name, "w%u%s.rgs", tb, planes ? "p" : "");
+    char *path = path_join(dir, name);
+    ShardParams p = {.token_bytes = tb, .block_tokens = 1000, .vocab_size = vocab, .eos_id = eos, .level = 6, .byte_planes = planes, .tokenizer = "test"};
     ShardWriter *w = shard_writer_open(path, &p, false);
     for (int d = 0; d < n_docs; d++) {
         uint64_t end = d + 1 < n_docs ? starts[d + 1] : n;
@@ -65,6 +67,7 @@ static void test_shard_roundtrip(const char *dir, uint32_t tb, uint32_t vocab) {
     Shard *s = shard_open(path, &e);
     CHECK(s != NULL, "open: %s", e.msg);
     if (!s) return;
+    CHECK(s->h.codec == (planes ? SHARD_CODEC_ZLIB_PLANES : SHARD_CODEC_ZLIB), "codec");
     CHECK(s->h.token_bytes == tb && s->h.vocab_size == vocab && s->h.eos_id == eos && strcmp(s->h.tokenizer, "test") == 0, "header fields");
     CHECK(s->h.num_blocks == (n + 999) / 1000, "blocks %" PRIu64, s->h.num_blocks);
     uint32_t *got = shard_tokens(s);
@@ -262,8 +265,10 @@ static void test_manifest(const char *dir) {
 
 int main(void) {
     char *dir = temp_dir("shard");
-    test_shard_roundtrip(dir, 2, 300);
-    test_shard_roundtrip(dir, 4, 100000);
+    test_shard_roundtrip(dir, 2, 300, false);
+    test_shard_roundtrip(dir, 4, 100000, false);
+    test_shard_roundtrip(dir, 2, 300, true);
+    test_shard_roundtrip(dir, 4, 100000, true);
     test_dataset_roundtrip(dir);
     test_corruption(dir);
     test_manifest(dir);

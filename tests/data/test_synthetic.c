@@ -97,7 +97,7 @@ static void test_prepare_synthetic(void) {
     void *raw = malloc(1024 * 2), *comp = malloc(shard_max_comp_bytes(s));
     int32_t tok[1024];
     CHECK(shard_read_block(s, blk, raw, comp, &e) == 0, "read block");
-    shard_decode_tokens(raw, s->blocks[blk].n_tokens, 2, 260, tok);
+    shard_decode_tokens(&s->h, raw, s->blocks[blk].n_tokens, 260, tok);
     char key[8];
     snprintf(key, sizeof key, "%05u", info.key);
     CHECK((uint32_t)tok[at % 1024] == (unsigned char)key[0], "stored key digit matches the generator");
