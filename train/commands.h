@@ -4,3 +4,7 @@
 int cmd_train(int argc, char **argv);
 int cmd_prepare(int argc, char **argv);   // data/prepare.c
 int cmd_inspect(int argc, char **argv);   // data/inspect.c
+int cmd_eval(int argc, char **argv);      // checkpoints/commands.c
+int cmd_sample(int argc, char **argv);    // checkpoints/commands.c
+int cmd_export(int argc, char **argv);    // checkpoints/commands.c
+int cmd_import(int argc, char **argv);    // checkpoints/commands.c

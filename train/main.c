@@ -15,6 +15,10 @@ static const Command COMMANDS[] = {
     {"train", cmd_train, "train a model (CPU; `mpirun -np N ringgpt train --sp S` for the ring)"},
     {"prepare", cmd_prepare, "text, token files, llm.c shards or a synthetic task -> compressed, checksummed shards"},
     {"inspect", cmd_inspect, "summary of a dataset or shard; --verify checks every CRC and index"},
+    {"eval", cmd_eval, "loss and perplexity of a checkpoint on data; --dump-logits for export checks"},
+    {"sample", cmd_sample, "generate text from a checkpoint (KV cache; temperature, top-k, seed)"},
+    {"export", cmd_export, "checkpoint -> Hugging Face Llama directory (config.json + model.safetensors)"},
+    {"import", cmd_import, "Hugging Face Llama directory (safetensors, sharded or not) -> ringgpt checkpoint"},
 };
 enum { N_COMMANDS = sizeof COMMANDS / sizeof COMMANDS[0] };
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "attention/ring.h"
+#include "checkpoints/train_ckpt.h"
 #include "core/args.h"
 #include "core/comm.h"
 #include "core/common.h"
@@ -32,6 +33,8 @@ typedef struct {
     float comm_timeout;  // seconds any wait for another rank may take before the job is aborted
     int debug_exit_rank, debug_exit_step;   // tests: that rank leaves (or stalls) at that step
     bool debug_stall;
+    const char *resume, *init_from;   // checkpoints: --resume [auto|PATH], --init-from CKPT|HF_DIR
+    int ckpt_every, keep;
     bool threads_auto;   // --threads not given: share the cores among the ranks of a node
 } TrainConfig;
 
@@ -88,6 +91,10 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--debug-exit-rank", ARG_INT, &t->debug_exit_rank, "(testing) this rank leaves the job at --debug-exit-step"},
         {"--debug-exit-step", ARG_INT, &t->debug_exit_step, "(testing) the step at which --debug-exit-rank leaves"},
         {"--debug-stall", ARG_BOOL, &t->debug_stall, "(testing) the --debug-exit-rank rank stalls instead of exiting"},
+        {"--ckpt-every", ARG_INT, &t->ckpt_every, "checkpoint every N steps and at the end (0 = only at the end, -1 = never)"},
+        {"--keep", ARG_INT, &t->keep, "keep the newest K checkpoints (0 = all)"},
+        {"--resume", ARG_STRING, &t->resume, "continue from the newest valid checkpoint in --out (bare), `auto` (if any), or PATH"},
+        {"--init-from", ARG_STRING, &t->init_from, "start a new run from the weights of a checkpoint or HF Llama directory"},
     };
     int n = sizeof specs / sizeof specs[0];
     const char *pos[1];
@@ -191,6 +198,17 @@ static double evaluate(GPT *m, DataSource *val, Batch *b, int batches, Comm *wor
     return count > 0 ? sum / count : 0;
 }
 
+// The run as a checkpoint records it (state.json: model, run flags, seed, layout).
+static CkptState ckpt_base(const TrainConfig *t) {
+    CkptState s = {.seed = t->seed, .model = t->model_cfg, .dp = t->dp, .sp = t->sp};
+    s.run = (CkptRun){.seq_len = t->seq_len, .batch = t->batch, .grad_accum = t->grad_accum, .steps = t->steps,
+                      .warmup = t->warmup, .loss_chunk = t->loss_chunk, .lr = t->lr, .min_lr = t->min_lr,
+                      .weight_decay = t->weight_decay, .beta1 = t->beta1, .beta2 = t->beta2, .clip = t->clip};
+    snprintf(s.run.schedule, sizeof s.run.schedule, "%s", t->schedule);
+    snprintf(s.run.data, sizeof s.run.data, "%s", t->data);
+    return s;
+}
+
 static void set_threads(int n) {
     omp_set_num_threads(n);
     openblas_set_num_threads(n);
@@ -199,6 +217,7 @@ static void set_threads(int n) {
 int cmd_train(int argc, char **argv) {
     comm_init(&argc, &argv);   // MPI when launched by mpirun/srun, else a one-rank world
     TrainConfig t;
+    ckpt_normalize_resume_flag(argc, argv);   // a bare --resume means the newest checkpoint
     parse_train_flags(&t, argc, argv);
     CommGrid grid = setup_layout(&t, argc, argv);
     check_train_config(&t);
@@ -217,7 +236,10 @@ int cmd_train(int argc, char **argv) {
     Schedule sched = {.lr = t.lr, .min_lr = t.min_lr, .warmup = t.warmup, .total = t.steps};
     schedule_parse(t.schedule, &sched.kind);
     MetricsLog log = {0};
-    if (grid.rank == 0) metrics_open(&log, t.out, 0);   // one writer
+    CkptHook ckpt = {.out = t.out, .resume = t.resume, .init_from = t.init_from, .every = t.ckpt_every, .keep = t.keep,
+                     .base = ckpt_base(&t), .world = grid.world, .rank = grid.rank};
+    long start = ckpt_train_begin(&ckpt, &model, &opt, train);   // resume: weights, AdamW, data position
+    if (grid.rank == 0) metrics_open(&log, t.out, start > 0);   // one writer
     Batch batch = batch_alloc(t.batch, t.seq_len / t.sp);
     const double tokens_per_step = (double)t.batch * t.seq_len * t.grad_accum * t.dp;
     const double grad_scale = 1.0 / tokens_per_step;   // every target counts; the loss is a mean
@@ -227,7 +249,7 @@ int cmd_train(int argc, char **argv) {
              t.model_cfg.n_head, t.model_cfg.n_kv_head, t.seq_len, t.batch, t.grad_accum, t.threads,
              t.dp, t.sp, data_num_samples(train));
     double run_start = now_seconds();
-    for (long step = 0; step < t.steps; step++) {
+    for (long step = start; step < t.steps; step++) {
         if (grid.rank == t.debug_exit_rank && step + 1 == t.debug_exit_step) debug_leave(&t, grid.rank);
         double t0 = now_seconds();
         gpt_zero_grad(&model);
@@ -254,6 +276,7 @@ int cmd_train(int argc, char **argv) {
         sm.eta_s = (now_seconds() - run_start) / (step + 1) * (t.steps - step - 1);
         if (!isfinite(sm.loss)) fail("loss is %g at step %ld; lower --lr or raise --warmup", sm.loss, step + 1);
         metrics_log(&log, &sm, (step + 1) % t.log_every == 0 || last || sm.val_loss >= 0);
+        ckpt_train_step_done(&ckpt, step + 1, t.steps, &model, &opt, train, lr_at(&sched, step + 1));
     }
     log_info("done: %d steps in %.1f s, peak RSS %.0f MB, metrics in %s\n", t.steps, now_seconds() - run_start,
              peak_rss_mb(), log.path);

@@ -1,0 +1,64 @@
+// checkpoints/checkpoint.h — checkpoint directories: atomic save, manifest verification, newest-valid lookup, load by name.
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "checkpoints/safetensors.h"
+#include "data/source.h"
+#include "model/adamw.h"
+#include "model/config.h"
+#include "model/gpt.h"
+
+#define CKPT_FORMAT "ringgpt-checkpoint"
+enum { CKPT_VERSION = 1 };
+
+// The run flags a checkpoint records; a resume must agree with them (see ckpt_check_resume).
+typedef struct {
+    int seq_len, batch, grad_accum, steps, warmup, loss_chunk;
+    float lr, min_lr, weight_decay, beta1, beta2, clip;
+    char schedule[16];
+    char data[1024];        // the --data path (recorded, not enforced)
+} CkptRun;
+
+// Everything in state.json.
+typedef struct {
+    int version;
+    char kind[16];          // "train" (weights + optimizer + position) or "weights" (import: no optimizer)
+    int64_t step;           // optimizer steps completed: the continued run starts at this step index
+    int adamw_step;
+    double next_lr;         // the schedule's value at `step` (for the record)
+    DataState data;
+    int64_t seed;           // initial weights and data order
+    ModelConfig model;
+    CkptRun run;
+    int dp, sp;             // the layout it was saved from
+    char init_from[1024];   // the weights a fine-tune started from ("" for none)
+} CkptState;
+
+// Saves OUT/step_NNNNNNNN atomically: files into step_N.tmp/, each fsync'd, MANIFEST.json last,
+// rename to step_N/, fsync OUT, LATEST replaced by rename. opt NULL writes a weights-only
+// checkpoint (kind "weights"). keep > 0 then removes the oldest step directories beyond keep,
+// never the one LATEST names; stale *.tmp directories are removed first. On any error nothing
+// committed before is touched. Returns 0, or -1 with e.
+int ckpt_save(const char *out, const CkptState *s, const GPT *m, const AdamW *opt, int keep, CkErr *e);
+// Checks dir/MANIFEST.json: format, version, and every listed file's size and CRC32.
+int ckpt_verify(const char *dir, CkErr *e);
+// The newest step directory of out whose manifest verifies, into dir (size n). Damaged or
+// incomplete newer ones are reported on stderr. Returns 1 found, 0 none at all, -1 (with e) when
+// step directories exist but none is valid.
+int ckpt_find_latest(const char *out, char *dir, size_t n, CkErr *e);
+// A path given by the user: a step directory, or a run directory (its newest valid checkpoint).
+// Fails with a clear message.
+void ckpt_resolve(const char *path, char *dir, size_t n);
+int ckpt_read_state(const char *dir, CkptState *s, CkErr *e);
+// Loads dir/model.safetensors into m->params by name; every table tensor must be present with
+// its shape. Returns 0, or -1 with e naming the file and the tensor.
+int ckpt_load_model(const char *dir, GPT *m, CkErr *e);
+// Loads dir/optim.safetensors (m.<name>, v.<name>) into opt and its step from s.
+int ckpt_load_optim(const char *dir, const CkptState *s, const GPT *m, AdamW *opt, CkErr *e);
+// Loads the named tensors of an open safetensors file into a parameter-shaped buffer (prefix + table
+// name, e.g. "m." for moments). Missing tensors and shape mismatches are errors.
+int ckpt_load_tensors(const StFile *f, const ParamTable *t, const char *prefix, real *buffer, CkErr *e);
+// state.json <-> text (cJSON), for save and tests.
+char *ckpt_state_json(const CkptState *s);
+int ckpt_state_parse(const char *text, const char *path, CkptState *s, CkErr *e);

@@ -1,0 +1,261 @@
+// checkpoints/commands.c — `ringgpt eval | sample | export | import`: commands over checkpoints and HF directories.
+#include <cblas.h>
+#include <inttypes.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkpoints/checkpoint.h"
+#include "checkpoints/fsio.h"
+#include "checkpoints/hf.h"
+#include "checkpoints/infer.h"
+#include "core/args.h"
+#include "core/common.h"
+#include "core/rng.h"
+#include "data/tokenizer.h"
+#include "train/commands.h"
+
+static void set_threads(int n) {
+    if (n < 1) fail_usage("--threads must be at least 1 (got %d)", n);
+    omp_set_num_threads(n);
+    openblas_set_num_threads(n);
+}
+
+// ---- eval --------------------------------------------------------------------------------------
+
+// A little-endian .npy file (version 1.0) of a C-order array.
+static void write_npy(const char *path, const char *descr, const int64_t *shape, int ndim, const void *data, size_t bytes) {
+    char header[256], dims[128] = "";
+    for (int i = 0; i < ndim; i++) snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%" PRId64 ",%s", shape[i], i + 1 < ndim ? " " : "");
+    int n = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, dims);
+    int total = (10 + n + 1 + 63) / 64 * 64;   // magic(6) version(2) len(2) + header + '\n', padded to 64
+    memset(header + n, ' ', (size_t)(total - 10 - n - 1));
+    header[total - 10 - 1] = '\n';
+    uint16_t hl = (uint16_t)(total - 10);
+    FILE *f = xfopen(path, "wb");
+    xfwrite("\x93NUMPY\x01\x00", 8, f, path);
+    xfwrite(&hl, 2, f, path);
+    xfwrite(header, hl, f, path);
+    xfwrite(data, bytes, f, path);
+    xfclose(f, path);
+}
+
+static void dump_logits(GPT *m, const Batch *b, const char *dir) {
+    make_dirs(dir);
+    size_t N = (size_t)b->B * b->T, V = (size_t)m->cfg.vocab_size;
+    float *logits = xmalloc(N * V * sizeof(float), "logits");
+    gpt_logits(m, b, logits);
+    char path[4200];
+    int64_t shape[3] = {b->B, b->T, (int64_t)V};
+    fs_join(path, sizeof path, dir, "tokens.npy");
+    write_npy(path, "<i4", shape, 2, b->tokens, N * sizeof(int32_t));
+    fs_join(path, sizeof path, dir, "targets.npy");
+    write_npy(path, "<i4", shape, 2, b->targets, N * sizeof(int32_t));
+    fs_join(path, sizeof path, dir, "logits.npy");
+    write_npy(path, "<f4", shape, 3, logits, N * V * sizeof(float));
+    free(logits);
+    log_info("logits of the first batch (%d x %d x %zu) in %s/logits.npy, tokens in %s/tokens.npy\n", b->B, b->T, V, dir, dir);
+}
+
+static const ArgCommand EVAL_CMD = {
+    "eval", "ringgpt eval CKPT --data FILE|DIR [flags]",
+    "Loss and perplexity of a checkpoint (a step directory, a training --out directory or an HF Llama\n"
+    "directory) on the first --batches batches of the data, in the order training would see them.\n"
+    "--dump-logits DIR also writes the first batch's tokens and logits as .npy files."};
+
+int cmd_eval(int argc, char **argv) {
+    const char *data = NULL, *split = "train", *dump = NULL, *pos[1];
+    int seq_len = 0, batch = 4, batches = 4, threads = omp_get_num_procs(), loss_chunk = 256;
+    int64_t seed = -1;
+    float rope_theta = 0, val_fraction = 0.1f;
+    ArgSpec specs[] = {
+        {"--data", ARG_STRING, &data, "evaluation data: a text file or a dataset directory"},
+        {"--split", ARG_STRING, &split, "train or val (a text file's val part is its last --val-fraction)"},
+        {"--val-fraction", ARG_FLOAT, &val_fraction, "held-out tail of a text file (as in train)"},
+        {"--seq-len", ARG_INT, &seq_len, "tokens per sequence (default: the checkpoint's)"},
+        {"--batch", ARG_INT, &batch, "sequences per batch"},
+        {"--batches", ARG_INT, &batches, "batches to evaluate"},
+        {"--seed", ARG_I64, &seed, "data order seed (default: the checkpoint's)"},
+        {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base (context extension)"},
+        {"--loss-chunk", ARG_INT, &loss_chunk, "rows per chunk of the fused LM head + loss"},
+        {"--threads", ARG_INT, &threads, "CPU threads"},
+        {"--dump-logits", ARG_STRING, &dump, "write tokens.npy, targets.npy, logits.npy of the first batch to DIR"},
+    };
+    int n = sizeof specs / sizeof specs[0];
+    if (args_parse(&EVAL_CMD, specs, n, argc, argv, pos, 1) != 1) fail_usage("eval needs a checkpoint: ringgpt eval CKPT --data FILE");
+    if (!data) fail_usage("--data is required (see `ringgpt eval --help`)");
+    if (access(data, R_OK) != 0) fail_usage("--data %s: cannot open; check the path", data);
+    if (strcmp(split, "train") != 0 && strcmp(split, "val") != 0) fail_usage("--split must be train or val (got '%s')", split);
+    if (batch < 1 || batches < 1 || loss_chunk < 1) fail_usage("--batch, --batches and --loss-chunk must be positive");
+    set_threads(threads);
+    GPT m;
+    CkptState s;
+    infer_load(pos[0], &m, rope_theta, &s);
+    m.loss_chunk = loss_chunk;
+    if (seq_len <= 0) seq_len = s.run.seq_len > 0 ? s.run.seq_len : 256;
+    if (seed < 0) seed = s.seed ? s.seed : 1337;
+    DataOptions o = {.seq_len = seq_len, .batch = batch, .seed = (uint64_t)seed, .dp = 1, .sp = 1, .val_fraction = val_fraction};
+    DataSource *d = data_open(data, &o, strcmp(split, "val") == 0);
+    Batch b = batch_alloc(batch, seq_len);
+    double sum = 0, count = 0;
+    for (int i = 0; i < batches; i++) {
+        data_next(d, &b);
+        if (i == 0 && dump) dump_logits(&m, &b, dump);
+        sum += gpt_forward(&m, &b, 0, false, NULL);
+        for (int k = 0; k < b.B * b.T; k++) count += b.targets[k] >= 0;
+    }
+    double loss = count > 0 ? sum / count : 0;
+    printf("eval: loss %.6f  perplexity %.4f  over %.0f tokens (%d batches of %d x %d, %s split, seed %" PRId64 ")\n", loss,
+           exp(loss), count, batches, batch, seq_len, split, seed);
+    batch_free(&b);
+    data_close(d);
+    gpt_free(&m);
+    return 0;
+}
+
+// ---- sample ------------------------------------------------------------------------------------
+
+static int pick_token(const float *logits, int V, float temperature, int top_k, Rng *rng) {
+    int best = 0;
+    for (int i = 1; i < V; i++)
+        if (logits[i] > logits[best]) best = i;
+    if (temperature <= 0) return best;
+    double *p = xmalloc((size_t)V * sizeof(double), "probabilities");
+    float kth = -INFINITY;   // the top_k-th largest logit: everything below is dropped
+    if (top_k > 0 && top_k < V) {
+        float *sorted = xmalloc((size_t)V * sizeof(float), "sorted logits");
+        memcpy(sorted, logits, (size_t)V * sizeof(float));
+        for (int k = 0; k < top_k; k++)   // partial selection: top_k passes
+            for (int i = k + 1; i < V; i++)
+                if (sorted[i] > sorted[k]) { float t = sorted[k]; sorted[k] = sorted[i]; sorted[i] = t; }
+        kth = sorted[top_k - 1];
+        free(sorted);
+    }
+    double sum = 0;
+    for (int i = 0; i < V; i++) sum += p[i] = logits[i] >= kth ? exp((logits[i] - logits[best]) / temperature) : 0;
+    double u = rng_uniform(rng) * sum;
+    int pick = best;
+    for (int i = 0; i < V; i++) {
+        if (p[i] > 0 && (u -= p[i]) <= 0) { pick = i; break; }
+    }
+    free(p);
+    return pick;
+}
+
+static const ArgCommand SAMPLE_CMD = {
+    "sample", "ringgpt sample CKPT --prompt TEXT [flags]",
+    "Generates text from a checkpoint (or an HF Llama directory) with a KV cache: the prompt's bytes\n"
+    "are the byte-level tokens, then --tokens new tokens are drawn (temperature 0 = greedy)."};
+
+int cmd_sample(int argc, char **argv) {
+    const char *prompt = "", *pos[1];
+    int tokens = 200, top_k = 40, threads = 1;
+    float temperature = 0.8f, rope_theta = 0;
+    int64_t seed = 1;
+    bool stop_eos = true;
+    ArgSpec specs[] = {
+        {"--prompt", ARG_STRING, &prompt, "the text to continue"},
+        {"--tokens", ARG_INT, &tokens, "tokens to generate"},
+        {"--temperature", ARG_FLOAT, &temperature, "softmax temperature (0 = greedy)"},
+        {"--top-k", ARG_INT, &top_k, "sample among the k most likely tokens (0 = all)"},
+        {"--seed", ARG_I64, &seed, "sampling seed"},
+        {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base"},
+        {"--stop-at-eos", ARG_BOOL, &stop_eos, "stop at the end-of-document token (--stop-at-eos=false to go on)"},
+        {"--threads", ARG_INT, &threads, "CPU threads"},
+    };
+    int n = sizeof specs / sizeof specs[0];
+    if (args_parse(&SAMPLE_CMD, specs, n, argc, argv, pos, 1) != 1)
+        fail_usage("sample needs a checkpoint: ringgpt sample CKPT --prompt TEXT");
+    if (tokens < 0 || top_k < 0 || temperature < 0) fail_usage("--tokens, --top-k and --temperature must not be negative");
+    set_threads(threads);
+    GPT m;
+    infer_load(pos[0], &m, rope_theta, NULL);
+    size_t plen = strlen(prompt);
+    Infer s;
+    infer_init(&s, &m, (int)plen + tokens + 1);
+    Rng rng;
+    rng_seed(&rng, (uint64_t)seed);
+    const float *logits = infer_step(&s, TOK_BOS);
+    fputs(prompt, stdout);
+    for (size_t i = 0; i < plen; i++) logits = infer_step(&s, (unsigned char)prompt[i]);
+    char buf[16];
+    for (int i = 0; i < tokens; i++) {
+        int t = pick_token(logits, m.cfg.vocab_size, temperature, top_k, &rng);
+        if (t == TOK_EOS && stop_eos) break;
+        if (t < TOK_VOCAB_SIZE) {
+            tok_decode(t, buf);
+            fputs(buf, stdout);
+        }
+        if (i + 1 < tokens) logits = infer_step(&s, t);
+    }
+    fputc('\n', stdout);
+    infer_free(&s);
+    gpt_free(&m);
+    return 0;
+}
+
+// ---- export / import ---------------------------------------------------------------------------
+
+static const ArgCommand EXPORT_CMD = {
+    "export", "ringgpt export CKPT --to hf DIR [flags]",
+    "Writes a checkpoint as a Hugging Face Llama directory: config.json (LlamaForCausalLM) and\n"
+    "model.safetensors with HF tensor names and HF's rotate-half RoPE row order."};
+
+int cmd_export(int argc, char **argv) {
+    const char *to = NULL, *dtype = "f32", *pos[2];
+    int max_pos = 0;
+    ArgSpec specs[] = {
+        {"--to", ARG_STRING, &to, "target format: hf"},
+        {"--dtype", ARG_STRING, &dtype, "f32 or bf16"},
+        {"--max-pos", ARG_INT, &max_pos, "max_position_embeddings (default: the checkpoint's --seq-len)"},
+    };
+    int n = sizeof specs / sizeof specs[0];
+    if (args_parse(&EXPORT_CMD, specs, n, argc, argv, pos, 2) != 2)
+        fail_usage("export needs a checkpoint and a directory: ringgpt export CKPT --to hf DIR");
+    if (!to || strcmp(to, "hf") != 0) fail_usage("--to must be hf (got '%s')", to ? to : "nothing");
+    if (strcmp(dtype, "f32") != 0 && strcmp(dtype, "bf16") != 0) fail_usage("--dtype must be f32 or bf16 (got '%s')", dtype);
+    GPT m;
+    CkptState s;
+    infer_load(pos[0], &m, 0, &s);
+    if (max_pos <= 0) max_pos = s.run.seq_len > 0 ? s.run.seq_len : 2048;
+    make_dirs(pos[1]);
+    CkErr e;
+    if (hf_save(pos[1], &m, strcmp(dtype, "bf16") == 0 ? ST_BF16 : ST_F32, max_pos, &e) != 0) fail("%s", e.msg);
+    printf("exported %s (%.2fM parameters) to %s as LlamaForCausalLM, %s\n", pos[0], m.table.total / 1e6, pos[1], dtype);
+    gpt_free(&m);
+    return 0;
+}
+
+static const ArgCommand IMPORT_CMD = {
+    "import", "ringgpt import HF_DIR --out OUT",
+    "Reads a Hugging Face Llama directory (config.json and model.safetensors, or shards listed in\n"
+    "model.safetensors.index.json; F32, BF16 or F16) into a ringgpt weights checkpoint OUT/step_00000000,\n"
+    "for `train --init-from OUT`, eval, sample and export."};
+
+int cmd_import(int argc, char **argv) {
+    const char *out = NULL, *pos[1];
+    ArgSpec specs[] = {{"--out", ARG_STRING, &out, "the ringgpt checkpoint directory to create"}};
+    if (args_parse(&IMPORT_CMD, specs, 1, argc, argv, pos, 1) != 1)
+        fail_usage("import needs an HF directory: ringgpt import HF_DIR --out OUT");
+    if (!out) fail_usage("--out is required (see `ringgpt import --help`)");
+    if (!hf_is_dir(pos[0])) fail_usage("%s: no config.json; give a Hugging Face model directory", pos[0]);
+    GPT m;
+    CkptState s;
+    infer_load(pos[0], &m, 0, &s);
+    s.version = CKPT_VERSION;
+    snprintf(s.kind, sizeof s.kind, "weights");
+    s.model = m.cfg;
+    s.dp = s.sp = 1;
+    s.seed = 0;
+    snprintf(s.run.schedule, sizeof s.run.schedule, "none");
+    snprintf(s.init_from, sizeof s.init_from, "%s", pos[0]);
+    CkErr e;
+    if (ckpt_save(out, &s, &m, NULL, 0, &e) != 0) fail("%s", e.msg);
+    printf("imported %s (%.2fM parameters, %d layers, dim %d) into %s/step_00000000\n", pos[0], m.table.total / 1e6,
+           m.cfg.n_layer, m.cfg.dim, out);
+    gpt_free(&m);
+    return 0;
+}

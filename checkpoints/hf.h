@@ -1,0 +1,25 @@
+// checkpoints/hf.h — Hugging Face Llama directories: config.json <-> ModelConfig, tensor names, RoPE row permutation.
+#pragma once
+#include <stdbool.h>
+
+#include "checkpoints/safetensors.h"
+#include "model/gpt.h"
+
+// True if dir holds config.json (an HF model directory rather than a ringgpt checkpoint).
+bool hf_is_dir(const char *dir);
+// Reads dir/config.json: a LlamaForCausalLM / model_type "llama" config that ringgpt can run
+// (silu MLP, no biases, default RoPE, head_dim = hidden_size / heads). *max_pos gets
+// max_position_embeddings. Returns 0, or -1 with e naming config.json and the field.
+int hf_read_config(const char *dir, ModelConfig *c, int *max_pos, CkErr *e);
+// Loads the weights of an HF directory (model.safetensors, or shards listed in
+// model.safetensors.index.json; F32/BF16/F16) into m, whose table fixes the expected shapes;
+// q/k rows go from HF's rotate-half order back to ringgpt's interleaved pairs.
+int hf_load_weights(const char *dir, GPT *m, CkErr *e);
+// Writes dir/config.json and dir/model.safetensors (HF names, rotate-half q/k rows) for model m.
+// dtype ST_F32 or ST_BF16. max_pos is max_position_embeddings.
+int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, CkErr *e);
+// The HF name of a ringgpt table name ("layers.3.attn.wq" -> "model.layers.3.self_attn.q_proj.weight").
+void hf_name(const char *ringgpt_name, char *out, size_t n);
+// Reorders the rows of a (n_heads·hd, C) q or k weight: to_hf moves pair (2i, 2i+1) of every head to
+// rows (i, i + hd/2) (HF's rotate-half convention); !to_hf is the inverse.
+void hf_permute_rope_rows(real *w, int n_heads, int hd, int C, bool to_hf);

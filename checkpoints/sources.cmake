@@ -1,0 +1,3 @@
+# checkpoints/sources.cmake — safetensors, checkpoint directories, the training hooks, HF Llama, inference, commands.
+list(APPEND RINGGPT_SOURCES checkpoints/fsio.c checkpoints/safetensors.c checkpoints/checkpoint.c
+     checkpoints/train_ckpt.c checkpoints/hf.c checkpoints/infer.c checkpoints/commands.c)

@@ -1,0 +1,161 @@
+// checkpoints/train_ckpt.c — what the training loop calls: --resume / --init-from before the loop, saves after a step.
+#include "checkpoints/train_ckpt.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "checkpoints/fsio.h"
+#include "checkpoints/hf.h"
+#include "core/common.h"
+
+void ckpt_normalize_resume_flag(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--resume") == 0 && (i + 1 == argc || strncmp(argv[i + 1], "--", 2) == 0))
+            argv[i] = (char *)"--resume=latest";
+}
+
+// A model-shape field of the checkpoint that the flags contradict is a usage error naming both.
+static void check_model(const char *path, const ModelConfig *saved, const ModelConfig *flags, bool check_eps) {
+    struct {
+        const char *field, *flag;
+        double a, b;
+    } f[] = {{"n_layer", "--layers", saved->n_layer, flags->n_layer},
+             {"dim", "--dim", saved->dim, flags->dim},
+             {"n_head", "--heads", saved->n_head, flags->n_head},
+             {"n_kv_head", "--kv-heads", saved->n_kv_head, flags->n_kv_head},
+             {"ffn_dim", "--ffn-dim", saved->ffn_dim, flags->ffn_dim},
+             {"vocab_size", "--model", saved->vocab_size, flags->vocab_size},
+             {"rope_theta", "--rope-theta", saved->rope_theta, flags->rope_theta},
+             {"tie_embeddings", "--tie-embeddings", saved->tie_embeddings, flags->tie_embeddings},
+             {"norm_eps", "--model", check_eps ? saved->norm_eps : 0, check_eps ? flags->norm_eps : 0}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].a != f[i].b)
+            comm_fail_usage_all("%s: field model.%s is %g but the flags give %g (%s); resume with the flags of the saved "
+                                "run, or start a new run from these weights with --init-from",
+                                path, f[i].field, f[i].a, f[i].b, f[i].flag);
+}
+
+// The run flags that decide the numbers: a resume must keep them (--steps may grow: the run is extended).
+static void check_run(const char *path, const CkptState *s, const CkptState *flags) {
+    const CkptRun *a = &s->run, *b = &flags->run;
+    double ga = (double)a->batch * a->grad_accum * s->dp, gb = (double)b->batch * b->grad_accum * flags->dp;
+    struct {
+        const char *field, *flag;
+        double a, b;
+    } f[] = {{"run.seq_len", "--seq-len", a->seq_len, b->seq_len},
+             {"run.batch x run.grad_accum x layout.dp (sequences per step)", "--batch x --grad-accum x dp", ga, gb},
+             {"run.lr", "--lr", a->lr, b->lr},
+             {"run.min_lr", "--min-lr", a->min_lr, b->min_lr},
+             {"run.warmup", "--warmup", a->warmup, b->warmup},
+             {"run.weight_decay", "--weight-decay", a->weight_decay, b->weight_decay},
+             {"run.beta1", "--beta1", a->beta1, b->beta1},
+             {"run.beta2", "--beta2", a->beta2, b->beta2},
+             {"run.clip", "--clip", a->clip, b->clip},
+             {"seed", "--seed", (double)s->seed, (double)flags->seed}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].a != f[i].b)
+            comm_fail_usage_all("%s: field %s is %g but the flags give %g (%s); resume with the flags of the saved run, "
+                                "or start a new run from these weights with --init-from",
+                                path, f[i].field, f[i].a, f[i].b, f[i].flag);
+    if (strcmp(a->schedule, b->schedule) != 0)
+        comm_fail_usage_all("%s: field run.schedule is '%s' but the flags give '%s' (--schedule)", path, a->schedule,
+                            b->schedule);
+    if (a->steps != b->steps)
+        log_info("note: the checkpoint's run had --steps %d, this one has %d (the schedule follows the new total)\n",
+                 a->steps, b->steps);
+}
+
+// Which checkpoint --resume means; "" when --resume auto finds none.
+static void resume_dir(const CkptHook *h, char *dir, size_t n) {
+    dir[0] = 0;
+    if (strcmp(h->resume, "auto") != 0 && strcmp(h->resume, "latest") != 0) {
+        ckpt_resolve(h->resume, dir, n);
+        return;
+    }
+    CkErr e;
+    int rc = ckpt_find_latest(h->out, dir, n, &e);
+    if (rc < 0) fail("--resume: %s; remove or repair them, or train into a new --out", e.msg);
+    if (rc == 0 && strcmp(h->resume, "latest") == 0)
+        comm_fail_usage_all("--resume: %s holds no checkpoint (step_*/); use --resume auto to start fresh when there is "
+                            "none", h->out);
+}
+
+static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource *train) {
+    CkptState s;
+    CkErr e;
+    char spath[4200];
+    fs_join(spath, sizeof spath, dir, "state.json");
+    if (ckpt_read_state(dir, &s, &e) != 0) fail("%s", e.msg);
+    check_model(spath, &s.model, &h->base.model, h->init_from == NULL);
+    check_run(spath, &s, &h->base);
+    m->cfg.norm_eps = s.model.norm_eps;   // from the weights' origin (an HF import may differ from the preset)
+    h->base.model.norm_eps = s.model.norm_eps;
+    if (s.init_from[0]) snprintf(h->base.init_from, sizeof h->base.init_from, "%s", s.init_from);
+    if (ckpt_load_model(dir, m, &e) != 0 || ckpt_load_optim(dir, &s, m, opt, &e) != 0) fail("%s", e.msg);
+    data_restore(train, s.data);
+    log_info("resumed from %s at step %" PRId64 " (saved on dp x sp = %d x %d, now %d x %d; %" PRIu64
+             " samples consumed)\n", dir, s.step, s.dp, s.sp, h->base.dp, h->base.sp, s.data.consumed);
+    return (long)s.step;
+}
+
+// --init-from: weights only, from a ringgpt checkpoint or an HF directory; the flags fix the shape.
+static void init_from(CkptHook *h, GPT *m) {
+    CkErr e;
+    const char *src = h->init_from;
+    char dir[4200];
+    if (hf_is_dir(src)) {
+        ModelConfig hc;
+        int max_pos;
+        if (hf_read_config(src, &hc, &max_pos, &e) != 0) fail("%s", e.msg);
+        hc.rope_theta = m->cfg.rope_theta;   // context extension: the flags' theta wins
+        hc.tie_embeddings = m->cfg.tie_embeddings;
+        char cpath[4200];
+        fs_join(cpath, sizeof cpath, src, "config.json");
+        check_model(cpath, &hc, &m->cfg, false);
+        m->cfg.norm_eps = hc.norm_eps;
+        if (hf_load_weights(src, m, &e) != 0) fail("%s", e.msg);
+    } else {
+        ckpt_resolve(src, dir, sizeof dir);
+        CkptState s;
+        if (ckpt_read_state(dir, &s, &e) != 0) fail("%s", e.msg);
+        m->cfg.norm_eps = s.model.norm_eps;
+        if (ckpt_load_model(dir, m, &e) != 0) fail("%s", e.msg);
+        src = dir;
+    }
+    h->base.model.norm_eps = m->cfg.norm_eps;
+    if (snprintf(h->base.init_from, sizeof h->base.init_from, "%s", src) >= (int)sizeof h->base.init_from)
+        fail_usage("--init-from %s: path too long", src);
+    log_info("initialised the weights from %s (a new run: step 0, fresh optimizer and data position)\n", src);
+}
+
+long ckpt_train_begin(CkptHook *h, GPT *m, AdamW *opt, DataSource *train) {
+    char dir[4200] = "";
+    if (h->resume) resume_dir(h, dir, sizeof dir);
+    if (dir[0]) return resume(h, dir, m, opt, train);
+    if (h->resume && strcmp(h->resume, "auto") == 0) log_info("--resume auto: no checkpoint in %s, starting fresh\n", h->out);
+    if (h->init_from) init_from(h, m);
+    return 0;
+}
+
+void ckpt_train_step_done(CkptHook *h, long done, long total, const GPT *m, const AdamW *opt, DataSource *train,
+                          double next_lr) {
+    bool due = h->every >= 0 && (done == total || (h->every > 0 && done % h->every == 0));
+    if (!due) return;
+    if (h->rank == 0) {
+        CkptState s = h->base;
+        snprintf(s.kind, sizeof s.kind, "train");
+        s.version = CKPT_VERSION;
+        s.step = done;
+        s.adamw_step = opt->step;
+        s.next_lr = next_lr;
+        s.data = data_state(train);
+        CkErr e;
+        double t0 = now_seconds();
+        if (ckpt_save(h->out, &s, m, opt, h->keep, &e) != 0) fail("checkpoint save failed: %s", e.msg);
+        double dt = now_seconds() - t0, mb = 3.0 * m->table.total * sizeof(real) / 1e6;
+        log_info("checkpoint %s/step_%08ld saved in %.2f s (%.0f MB/s)\n", h->out, done, dt, mb / fmax(dt, 1e-9));
+    }
+    comm_barrier(h->world, "checkpoint save");   // the other ranks wait for rank 0's commit
+}

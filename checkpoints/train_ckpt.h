@@ -1,0 +1,31 @@
+// checkpoints/train_ckpt.h — what the training loop calls: --resume / --init-from before the loop, saves after a step.
+#pragma once
+#include <stdbool.h>
+
+#include "checkpoints/checkpoint.h"
+#include "core/comm.h"
+#include "data/source.h"
+#include "model/adamw.h"
+#include "model/gpt.h"
+
+typedef struct {
+    const char *out;        // --out: where step_NNNNNNNN/ and LATEST live
+    const char *resume;     // NULL, "latest" (bare --resume), "auto", or a checkpoint path
+    const char *init_from;  // --init-from: a checkpoint or HF directory (weights only)
+    int every;              // --ckpt-every: N > 0 every N steps and at the end; 0 only at the end; < 0 never
+    int keep;               // --keep: newest K step directories (0 = all)
+    CkptState base;         // the run as the flags describe it (model, run flags, seed, layout)
+    Comm *world;
+    int rank;
+} CkptHook;
+
+// A bare `--resume` (last argument, or followed by another flag) becomes `--resume=latest`, so the
+// flag parser sees a value. Call before parsing.
+void ckpt_normalize_resume_flag(int argc, char **argv);
+// Before the loop: resumes (model, AdamW moments and step, data position) from the newest valid
+// checkpoint when asked, or loads --init-from weights; returns the first step index to run.
+long ckpt_train_begin(CkptHook *h, GPT *m, AdamW *opt, DataSource *train);
+// After `done` optimizer steps (1-based count) of `total`: saves when due. Rank 0 writes, every
+// rank waits at a barrier. next_lr is the schedule's lr of step index `done`.
+void ckpt_train_step_done(CkptHook *h, long done, long total, const GPT *m, const AdamW *opt, DataSource *train,
+                          double next_lr);
