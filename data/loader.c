@@ -337,6 +337,8 @@ void *loader_open(const char *path, const DataOptions *o, bool validation) {
     return L;
 }
 
+uint32_t loader_vocab_size(const void *impl) { return ((const Loader *)impl)->ds.vocab_size; }
+
 static uint64_t loader_num_samples(const void *impl) { return ((const Loader *)impl)->order.n; }
 
 static DataState loader_state(const void *impl) {

@@ -4,10 +4,12 @@
 #include "core/common.h"
 #include "data/dataset.h"
 #include "data/source_impl.h"
+#include "data/tokenizer.h"
 
 struct DataSource {
     const SourceOps *ops;
     void *impl;
+    uint32_t vocab_size;
 };
 
 static void check_options(const DataOptions *o) {
@@ -26,14 +28,17 @@ DataSource *data_open(const char *path, const DataOptions *o, bool validation) {
     if (dataset_path_is_shards(path)) {
         d->ops = &LOADER_SOURCE;
         d->impl = loader_open(path, o, validation);
+        d->vocab_size = loader_vocab_size(d->impl);
     } else {
         d->ops = &TEXT_SOURCE;
         d->impl = text_source_open(path, o, validation);
+        d->vocab_size = TOK_VOCAB_SIZE;
     }
     return d;
 }
 
 void data_next(DataSource *d, Batch *b) { d->ops->next(d->impl, b); }
+uint32_t data_vocab_size(const DataSource *d) { return d->vocab_size; }
 uint64_t data_num_samples(const DataSource *d) { return d->ops->num_samples(d->impl); }
 DataState data_state(const DataSource *d) { return d->ops->state(d->impl); }
 void data_restore(DataSource *d, DataState s) { d->ops->restore(d->impl, s); }

@@ -31,6 +31,9 @@ DataSource *data_open(const char *path, const DataOptions *o, bool validation);
 // Fills b (allocated by batch_alloc(B, T/sp)) with this rank's part of the next B×dp global samples
 // and advances the global position by B·dp samples.
 void data_next(DataSource *d, Batch *b);
+// Token ids are < this (text: the byte tokenizer's 260; a dataset: its manifest's vocab_size).
+// The training loop must check it against the model's vocab before the first step.
+uint32_t data_vocab_size(const DataSource *d);
 // The number of distinct samples in one epoch.
 uint64_t data_num_samples(const DataSource *d);
 DataState data_state(const DataSource *d);

@@ -17,4 +17,5 @@ void *text_source_open(const char *path, const DataOptions *o, bool validation);
 extern const SourceOps TEXT_SOURCE;
 // A dataset directory or a shard, streamed by a background thread (data/loader.c).
 void *loader_open(const char *path, const DataOptions *o, bool validation);
+uint32_t loader_vocab_size(const void *impl);
 extern const SourceOps LOADER_SOURCE;

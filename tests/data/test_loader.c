@@ -263,6 +263,7 @@ int main(void) {
     DataOptions o = opts(1, 0, 1, 0, 0);
     DataSource *d = data_open(ds, &o, false);
     uint64_t n_samples = data_num_samples(d);
+    CHECK(data_vocab_size(d) == VOCAB, "vocab size from the manifest");
     data_close(d);
     test_layouts(ds, n_samples);
     test_epochs(ds);
