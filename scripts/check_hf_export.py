@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+# scripts/check_hf_export.py — independent check of `ringgpt export --to hf`: own safetensors parser + numpy Llama forward vs ringgpt's logits.
+"""Usage:
+  check_hf_export.py HF_DIR DUMP_DIR [--tol 1e-4]   compare logits (DUMP_DIR from `ringgpt eval --dump-logits`)
+  check_hf_export.py --parse FILE.safetensors ...     check files against the safetensors format
+
+The numpy forward follows Hugging Face's LlamaForCausalLM (rotate-half RoPE, GQA, SwiGLU, RMSNorm) in float64.
+Where `transformers` and `torch` are installed it also compares with LlamaForCausalLM itself."""
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+DTYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "BF16": "bf16", "I32": np.int32, "I64": np.int64}
+SIZES = {"F32": 4, "F64": 8, "F16": 2, "BF16": 2, "I32": 4, "I64": 8, "U8": 1, "I8": 1, "BOOL": 1}
+
+
+def parse_safetensors(path, strict_writer=False):
+    """Returns ({name: array}, metadata). Checks the layout; strict_writer also checks ringgpt's writer promises."""
+    data = open(path, "rb").read()
+    assert len(data) >= 8, f"{path}: shorter than 8 bytes"
+    (n,) = struct.unpack("<Q", data[:8])
+    assert 8 + n <= len(data), f"{path}: header length {n} exceeds the file"
+    header = json.loads(data[8:8 + n].decode("utf-8"))
+    assert data[8:9] == b"{", f"{path}: header does not start with '{{'"
+    meta = header.pop("__metadata__", None)
+    if meta is not None:
+        assert all(isinstance(v, str) for v in meta.values()), f"{path}: __metadata__ values must be strings"
+    if strict_writer:
+        assert meta is not None and meta.get("format") == "pt", f"{path}: __metadata__.format must be 'pt'"
+        assert (8 + n) % 8 == 0, f"{path}: data does not start 8-byte aligned"
+    buf = data[8 + n:]
+    spans, out = [], {}
+    for name, rec in header.items():
+        dt, shape, (b, e) = rec["dtype"], rec["shape"], rec["data_offsets"]
+        count = int(np.prod(shape)) if shape else 1
+        assert e - b == count * SIZES[dt], f"{path}: {name}: data_offsets do not match shape x dtype"
+        spans.append((b, e, name))
+        raw = buf[b:e]
+        if dt == "BF16":
+            u = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+            arr = u.view(np.float32)
+        else:
+            arr = np.frombuffer(raw, dtype=np.dtype(DTYPES[dt]).newbyteorder("<"))
+        out[name] = arr.reshape(shape)
+    spans.sort()
+    at = 0
+    for b, e, name in spans:
+        assert b == at, f"{path}: {name}: hole or overlap at byte {b} (expected {at})"
+        at = e
+    assert at == len(buf), f"{path}: tensors cover {at} bytes, the buffer has {len(buf)}"
+    return out, meta
+
+
+def load_hf(d):
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    index = os.path.join(d, "model.safetensors.index.json")
+    w = {}
+    files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) else ["model.safetensors"]
+    for f in files:
+        w.update(parse_safetensors(os.path.join(d, f))[0])
+    return cfg, {k: v.astype(np.float64) for k, v in w.items()}
+
+
+def rms_norm(x, w, eps):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+
+def rope_hf(x, theta):
+    # x (T, heads, hd): HF rotate_half convention, pairs (i, i + hd/2)
+    T, _, hd = x.shape
+    inv = theta ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
+    ang = np.arange(T)[:, None] * inv[None, :]
+    cos = np.concatenate([np.cos(ang)] * 2, -1)[:, None, :]
+    sin = np.concatenate([np.sin(ang)] * 2, -1)[:, None, :]
+    rot = np.concatenate([-x[..., hd // 2:], x[..., :hd // 2]], -1)
+    return x * cos + rot * sin
+
+
+def llama_forward(cfg, w, tokens):
+    """tokens (T,) -> logits (T, V), float64, following LlamaForCausalLM."""
+    C, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    Hkv = cfg.get("num_key_value_heads", H)
+    hd = cfg.get("head_dim", C // H)
+    eps, theta = cfg.get("rms_norm_eps", 1e-6), cfg.get("rope_theta", 10000.0)
+    T = len(tokens)
+    x = w["model.embed_tokens.weight"][tokens]
+    mask = np.triu(np.full((T, T), -np.inf), 1)
+    for l in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{l}."
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        q = rope_hf((h @ w[p + "self_attn.q_proj.weight"].T).reshape(T, H, hd), theta)
+        k = rope_hf((h @ w[p + "self_attn.k_proj.weight"].T).reshape(T, Hkv, hd), theta)
+        v = (h @ w[p + "self_attn.v_proj.weight"].T).reshape(T, Hkv, hd)
+        k, v = np.repeat(k, H // Hkv, 1), np.repeat(v, H // Hkv, 1)
+        s = np.einsum("thd,shd->hts", q, k) / np.sqrt(hd) + mask
+        s = np.exp(s - s.max(-1, keepdims=True))
+        s /= s.sum(-1, keepdims=True)
+        att = np.einsum("hts,shd->thd", s, v).reshape(T, H * hd)
+        x = x + att @ w[p + "self_attn.o_proj.weight"].T
+        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        g, u = h @ w[p + "mlp.gate_proj.weight"].T, h @ w[p + "mlp.up_proj.weight"].T
+        x = x + (g / (1 + np.exp(-g)) * u) @ w[p + "mlp.down_proj.weight"].T
+    x = rms_norm(x, w["model.norm.weight"], eps)
+    head = w["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings") else w["lm_head.weight"]
+    return x @ head.T
+
+
+def rel_err(a, b):
+    return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))
+
+
+def compare_transformers(hf_dir, tokens, ref, tol):
+    try:
+        import torch
+        from transformers import LlamaForCausalLM
+    except Exception:
+        print("transformers/torch not installed: skipping the LlamaForCausalLM comparison")
+        return True
+    model = LlamaForCausalLM.from_pretrained(hf_dir, torch_dtype=torch.float32).eval()
+    with torch.no_grad():
+        out = model(torch.tensor(tokens, dtype=torch.long)).logits.double().numpy()
+    err = rel_err(out, ref)
+    print(f"LlamaForCausalLM vs ringgpt: relative error {err:.2e} (tolerance {tol:g})")
+    return err < tol
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[1] == "--parse":
+        for f in argv[2:]:
+            tensors, meta = parse_safetensors(f, strict_writer=True)
+            try:
+                from safetensors.numpy import load_file
+                theirs = load_file(f)
+                assert set(theirs) == set(tensors), f"{f}: the safetensors package sees other tensor names"
+                assert all(np.array_equal(theirs[k].view(np.uint8), tensors[k].view(np.uint8)) for k in tensors
+                           if theirs[k].dtype == tensors[k].dtype)
+                who = "own parser and the safetensors package"
+            except ImportError:
+                who = "own parser (safetensors package not installed)"
+            print(f"ok {f}: {len(tensors)} tensors, metadata {meta} ({who})")
+        return 0
+    tol = float(argv[argv.index("--tol") + 1]) if "--tol" in argv else 1e-4
+    hf_dir, dump = argv[1], argv[2]
+    cfg, w = load_hf(hf_dir)
+    tokens = np.load(os.path.join(dump, "tokens.npy"))
+    ref = np.load(os.path.join(dump, "logits.npy")).astype(np.float64)
+    ok, worst = True, 0.0
+    for b in range(tokens.shape[0]):
+        worst = max(worst, rel_err(llama_forward(cfg, w, tokens[b]), ref[b]))
+    ok = worst < tol
+    print(f"numpy Llama forward vs ringgpt eval --dump-logits: relative error {worst:.2e} over {tokens.shape} tokens "
+          f"(tolerance {tol:g}) {'ok' if ok else 'FAIL'}")
+    ok = compare_transformers(hf_dir, tokens, ref, tol) and ok
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
