@@ -20,6 +20,9 @@
 #include "train/commands.h"
 #include "train/metrics.h"
 #include "train/schedule.h"
+#ifdef RINGGPT_HAVE_CUDA
+#include "core/backend_cuda.h"
+#endif
 
 typedef struct {
     const char *data, *val_data, *out, *model, *schedule;
@@ -36,6 +39,7 @@ typedef struct {
     const char *resume, *init_from;   // checkpoints: --resume [auto|PATH], --init-from CKPT|HF_DIR
     int ckpt_every, keep;
     bool threads_auto;   // --threads not given: share the cores among the ranks of a node
+    const char *device;  // --device: cpu, cuda or auto
 } TrainConfig;
 
 static const ArgCommand TRAIN_CMD = {
@@ -51,7 +55,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
                        .eval_every = 0, .eval_batches = 4, .loss_chunk = 256, .lr = 1e-3f, .min_lr = 1e-4f,
                        .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .clip = 1.0f, .val_fraction = 0.1f,
                        .seed = 1337, .dp = 1, .sp = 1, .comm_timeout = 600,
-                       .debug_exit_rank = -1};
+                       .debug_exit_rank = -1, .device = "auto"};
     ModelConfig *mc = &t->model_cfg;
     int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0;
     float rope_theta = 0;
@@ -86,6 +90,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--eval-every", ARG_INT, &t->eval_every, "validation loss every N steps (0 = only at the end)"},
         {"--eval-batches", ARG_INT, &t->eval_batches, "batches per validation"},
         {"--loss-chunk", ARG_INT, &t->loss_chunk, "rows per chunk of the fused LM head + loss"},
+        {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible)"},
         {"--sp", ARG_INT, &t->sp, "ring size: ranks that split one sequence (mpirun -np dp·sp)"},
         {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},
         {"--debug-exit-rank", ARG_INT, &t->debug_exit_rank, "(testing) this rank leaves the job at --debug-exit-step"},
@@ -214,6 +219,41 @@ static void set_threads(int n) {
     openblas_set_num_threads(n);
 }
 
+// --device: cpu, cuda, or auto (cuda when this binary has the CUDA backend and a GPU is visible).
+static const Backend *select_backend(const char *device, int rank) {
+    bool cuda = !strcmp(device, "cuda");
+    if (strcmp(device, "cpu") && strcmp(device, "cuda") && strcmp(device, "auto"))
+        comm_fail_usage_all("--device %s: use cpu, cuda or auto", device);
+#ifdef RINGGPT_HAVE_CUDA
+    if (!strcmp(device, "auto")) cuda = cuda_device_count() > 0;
+    if (!cuda) return &BACKEND_CPU;
+    cuda_backend_init(cuda_local_rank(), rank);   // fails with one clear line when no GPU is visible
+    char desc[256];
+    cuda_device_describe(desc, sizeof desc);
+    log_info("device: %s\n", desc);
+    return &BACKEND_CUDA;
+#else
+    if (cuda)
+        comm_fail_usage_all("--device cuda: this ringgpt was built without CUDA (no nvcc at build time, or "
+                            "-DRINGGPT_CUDA=OFF); rebuild with the CUDA toolkit or use --device cpu");
+    return &BACKEND_CPU;
+#endif
+}
+
+// Device buffers (gradients, ring packets) need a device-aware communicator: NCCL, or MPI with host staging.
+static Comm *device_comm(const Backend *be, Comm *c, const char *what) {
+#ifdef RINGGPT_HAVE_CUDA
+    if (be == &BACKEND_CUDA && c) return comm_cuda_wrap(c, what);
+#endif
+    return c;
+}
+
+static void device_comm_free(Comm *c) {
+#ifdef RINGGPT_HAVE_CUDA
+    comm_cuda_free(c);   // a plain communicator is left to its owner
+#endif
+}
+
 int cmd_train(int argc, char **argv) {
     comm_init(&argc, &argv);   // MPI when launched by mpirun/srun, else a one-rank world
     TrainConfig t;
@@ -227,10 +267,13 @@ int cmd_train(int argc, char **argv) {
     make_dirs(t.out);
     DataSource *train = open_data(&t, false);
     DataSource *val = open_data(&t, true);
+    const Backend *be = select_backend(t.device, grid.rank);
+    Comm *grad_comm = device_comm(be, grid.world, "gradient communicator");
+    Comm *ring_comm = t.sp > 1 ? device_comm(be, grid.ring, "ring communicator") : NULL;
     GPT model;
-    gpt_init(&model, &t.model_cfg, &BACKEND_CPU, (uint64_t)t.seed);
+    gpt_init(&model, &t.model_cfg, be, (uint64_t)t.seed);
     model.loss_chunk = t.loss_chunk;
-    if (t.sp > 1) model.ring = ring_create(grid.ring, &BACKEND_CPU);   // attention spans the sp ranks
+    if (t.sp > 1) model.ring = ring_create(ring_comm, be);   // attention spans the sp ranks
     AdamW opt;
     adamw_init(&opt, &model, (AdamWConfig){t.beta1, t.beta2, 1e-8f, t.weight_decay});
     Schedule sched = {.lr = t.lr, .min_lr = t.min_lr, .warmup = t.warmup, .total = t.steps};
@@ -260,7 +303,7 @@ int cmd_train(int argc, char **argv) {
             gpt_backward(&model, &batch);
         }
         // Sum over all dp×sp ranks: each holds the gradient of its slice of the global batch.
-        comm_allreduce(grid.world, model.grads, model.table.total, COMM_REAL, COMM_SUM, "gradient all-reduce");
+        comm_allreduce(grad_comm, model.grads, model.table.total, COMM_REAL, COMM_SUM, "gradient all-reduce");
         comm_allreduce(grid.world, &loss_sum, 1, COMM_F64, COMM_SUM, "loss all-reduce");
         double gnorm = clip_grad_norm(&model, t.clip);
         float lr = lr_at(&sched, step);
@@ -292,6 +335,8 @@ int cmd_train(int argc, char **argv) {
     data_close(train);
     data_close(val);
     ring_free(model.ring);
+    if (grad_comm != grid.world) device_comm_free(grad_comm);
+    if (ring_comm != grid.ring) device_comm_free(ring_comm);
     comm_grid_free(&grid);
     comm_finalize();
     return 0;
