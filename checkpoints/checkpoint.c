@@ -521,11 +521,13 @@ int ckpt_find_latest(const char *out, char *dir, size_t n, CkErr *e) {
 }
 
 void ckpt_resolve(const char *path, char *dir, size_t n) {
-    char manifest[4200];
+    char manifest[4200], state[4200], model[4200];
     fs_join(manifest, sizeof manifest, path, "MANIFEST.json");
+    fs_join(state, sizeof state, path, "state.json");
+    fs_join(model, sizeof model, path, "model.safetensors");
     CkErr e;
     struct stat st;
-    if (stat(manifest, &st) == 0) {
+    if (stat(manifest, &st) == 0 || stat(state, &st) == 0 || stat(model, &st) == 0) {   // a step directory
         if (ckpt_verify(path, &e) != 0) fail("%s", e.msg);
         snprintf(dir, n, "%s", path);
         return;
