@@ -267,6 +267,10 @@ int cmd_train(int argc, char **argv) {
     make_dirs(t.out);
     DataSource *train = open_data(&t, false);
     DataSource *val = open_data(&t, true);
+    t.model_cfg.vocab_size = (int)data_vocab_size(train);   // the data's tokenizer decides the vocab
+    if (val && data_vocab_size(val) != data_vocab_size(train))
+        fail_usage("--val-data has vocab %u but --data has %u; both must come from the same tokenizer",
+                   data_vocab_size(val), data_vocab_size(train));
     const Backend *be = select_backend(t.device, grid.rank);
     Comm *grad_comm = device_comm(be, grid.world, "gradient communicator");
     Comm *ring_comm = t.sp > 1 ? device_comm(be, grid.ring, "ring communicator") : NULL;
