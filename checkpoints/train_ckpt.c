@@ -16,25 +16,31 @@ void ckpt_normalize_resume_flag(int argc, char **argv) {
             argv[i] = (char *)"--resume=latest";
 }
 
-// A model-shape field of the checkpoint that the flags contradict is a usage error naming both.
-static void check_model(const char *path, const ModelConfig *saved, const ModelConfig *flags, bool check_eps) {
+// A model-shape field of the source that the flags contradict is a usage error naming both. The source
+// is a ringgpt state.json (resume: keep the flags; init-from: match the shape) or an HF config.json.
+typedef enum { SRC_RESUME, SRC_INIT, SRC_HF } SourceKind;
+static void check_model(const char *path, const ModelConfig *saved, const ModelConfig *flags, SourceKind kind) {
+    bool eps = kind == SRC_RESUME;
     struct {
-        const char *field, *flag;
+        const char *field, *hf_field, *flag;
         double a, b;
-    } f[] = {{"n_layer", "--layers", saved->n_layer, flags->n_layer},
-             {"dim", "--dim", saved->dim, flags->dim},
-             {"n_head", "--heads", saved->n_head, flags->n_head},
-             {"n_kv_head", "--kv-heads", saved->n_kv_head, flags->n_kv_head},
-             {"ffn_dim", "--ffn-dim", saved->ffn_dim, flags->ffn_dim},
-             {"vocab_size", "--model", saved->vocab_size, flags->vocab_size},
-             {"rope_theta", "--rope-theta", saved->rope_theta, flags->rope_theta},
-             {"tie_embeddings", "--tie-embeddings", saved->tie_embeddings, flags->tie_embeddings},
-             {"norm_eps", "--model", check_eps ? saved->norm_eps : 0, check_eps ? flags->norm_eps : 0}};
+    } f[] = {{"model.n_layer", "num_hidden_layers", "--layers", saved->n_layer, flags->n_layer},
+             {"model.dim", "hidden_size", "--dim", saved->dim, flags->dim},
+             {"model.n_head", "num_attention_heads", "--heads", saved->n_head, flags->n_head},
+             {"model.n_kv_head", "num_key_value_heads", "--kv-heads", saved->n_kv_head, flags->n_kv_head},
+             {"model.ffn_dim", "intermediate_size", "--ffn-dim", saved->ffn_dim, flags->ffn_dim},
+             {"model.vocab_size", "vocab_size", "--model", saved->vocab_size, flags->vocab_size},
+             {"model.rope_theta", "rope_theta", "--rope-theta", kind != SRC_HF ? saved->rope_theta : 0,
+              kind != SRC_HF ? flags->rope_theta : 0},
+             {"model.tie_embeddings", "tie_word_embeddings", "--tie-embeddings", saved->tie_embeddings, flags->tie_embeddings},
+             {"model.norm_eps", "rms_norm_eps", "--model", eps ? saved->norm_eps : 0, eps ? flags->norm_eps : 0}};
+    const char *how = kind == SRC_RESUME ? "resume with the flags of the saved run, or start a new run from these weights "
+                                           "with --init-from"
+                                         : "give the source's shape (--model and --layers/--dim/--heads/--kv-heads/--ffn-dim)";
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (f[i].a != f[i].b)
-            comm_fail_usage_all("%s: field model.%s is %g but the flags give %g (%s); resume with the flags of the saved "
-                                "run, or start a new run from these weights with --init-from",
-                                path, f[i].field, f[i].a, f[i].b, f[i].flag);
+            comm_fail_usage_all("%s: field %s is %g but the flags give %g (%s); %s", path,
+                                kind == SRC_HF ? f[i].hf_field : f[i].field, f[i].a, f[i].b, f[i].flag, how);
 }
 
 // The run flags that decide the numbers: a resume must keep them (--steps may grow: the run is extended).
@@ -88,7 +94,7 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
     char spath[4200];
     fs_join(spath, sizeof spath, dir, "state.json");
     if (ckpt_read_state(dir, &s, &e) != 0) fail("%s", e.msg);
-    check_model(spath, &s.model, &h->base.model, h->init_from == NULL);
+    check_model(spath, &s.model, &h->base.model, h->init_from ? SRC_INIT : SRC_RESUME);
     check_run(spath, &s, &h->base);
     m->cfg.norm_eps = s.model.norm_eps;   // from the weights' origin (an HF import may differ from the preset)
     h->base.model.norm_eps = s.model.norm_eps;
@@ -113,7 +119,7 @@ static void init_from(CkptHook *h, GPT *m) {
         hc.tie_embeddings = m->cfg.tie_embeddings;
         char cpath[4200];
         fs_join(cpath, sizeof cpath, src, "config.json");
-        check_model(cpath, &hc, &m->cfg, false);
+        check_model(cpath, &hc, &m->cfg, SRC_HF);
         m->cfg.norm_eps = hc.norm_eps;
         if (hf_load_weights(src, m, &e) != 0) fail("%s", e.msg);
     } else {

@@ -53,7 +53,7 @@ fresh; flip "$s4/model.safetensors" 4000
 check "damaged step 4 moved aside to step_00000004.damaged1" test -f "$W/r/step_00000004.damaged1/model.safetensors"
 check "the re-made step 4 verifies" "$BIN" eval "$s4" --data "$W/text.txt" --seq-len 48 --batches 1 --dump-logits "$W/d"
 # flags that contradict the checkpoint
-expect_fail 2 "field model.dim is 64 but the flags give 32" "$BIN" "${TRAIN[@]}" --steps 6 --dim 32 --out "$W/base" --resume
+expect_fail 2 "field model.dim is 64 but the flags give 32 (--dim)" "$BIN" "${TRAIN[@]}" --steps 6 --dim 32 --out "$W/base" --resume
 expect_fail 2 "field run.lr is 0.001 but the flags give 0.002" "$BIN" "${TRAIN[@]}" --steps 6 --lr 2e-3 --out "$W/base" --resume
 expect_fail 2 "field run.seq_len" "$BIN" "${TRAIN[@]}" --steps 6 --seq-len 32 --out "$W/base" --resume
 mkdir -p "$W/nothing"; expect_fail 2 "not a checkpoint" "$BIN" eval "$W/nothing" --data "$W/text.txt"
