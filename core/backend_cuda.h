@@ -25,6 +25,8 @@ void cuda_backend_init(int local_rank, int world_rank);
 void cuda_device_describe(char *buf, size_t n);
 // The stream every op runs on (a cudaStream_t), for the comm layer's event ordering.
 void *cuda_backend_stream(void);
+// Matmul precision: "bf16" (default), "tf32" or "fp32" (tests compare fp32 paths at 1e-5).
+void cuda_backend_set_matmul(const char *mode);
 // Waits for every op queued so far (timers, benchmarks).
 void cuda_backend_sync(void);
 // Device bytes allocated through the table now and at most.

@@ -638,8 +638,11 @@ __global__ void ce_rows_kernel(double *row_loss, float *logits, const int32_t *t
 static double lmhead_ce(real *dx, real *dw, real *losses, const real *x, const real *w, const int32_t *targets, int N,
                         int C, int V, int chunk, double grad_scale) {
     if (N <= 0) return 0;
-    // The GPU wants big chunks to keep the matmuls busy: at least `chunk` rows, up to 512 MiB of logits.
-    size_t cap_rows = ((size_t)512 << 20) / ((size_t)V * sizeof(float));
+    // The GPU wants big chunks to keep the matmuls busy: at least `chunk` rows, up to 512 MiB of logits
+    // (RINGGPT_CUDA_LOGITS_MB changes the budget; 0 keeps `chunk` as given, for tests).
+    const char *env = getenv("RINGGPT_CUDA_LOGITS_MB");
+    size_t budget_mb = env ? (size_t)atol(env) : 512;
+    size_t cap_rows = (budget_mb << 20) / ((size_t)V * sizeof(float));
     int rows_max = (int)(cap_rows < 1 ? 1 : cap_rows);
     if (chunk < rows_max) chunk = rows_max;
     if (chunk > N) chunk = N;
