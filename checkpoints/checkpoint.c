@@ -296,12 +296,24 @@ int ckpt_verify(const char *dir, CkErr *e) {
 
 // ---- saving ------------------------------------------------------------------------------------
 
+// A host copy of a parameter-shaped backend buffer (the buffer itself on the CPU backend). Free with host_done.
+static const real *host_copy(const GPT *m, const real *buf, real **owned) {
+    *owned = NULL;
+    if (m->be == &BACKEND_CPU) return buf;
+    size_t bytes = m->table.total * sizeof(real);
+    *owned = xmalloc(bytes, "checkpoint staging buffer");
+    m->be->to_host(*owned, buf, bytes);
+    return *owned;
+}
+
 static int write_model(const char *dir, const GPT *m, const CkptState *s, CkErr *e) {
     const ParamTable *t = &m->table;
+    real *owned;
+    const real *params = host_copy(m, m->params, &owned);
     StOut *outs = xcalloc((size_t)t->count, sizeof *outs, "tensor list");
     for (int i = 0; i < t->count; i++) {
         const ParamSpec *p = &t->specs[i];
-        outs[i] = (StOut){.name = p->name, .ndim = p->ndim, .shape = {p->shape[0], p->shape[1]}, .data = m->params + p->offset};
+        outs[i] = (StOut){.name = p->name, .ndim = p->ndim, .shape = {p->shape[0], p->shape[1]}, .data = params + p->offset};
     }
     char path[4200], step[32];
     fs_join(path, sizeof path, dir, "model.safetensors");
@@ -310,12 +322,15 @@ static int write_model(const char *dir, const GPT *m, const CkptState *s, CkErr 
     fs_kill_mid_write_point = 2;
     int rc = st_write(path, outs, t->count, REAL_DTYPE, meta, 2, e);
     free(outs);
+    free(owned);
     return rc;
 }
 
 // m.<name> and v.<name> for every table tensor (fp32 here; a lower-precision model adds master.<name>).
 static int write_optim(const char *dir, const GPT *m, const AdamW *opt, CkErr *e) {
     const ParamTable *t = &m->table;
+    real *owned_m, *owned_v;
+    const real *mom[2] = {host_copy(m, opt->m, &owned_m), host_copy(m, opt->v, &owned_v)};
     StOut *outs = xcalloc((size_t)t->count * 2, sizeof *outs, "tensor list");
     char (*names)[80] = xcalloc((size_t)t->count * 2, 80, "tensor names");
     for (int i = 0; i < 2 * t->count; i++) {
@@ -323,7 +338,7 @@ static int write_optim(const char *dir, const GPT *m, const AdamW *opt, CkErr *e
         bool first = i < t->count;
         snprintf(names[i], 80, "%s.%s", first ? "m" : "v", p->name);
         outs[i] = (StOut){.name = names[i], .ndim = p->ndim, .shape = {p->shape[0], p->shape[1]},
-                          .data = (first ? opt->m : opt->v) + p->offset};
+                          .data = mom[first ? 0 : 1] + p->offset};
     }
     char path[4200], step[32];
     fs_join(path, sizeof path, dir, "optim.safetensors");
@@ -333,6 +348,8 @@ static int write_optim(const char *dir, const GPT *m, const AdamW *opt, CkErr *e
     int rc = st_write(path, outs, 2 * t->count, REAL_DTYPE, meta, 2, e);
     free(outs);
     free(names);
+    free(owned_m);
+    free(owned_v);
     return rc;
 }
 
