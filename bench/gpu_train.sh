@@ -16,7 +16,7 @@ for T in 4096 65536; do
   # median tokens/s over the steps after the first two (warm-up: cuBLASLt plans, allocations)
   TPS=$(sed -nE 's/.*"tokens_per_s": ([0-9.e+]+).*/\1/p' "$W/t$T/metrics.jsonl" | tail -n +3 | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
   awk -v T=$T -v B=$B -v P="$P" -v tps="$TPS" -v peak="$PEAK" 'BEGIN {
-    V = 32000; C = 768; L = 12
+    V = 260; C = 768; L = 12   # the byte-level data sets the vocab (train takes it from the data source)
     fpt = 6 * (P * 1e6 - V * C) + 6 * T * C * L
     printf "train model=125m params=%.1fM T=%d B=%d tokens_per_s=%.0f flops_per_token=%.3e mfu=%.3f (peak %g TFLOP/s)\n", P, T, B, tps, fpt, tps * fpt / (peak * 1e12), peak }'
   grep -E "^device:" "$W/t$T.log" | head -1 || true
