@@ -19,11 +19,12 @@ else()
   message(WARNING "ringgpt: NCCL not found (set NCCL_HOME): the CUDA build exchanges ring blocks through MPI with host staging")
 endif()
 
-add_library(ringgpt_cuda STATIC model/ops_cuda.cu attention/attention_cuda.cu core/comm_nccl.c)
+add_library(ringgpt_cuda STATIC model/ops_cuda.cu attention/attention_cuda.cu core/comm_nccl.c model/cublaslt_lazy.c)
 target_include_directories(ringgpt_cuda PUBLIC ${CMAKE_SOURCE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
 # -lineinfo: source lines in profiles and sanitizer reports at no speed cost.
 target_compile_options(ringgpt_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20 -lineinfo --expt-relaxed-constexpr -Xcudafe --diag_suppress=177>)
-target_link_libraries(ringgpt_cuda PUBLIC CUDA::cudart CUDA::cublasLt CUDA::cublas MPI::MPI_C ${MATH_LIBRARY})
+# cuBLASLt is not linked: model/cublaslt_lazy.c loads it on first use (it costs ~210 MB RSS per process).
+target_link_libraries(ringgpt_cuda PUBLIC CUDA::cudart ${CMAKE_DL_LIBS} MPI::MPI_C ${MATH_LIBRARY})
 if(RINGGPT_HAVE_NCCL)
   target_compile_definitions(ringgpt_cuda PRIVATE RINGGPT_HAVE_NCCL)
   target_include_directories(ringgpt_cuda PRIVATE ${NCCL_INCLUDE_DIR})
