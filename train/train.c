@@ -255,94 +255,125 @@ static void device_comm_free(Comm *c) {
 #endif
 }
 
-int cmd_train(int argc, char **argv) {
-    comm_init(&argc, &argv);   // MPI when launched by mpirun/srun, else a one-rank world
+// Everything one training run holds, set up by run_open and released by run_close.
+typedef struct {
     TrainConfig t;
-    ckpt_normalize_resume_flag(argc, argv);   // a bare --resume means the newest checkpoint
-    parse_train_flags(&t, argc, argv);
-    CommGrid grid = setup_layout(&t, argc, argv);
-    check_train_config(&t);
-    set_threads(t.threads);
-    check_readable("--data", t.data);
-    if (t.val_data) check_readable("--val-data", t.val_data);
-    make_dirs(t.out);
-    DataSource *train = open_data(&t, false);
-    DataSource *val = open_data(&t, true);
-    t.model_cfg.vocab_size = (int)data_vocab_size(train);   // the data's tokenizer decides the vocab
-    if (val && data_vocab_size(val) != data_vocab_size(train))
-        fail_usage("--val-data has vocab %u but --data has %u; both must come from the same tokenizer",
-                   data_vocab_size(val), data_vocab_size(train));
-    const Backend *be = select_backend(t.device, grid.rank);
-    Comm *grad_comm = device_comm(be, grid.world, "gradient communicator");
-    Comm *ring_comm = t.sp > 1 ? device_comm(be, grid.ring, "ring communicator") : NULL;
+    CommGrid grid;
+    Comm *grad_comm, *ring_comm;   // device-aware communicators (the grid's own on the CPU)
+    DataSource *train, *val;
     GPT model;
-    gpt_init(&model, &t.model_cfg, be, (uint64_t)t.seed);
-    model.loss_chunk = t.loss_chunk;
-    if (t.sp > 1) model.ring = ring_create(ring_comm, be);   // attention spans the sp ranks
     AdamW opt;
-    adamw_init(&opt, &model, (AdamWConfig){t.beta1, t.beta2, 1e-8f, t.weight_decay});
-    Schedule sched = {.lr = t.lr, .min_lr = t.min_lr, .warmup = t.warmup, .total = t.steps};
-    schedule_parse(t.schedule, &sched.kind);
-    MetricsLog log = {0};
-    CkptHook ckpt = {.out = t.out, .resume = t.resume, .init_from = t.init_from, .every = t.ckpt_every, .keep = t.keep,
-                     .base = ckpt_base(&t), .world = grid.world, .rank = grid.rank};
-    long start = ckpt_train_begin(&ckpt, &model, &opt, train);   // resume: weights, AdamW, data position
-    if (grid.rank == 0) metrics_open(&log, t.out, start > 0);   // one writer
-    Batch batch = batch_alloc(t.batch, t.seq_len / t.sp);
-    const double tokens_per_step = (double)t.batch * t.seq_len * t.grad_accum * t.dp;
-    const double grad_scale = 1.0 / tokens_per_step;   // every target counts; the loss is a mean
+    Schedule sched;
+    MetricsLog log;
+    CkptHook ckpt;
+    Batch batch;                   // (B, T/sp): this rank's slice of the micro-batch
+    long start;                    // first step (> 0 after --resume)
+    double tokens_per_step;        // global target tokens per optimizer step
+} Run;
+
+static void run_open(Run *r, int argc, char **argv) {
+    TrainConfig *t = &r->t;
+    ckpt_normalize_resume_flag(argc, argv);   // a bare --resume means the newest checkpoint
+    parse_train_flags(t, argc, argv);
+    r->grid = setup_layout(t, argc, argv);
+    check_train_config(t);
+    set_threads(t->threads);
+    check_readable("--data", t->data);
+    if (t->val_data) check_readable("--val-data", t->val_data);
+    make_dirs(t->out);
+    r->train = open_data(t, false);
+    r->val = open_data(t, true);
+    t->model_cfg.vocab_size = (int)data_vocab_size(r->train);   // the data's tokenizer decides the vocab
+    if (r->val && data_vocab_size(r->val) != data_vocab_size(r->train))
+        fail_usage("--val-data has vocab %u but --data has %u; both must come from the same tokenizer",
+                   data_vocab_size(r->val), data_vocab_size(r->train));
+    const Backend *be = select_backend(t->device, r->grid.rank);
+    r->grad_comm = device_comm(be, r->grid.world, "gradient communicator");
+    r->ring_comm = t->sp > 1 ? device_comm(be, r->grid.ring, "ring communicator") : NULL;
+    gpt_init(&r->model, &t->model_cfg, be, (uint64_t)t->seed);
+    r->model.loss_chunk = t->loss_chunk;
+    if (t->sp > 1) r->model.ring = ring_create(r->ring_comm, be);   // attention spans the sp ranks
+    adamw_init(&r->opt, &r->model, (AdamWConfig){t->beta1, t->beta2, 1e-8f, t->weight_decay});
+    r->sched = (Schedule){.lr = t->lr, .min_lr = t->min_lr, .warmup = t->warmup, .total = t->steps};
+    schedule_parse(t->schedule, &r->sched.kind);
+    r->ckpt = (CkptHook){.out = t->out, .resume = t->resume, .init_from = t->init_from, .every = t->ckpt_every,
+                         .keep = t->keep, .base = ckpt_base(t), .world = r->grid.world, .rank = r->grid.rank};
+    r->start = ckpt_train_begin(&r->ckpt, &r->model, &r->opt, r->train);   // resume: weights, AdamW, data position
+    r->log = (MetricsLog){0};
+    if (r->grid.rank == 0) metrics_open(&r->log, t->out, r->start > 0);   // one writer
+    r->batch = batch_alloc(t->batch, t->seq_len / t->sp);
+    r->tokens_per_step = (double)t->batch * t->seq_len * t->grad_accum * t->dp;
     log_info("ringgpt train: %s model, %.2fM parameters, %d layers, dim %d, %d/%d heads, T=%d, B=%d x %d accum, "
              "%d threads, %dx%d ranks (dp x sp), %" PRIu64 " samples/epoch\n",
-             t.model, config_num_params(&t.model_cfg) / 1e6, t.model_cfg.n_layer, t.model_cfg.dim,
-             t.model_cfg.n_head, t.model_cfg.n_kv_head, t.seq_len, t.batch, t.grad_accum, t.threads,
-             t.dp, t.sp, data_num_samples(train));
-    double run_start = now_seconds();
-    for (long step = start; step < t.steps; step++) {
-        if (grid.rank == t.debug_exit_rank && step + 1 == t.debug_exit_step) debug_leave(&t, grid.rank);
-        double t0 = now_seconds();
-        gpt_zero_grad(&model);
-        double loss_sum = 0;
-        for (int micro = 0; micro < t.grad_accum; micro++) {
-            data_next(train, &batch);                                   // this rank's tokens, targets, positions
-            loss_sum += gpt_forward(&model, &batch, grad_scale, true, NULL);
-            gpt_backward(&model, &batch);
-        }
-        // Sum over all dp×sp ranks: each holds the gradient of its slice of the global batch.
-        comm_allreduce(grad_comm, model.grads, model.table.total, COMM_REAL, COMM_SUM, "gradient all-reduce");
-        comm_allreduce(grid.world, &loss_sum, 1, COMM_F64, COMM_SUM, "loss all-reduce");
-        double gnorm = clip_grad_norm(&model, t.clip);
-        float lr = lr_at(&sched, step);
-        adamw_update(&opt, &model, lr);
-        double dt = now_seconds() - t0, rss = peak_rss_mb();
-        comm_allreduce(grid.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");   // the largest rank's memory
-        StepMetrics sm = {.step = step + 1, .total_steps = t.steps, .loss = loss_sum / tokens_per_step, .lr = lr,
-                          .grad_norm = gnorm, .step_ms = dt * 1e3, .tokens_per_s = tokens_per_step / dt, .mfu = -1,
-                          .peak_rss_mb = rss, .val_loss = -1, .dp = t.dp, .sp = t.sp};
-        bool last = step + 1 == t.steps;
-        if (val && ((t.eval_every > 0 && (step + 1) % t.eval_every == 0) || last))
-            sm.val_loss = evaluate(&model, val, &batch, t.eval_batches, grid.world);
-        sm.eta_s = (now_seconds() - run_start) / (step + 1) * (t.steps - step - 1);
-        if (!isfinite(sm.loss)) fail("loss is %g at step %ld; lower --lr or raise --warmup", sm.loss, step + 1);
-        metrics_log(&log, &sm, (step + 1) % t.log_every == 0 || last || sm.val_loss >= 0);
-        ckpt_train_step_done(&ckpt, step + 1, t.steps, &model, &opt, train, lr_at(&sched, step + 1));
-    }
-    log_info("done: %d steps in %.1f s, peak RSS %.0f MB, metrics in %s\n", t.steps, now_seconds() - run_start,
-             peak_rss_mb(), log.path);
-    if (model.ring) {
-        RingStats rs = ring_stats(model.ring);
+             t->model, config_num_params(&t->model_cfg) / 1e6, t->model_cfg.n_layer, t->model_cfg.dim,
+             t->model_cfg.n_head, t->model_cfg.n_kv_head, t->seq_len, t->batch, t->grad_accum, t->threads, t->dp,
+             t->sp, data_num_samples(r->train));
+}
+
+static void run_close(Run *r) {
+    if (r->model.ring) {
+        RingStats rs = ring_stats(r->model.ring);
         log_info("ring (rank 0): %.2f s blocked waiting for KV, %.2f s attention compute, %.1f MiB sent in %ld hops\n",
                  rs.wait_s, rs.compute_s, rs.bytes / 1048576, rs.exchanges);
     }
-    metrics_close(&log);
-    batch_free(&batch);
-    adamw_free(&opt, &model);
-    gpt_free(&model);
-    data_close(train);
-    data_close(val);
-    ring_free(model.ring);
-    if (grad_comm != grid.world) device_comm_free(grad_comm);
-    if (ring_comm != grid.ring) device_comm_free(ring_comm);
-    comm_grid_free(&grid);
+    metrics_close(&r->log);
+    batch_free(&r->batch);
+    adamw_free(&r->opt, &r->model);
+    ring_free(r->model.ring);
+    r->model.ring = NULL;
+    gpt_free(&r->model);
+    data_close(r->train);
+    data_close(r->val);
+    if (r->grad_comm != r->grid.world) device_comm_free(r->grad_comm);
+    if (r->ring_comm != r->grid.ring) device_comm_free(r->ring_comm);
+    comm_grid_free(&r->grid);
+}
+
+// Forward and backward of grad_accum micro-batches; returns this rank's summed loss.
+static double accumulate_gradients(Run *r) {
+    GPT *m = &r->model;
+    double loss_sum = 0, grad_scale = 1.0 / r->tokens_per_step;   // every target counts; the loss is a mean
+    gpt_zero_grad(m);
+    for (int micro = 0; micro < r->t.grad_accum; micro++) {
+        data_next(r->train, &r->batch);   // this rank's tokens, targets, positions
+        loss_sum += gpt_forward(m, &r->batch, grad_scale, true, NULL);
+        gpt_backward(m, &r->batch);
+    }
+    return loss_sum;
+}
+
+int cmd_train(int argc, char **argv) {
+    comm_init(&argc, &argv);   // MPI when launched by mpirun/srun, else a one-rank world
+    Run r;
+    run_open(&r, argc, argv);
+    const TrainConfig *t = &r.t;
+    double run_start = now_seconds();
+    for (long step = r.start; step < t->steps; step++) {
+        if (r.grid.rank == t->debug_exit_rank && step + 1 == t->debug_exit_step) debug_leave(t, r.grid.rank);
+        double t0 = now_seconds();
+        double loss_sum = accumulate_gradients(&r);
+        // Sum over all dp×sp ranks: each holds the gradient of its slice of the global batch.
+        comm_allreduce(r.grad_comm, r.model.grads, r.model.table.total, COMM_REAL, COMM_SUM, "gradient all-reduce");
+        comm_allreduce(r.grid.world, &loss_sum, 1, COMM_F64, COMM_SUM, "loss all-reduce");
+        double gnorm = clip_grad_norm(&r.model, t->clip);
+        float lr = lr_at(&r.sched, step);
+        adamw_update(&r.opt, &r.model, lr);
+        double dt = now_seconds() - t0, rss = peak_rss_mb();
+        comm_allreduce(r.grid.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");   // the largest rank's memory
+        StepMetrics sm = {.step = step + 1, .total_steps = t->steps, .loss = loss_sum / r.tokens_per_step, .lr = lr,
+                          .grad_norm = gnorm, .step_ms = dt * 1e3, .tokens_per_s = r.tokens_per_step / dt,
+                          .mfu = -1, .peak_rss_mb = rss, .val_loss = -1, .dp = t->dp, .sp = t->sp};
+        bool last = step + 1 == t->steps;
+        if (r.val && ((t->eval_every > 0 && (step + 1) % t->eval_every == 0) || last))
+            sm.val_loss = evaluate(&r.model, r.val, &r.batch, t->eval_batches, r.grid.world);
+        sm.eta_s = (now_seconds() - run_start) / (step + 1 - r.start) * (t->steps - step - 1);
+        if (!isfinite(sm.loss)) fail("loss is %g at step %ld; lower --lr or raise --warmup", sm.loss, step + 1);
+        metrics_log(&r.log, &sm, (step + 1) % t->log_every == 0 || last || sm.val_loss >= 0);
+        ckpt_train_step_done(&r.ckpt, step + 1, t->steps, &r.model, &r.opt, r.train, lr_at(&r.sched, step + 1));
+    }
+    log_info("done: %ld steps in %.1f s, peak RSS %.0f MB, metrics in %s\n", t->steps - r.start,
+             now_seconds() - run_start, peak_rss_mb(), r.log.path);
+    run_close(&r);
     comm_finalize();
     return 0;
 }
