@@ -43,6 +43,7 @@ static void add_run(cJSON *o, const CkptRun *r) {
     cJSON_AddNumberToObject(o, "beta1", r->beta1);
     cJSON_AddNumberToObject(o, "beta2", r->beta2);
     cJSON_AddNumberToObject(o, "clip", r->clip);
+    cJSON_AddBoolToObject(o, "shuffle", r->shuffle);
     cJSON_AddStringToObject(o, "schedule", r->schedule);
     cJSON_AddStringToObject(o, "data", r->data);
 }
@@ -138,6 +139,8 @@ static void parse_run(Reader *r, const cJSON *o, CkptRun *x) {
     x->beta1 = (float)num(r, o, "run", "beta1");
     x->beta2 = (float)num(r, o, "run", "beta2");
     x->clip = (float)num(r, o, "run", "clip");
+    const cJSON *shuffle = field(r, o, "run", "shuffle", false);
+    x->shuffle = shuffle && cJSON_IsTrue(shuffle);
     str(r, o, "run", "schedule", x->schedule, sizeof x->schedule);
     str(r, o, "run", "data", x->data, sizeof x->data);
 }

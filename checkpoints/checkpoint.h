@@ -15,6 +15,7 @@ enum { CKPT_VERSION = 1 };
 // The run flags a checkpoint records; a resume must agree with them (see ckpt_check_resume).
 typedef struct {
     int seq_len, batch, grad_accum, steps, warmup, loss_chunk;
+    int shuffle;            // 1: the loader's per-epoch shuffle, 0: --no-shuffle
     float lr, min_lr, weight_decay, beta1, beta2, clip;
     char schedule[16];
     char data[1024];        // the --data path (recorded, not enforced)

@@ -59,6 +59,7 @@ static void check_run(const char *path, const CkptState *s, const CkptState *fla
              {"run.beta1", "--beta1", a->beta1, b->beta1},
              {"run.beta2", "--beta2", a->beta2, b->beta2},
              {"run.clip", "--clip", a->clip, b->clip},
+             {"run.shuffle (1: shuffled, 0: --no-shuffle)", "--no-shuffle", a->shuffle, b->shuffle},
              {"seed", "--seed", (double)s->seed, (double)flags->seed}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (f[i].a != f[i].b)

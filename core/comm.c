@@ -129,28 +129,20 @@ void comm_barrier(Comm *c, const char *what) {
 }
 
 void comm_abort(int code, const char *fmt, ...) {
-    fflush(stdout);
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "ringgpt: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    print_error_line(fmt, ap);
     va_end(ap);
-    fflush(stderr);
     if (g_mpi) comm_mpi_abort(code);
     exit(code);
 }
 
 void comm_fail_usage_all(const char *fmt, ...) {
     if (!g_world || g_world->rank == 0) {
-        fflush(stdout);
         va_list ap;
         va_start(ap, fmt);
-        fprintf(stderr, "ringgpt: ");
-        vfprintf(stderr, fmt, ap);
-        fputc('\n', stderr);
+        print_error_line(fmt, ap);
         va_end(ap);
-        fflush(stderr);
     }
     // Meet the other ranks before leaving, so that none is left waiting for a message (the barrier
     // has the deadline, so a rank that did not see the error still ends the job).

@@ -16,6 +16,14 @@ void set_fail_hook(void (*hook)(int code)) { g_fail_hook = hook; }
 void set_log_rank(int rank) { g_log_rank = rank; }
 int log_rank(void) { return g_log_rank; }
 
+void print_error_line(const char *fmt, va_list ap) {
+    fflush(stdout);
+    fprintf(stderr, "ringgpt: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+}
+
 static _Noreturn void vfail(int code, const char *path, const char *fmt, va_list ap) {
     fflush(stdout);
     if (path) fprintf(stderr, "ringgpt: %s: ", path);

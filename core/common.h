@@ -1,5 +1,6 @@
 // core/common.h — errors that name the problem and the fix, checked allocation and I/O, timers, memory.
 #pragma once
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +16,8 @@ _Noreturn void fail_usage(const char *fmt, ...) __attribute__((format(printf, 1,
 // Data errors name the file: "ringgpt: <path>: <message>", exit 1.
 _Noreturn void fail_data(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void set_fail_hook(void (*hook)(int code));
+// Prints "ringgpt: <message>\n" to stderr and flushes (the line fail() prints, without exiting).
+void print_error_line(const char *fmt, va_list ap);
 
 // Checked allocation: names the size and what it was for when the machine says no.
 void *xmalloc(size_t bytes, const char *what);

@@ -46,6 +46,7 @@ typedef struct {
 typedef struct {
     uint64_t n, G, NG, last;    // samples per epoch, group size, groups, size of the last group
     uint64_t seed;
+    bool no_shuffle;            // stream order: sample k of an epoch is sample k
     bool have_epoch, have_group;
     uint64_t epoch, short_slot; // epoch held in gperm; where the short last group landed
     uint64_t *gperm;            // (NG) group order of `epoch`
@@ -96,8 +97,8 @@ static void permute(uint64_t *p, uint64_t n, uint64_t seed) {
     }
 }
 
-static void order_init(Order *o, uint64_t n, uint64_t block_tokens, int T, uint64_t seed) {
-    *o = (Order){.n = n, .seed = seed};
+static void order_init(Order *o, uint64_t n, uint64_t block_tokens, int T, uint64_t seed, bool no_shuffle) {
+    *o = (Order){.n = n, .seed = seed, .no_shuffle = no_shuffle};
     o->G = GROUP_BLOCKS * block_tokens / (uint64_t)T ? GROUP_BLOCKS * block_tokens / (uint64_t)T : 1;
     if (o->G > n) o->G = n;
     o->NG = (n + o->G - 1) / o->G;
@@ -109,6 +110,7 @@ static void order_init(Order *o, uint64_t n, uint64_t block_tokens, int T, uint6
 // Global sample k -> sample number within the split's stream.
 static uint64_t order_sample(Order *o, uint64_t k) {
     uint64_t e = k / o->n, i = k % o->n, G = o->G;
+    if (o->no_shuffle) return i;
     if (!o->have_epoch || o->epoch != e) {
         permute(o->gperm, o->NG, mix(o->seed, e, UINT64_MAX));
         for (uint64_t s = 0; s < o->NG; s++)
@@ -330,7 +332,7 @@ void *loader_open(const char *path, const DataOptions *o, bool validation) {
     if (L->hi - L->lo < (uint64_t)L->T + 1)
         fail_data(path, "the %s part has %" PRIu64 " tokens, fewer than --seq-len %d + 1; use a shorter --seq-len or more data",
                   validation ? "validation" : "training", L->hi - L->lo, L->T);
-    order_init(&L->order, (L->hi - L->lo - 1) / (uint64_t)L->T, L->ds.block_tokens, L->T, L->seed);
+    order_init(&L->order, (L->hi - L->lo - 1) / (uint64_t)L->T, L->ds.block_tokens, L->T, L->seed, o->no_shuffle);
     alloc_buffers(L);
     pthread_mutex_init(&L->mu, NULL);
     pthread_cond_init(&L->cv, NULL);

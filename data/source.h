@@ -12,6 +12,7 @@ typedef struct {
     int dp, dp_index;     // data-parallel groups and this rank's group
     int sp, sp_index;     // ring size and this rank's place in it (zigzag slices)
     double val_fraction;  // text files without --val-data: the held-out tail used for validation
+    bool no_shuffle;      // samples in stream order every epoch (--no-shuffle), for debugging and tests
 } DataOptions;
 
 // Resume state: global, identical on every rank, independent of the dp×sp layout.

@@ -24,6 +24,8 @@ typedef struct {
 static void shuffle_epoch(TextSource *d, uint64_t epoch) {
     if (d->order_epoch == epoch) return;
     for (uint64_t i = 0; i < d->n_samples; i++) d->order[i] = i;
+    d->order_epoch = epoch;
+    if (d->opt.no_shuffle) return;
     Rng r;
     rng_seed(&r, d->state.seed * 0x9E3779B97F4A7C15ull + epoch + 1);
     for (uint64_t i = d->n_samples - 1; i > 0; i--) {
@@ -31,7 +33,6 @@ static void shuffle_epoch(TextSource *d, uint64_t epoch) {
         d->order[i] = d->order[j];
         d->order[j] = t;
     }
-    d->order_epoch = epoch;
 }
 
 void *text_source_open(const char *path, const DataOptions *o, bool validation) {

@@ -31,6 +31,7 @@ typedef struct {
     float lr, min_lr, weight_decay, beta1, beta2, clip, val_fraction;
     int64_t seed;
     bool tie_embeddings;
+    bool no_shuffle;     // samples in stream order
     int dp, sp;          // layout (one rank: 1×1); world = dp·sp ranks
     int dp_index, sp_index;
     float comm_timeout;  // seconds any wait for another rank may take before the job is aborted
@@ -86,6 +87,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--beta2", ARG_FLOAT, &t->beta2, "AdamW beta2"},
         {"--clip", ARG_FLOAT, &t->clip, "global gradient-norm clip (0 = off)"},
         {"--seed", ARG_I64, &t->seed, "seed of the initial weights and of the data order"},
+        {"--no-shuffle", ARG_BOOL, &t->no_shuffle, "read samples in stream order every epoch (no shuffle)"},
         {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS)"},
         {"--log-every", ARG_INT, &t->log_every, "print a progress line every N steps"},
         {"--eval-every", ARG_INT, &t->eval_every, "validation loss every N steps (0 = only at the end)"},
@@ -182,7 +184,8 @@ static void debug_leave(const TrainConfig *t, int rank) {
 
 static DataSource *open_data(const TrainConfig *t, bool validation) {
     DataOptions o = {.seq_len = t->seq_len, .batch = t->batch, .seed = (uint64_t)t->seed, .dp = t->dp,
-                     .dp_index = t->dp_index, .sp = t->sp, .sp_index = t->sp_index, .val_fraction = t->val_data ? 0 : t->val_fraction};
+                     .dp_index = t->dp_index, .sp = t->sp, .sp_index = t->sp_index, .val_fraction = t->val_data ? 0 : t->val_fraction,
+                     .no_shuffle = t->no_shuffle};
     if (validation && t->val_data) return data_open(t->val_data, &o, false);
     if (validation && t->val_fraction <= 0) return NULL;
     return data_open(t->data, &o, validation);
@@ -209,7 +212,8 @@ static CkptState ckpt_base(const TrainConfig *t) {
     CkptState s = {.seed = t->seed, .model = t->model_cfg, .dp = t->dp, .sp = t->sp};
     s.run = (CkptRun){.seq_len = t->seq_len, .batch = t->batch, .grad_accum = t->grad_accum, .steps = t->steps,
                       .warmup = t->warmup, .loss_chunk = t->loss_chunk, .lr = t->lr, .min_lr = t->min_lr,
-                      .weight_decay = t->weight_decay, .beta1 = t->beta1, .beta2 = t->beta2, .clip = t->clip};
+                      .weight_decay = t->weight_decay, .beta1 = t->beta1, .beta2 = t->beta2, .clip = t->clip,
+                      .shuffle = !t->no_shuffle};
     snprintf(s.run.schedule, sizeof s.run.schedule, "%s", t->schedule);
     snprintf(s.run.data, sizeof s.run.data, "%s", t->data);
     return s;

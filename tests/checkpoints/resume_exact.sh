@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/checkpoints/resume_exact.sh — 2k steps uninterrupted vs k + resume + k: identical losses and final weights/moments, byte for byte.
-# Data: a text file (shuffled windows) and a prepared shard dataset (the streaming loader's grouped shuffle).
+# Data: a text file (shuffled windows), a prepared shard dataset (the streaming loader's grouped shuffle), and
+# both again without shuffling (--no-shuffle: samples in stream order).
 set -uo pipefail
 BIN=$1
 . "$(dirname "$0")/common.sh"
@@ -13,12 +14,14 @@ run() {  # run DATA OUT [extra flags]
   "$BIN" train --data "$data" --model tiny --seq-len 48 --batch 2 --grad-accum 2 --steps $((2 * K)) --warmup 3 \
     --threads 1 --eval-every 4 --eval-batches 2 --ckpt-every $K --log-every 100 --out "$out" "$@" > "$out.log" 2>&1
 }
-for data in text.txt shards; do
-  [[ -e $W/$data ]] || { bad "$data: prepare failed"; continue; }
-  run "$W/$data" "$W/full_$data"
-  run "$W/$data" "$W/split_$data" --debug-exit-rank 0 --debug-exit-step $((K + 1))   # stops right after step K's checkpoint
+for case in text.txt shards text.txt:--no-shuffle shards:--no-shuffle; do
+  src=${case%%:*} flags=() data=${case/:--/_}
+  [[ $case == *:* ]] && flags=("--${case#*:--}")
+  [[ -e $W/$src ]] || { bad "$src: prepare failed"; continue; }
+  run "$W/$src" "$W/full_$data" "${flags[@]}"
+  run "$W/$src" "$W/split_$data" "${flags[@]}" --debug-exit-rank 0 --debug-exit-step $((K + 1))   # stops right after step K's checkpoint
   check "$data: first half stopped with step $K committed" grep -qx "step_0000000$K" "$W/split_$data/LATEST"
-  run "$W/$data" "$W/split_$data" --resume
+  run "$W/$src" "$W/split_$data" "${flags[@]}" --resume
   check "$data: resume reported" grep -q "resumed from .*step_0000000$K at step $K" "$W/split_$data.log"
   final=step_$(printf %08d $((2 * K)))
   for f in model.safetensors optim.safetensors; do
@@ -28,6 +31,12 @@ for data in text.txt shards; do
   check "$data: val losses identical" diff <(grep -o '"val_loss": [^,}]*' "$W/full_$data/metrics.jsonl") \
                                            <(grep -o '"val_loss": [^,}]*' "$W/split_$data/metrics.jsonl")
 done
+# The shuffle setting is part of the run: resuming a shuffled run with --no-shuffle is refused.
+expect_fail 2 "run.shuffle" "$BIN" train --data "$W/text.txt" --model tiny --seq-len 48 --batch 2 --grad-accum 2 \
+  --steps $((2 * K)) --warmup 3 --threads 1 --out "$W/split_text.txt" --resume --no-shuffle
+# Unshuffled really is stream order, shuffled is not: their first losses differ.
+differ() { ! diff -q <(losses "$1") <(losses "$2") > /dev/null; }
+check "--no-shuffle changes the data order" differ "$W/full_text.txt/metrics.jsonl" "$W/full_text.txt_no-shuffle/metrics.jsonl"
 # --resume auto on an empty --out starts fresh; bare --resume there is a usage error.
 run "$W/text.txt" "$W/auto" --resume auto --steps 2
 check "--resume auto without a checkpoint starts fresh" grep -q "starting fresh" "$W/auto.log"

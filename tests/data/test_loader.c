@@ -149,6 +149,23 @@ static void test_epochs(const char *ds) {
     free(first);
 }
 
+// --no-shuffle: global sample k is window k mod n of the stream, every epoch.
+static void test_no_shuffle(const char *ds) {
+    DataOptions o = opts(1, 0, 1, 0, 0);
+    o.batch = 1;
+    o.no_shuffle = true;
+    DataSource *d = data_open(ds, &o, false);
+    uint64_t n = data_num_samples(d), wrong = 0;
+    Batch b = batch_alloc(1, T);
+    for (uint64_t k = 0; k < 2 * n; k++) {
+        data_next(d, &b);
+        for (int t = 0; t < T; t++) wrong += (uint32_t)b.tokens[t] != g_stream[(k % n) * T + t];
+    }
+    CHECK(wrong == 0, "--no-shuffle: %" PRIu64 " tokens not in stream order", wrong);
+    batch_free(&b);
+    data_close(d);
+}
+
 // Stopping after k steps and restarting from the saved state gives the same batches; also onto another layout.
 static void test_resume(const char *ds) {
     enum { STEPS = 10, STOP = 4, DP = 2, SP = 2 };
@@ -267,6 +284,7 @@ int main(void) {
     data_close(d);
     test_layouts(ds, n_samples);
     test_epochs(ds);
+    test_no_shuffle(ds);
     test_resume(ds);
     test_splits(ds_val, ds);
     test_bad(dir, ds);
