@@ -94,7 +94,7 @@ static void rope(real *x, const int32_t *pos, int N, int nh, int hd, float theta
 
 static void swiglu_forward(real *h, const real *gate, const real *up, int N, int F) {
     size_t n = (size_t)N * F;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
         real g = gate[i], s = 1 / (1 + rexp(-g));
         h[i] = g * s * up[i];
@@ -104,7 +104,7 @@ static void swiglu_forward(real *h, const real *gate, const real *up, int N, int
 // h = g·σ(g)·u:  dg = dh·u·σ(g)·(1 + g·(1−σ(g))),  du = dh·g·σ(g)
 static void swiglu_backward(real *dgate, real *dup, const real *dh, const real *gate, const real *up, int N, int F) {
     size_t n = (size_t)N * F;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
         real g = gate[i], s = 1 / (1 + rexp(-g)), d = dh[i];
         dgate[i] = d * up[i] * s * (1 + g * (1 - s));
