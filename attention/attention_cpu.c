@@ -2,6 +2,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attention/attention.h"
@@ -150,36 +151,100 @@ static void backward_tile(real *S, real *dP, int rows, int cols, int i0, int j0,
     }
 }
 
-// Parallel over kv heads: each thread owns its kv head's dK/dV and the dQ of the query heads
-// that read it, so no two threads write the same element (deterministic, no atomics).
-void attn_cpu_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
-                             const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
-                             AttnMask mask) {
-    const int H = s->n_head, Hkv = s->n_kv_head, hd = s->head_dim, group = H / Hkv;
+// What one backward block needs, for the tile helpers below.
+typedef struct {
+    const AttnShape *s;
+    const real *q, *k, *v, *dout, *lse, *D;
+    int nq, nk;
+    AttnMask mask;
+    real scale;
+} BwdArgs;
+
+// P (into S) and dS (into dP) of query tile (head h, rows i0..) against key tile (j0.., cols keys).
+static void p_ds_tile(const BwdArgs *a, int h, int i0, int rows, int j0, int cols, real *S, real *dP) {
+    const int H = a->s->n_head, hd = a->s->head_dim, g = h / (H / a->s->n_kv_head);
+    const int qs = H * hd, ks = a->s->n_kv_head * hd;
+    const size_t qo = (size_t)i0 * qs + h * hd, ko = (size_t)j0 * ks + g * hd;
+    gemm_nt(rows, cols, hd, a->scale, a->q + qo, qs, a->k + ko, ks, 0, S, TILE);
+    gemm_nt(rows, cols, hd, 1, a->dout + qo, qs, a->v + ko, ks, 0, dP, TILE);
+    backward_tile(S, dP, rows, cols, i0, j0, a->mask, a->nk, a->lse + h, a->D + h, H, a->scale);
+}
+
+// The keys of tile j0 that query tile (i0, rows) sees: 0 when none.
+static int tile_cols(const BwdArgs *a, int i0, int rows, int j0) {
+    int jmax = visible_keys(a->mask, i0 + rows - 1, a->nk);
+    return j0 >= jmax ? 0 : jmax - j0 < TILE ? jmax - j0 : TILE;
+}
+
+// One pass, parallel over kv heads: each thread owns its kv head's dK/dV and the dQ of the query
+// heads that read it, so no two threads write the same element (deterministic, no atomics).
+static void backward_by_kv_head(const BwdArgs *a, real *dq, real *dk, real *dv) {
+    const int H = a->s->n_head, Hkv = a->s->n_kv_head, hd = a->s->head_dim, group = H / Hkv;
     const int qs = H * hd, ks = Hkv * hd;
-    const real scale = (real)(1.0 / sqrt((double)hd));
 #pragma omp parallel for schedule(dynamic, 1)
     for (int g = 0; g < Hkv; g++) {
         real *S = tile_scratch(0), *dP = tile_scratch(1);   // (TILE, TILE): scores then P; dP then dS
-        const real *kg = k + (size_t)g * hd, *vg = v + (size_t)g * hd;
-        real *dkg = dk + (size_t)g * hd, *dvg = dv + (size_t)g * hd;
-        for (int h = g * group; h < (g + 1) * group; h++) {
-            for (int i0 = 0; i0 < nq; i0 += TILE) {
-                int rows = nq - i0 < TILE ? nq - i0 : TILE;
-                int jmax = visible_keys(mask, i0 + rows - 1, nk);
-                const real *qt = q + (size_t)i0 * qs + h * hd, *dot_ = dout + (size_t)i0 * qs + h * hd;
-                real *dqt = dq + (size_t)i0 * qs + h * hd;
-                for (int j0 = 0; j0 < jmax; j0 += TILE) {
-                    int cols = jmax - j0 < TILE ? jmax - j0 : TILE;
-                    size_t ko = (size_t)j0 * ks;
-                    gemm_nt(rows, cols, hd, scale, qt, qs, kg + ko, ks, 0, S, TILE);
-                    gemm_nt(rows, cols, hd, 1, dot_, qs, vg + ko, ks, 0, dP, TILE);
-                    backward_tile(S, dP, rows, cols, i0, j0, mask, nk, lse + h, D + h, H, scale);
-                    gemm_nn_acc(rows, hd, cols, dP, TILE, kg + ko, ks, dqt, qs);       // dQ += dS K
-                    gemm_tn_acc(cols, hd, rows, dP, TILE, qt, qs, dkg + ko, ks);       // dK += dSᵀ Q
-                    gemm_tn_acc(cols, hd, rows, S, TILE, dot_, qs, dvg + ko, ks);      // dV += Pᵀ dO
+        for (int h = g * group; h < (g + 1) * group; h++)
+            for (int i0 = 0; i0 < a->nq; i0 += TILE) {
+                int rows = a->nq - i0 < TILE ? a->nq - i0 : TILE, cols;
+                const size_t qo = (size_t)i0 * qs + h * hd;
+                for (int j0 = 0; (cols = tile_cols(a, i0, rows, j0)) > 0; j0 += TILE) {
+                    const size_t ko = (size_t)j0 * ks + g * hd;
+                    p_ds_tile(a, h, i0, rows, j0, cols, S, dP);
+                    gemm_nn_acc(rows, hd, cols, dP, TILE, a->k + ko, ks, dq + qo, qs);       // dQ += dS K
+                    gemm_tn_acc(cols, hd, rows, dP, TILE, a->q + qo, qs, dk + ko, ks);       // dK += dSᵀ Q
+                    gemm_tn_acc(cols, hd, rows, S, TILE, a->dout + qo, qs, dv + ko, ks);     // dV += Pᵀ dO
                 }
             }
-        }
     }
+}
+
+// Two passes for when there are fewer kv heads than threads (GQA/MQA on many cores): dK/dV
+// parallel over (kv head, key tile), then dQ parallel over (head, query tile). P and dS are
+// computed twice, but every thread has work; each output element is summed in the same order as
+// in the one-pass version, so the results are bit-identical to it.
+static void backward_by_tiles(const BwdArgs *a, real *dq, real *dk, real *dv) {
+    const int H = a->s->n_head, Hkv = a->s->n_kv_head, hd = a->s->head_dim, group = H / Hkv;
+    const int qs = H * hd, ks = Hkv * hd, q_tiles = (a->nq + TILE - 1) / TILE, k_tiles = (a->nk + TILE - 1) / TILE;
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+    for (int g = 0; g < Hkv; g++)
+        for (int kt = 0; kt < k_tiles; kt++) {
+            real *S = tile_scratch(0), *dP = tile_scratch(1);
+            const int j0 = kt * TILE;
+            const size_t ko = (size_t)j0 * ks + g * hd;
+            for (int h = g * group; h < (g + 1) * group; h++)
+                for (int i0 = 0; i0 < a->nq; i0 += TILE) {
+                    int rows = a->nq - i0 < TILE ? a->nq - i0 : TILE, cols = tile_cols(a, i0, rows, j0);
+                    if (cols == 0) continue;
+                    const size_t qo = (size_t)i0 * qs + h * hd;
+                    p_ds_tile(a, h, i0, rows, j0, cols, S, dP);
+                    gemm_tn_acc(cols, hd, rows, dP, TILE, a->q + qo, qs, dk + ko, ks);       // dK += dSᵀ Q
+                    gemm_tn_acc(cols, hd, rows, S, TILE, a->dout + qo, qs, dv + ko, ks);     // dV += Pᵀ dO
+                }
+        }
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+    for (int h = 0; h < H; h++)
+        for (int qt = 0; qt < q_tiles; qt++) {
+            real *S = tile_scratch(0), *dP = tile_scratch(1);
+            const int i0 = qt * TILE, rows = a->nq - i0 < TILE ? a->nq - i0 : TILE, g = h / group;
+            const size_t qo = (size_t)i0 * qs + h * hd;
+            int cols;
+            for (int j0 = 0; (cols = tile_cols(a, i0, rows, j0)) > 0; j0 += TILE) {
+                p_ds_tile(a, h, i0, rows, j0, cols, S, dP);
+                gemm_nn_acc(rows, hd, cols, dP, TILE, a->k + (size_t)j0 * ks + g * hd, ks, dq + qo, qs);   // dQ += dS K
+            }
+        }
+}
+
+// RINGGPT_ATTN_BACKWARD=heads|tiles forces a variant (tests compare them); by default the
+// one-pass version unless there are fewer kv heads than threads.
+void attn_cpu_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
+                             const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
+                             AttnMask mask) {
+    BwdArgs a = {.s = s, .q = q, .k = k, .v = v, .dout = dout, .lse = lse, .D = D, .nq = nq, .nk = nk, .mask = mask,
+                 .scale = (real)(1.0 / sqrt((double)s->head_dim))};
+    const char *force = getenv("RINGGPT_ATTN_BACKWARD");
+    bool tiles = force ? strcmp(force, "tiles") == 0 : s->n_kv_head < omp_get_max_threads();
+    if (tiles) backward_by_tiles(&a, dq, dk, dv);
+    else backward_by_kv_head(&a, dq, dk, dv);
 }

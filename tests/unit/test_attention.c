@@ -121,6 +121,35 @@ static void test_empty_rows(void) {
     CHECK(ok, "empty rows must give out = 0 and lse = -inf");
 }
 
+// The two CPU backward variants (one pass over kv heads; two passes over tiles) give the same bits.
+static void test_backward_variants(void) {
+    const Backend *be = &BACKEND_CPU;
+    AttnShape s = {.n_head = 6, .n_kv_head = 2, .head_dim = 64};
+    const int T = 300;
+    size_t qn = (size_t)T * 6 * 64, kvn = (size_t)T * 2 * 64, rows = (size_t)T * 6;
+    real *q = xmalloc(qn * sizeof(real), "q"), *k = xmalloc(kvn * sizeof(real), "k"), *v = xmalloc(kvn * sizeof(real), "v");
+    real *dout = xmalloc(qn * sizeof(real), "dout"), *out = xmalloc(qn * sizeof(real), "out");
+    real *lse = xmalloc(rows * sizeof(real), "lse"), *tmp = xmalloc(rows * sizeof(real), "tmp");
+    for (size_t i = 0; i < qn; i++) q[i] = (real)rng_normal(&rng), dout[i] = (real)rng_normal(&rng);
+    for (size_t i = 0; i < kvn; i++) k[i] = (real)rng_normal(&rng), v[i] = (real)rng_normal(&rng);
+    attention_causal_forward(be, &s, out, lse, tmp, q, k, v, T);
+    real *g[2][3];
+    const char *variant[2] = {"heads", "tiles"};
+    for (int i = 0; i < 2; i++) {
+        g[i][0] = xmalloc(qn * sizeof(real), "dq"), g[i][1] = xmalloc(kvn * sizeof(real), "dk");
+        g[i][2] = xmalloc(kvn * sizeof(real), "dv");
+        setenv("RINGGPT_ATTN_BACKWARD", variant[i], 1);
+        attention_causal_backward(be, &s, g[i][0], g[i][1], g[i][2], tmp, q, k, v, out, lse, dout, T);
+    }
+    unsetenv("RINGGPT_ATTN_BACKWARD");
+    CHECK(memcmp(g[0][0], g[1][0], qn * sizeof(real)) == 0, "dQ differs between backward variants");
+    CHECK(memcmp(g[0][1], g[1][1], kvn * sizeof(real)) == 0, "dK differs between backward variants");
+    CHECK(memcmp(g[0][2], g[1][2], kvn * sizeof(real)) == 0, "dV differs between backward variants");
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 3; j++) free(g[i][j]);
+    free(q), free(k), free(v), free(dout), free(out), free(lse), free(tmp);
+}
+
 int main(void) {
     rng_seed(&rng, 3);
     int dims[3] = {32, 64, 128};
@@ -131,5 +160,6 @@ int main(void) {
         run_case(4, 1, dims[d], 90, 0, 3);     // full mask, KV folded in 3 blocks (MQA)
     }
     test_empty_rows();
+    test_backward_variants();
     return check_summary();
 }
