@@ -6,9 +6,31 @@
 
 #include "core/common.h"
 
-void metrics_open(MetricsLog *log, const char *out_dir, int append) {
+// A resumed run repeats the steps after its checkpoint: drop the lines the crashed run wrote for
+// them (step > resume_step), so that every step appears once. Rewritten under a temporary name
+// and renamed, so a failure leaves the old file as it was.
+static void drop_steps_after(const char *path, long resume_step) {
+    FILE *in = fopen(path, "r");
+    if (!in) return;   // nothing logged yet
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *out = xfopen(tmp, "w");
+    char line[4096];
+    while (fgets(line, sizeof line, in)) {
+        long step = 0;
+        if (sscanf(line, "{\"step\": %ld", &step) == 1 && step > resume_step) continue;
+        xfwrite(line, strlen(line), out, tmp);
+    }
+    if (ferror(in)) fail_data(path, "read failed (%s)", strerror(errno));
+    fclose(in);
+    xfclose(out, tmp);
+    if (rename(tmp, path) != 0) fail_data(path, "cannot replace with %s (%s)", tmp, strerror(errno));
+}
+
+void metrics_open(MetricsLog *log, const char *out_dir, long resume_step) {
     snprintf(log->path, sizeof log->path, "%s/metrics.jsonl", out_dir);
-    log->jsonl = xfopen(log->path, append ? "a" : "w");
+    if (resume_step > 0) drop_steps_after(log->path, resume_step);
+    log->jsonl = xfopen(log->path, resume_step > 0 ? "a" : "w");
 }
 
 void metrics_close(MetricsLog *log) {

@@ -17,8 +17,10 @@ typedef struct {
     char path[4096];
 } MetricsLog;
 
-// Opens OUT/metrics.jsonl for appending (resume) or writing (fresh run). Rank 0 only.
-void metrics_open(MetricsLog *log, const char *out_dir, int append);
+// Opens OUT/metrics.jsonl: for writing in a fresh run (resume_step 0), for appending when
+// resuming after step resume_step (lines of later steps, left by the interrupted run, are
+// dropped first). Rank 0 only.
+void metrics_open(MetricsLog *log, const char *out_dir, long resume_step);
 void metrics_close(MetricsLog *log);
 // Writes one JSON object line and, when print is set, the console line.
 void metrics_log(MetricsLog *log, const StepMetrics *m, int print);

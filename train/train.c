@@ -304,7 +304,7 @@ static void run_open(Run *r, int argc, char **argv) {
                          .keep = t->keep, .base = ckpt_base(t), .world = r->grid.world, .rank = r->grid.rank};
     r->start = ckpt_train_begin(&r->ckpt, &r->model, &r->opt, r->train);   // resume: weights, AdamW, data position
     r->log = (MetricsLog){0};
-    if (r->grid.rank == 0) metrics_open(&r->log, t->out, r->start > 0);   // one writer
+    if (r->grid.rank == 0) metrics_open(&r->log, t->out, r->start);   // one writer
     r->batch = batch_alloc(t->batch, t->seq_len / t->sp);
     r->tokens_per_step = (double)t->batch * t->seq_len * t->grad_accum * t->dp;
     log_info("ringgpt train: %s model, %.2fM parameters, %d layers, dim %d, %d/%d heads, T=%d, B=%d x %d accum, "

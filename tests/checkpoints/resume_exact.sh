@@ -31,6 +31,13 @@ for case in text.txt shards text.txt:--no-shuffle shards:--no-shuffle; do
   check "$data: val losses identical" diff <(grep -o '"val_loss": [^,}]*' "$W/full_$data/metrics.jsonl") \
                                            <(grep -o '"val_loss": [^,}]*' "$W/split_$data/metrics.jsonl")
 done
+# Interrupted two steps after its checkpoint: the resumed run redoes those steps, and metrics.jsonl
+# ends with every step exactly once, with the uninterrupted run's losses.
+run "$W/text.txt" "$W/late" --debug-exit-rank 0 --debug-exit-step $((K + 3))
+check "interrupted run logged 2 steps past its checkpoint" test "$(losses "$W/late/metrics.jsonl" | wc -l)" -eq $((K + 2))
+run "$W/text.txt" "$W/late" --resume
+check "resumed metrics.jsonl: each step once, losses as uninterrupted" \
+  diff <(losses "$W/full_text.txt/metrics.jsonl") <(losses "$W/late/metrics.jsonl")
 # The shuffle setting is part of the run: resuming a shuffled run with --no-shuffle is refused.
 expect_fail 2 "run.shuffle" "$BIN" train --data "$W/text.txt" --model tiny --seq-len 48 --batch 2 --grad-accum 2 \
   --steps $((2 * K)) --warmup 3 --threads 1 --out "$W/split_text.txt" --resume --no-shuffle
