@@ -16,8 +16,8 @@ build_ringgpt
 out=${DEMO_OUT:-out/demo}
 steps=${DEMO_STEPS:-400}
 bin=build/ringgpt
-rm -rf "$out"
 mkdir -p "$out"
+rm -rf "$out"/step_* "$out"/LATEST "$out"/metrics.jsonl "$out"/*.png "$out"/copy.txt   # only what a demo run writes
 
 echo "== 1. data: 1500 blocks of 512 random letters, each followed by its copy (the last 10% held out)"
 awk -v n=1500 -v len=512 'BEGIN { srand(5); a = "abcdefghijklmnop";
