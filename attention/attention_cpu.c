@@ -243,7 +243,7 @@ void attn_cpu_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, c
                              AttnMask mask) {
     BwdArgs a = {.s = s, .q = q, .k = k, .v = v, .dout = dout, .lse = lse, .D = D, .nq = nq, .nk = nk, .mask = mask,
                  .scale = (real)(1.0 / sqrt((double)s->head_dim))};
-    const char *force = getenv("RINGGPT_ATTN_BACKWARD");
+    const char *force = getenv("RINGGPT_ATTN_BACKWARD");   // a few ns next to a tile's GEMMs; read per call so tests can switch
     bool tiles = force ? strcmp(force, "tiles") == 0 : s->n_kv_head < omp_get_max_threads();
     if (tiles) backward_by_tiles(&a, dq, dk, dv);
     else backward_by_kv_head(&a, dq, dk, dv);

@@ -47,7 +47,6 @@ void ring_free(AttnRing *R) {
     free(R);
 }
 
-void ring_set_overlap(AttnRing *R, bool overlap) { R->overlap = overlap; }
 RingStats ring_stats(const AttnRing *R) { return R->stats; }
 void ring_stats_reset(AttnRing *R) { R->stats = (RingStats){0}; }
 

@@ -33,6 +33,5 @@ typedef struct {
 // it (the serial baseline of the overlap measurement).
 AttnRing *ring_create(struct Comm *ring_comm, const struct Backend *be);
 void ring_free(AttnRing *ring);
-void ring_set_overlap(AttnRing *ring, bool overlap);
 RingStats ring_stats(const AttnRing *ring);
 void ring_stats_reset(AttnRing *ring);

@@ -125,17 +125,6 @@ unsigned char *fs_read_file(const char *path, size_t *len, CkErr *e) {
     return buf;
 }
 
-uint32_t fs_crc32(const void *buf, size_t n) {
-    uLong crc = crc32(0L, Z_NULL, 0);
-    const unsigned char *p = buf;
-    while (n > 0) {   // zlib's length is a uInt: feed it in pieces
-        uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
-        crc = crc32(crc, p, chunk);
-        p += chunk, n -= chunk;
-    }
-    return (uint32_t)crc;
-}
-
 int fs_crc32_file(const char *path, uint32_t *crc, uint64_t *size, CkErr *e) {
     int fd = open(path, O_RDONLY);
     if (fd < 0) {

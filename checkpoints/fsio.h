@@ -18,7 +18,6 @@ int fs_rename(const char *from, const char *to, CkErr *e);
 unsigned char *fs_read_file(const char *path, size_t *len, CkErr *e);
 // CRC32 (zlib) and size of a file, streamed. Returns 0, or -1 with e.
 int fs_crc32_file(const char *path, uint32_t *crc, uint64_t *size, CkErr *e);
-uint32_t fs_crc32(const void *buf, size_t n);
 // Removes a directory that holds only plain files (a checkpoint). Returns 0, or -1 with e.
 int fs_remove_flat_dir(const char *dir, CkErr *e);
 // 1 if path is a directory, 0 if it does not exist, -1 (with e) if it is something else or unreadable.

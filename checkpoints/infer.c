@@ -1,7 +1,6 @@
 // checkpoints/infer.c — token-by-token inference with a KV cache (for `ringgpt sample`), over the model's named weights.
 #include "checkpoints/infer.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,40 +27,33 @@ void infer_init(Infer *s, GPT *m, int max_t) {
     s->up = be->alloc(F * r, "up");
     s->h = be->alloc(F * r, "h");
     s->rstd = be->alloc(r, "rstd");
-    s->scores = xmalloc((size_t)max_t * sizeof(real), "attention scores");
+    s->m_row = be->alloc((size_t)c->n_head * r, "attention row max");
+    s->l_row = be->alloc((size_t)c->n_head * r, "attention row sum");
+    s->lg = be->alloc((size_t)c->vocab_size * r, "logits");
+    s->lg_host = xmalloc((size_t)c->vocab_size * r, "logits");
     s->logits = xmalloc((size_t)c->vocab_size * sizeof(float), "logits");
 }
 
 void infer_free(Infer *s) {
     const Backend *be = s->m->be;
-    real *bufs[] = {s->kc, s->vc, s->x, s->xn, s->q, s->att, s->tmp, s->k, s->v, s->gate, s->up, s->h, s->rstd};
+    real *bufs[] = {s->kc, s->vc, s->x,   s->xn, s->q,     s->att,   s->tmp, s->k,
+                    s->v,  s->gate, s->up, s->h,  s->rstd, s->m_row, s->l_row, s->lg};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) be->release(bufs[i]);
-    free(s->scores);
+    free(s->lg_host);
     free(s->logits);
 }
 
-// att (H·hd) = softmax(q·Kᵀ/√hd) V over the cached positions 0..t of layer l (GQA: head h reads kv head h/(H/Hkv)).
+// att (H·hd) = softmax(q·Kᵀ/√hd) V over the cached positions 0..t of layer l: the new token's one
+// query row against one KV block of t+1 keys, all in its past, through the backend's block kernel.
 static void attend(Infer *s, int l, int t) {
     const ModelConfig *c = &s->m->cfg;
-    int hd = cfg_head_dim(c), KV = cfg_kv_dim(c), group = c->n_head / c->n_kv_head;
-    const real *K = s->kc + (size_t)l * s->max_t * KV, *V = s->vc + (size_t)l * s->max_t * KV;
-    double scale = 1.0 / sqrt((double)hd);
-    for (int h = 0; h < c->n_head; h++) {
-        const real *q = s->q + (size_t)h * hd;
-        int g = h / group;
-        double mx = -INFINITY, sum = 0;
-        for (int j = 0; j <= t; j++) {
-            double d = 0;
-            for (int i = 0; i < hd; i++) d += (double)q[i] * K[(size_t)j * KV + g * hd + i];
-            s->scores[j] = (real)(d * scale);
-            mx = fmax(mx, s->scores[j]);
-        }
-        for (int j = 0; j <= t; j++) sum += s->scores[j] = (real)exp(s->scores[j] - mx);
-        real *o = s->att + (size_t)h * hd;
-        for (int i = 0; i < hd; i++) o[i] = 0;
-        for (int j = 0; j <= t; j++)
-            for (int i = 0; i < hd; i++) o[i] += (real)(s->scores[j] / sum) * V[(size_t)j * KV + g * hd + i];
-    }
+    const Backend *be = s->m->be;
+    AttnShape shape = {.n_head = c->n_head, .n_kv_head = c->n_kv_head, .head_dim = cfg_head_dim(c)};
+    size_t layer = (size_t)l * s->max_t * cfg_kv_dim(c);
+    AttnState st = {.acc = s->att, .m = s->m_row, .l = s->l_row};
+    be->attn_state_reset(&shape, st, 1);
+    be->attn_forward_block(&shape, st, s->q, 1, s->kc + layer, s->vc + layer, t + 1, ATTN_FULL);
+    be->attn_finalize(&shape, st, s->att, s->m_row, 1);
 }
 
 static void layer_step(Infer *s, int l, int t) {
@@ -77,8 +69,8 @@ static void layer_step(Infer *s, int l, int t) {
     be->matmul_forward(s->v, s->xn, w->wv, 1, C, KV);
     be->rope(s->q, &pos, 1, c->n_head, hd, c->rope_theta, 0);
     be->rope(s->k, &pos, 1, c->n_kv_head, hd, c->rope_theta, 0);
-    memcpy(s->kc + ((size_t)l * s->max_t + t) * KV, s->k, (size_t)KV * sizeof(real));
-    memcpy(s->vc + ((size_t)l * s->max_t + t) * KV, s->v, (size_t)KV * sizeof(real));
+    be->copy(s->kc + ((size_t)l * s->max_t + t) * KV, s->k, (size_t)KV * sizeof(real));
+    be->copy(s->vc + ((size_t)l * s->max_t + t) * KV, s->v, (size_t)KV * sizeof(real));
     attend(s, l, t);
     be->matmul_forward(s->tmp, s->att, w->wo, 1, C, C);
     be->add_inplace(s->x, s->tmp, (size_t)C);
@@ -100,10 +92,9 @@ const float *infer_step(Infer *s, int token) {
     m->be->embedding_forward(s->x, &tok, m->w.tok_embeddings, 1, c->dim);
     for (int l = 0; l < c->n_layer; l++) layer_step(s, l, t);
     m->be->rmsnorm_forward(s->xn, s->rstd, s->x, m->w.norm, 1, c->dim, c->norm_eps);
-    real *lg = xmalloc((size_t)c->vocab_size * sizeof(real), "logits");
-    m->be->matmul_forward(lg, s->xn, m->w.lm_head, 1, c->dim, c->vocab_size);
-    for (int i = 0; i < c->vocab_size; i++) s->logits[i] = (float)lg[i];
-    free(lg);
+    m->be->matmul_forward(s->lg, s->xn, m->w.lm_head, 1, c->dim, c->vocab_size);
+    m->be->to_host(s->lg_host, s->lg, (size_t)c->vocab_size * sizeof(real));
+    for (int i = 0; i < c->vocab_size; i++) s->logits[i] = (float)s->lg_host[i];
     return s->logits;
 }
 

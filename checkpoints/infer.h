@@ -8,7 +8,10 @@ typedef struct {
     GPT *m;
     int max_t, len;                 // capacity and tokens fed so far
     real *kc, *vc;                  // (n_layer, max_t, KV) caches, k after RoPE
-    real *x, *xn, *q, *k, *v, *att, *tmp, *gate, *up, *h, *rstd, *scores;   // one row of each
+    real *x, *xn, *q, *k, *v, *att, *tmp, *gate, *up, *h, *rstd;   // one row of each
+    real *m_row, *l_row;            // (H) attention state of the one query row; m_row ends as its lse
+    real *lg;                       // (V) logits on the backend
+    real *lg_host;                  // (V) the same, copied to the host
     float *logits;                  // (V) of the last token fed
 } Infer;
 

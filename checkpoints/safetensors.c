@@ -269,11 +269,6 @@ int st_read(const StFile *f, const StEntry *t, real *dst, CkErr *e) {
     }
 }
 
-const char *st_metadata(const StFile *f, const char *key) {
-    if (strcmp(key, "format") == 0) return f->format;
-    return NULL;
-}
-
 // ---- writing ---------------------------------------------------------------------------------
 
 static uint64_t out_numel(const StOut *t) {

@@ -45,8 +45,6 @@ void st_close(StFile *f);
 const StEntry *st_find(const StFile *f, const char *name);
 // Converts a tensor of a supported dtype (F32, F64, BF16, F16) into dst (numel values).
 int st_read(const StFile *f, const StEntry *t, real *dst, CkErr *e);
-// A __metadata__ value, NULL if absent (valid while f is open).
-const char *st_metadata(const StFile *f, const char *key);
 
 // A tensor to write: data holds numel values of type `real`, converted to dtype on the way out.
 typedef struct {

@@ -60,7 +60,6 @@ Comm *comm_world(void) {
     return g_world;
 }
 
-bool comm_is_mpi(void) { return g_mpi; }
 int comm_rank(const Comm *c) { return c->rank; }
 int comm_size(const Comm *c) { return c->size; }
 int comm_world_rank_of(const Comm *c, int r) { return c->world_ranks[r]; }

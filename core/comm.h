@@ -29,7 +29,6 @@ void comm_init(int *argc, char ***argv);
 // Finishes MPI (all ranks must call it); a no-op for a single process.
 void comm_finalize(void);
 Comm *comm_world(void);
-bool comm_is_mpi(void);
 int comm_rank(const Comm *c);
 int comm_size(const Comm *c);
 // Rank in the world of rank r of c (for messages).

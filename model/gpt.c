@@ -228,10 +228,3 @@ void gpt_logits(GPT *m, const Batch *b, float *out) {
     m->be->release(logits);
 }
 
-double gpt_flops_per_token(const ModelConfig *c, int T) {
-    // 6·params for the matmuls (forward 2, backward 4) plus causal attention: per layer
-    // QKᵀ and PV over T/2 keys on average, 2·2·(T/2)·C forward, ×3 with the backward.
-    double matmul = 6.0 * (double)(config_num_params(c) - (int64_t)c->vocab_size * c->dim * (c->tie_embeddings ? 0 : 1));
-    double attn = 3.0 * 2.0 * T * c->dim * c->n_layer;
-    return matmul + attn;
-}

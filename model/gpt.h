@@ -66,5 +66,3 @@ double gpt_forward(GPT *m, const Batch *b, double grad_scale, bool want_grad, re
 void gpt_backward(GPT *m, const Batch *b);
 // Logits of every row (B·T, V) into out (host memory), for evaluation and export checks.
 void gpt_logits(GPT *m, const Batch *b, float *out);
-// Rough FLOPs of one training token (forward + backward), for MFU and throughput reports.
-double gpt_flops_per_token(const ModelConfig *c, int T);
