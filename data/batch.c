@@ -71,3 +71,17 @@ void batch_put_sample_docs(Batch *b, int row, const int32_t *sample, int T, int 
 void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index) {
     batch_put_sample_docs(b, row, sample, T, sp, sp_index, -1);
 }
+
+void batch_mask_targets(Batch *b, int row, const uint8_t *weight) {
+    size_t base = (size_t)row * b->T;
+    int32_t *tgt = b->targets + base;
+    const int32_t *pos = b->pos + base;
+    for (int i = 0; i < b->T; i++)
+        if (!weight[pos[i] + 1]) tgt[i] = -1;   // the target of position p is token p + 1
+}
+
+long batch_count_targets(const Batch *b) {
+    long n = 0;
+    for (size_t i = 0; i < (size_t)b->B * b->T; i++) n += b->targets[i] >= 0;
+    return n;
+}

@@ -7,7 +7,8 @@
 typedef struct {
     int B, T;
     int32_t *tokens;    // (B, T) input token ids
-    int32_t *targets;   // (B, T) next-token ids; -1 = no target (not counted in the loss)
+    int32_t *targets;   // (B, T) next-token ids; -1 = no target (masked by the data's loss weights, or
+                        // none): neither counted in the loss nor differentiated
     int32_t *pos;       // (B, T) global positions in the sequence, for RoPE
     // Document boundaries, for document masking. A document starts at position 0 and right after
     // every EOS token; they are computed on the full sample, so every sp rank sees the same list.

@@ -13,14 +13,20 @@ static uint32_t *g_stream;   // the train split's token stream: non-EOS tokens a
 static uint64_t g_n;
 static uint64_t g_pos_of[VOCAB];   // stream position of each non-EOS token value
 
+// The loss weight the weighted dataset gives a token: 0 for EOS and every third id.
+static uint8_t weight_of(uint32_t tok) { return tok != EOS && tok % 3 != 0; }
+
 // Documents of 0..700 tokens (longer than a block of 256 and some than a shard of 1000); val split of 3 documents.
-static void make_dataset(const char *ds, bool with_val) {
+// weighted: the shards store weight_of(token) for every token.
+static void make_dataset(const char *ds, bool with_val, bool weighted) {
     Rng r;
     rng_seed(&r, 3);
     g_stream = malloc(40000 * sizeof(uint32_t));
     g_n = 0;
     uint32_t next = 0, doc[800];
-    ShardParams p = {.token_bytes = 2, .block_tokens = 256, .vocab_size = VOCAB, .eos_id = EOS, .level = 1, .byte_planes = true, .tokenizer = "test"};
+    ShardParams p = {.token_bytes = 2, .block_tokens = 256, .vocab_size = VOCAB, .eos_id = EOS, .level = 1, .byte_planes = true,
+                     .weights = weighted, .tokenizer = "test"};
+    uint8_t wdoc[800];
     DatasetWriter *w = dataset_writer_open(ds, &p, 1000);
     while (g_n < 20000) {
         uint64_t len = rng_below(&r, 8) == 0 ? 700 : rng_below(&r, 120);
@@ -29,7 +35,14 @@ static void make_dataset(const char *ds, bool with_val) {
             doc[i] = g_stream[g_n++] = next;
         }
         g_stream[g_n++] = EOS;
-        dataset_doc(w, SPLIT_TRAIN, doc, (size_t)len);
+        if (!weighted) {
+            dataset_doc(w, SPLIT_TRAIN, doc, (size_t)len);
+            continue;
+        }
+        for (uint64_t i = 0; i < len; i++) wdoc[i] = weight_of(doc[i]);
+        dataset_doc_begin(w, SPLIT_TRAIN);
+        dataset_doc_tokens_weighted(w, doc, wdoc, (size_t)len);
+        dataset_doc_end_weighted(w, weight_of(EOS));
     }
     for (int d = 0; with_val && d < 3; d++) {
         for (int i = 0; i < 200; i++) doc[i] = 50000 + d * 200 + i;
@@ -58,12 +71,15 @@ static DataOptions opts(int dp, int dpi, int sp, int spi, double val_fraction) {
 
 // Runs `steps` micro-steps on every rank of dp×sp starting at global sample `from`; appends every
 // (sample, position, token, target, document) any rank saw. Checks each rank's zigzag positions.
+static bool g_loss_on_all;   // run_layout opens the data with --loss-on all
+
 static size_t run_layout(const char *ds, int dp, int sp, uint64_t from, int steps, Tuple *out, DataState *end) {
     size_t n = 0;
     int bad_zigzag = 0;
     for (int g = 0; g < dp; g++)
         for (int r = 0; r < sp; r++) {
             DataOptions o = opts(dp, g, sp, r, 0);
+            o.loss_on_all = g_loss_on_all;
             DataSource *d = data_open(ds, &o, false);
             data_restore(d, (DataState){.seed = 1234, .consumed = from});
             Batch b = batch_alloc(B, T / sp);
@@ -272,15 +288,58 @@ static void test_bad(const char *dir, const char *ds) {
     free(copy);
 }
 
+// Loss weights: a target whose token has weight 0 is -1, on every dp×sp layout (the zigzag slices carry
+// the mask like the targets); --loss-on all ignores the weights; a dataset without weights masks nothing.
+static void test_masks(const char *dsw, uint64_t n_samples) {
+    const int layouts[][2] = {{1, 1}, {2, 1}, {1, 2}, {2, 2}, {1, 4}};
+    const int S = 16;
+    uint64_t from = n_samples - 4;           // crossing an epoch boundary
+    Tuple *ref = malloc(sizeof(Tuple) * S * T), *got = malloc(sizeof(Tuple) * S * T);
+    size_t n_ref = run_layout(dsw, 1, 1, from, S / B, ref, NULL);
+    int bad = 0, masked = 0;
+    for (size_t i = 0; i < n_ref; i += T) {
+        uint64_t start = UINT64_MAX;
+        for (int t = 0; t < T && start == UINT64_MAX; t++)
+            if (ref[i + t].tok != EOS) start = where(ref[i + t].tok) - t;
+        for (int t = 0; t < T; t++) {
+            uint32_t next = g_stream[start + t + 1];
+            bad += ref[i + t].tgt != (weight_of(next) ? (int32_t)next : -1);
+            masked += ref[i + t].tgt < 0;
+        }
+    }
+    CHECK(bad == 0 && masked > 0 && masked < (int)n_ref, "targets of weight-0 tokens are -1 (%d of %zu masked, %d wrong)", masked, n_ref, bad);
+    for (size_t l = 1; l < sizeof layouts / sizeof layouts[0]; l++) {
+        int dp = layouts[l][0], sp = layouts[l][1];
+        size_t n = run_layout(dsw, dp, sp, from, S / (B * dp), got, NULL);
+        CHECK(n == n_ref && memcmp(got, ref, n * sizeof *got) == 0, "masked targets: dp %d x sp %d = 1x1", dp, sp);
+    }
+    g_loss_on_all = true;
+    run_layout(dsw, 1, 2, from, S / B, got, NULL);
+    g_loss_on_all = false;
+    masked = 0;
+    for (size_t i = 0; i < n_ref; i++) masked += got[i].tgt < 0;
+    CHECK(masked == 0, "--loss-on all: no target masked (%d)", masked);
+    DataOptions o = opts(1, 0, 1, 0, 0);
+    DataSource *d = data_open(dsw, &o, false);
+    CHECK(data_masks_targets(d), "a weighted dataset masks targets");
+    data_close(d);
+    free(ref);
+    free(got);
+}
+
 int main(void) {
     char *dir = temp_dir("loader"), *ds = path_join(dir, "ds"), *ds_val = path_join(dir, "ds_val");
-    make_dataset(ds_val, true);
+    char *dsw = path_join(dir, "ds_weighted");
+    make_dataset(ds_val, true, false);
     free(g_stream);
-    make_dataset(ds, false);
+    make_dataset(dsw, false, true);
+    free(g_stream);
+    make_dataset(ds, false, false);
     DataOptions o = opts(1, 0, 1, 0, 0);
     DataSource *d = data_open(ds, &o, false);
     uint64_t n_samples = data_num_samples(d);
     CHECK(data_vocab_size(d) == VOCAB, "vocab size from the manifest");
+    CHECK(!data_masks_targets(d), "a dataset without weights masks nothing");
     data_close(d);
     test_layouts(ds, n_samples);
     test_epochs(ds);
@@ -288,6 +347,7 @@ int main(void) {
     test_resume(ds);
     test_splits(ds_val, ds);
     test_bad(dir, ds);
+    test_masks(dsw, n_samples);
     rm_rf(dir);
     free(g_stream);
     return test_finish();
