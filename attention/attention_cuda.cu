@@ -106,6 +106,21 @@ __device__ __forceinline__ float quad_sum(float v) {
     return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
+// Document masking: [lo, hi] of n ids. Every thread of a block reads the same ids, so decisions made
+// from these ranges are block-uniform and may skip a tile before its barriers.
+__device__ __forceinline__ void id_range(const int *ids, int n, int *lo, int *hi) {
+    int a = ids[0], b = ids[0];
+    for (int i = 1; i < n; i++) a = min(a, ids[i]), b = max(b, ids[i]);
+    *lo = a, *hi = b;
+}
+
+// True when none of the n ids can equal an id in [lo, hi]: the tile is hidden for every row.
+__device__ __forceinline__ bool tile_hidden(const int *ids, int n, int lo, int hi) {
+    int a, b;
+    id_range(ids, n, &a, &b);
+    return b < lo || hi < a;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Forward: grid (ceil(nq/BQ), H); warp w owns query rows w·16.. of the tile; the state of those
 // rows is read at the start and written at the end, so a block folds every KV tile of the block in.
@@ -148,7 +163,10 @@ __global__ void __launch_bounds__(THREADS) attn_fwd_kernel(float *acc, float *m_
         }
 
     const int jmax = causal ? min(nk, i0 + BQ) : nk;   // causal: no key beyond the tile's last row
+    int qlo = 0, qhi = 0;
+    if (qdoc) id_range(qdoc + i0, min(BQ, nq - i0), &qlo, &qhi);
     for (int j0 = 0; j0 < jmax; j0 += BK) {
+        if (qdoc && tile_hidden(kdoc + j0, min(BK, nk - j0), qlo, qhi)) continue;   // another document: nothing to add
         __syncthreads();   // the previous tile is no longer read
         load_tile<HD>(Ks, LD, nullptr, 0, k + (size_t)hk * HD, ks, j0, BK, nk);
         load_tile<HD>(nullptr, 0, Vt, LDT, v + (size_t)hk * HD, ks, j0, BK, nk);
@@ -256,8 +274,11 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_kernel(float *dk, float
         for (int e = 0; e < 4; e++) dkacc[nt][e] = dvacc[nt][e] = 0.f;
 
     const int i_start = causal ? (j0 / BQB) * BQB : 0;   // causal: rows before the first key see none of it
+    int klo = 0, khi = 0;
+    if (qdoc) id_range(kdoc + j0, min(BKV, nk - j0), &klo, &khi);
     for (int h = hk * group; h < (hk + 1) * group; h++) {
         for (int i0 = i_start; i0 < nq; i0 += BQB) {
+            if (qdoc && tile_hidden(qdoc + i0, min(BQB, nq - i0), klo, khi)) continue;
             __syncthreads();
             load_tile<HD>(Qs, LD, Qt, LDT, q + (size_t)h * HD, qs, i0, BQB, nq);
             load_tile<HD>(dOs, LD, dOt, LDT, dout + (size_t)h * HD, qs, i0, BQB, nq);
@@ -359,7 +380,10 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dq_kernel(float *dq, const f
     for (int nt = 0; nt < NT; nt++) dqacc[nt][0] = dqacc[nt][1] = dqacc[nt][2] = dqacc[nt][3] = 0.f;
 
     const int jmax = causal ? min(nk, i0 + BQ) : nk;
+    int qlo = 0, qhi = 0;
+    if (qdoc) id_range(qdoc + i0, min(BQ, nq - i0), &qlo, &qhi);
     for (int j0 = 0; j0 < jmax; j0 += BKQ) {
+        if (qdoc && tile_hidden(kdoc + j0, min(BKQ, nk - j0), qlo, qhi)) continue;
         __syncthreads();
         load_tile<HD>(Ks, LD, Kt, LDT, k + (size_t)hk * HD, ks, j0, BKQ, nk);
         load_tile<HD>(Vs, LD, nullptr, 0, v + (size_t)hk * HD, ks, j0, BKQ, nk);
@@ -524,7 +548,8 @@ extern "C" void attn_cuda_forward_block(const AttnShape *s, AttnState st, const 
 }
 
 // Document ids (device memory) join the causal/full predicate in every kernel: a key of another
-// document gets score -inf (P = dS = 0). Whole masked ring steps are skipped by attention/ring.c.
+// document gets score -inf (P = dS = 0), and (query tile, key tile) pairs whose id ranges are
+// disjoint are skipped. Whole masked ring steps are skipped by attention/ring.c.
 extern "C" void attn_cuda_forward_block_docs(const AttnShape *s, AttnState st, const real *q, int nq, const real *k,
                                              const real *v, int nk, AttnMask mask, AttnDocs docs) {
     check_shape(s, "forward");
