@@ -11,10 +11,15 @@
 #include "checkpoints/fsio.h"
 #include "core/common.h"
 
+// config.json beside weights: a ringgpt run directory also holds a config.json (its flags), never weights.
 bool hf_is_dir(const char *dir) {
     char path[4200];
     struct stat st;
     fs_join(path, sizeof path, dir, "config.json");
+    if (stat(path, &st) != 0) return false;
+    fs_join(path, sizeof path, dir, "model.safetensors");
+    if (stat(path, &st) == 0) return true;
+    fs_join(path, sizeof path, dir, "model.safetensors.index.json");
     return stat(path, &st) == 0;
 }
 

@@ -4,11 +4,63 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "checkpoints/fsio.h"
 #include "checkpoints/hf.h"
 #include "core/common.h"
+
+bool ckpt_run_config(const char *path, char *buf, size_t n) {
+    buf[0] = 0;
+    if (hf_is_dir(path)) return false;
+    char state[4200], parent[4200];
+    fs_join(state, sizeof state, path, "state.json");
+    if (access(state, F_OK) == 0) {   // a step directory: the run directory is its parent
+        snprintf(parent, sizeof parent, "%s", path);
+        size_t len = strlen(parent);
+        while (len > 1 && parent[len - 1] == '/') parent[--len] = 0;
+        char *slash = strrchr(parent, '/');
+        if (slash == parent) parent[1] = 0;
+        else if (slash) *slash = 0;
+        else snprintf(parent, sizeof parent, ".");
+        fs_join(buf, n, parent, "config.json");
+    } else {
+        fs_join(buf, n, path, "config.json");
+    }
+    if (access(buf, F_OK) == 0) return true;
+    buf[0] = 0;
+    return false;
+}
+
+void ckpt_source_model(const char *src, ModelConfig *c) {
+    CkErr e;
+    if (hf_is_dir(src)) {
+        int max_pos;
+        if (hf_read_config(src, c, &max_pos, &e) != 0) fail_usage("--init-from %s", e.msg);
+        return;
+    }
+    char dir[4200];
+    ckpt_resolve(src, dir, sizeof dir);
+    CkptState s;
+    if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("--init-from %s", e.msg);
+    *c = s.model;
+}
+
+void ckpt_write_run_config(const char *out, const char *json) {
+    char path[4200], tmp[4300];
+    fs_join(path, sizeof path, out, "config.json");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    CkErr e;
+    size_t len = strlen(json);
+    char *text = xmalloc(len + 2, "config.json");
+    memcpy(text, json, len);
+    memcpy(text + len, "\n", 2);
+    int rc = fs_write_file(tmp, text, len + 1, &e);
+    free(text);
+    if (rc != 0 || fs_rename(tmp, path, &e) != 0) fail("%s", e.msg);
+}
 
 void ckpt_normalize_resume_flag(int argc, char **argv) {
     for (int i = 1; i < argc; i++)

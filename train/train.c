@@ -41,13 +41,91 @@ typedef struct {
     int ckpt_every, keep;
     bool threads_auto;   // --threads not given: share the cores among the ranks of a node
     const char *device;  // --device: cpu, cuda or auto
+    const char *config;  // --config FILE: flags as JSON (the command line wins)
+    bool sp_inherited;   // --sp came from the saved config of a resumed run (another world size may not hold it)
+    char *config_json;   // the resolved flags, written to OUT/config.json
 } TrainConfig;
 
 static const ArgCommand TRAIN_CMD = {
     "train", "ringgpt train --data FILE.txt|DIR [flags]",
-    "Trains a Llama-style model from scratch on the CPU. A text file is read with the byte-level\n"
-    "tokenizer (the last --val-fraction is held out for validation unless --val-data is given).\n"
-    "Writes OUT/metrics.jsonl (one JSON object per step); scripts/plot_metrics.py plots it."};
+    "Trains a Llama-style model (CPU or GPU, one rank or a ring under mpirun/srun). A text file is read\n"
+    "with the byte-level tokenizer (the last --val-fraction is held out for validation unless --val-data\n"
+    "is given). --config FILE gives flags as JSON; every run writes the resolved flags to OUT/config.json,\n"
+    "which --resume and --init-from read back, so neither needs the flags again. Writes OUT/metrics.jsonl\n"
+    "(one JSON object per step); scripts/plot_metrics.py plots it."};
+
+// A missing or unreadable path is a usage error (exit 2), caught before any work starts.
+static void check_readable_flag(const char *flag, const char *path) {
+    if (access(path, R_OK) != 0)
+        fail_usage("%s %s: cannot open (%s); check the path", flag, path, strerror(errno));
+}
+
+// Flags a run does not pass on: actions and this machine's settings.
+static const char *const NOT_SAVED[] = {"--config", "--resume", NULL};
+static const char *const NOT_INHERITED_ON_RESUME[] = {"--config", "--resume", "--threads", "--device", "--debug-exit-rank",
+                                                      "--debug-exit-step", "--debug-stall", NULL};
+static const char *const NOT_INHERITED_ON_INIT[] = {"--config", "--resume", "--init-from", "--out", "--threads", "--device",
+                                                    "--debug-exit-rank", "--debug-exit-step", "--debug-stall", NULL};
+
+// The shape flags the user gave (command line or --config), as opposed to those a saved config fills in.
+typedef struct {
+    bool model, layers, dim, heads, kv_heads, ffn, tie, rope, sp;
+} ShapeGiven;
+
+// Precedence: the command line, then --config FILE, then the saved config of --resume / --init-from.
+static ShapeGiven apply_config_files(TrainConfig *t, ArgSpec *specs, int n) {
+    if (t->config) {
+        check_readable_flag("--config", t->config);
+        args_apply_json(&TRAIN_CMD, specs, n, t->config, NOT_SAVED);
+    }
+    ShapeGiven g = {args_seen(specs, n, "--model"), args_seen(specs, n, "--layers"), args_seen(specs, n, "--dim"),
+                    args_seen(specs, n, "--heads"), args_seen(specs, n, "--kv-heads"), args_seen(specs, n, "--ffn-dim"),
+                    args_seen(specs, n, "--tie-embeddings"), args_seen(specs, n, "--rope-theta"),
+                    args_seen(specs, n, "--sp")};
+    char saved[4200];
+    if (t->resume) {
+        bool path = strcmp(t->resume, "latest") != 0 && strcmp(t->resume, "auto") != 0;
+        if (ckpt_run_config(path ? t->resume : t->out, saved, sizeof saved))
+            args_apply_json(&TRAIN_CMD, specs, n, saved, NOT_INHERITED_ON_RESUME);
+    } else if (t->init_from) {
+        check_readable_flag("--init-from", t->init_from);
+        if (ckpt_run_config(t->init_from, saved, sizeof saved))
+            args_apply_json(&TRAIN_CMD, specs, n, saved, NOT_INHERITED_ON_INIT);
+    }
+    return g;
+}
+
+// --init-from: the architecture is the source's; a shape flag that was given must agree with it.
+// seq-len, rope-theta, lr and the data may change.
+static void adopt_source_shape(const TrainConfig *t, ModelConfig *mc, ShapeGiven g) {
+    ModelConfig src, preset;
+    ckpt_source_model(t->init_from, &src);
+    config_preset(&preset, t->model);
+    struct {
+        const char *flag;
+        bool given;
+        int *mine, theirs, preset;
+    } f[] = {{"--layers", g.layers, &mc->n_layer, src.n_layer, preset.n_layer},
+             {"--dim", g.dim, &mc->dim, src.dim, preset.dim},
+             {"--heads", g.heads, &mc->n_head, src.n_head, preset.n_head},
+             {"--kv-heads", g.kv_heads, &mc->n_kv_head, src.n_kv_head, preset.n_kv_head},
+             {"--ffn-dim", g.ffn, &mc->ffn_dim, src.ffn_dim, preset.ffn_dim}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        if (f[i].given && *f[i].mine != f[i].theirs)
+            fail_usage("--init-from %s: its %s is %d but %s gives %d; leave the shape flags out (the architecture comes "
+                       "from the checkpoint)", t->init_from, f[i].flag + 2, f[i].theirs, f[i].flag, *f[i].mine);
+        if (g.model && !f[i].given && f[i].preset != f[i].theirs)
+            fail_usage("--init-from %s: its %s is %d but --model %s has %d; leave --model out (the architecture comes "
+                       "from the checkpoint)", t->init_from, f[i].flag + 2, f[i].theirs, t->model, f[i].preset);
+        *f[i].mine = f[i].theirs;
+    }
+    if (g.tie && t->tie_embeddings != src.tie_embeddings)
+        fail_usage("--init-from %s: its embeddings are %s but --tie-embeddings says %s; leave the flag out", t->init_from,
+                   src.tie_embeddings ? "tied" : "untied", t->tie_embeddings ? "tied" : "untied");
+    if (!g.rope) mc->rope_theta = src.rope_theta;
+    mc->tie_embeddings = src.tie_embeddings;
+    mc->norm_eps = src.norm_eps;
+}
 
 // Fills *t from argv. Model-shape flags override the preset named by --model.
 static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
@@ -63,16 +141,17 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     float rope_theta = 0;
     ArgSpec specs[] = {
         {"--data", ARG_STRING, &t->data, "training data: a text file or a dataset directory (ringgpt prepare)"},
-        {"--val-data", ARG_STRING, &t->val_data, "validation data (default: the held-out tail of --data)"},
+        {"--config", ARG_STRING, &t->config, "flags as a JSON object {\"seq-len\": 1024, ...}; the command line overrides it"},
+        {"--val-data", ARG_STRING, &t->val_data, "validation data", .dflt = "the held-out tail of --data"},
         {"--val-fraction", ARG_FLOAT, &t->val_fraction, "fraction of a text file held out for validation"},
         {"--out", ARG_STRING, &t->out, "output directory (metrics.jsonl)"},
         {"--model", ARG_STRING, &t->model, "preset: tiny, small, base, 125m"},
-        {"--layers", ARG_INT, &layers, "override the preset's layer count"},
-        {"--dim", ARG_INT, &dim, "override the model width"},
-        {"--heads", ARG_INT, &heads, "override the query head count"},
-        {"--kv-heads", ARG_INT, &kv_heads, "override the key/value head count (GQA; divides --heads)"},
-        {"--ffn-dim", ARG_INT, &ffn, "override the SwiGLU hidden width"},
-        {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base (preset: 10000)"},
+        {"--layers", ARG_INT, &layers, "layer count", .dflt = "preset"},
+        {"--dim", ARG_INT, &dim, "model width", .dflt = "preset"},
+        {"--heads", ARG_INT, &heads, "query head count", .dflt = "preset"},
+        {"--kv-heads", ARG_INT, &kv_heads, "key/value head count (GQA; divides --heads)", .dflt = "preset"},
+        {"--ffn-dim", ARG_INT, &ffn, "SwiGLU hidden width", .dflt = "preset"},
+        {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base", .dflt = "preset"},
         {"--tie-embeddings", ARG_BOOL, &t->tie_embeddings, "share the token embedding with the LM head"},
         {"--seq-len", ARG_INT, &t->seq_len, "tokens per sequence T"},
         {"--batch", ARG_INT, &t->batch, "sequences per micro-step B (per data-parallel group)"},
@@ -88,12 +167,13 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--clip", ARG_FLOAT, &t->clip, "global gradient-norm clip (0 = off)"},
         {"--seed", ARG_I64, &t->seed, "seed of the initial weights and of the data order"},
         {"--no-shuffle", ARG_BOOL, &t->no_shuffle, "read samples in stream order every epoch (no shuffle)"},
-        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS)"},
+        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS)", .dflt = "all cores, shared by the node's ranks"},
         {"--log-every", ARG_INT, &t->log_every, "print a progress line every N steps"},
         {"--eval-every", ARG_INT, &t->eval_every, "validation loss every N steps (0 = only at the end)"},
         {"--eval-batches", ARG_INT, &t->eval_batches, "batches per validation"},
         {"--loss-chunk", ARG_INT, &t->loss_chunk, "rows per chunk of the fused LM head + loss"},
-        {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible; default $RINGGPT_DEVICE or auto)"},
+        {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible)",
+         .dflt = "$RINGGPT_DEVICE, else auto"},
         {"--sp", ARG_INT, &t->sp, "ring size: ranks that split one sequence (mpirun -np dp·sp)"},
         {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},
         {"--debug-exit-rank", ARG_INT, &t->debug_exit_rank, "(testing) this rank leaves the job at --debug-exit-step"},
@@ -102,11 +182,13 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--ckpt-every", ARG_INT, &t->ckpt_every, "checkpoint every N steps and at the end (0 = only at the end, -1 = never)"},
         {"--keep", ARG_INT, &t->keep, "keep the newest K checkpoints (0 = all)"},
         {"--resume", ARG_STRING, &t->resume, "continue from the newest valid checkpoint in --out (bare), `auto` (if any), or PATH"},
-        {"--init-from", ARG_STRING, &t->init_from, "start a new run from the weights of a checkpoint or HF Llama directory"},
+        {"--init-from", ARG_STRING, &t->init_from, "start a new run from the weights (and architecture) of a checkpoint or HF Llama directory"},
     };
     int n = sizeof specs / sizeof specs[0];
     const char *pos[1];
     args_parse(&TRAIN_CMD, specs, n, argc, argv, pos, 0);
+    ShapeGiven given = apply_config_files(t, specs, n);
+    t->sp_inherited = !given.sp && args_seen(specs, n, "--sp");
     if (!config_preset(mc, t->model))
         fail_usage("unknown --model '%s'; choose one of %s", t->model, config_preset_names());
     if (args_seen(specs, n, "--layers")) mc->n_layer = layers;
@@ -117,7 +199,12 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     if (args_seen(specs, n, "--ffn-dim")) mc->ffn_dim = ffn;
     if (args_seen(specs, n, "--rope-theta")) mc->rope_theta = rope_theta;
     mc->tie_embeddings = t->tie_embeddings;
+    if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0)) adopt_source_shape(t, mc, given);
     t->threads_auto = !args_seen(specs, n, "--threads");
+    // The resolved flags: the shape as the model has it, so the file alone rebuilds this run.
+    layers = mc->n_layer, dim = mc->dim, heads = mc->n_head, kv_heads = mc->n_kv_head, ffn = mc->ffn_dim;
+    rope_theta = mc->rope_theta, t->tie_embeddings = mc->tie_embeddings;
+    t->config_json = args_to_json(specs, n, NOT_SAVED);
 }
 
 static void check_train_config(const TrainConfig *t) {
@@ -144,12 +231,6 @@ static void check_train_config(const TrainConfig *t) {
     config_validate(&t->model_cfg);
 }
 
-// A missing or unreadable path is a usage error (exit 2), caught before any work starts.
-static void check_readable(const char *flag, const char *path) {
-    if (access(path, R_OK) != 0)
-        fail_usage("%s %s: cannot open (%s); check the path", flag, path, strerror(errno));
-}
-
 // The dp × sp layout. Errors that every rank sees alike come once, from rank 0, and end every rank.
 static CommGrid setup_layout(TrainConfig *t, int argc, char **argv) {
     size_t len = 1;
@@ -160,6 +241,12 @@ static CommGrid setup_layout(TrainConfig *t, int argc, char **argv) {
     free(cmdline);
     if (!(t->comm_timeout > 0)) comm_fail_usage_all("--comm-timeout must be positive (got %g)", t->comm_timeout);
     comm_set_timeout(t->comm_timeout);
+    int world = comm_size(comm_world());
+    if (t->sp_inherited && world % t->sp != 0) {   // a resume on another layout: one rank per sequence
+        log_info("note: the saved run had --sp %d; %d rank%s cannot hold it, so this run uses --sp 1\n", t->sp, world,
+                 world == 1 ? "" : "s");
+        t->sp = 1;
+    }
     CommGrid g = comm_grid(t->sp);
     int parts = 2 * t->sp;
     if (t->sp > 1 && t->seq_len < parts)
@@ -282,8 +369,8 @@ static void run_open(Run *r, int argc, char **argv) {
     r->grid = setup_layout(t, argc, argv);
     check_train_config(t);
     set_threads(t->threads);
-    check_readable("--data", t->data);
-    if (t->val_data) check_readable("--val-data", t->val_data);
+    check_readable_flag("--data", t->data);
+    if (t->val_data) check_readable_flag("--val-data", t->val_data);
     make_dirs(t->out);
     r->train = open_data(t, false);
     r->val = open_data(t, true);
@@ -303,6 +390,7 @@ static void run_open(Run *r, int argc, char **argv) {
     r->ckpt = (CkptHook){.out = t->out, .resume = t->resume, .init_from = t->init_from, .every = t->ckpt_every,
                          .keep = t->keep, .base = ckpt_base(t), .world = r->grid.world, .rank = r->grid.rank};
     r->start = ckpt_train_begin(&r->ckpt, &r->model, &r->opt, r->train);   // resume: weights, AdamW, data position
+    if (r->grid.rank == 0) ckpt_write_run_config(t->out, t->config_json);   // after the checks: a refused run leaves it
     r->log = (MetricsLog){0};
     if (r->grid.rank == 0) metrics_open(&r->log, t->out, r->start);   // one writer
     r->batch = batch_alloc(t->batch, t->seq_len / t->sp);
