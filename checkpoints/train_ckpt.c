@@ -135,7 +135,7 @@ static void resume_dir(const CkptHook *h, char *dir, size_t n) {
     }
     CkErr e;
     int rc = ckpt_find_latest(h->out, dir, n, &e);
-    if (rc < 0) fail("--resume: %s; remove or repair them, or train into a new --out", e.msg);
+    if (rc < 0) fail_usage("--resume: %s; remove or repair them, or train into a new --out", e.msg);
     if (rc == 0 && strcmp(h->resume, "latest") == 0)
         comm_fail_usage_all("--resume: %s holds no checkpoint (step_*/); use --resume auto to start fresh when there is "
                             "none", h->out);
@@ -146,13 +146,13 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
     CkErr e;
     char spath[4200];
     fs_join(spath, sizeof spath, dir, "state.json");
-    if (ckpt_read_state(dir, &s, &e) != 0) fail("%s", e.msg);
+    if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("%s", e.msg);
     check_model(spath, &s.model, &h->base.model, h->init_from ? SRC_INIT : SRC_RESUME);
     check_run(spath, &s, &h->base);
     m->cfg.norm_eps = s.model.norm_eps;   // from the weights' origin (an HF import may differ from the preset)
     h->base.model.norm_eps = s.model.norm_eps;
     if (s.init_from[0]) snprintf(h->base.init_from, sizeof h->base.init_from, "%s", s.init_from);
-    if (ckpt_load_model(dir, m, &e) != 0 || ckpt_load_optim(dir, &s, m, opt, &e) != 0) fail("%s", e.msg);
+    if (ckpt_load_model(dir, m, &e) != 0 || ckpt_load_optim(dir, &s, m, opt, &e) != 0) fail_usage("%s", e.msg);
     data_restore(train, s.data);
     log_info("resumed from %s at step %" PRId64 " (saved on dp x sp = %d x %d, now %d x %d; %" PRIu64
              " samples consumed)\n", dir, s.step, s.dp, s.sp, h->base.dp, h->base.sp, s.data.consumed);
@@ -167,20 +167,20 @@ static void init_from(CkptHook *h, GPT *m) {
     if (hf_is_dir(src)) {
         ModelConfig hc;
         int max_pos;
-        if (hf_read_config(src, &hc, &max_pos, &e) != 0) fail("%s", e.msg);
+        if (hf_read_config(src, &hc, &max_pos, &e) != 0) fail_usage("%s", e.msg);
         hc.rope_theta = m->cfg.rope_theta;   // context extension: the flags' theta wins
         hc.tie_embeddings = m->cfg.tie_embeddings;
         char cpath[4200];
         fs_join(cpath, sizeof cpath, src, "config.json");
         check_model(cpath, &hc, &m->cfg, SRC_HF);
         m->cfg.norm_eps = hc.norm_eps;
-        if (hf_load_weights(src, m, &e) != 0) fail("%s", e.msg);
+        if (hf_load_weights(src, m, &e) != 0) fail_usage("%s", e.msg);
     } else {
         ckpt_resolve(src, dir, sizeof dir);
         CkptState s;
-        if (ckpt_read_state(dir, &s, &e) != 0) fail("%s", e.msg);
+        if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("%s", e.msg);
         m->cfg.norm_eps = s.model.norm_eps;
-        if (ckpt_load_model(dir, m, &e) != 0) fail("%s", e.msg);
+        if (ckpt_load_model(dir, m, &e) != 0) fail_usage("%s", e.msg);
         src = dir;
     }
     h->base.model.norm_eps = m->cfg.norm_eps;
