@@ -219,6 +219,9 @@ static void check_train_config(const TrainConfig *t) {
     if (t->eval_every < 0) fail_usage("--eval-every must not be negative (got %d)", t->eval_every);
     if (t->eval_batches < 1) fail_usage("--eval-batches must be at least 1 (got %d)", t->eval_batches);
     if (t->loss_chunk < 1) fail_usage("--loss-chunk must be at least 1 (got %d)", t->loss_chunk);
+    if (t->ckpt_every < -1) fail_usage("--ckpt-every must be N > 0, 0 (only at the end) or -1 (never) (got %d)", t->ckpt_every);
+    if (t->keep < 0) fail_usage("--keep must not be negative (got %d; 0 keeps all)", t->keep);
+    if (t->debug_exit_step < 0) fail_usage("--debug-exit-step must not be negative (got %d)", t->debug_exit_step);
     if (!(t->lr > 0)) fail_usage("--lr must be positive (got %g)", t->lr);
     if (t->min_lr < 0 || t->min_lr > t->lr) fail_usage("--min-lr must be between 0 and --lr (got %g)", t->min_lr);
     if (t->weight_decay < 0) fail_usage("--weight-decay must not be negative (got %g)", t->weight_decay);
