@@ -167,7 +167,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--clip", ARG_FLOAT, &t->clip, "global gradient-norm clip (0 = off)"},
         {"--seed", ARG_I64, &t->seed, "seed of the initial weights and of the data order"},
         {"--no-shuffle", ARG_BOOL, &t->no_shuffle, "read samples in stream order every epoch (no shuffle)"},
-        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS)", .dflt = "all cores, shared by the node's ranks"},
+        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
         {"--log-every", ARG_INT, &t->log_every, "print a progress line every N steps"},
         {"--eval-every", ARG_INT, &t->eval_every, "validation loss every N steps (0 = only at the end)"},
         {"--eval-batches", ARG_INT, &t->eval_batches, "batches per validation"},
