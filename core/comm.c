@@ -66,10 +66,29 @@ static bool launched_by_mpi(void) {
     return false;
 }
 
+static long env_long(const char *name) {
+    const char *v = getenv(name);
+    return v ? strtol(v, NULL, 10) : 0;
+}
+
+// `srun -n N` without a PMI plugin would start N separate one-rank worlds that each train alone.
+// Task 0 prints the fix; every task exits 2.
+static void check_slurm_step(void) {
+    long tasks = env_long("SLURM_STEP_NUM_TASKS");
+    if (tasks <= 1 || (g_mpi && comm_size(g_world) == tasks)) return;
+    if (env_long("SLURM_PROCID") != 0) exit(EXIT_USAGE);
+    if (g_mpi)
+        fail_usage("srun started %ld tasks but MPI sees a world of %d; launch with `srun --mpi=pmix` (or pmi2; see "
+                   "`srun --mpi=list`)", tasks, comm_size(g_world));
+    fail_usage("srun started %ld tasks without a PMI plugin, so they cannot find each other; launch with `srun --mpi=pmix` "
+               "(or pmi2; see `srun --mpi=list`), or run mpirun inside the allocation", tasks);
+}
+
 void comm_init(int *argc, char ***argv) {
     if (g_world) return;
     g_mpi = launched_by_mpi();
     g_world = g_mpi ? comm_mpi_init(argc, argv) : comm_local_world();
+    check_slurm_step();
     set_log_rank(g_world->rank);
     set_fail_hook(abort_job_hook);
     set_fail_quiet(quiet_usage_error);

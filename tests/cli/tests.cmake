@@ -6,3 +6,6 @@ foreach(script config consistency)
 endforeach()
 add_test(NAME cli_corruption_sweep COMMAND python3 ${CLI_T}/corruption_sweep.py ${RINGGPT_BIN})
 set_tests_properties(cli_corruption_sweep PROPERTIES LABELS cli TIMEOUT 120)
+# A one-node Slurm started by the test; SKIP (77) with the reason where slurm-wlm is missing or cannot run.
+add_test(NAME cli_slurm_srun COMMAND bash ${CLI_T}/slurm.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
+set_tests_properties(cli_slurm_srun PROPERTIES LABELS cli TIMEOUT 120 SKIP_RETURN_CODE 77)
