@@ -15,6 +15,10 @@ export PATH=$PATH:/usr/sbin
 . "$(dirname "$0")/common.sh"
 pids=()
 stop_all() {   # the daemons this test started, by their pid, newest first
+  if [[ -n ${SLURM_CONF:-} ]]; then   # end our jobs first, so that no job step outlives slurmd
+    scancel --partition=test 2>/dev/null
+    for _ in $(seq 50); do [[ -z $(squeue -h 2>/dev/null) ]] && break; sleep 0.1; done
+  fi
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null; done
   for p in "${pids[@]}"; do for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done; kill -9 "$p" 2>/dev/null; done
   rm -rf "$W"
