@@ -363,6 +363,7 @@ typedef struct {
     Batch batch;                   // (B, T/sp): this rank's slice of the micro-batch
     long start;                    // first step (> 0 after --resume)
     double tokens_per_step;        // global target tokens per optimizer step
+    double flops_per_token;        // training FLOPs per token (for MFU)
 } Run;
 
 static void run_open(Run *r, int argc, char **argv) {
@@ -398,6 +399,7 @@ static void run_open(Run *r, int argc, char **argv) {
     if (r->grid.rank == 0) metrics_open(&r->log, t->out, r->start);   // one writer
     r->batch = batch_alloc(t->batch, t->seq_len / t->sp);
     r->tokens_per_step = (double)t->batch * t->seq_len * t->grad_accum * t->dp;
+    r->flops_per_token = metrics_flops_per_token(&t->model_cfg, t->seq_len);
     log_info("ringgpt train: %s model, %.2fM parameters, %d layers, dim %d, %d/%d heads, T=%d, B=%d x %d accum, "
              "%d threads, %dx%d ranks (dp x sp), %" PRIu64 " samples/epoch\n",
              t->model, config_num_params(&t->model_cfg) / 1e6, t->model_cfg.n_layer, t->model_cfg.dim,
@@ -422,6 +424,21 @@ static void run_close(Run *r) {
     if (r->grad_comm != r->grid.world) device_comm_free(r->grad_comm);
     if (r->ring_comm != r->grid.ring) device_comm_free(r->ring_comm);
     comm_grid_free(&r->grid);
+}
+
+// GPU memory of the largest rank (MiB, now and at most) and MFU over all ranks' GPUs; -1 on the CPU.
+static void device_metrics(const Run *r, StepMetrics *sm) {
+    sm->mfu = sm->device_mb = sm->device_peak_mb = -1;
+#ifdef RINGGPT_HAVE_CUDA
+    if (r->model.be != &BACKEND_CUDA) return;
+    double mem[2] = {cuda_backend_bytes_in_use() / 1048576.0, cuda_backend_bytes_peak() / 1048576.0};
+    comm_allreduce(r->grid.world, mem, 2, COMM_F64, COMM_MAX, "device memory");
+    sm->device_mb = mem[0], sm->device_peak_mb = mem[1];
+    double peak = cuda_device_peak_tflops() * 1e12 * r->grid.world_size;
+    if (peak > 0) sm->mfu = sm->tokens_per_s * r->flops_per_token / peak;
+#else
+    (void)r;
+#endif
 }
 
 // Forward and backward of grad_accum micro-batches; returns this rank's summed loss.
@@ -457,7 +474,10 @@ int cmd_train(int argc, char **argv) {
         comm_allreduce(r.grid.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");   // the largest rank's memory
         StepMetrics sm = {.step = step + 1, .total_steps = t->steps, .loss = loss_sum / r.tokens_per_step, .lr = lr,
                           .grad_norm = gnorm, .step_ms = dt * 1e3, .tokens_per_s = r.tokens_per_step / dt,
-                          .mfu = -1, .peak_rss_mb = rss, .val_loss = -1, .dp = t->dp, .sp = t->sp};
+                          .tokens_seen = (step + 1) * r.tokens_per_step,
+                          .elapsed_s = r.log.elapsed_before + now_seconds() - run_start, .peak_rss_mb = rss,
+                          .val_loss = -1, .dp = t->dp, .sp = t->sp};
+        device_metrics(&r, &sm);
         bool last = step + 1 == t->steps;
         if (r.val && ((t->eval_every > 0 && (step + 1) % t->eval_every == 0) || last))
             sm.val_loss = evaluate(&r.model, r.val, &r.batch, t->eval_batches, r.grid.world);
