@@ -29,9 +29,12 @@ size_t comm_type_size(CommType t) {
 }
 
 static bool multi_rank(void) { return g_mpi && g_world && g_world->size > 1; }
+static bool g_collective;   // the failure in progress is one every rank detects alike (comm_fail_all)
 
-// A usage error (flags, files every rank reads alike) is printed by rank 0 only.
-static bool quiet_usage_error(int code) { return code == EXIT_USAGE && multi_rank() && g_world->rank != 0; }
+// A usage error (flags, files every rank reads alike) or a collective failure is printed by rank 0 only.
+static bool quiet_usage_error(int code) {
+    return (code == EXIT_USAGE || g_collective) && multi_rank() && g_world->rank != 0;
+}
 
 // Every rank meets the others at a barrier and leaves MPI cleanly, so the job ends with exit 2 and no abort
 // banner. A rank whose partners do not come within the deadline (the error was its own) prints its line
@@ -55,7 +58,7 @@ static _Noreturn void leave_together(int code, const char *line) {
 // A failure on one rank must end the whole job: the other ranks would otherwise wait for it.
 static void abort_job_hook(int code, const char *line) {
     if (!multi_rank()) return;
-    if (code == EXIT_USAGE) leave_together(code, line);
+    if (code == EXIT_USAGE || g_collective) leave_together(code, line);
     comm_mpi_abort(code);
 }
 
@@ -191,6 +194,16 @@ void comm_fail_usage_all(const char *fmt, ...) {
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     fail_usage("%s", line);   // rank 0 prints; every rank meets the others and leaves MPI (leave_together)
+}
+
+void comm_fail_all(const char *fmt, ...) {
+    char line[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    g_collective = true;
+    fail("%s", line);   // exit 1, printed by rank 0, every rank leaves MPI together
 }
 
 // FNV-1a: a stable 64-bit fingerprint of the configuration text.

@@ -76,7 +76,8 @@ typedef struct {
 static ShapeGiven apply_config_files(TrainConfig *t, ArgSpec *specs, int n) {
     if (t->config) {
         check_readable_flag("--config", t->config);
-        args_apply_json(&TRAIN_CMD, specs, n, t->config, NOT_SAVED);
+        const char *const only_once[] = {"--config", NULL};   // a config file may hold every other flag
+        args_apply_json(&TRAIN_CMD, specs, n, t->config, only_once);
     }
     ShapeGiven g = {args_seen(specs, n, "--model"), args_seen(specs, n, "--layers"), args_seen(specs, n, "--dim"),
                     args_seen(specs, n, "--heads"), args_seen(specs, n, "--kv-heads"), args_seen(specs, n, "--ffn-dim"),
@@ -176,7 +177,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
          .dflt = "$RINGGPT_DEVICE, else auto"},
         {"--sp", ARG_INT, &t->sp, "ring size: ranks that split one sequence (mpirun -np dp·sp)"},
         {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},
-        {"--debug-exit-rank", ARG_INT, &t->debug_exit_rank, "(testing) this rank leaves the job at --debug-exit-step"},
+        {"--debug-exit-rank", ARG_INT, &t->debug_exit_rank, "(testing) this rank leaves the job at --debug-exit-step", .dflt = "none"},
         {"--debug-exit-step", ARG_INT, &t->debug_exit_step, "(testing) the step at which --debug-exit-rank leaves"},
         {"--debug-stall", ARG_BOOL, &t->debug_stall, "(testing) the --debug-exit-rank rank stalls instead of exiting"},
         {"--ckpt-every", ARG_INT, &t->ckpt_every, "checkpoint every N steps and at the end (0 = only at the end, -1 = never)"},
@@ -482,7 +483,7 @@ int cmd_train(int argc, char **argv) {
         if (r.val && ((t->eval_every > 0 && (step + 1) % t->eval_every == 0) || last))
             sm.val_loss = evaluate(&r.model, r.val, &r.batch, t->eval_batches, r.grid.world);
         sm.eta_s = (now_seconds() - run_start) / (step + 1 - r.start) * (t->steps - step - 1);
-        if (!isfinite(sm.loss)) fail("loss is %g at step %ld; lower --lr or raise --warmup", sm.loss, step + 1);
+        if (!isfinite(sm.loss)) comm_fail_all("loss is %g at step %ld; lower --lr or raise --warmup", sm.loss, step + 1);
         metrics_log(&r.log, &sm, (step + 1) % t->log_every == 0 || last || sm.val_loss >= 0);
         ckpt_train_step_done(&r.ckpt, step + 1, t->steps, &r.model, &r.opt, r.train, lr_at(&r.sched, step + 1));
     }

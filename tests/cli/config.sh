@@ -28,6 +28,12 @@ check "init-from without shape flags" grep -q "initialised the weights from $W/f
 check "init-from: the new seq-len and theta, the source's data" \
   grep -qzE '"rope-theta":.20000,.*"seq-len":.64,.*"init-from"' "$W/ft/config.json"
 check "init-from: source's data path kept" grep -q "\"data\":.\"$W/text.txt\"" "$W/ft/config.json"
+# an imported HF model: the shape from its state.json, no flag
+"$BIN" export "$W/full" --to hf "$W/hf" > /dev/null && "$BIN" import "$W/hf" --out "$W/imp" > /dev/null
+check "init-from an imported HF model without shape flags" \
+  "$BIN" train --data "$W/text.txt" --init-from "$W/imp" --out "$W/ft_imp" --seq-len 32 --steps 1 --threads 1
+check "init-from an HF directory without shape flags" \
+  "$BIN" train --data "$W/text.txt" --init-from "$W/hf" --out "$W/ft_hf" --seq-len 32 --steps 1 --threads 1
 # bad config files
 printf '{"seq-len": 32, "bogus": 1}' > "$W/unknown.json"
 expect_fail 2 'unknown key "bogus"' "$BIN" train --config "$W/unknown.json" --data "$W/text.txt"
