@@ -222,7 +222,7 @@ void comm_check_same_config(const char *config_text) {
     comm_allreduce(w, &odd, 1, COMM_I64, COMM_MIN, "config check");
     if (odd != INT64_MAX)
         comm_fail_usage_all("rank %" PRId64 " was started with different flags than rank 0 (config hash differs); "
-                            "every rank must get the same command line",
+                            "every rank must get the same flags (command line and --config file)",
                             odd);
 }
 

@@ -44,6 +44,7 @@ typedef struct {
     const char *config;  // --config FILE: flags as JSON (the command line wins)
     bool sp_inherited;   // --sp came from the saved config of a resumed run (another world size may not hold it)
     char *config_json;   // the resolved flags, written to OUT/config.json
+    char *same_json;     // the resolved flags every rank must share (this machine's --threads and --device aside)
 } TrainConfig;
 
 static const ArgCommand TRAIN_CMD = {
@@ -206,6 +207,8 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     layers = mc->n_layer, dim = mc->dim, heads = mc->n_head, kv_heads = mc->n_kv_head, ffn = mc->ffn_dim;
     rope_theta = mc->rope_theta, t->tie_embeddings = mc->tie_embeddings;
     t->config_json = args_to_json(specs, n, NOT_SAVED);
+    const char *const per_node[] = {"--threads", "--device", NULL};
+    t->same_json = args_to_json(specs, n, per_node);
 }
 
 static void check_train_config(const TrainConfig *t) {
@@ -236,13 +239,8 @@ static void check_train_config(const TrainConfig *t) {
 }
 
 // The dp × sp layout. Errors that every rank sees alike come once, from rank 0, and end every rank.
-static CommGrid setup_layout(TrainConfig *t, int argc, char **argv) {
-    size_t len = 1;
-    for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
-    char *cmdline = xcalloc(len, 1, "command line");
-    for (int i = 0; i < argc; i++) strcat(strcat(cmdline, argv[i]), " ");
-    comm_check_same_config(cmdline);   // ranks with different flags would train different models
-    free(cmdline);
+static CommGrid setup_layout(TrainConfig *t) {
+    comm_check_same_config(t->same_json);   // ranks with different flags (or config files) would train different models
     if (!(t->comm_timeout > 0)) comm_fail_usage_all("--comm-timeout must be positive (got %g)", t->comm_timeout);
     comm_set_timeout(t->comm_timeout);
     int world = comm_size(comm_world());
@@ -371,7 +369,7 @@ static void run_open(Run *r, int argc, char **argv) {
     TrainConfig *t = &r->t;
     ckpt_normalize_resume_flag(argc, argv);   // a bare --resume means the newest checkpoint
     parse_train_flags(t, argc, argv);
-    r->grid = setup_layout(t, argc, argv);
+    r->grid = setup_layout(t);
     check_train_config(t);
     set_threads(t->threads);
     check_readable_flag("--data", t->data);

@@ -59,5 +59,10 @@ if command -v "$MPIEXEC" > /dev/null; then
   check "mpiexec -np 2, missing data: exit 2 ($rc)" test "$rc" = 2
   check "mpiexec -np 2, missing data: one ringgpt line" test "$(grep -c '^ringgpt:' <<<"$err")" = 1
   check "mpiexec -np 2, missing data: no MPI_ABORT banner" bash -c "! grep -q MPI_ABORT <<<\"\$0\"" "$err"
+  echo '{"lr": 0.001}' > "$W/c1.json"; echo '{"lr": 0.002}' > "$W/c2.json"
+  C=(train --data "$W/text.txt" --model tiny --seq-len 32 --steps 1 --out "$W/cc")
+  rc=0; err=$("$MPIEXEC" --allow-run-as-root --oversubscribe -np 1 "$BIN" "${C[@]}" --config "$W/c1.json" : \
+              -np 1 "$BIN" "${C[@]}" --config "$W/c2.json" 2>&1 >/dev/null) || rc=$?
+  check "ranks whose config files differ: refused, exit 2 ($rc)" grep -q "rank 1 was started with different flags" <<<"$err"
 fi
 finish
