@@ -60,6 +60,7 @@ int cmd_inspect(int argc, char **argv) {
     const char *pos[1];
     if (args_parse(&cmd, specs, sizeof specs / sizeof specs[0], argc, argv, pos, 1) != 1)
         fail_usage("inspect needs one PATH (see `ringgpt inspect --help`)");
+    if (head < 0) fail_usage("--head must not be negative (got %d)", head);
     bool any = false;
     for (int split = 0; split < N_SPLITS; split++) {
         Dataset d;
