@@ -42,6 +42,7 @@ typedef struct {
     bool threads_auto;   // --threads not given: share the cores among the ranks of a node
     const char *device;  // --device: cpu, cuda or auto
     const char *config;  // --config FILE: flags as JSON (the command line wins)
+    int init_vocab;      // the --init-from source's vocab (0 without one): the data must use the same tokenizer
     bool sp_inherited;   // --sp came from the saved config of a resumed run (another world size may not hold it)
     char *config_json;   // the resolved flags, written to OUT/config.json
     char *same_json;     // the resolved flags every rank must share (this machine's --threads and --device aside)
@@ -99,7 +100,7 @@ static ShapeGiven apply_config_files(TrainConfig *t, ArgSpec *specs, int n) {
 
 // --init-from: the architecture is the source's; a shape flag that was given must agree with it.
 // seq-len, rope-theta, lr and the data may change.
-static void adopt_source_shape(const TrainConfig *t, ModelConfig *mc, ShapeGiven g) {
+static void adopt_source_shape(TrainConfig *t, ModelConfig *mc, ShapeGiven g) {
     ModelConfig src, preset;
     ckpt_source_model(t->init_from, &src);
     config_preset(&preset, t->model);
@@ -127,6 +128,7 @@ static void adopt_source_shape(const TrainConfig *t, ModelConfig *mc, ShapeGiven
     if (!g.rope) mc->rope_theta = src.rope_theta;
     mc->tie_embeddings = src.tie_embeddings;
     mc->norm_eps = src.norm_eps;
+    t->init_vocab = src.vocab_size;
 }
 
 // Fills *t from argv. Model-shape flags override the preset named by --model.
@@ -378,6 +380,9 @@ static void run_open(Run *r, int argc, char **argv) {
     r->train = open_data(t, false);
     r->val = open_data(t, true);
     t->model_cfg.vocab_size = (int)data_vocab_size(r->train);   // the data's tokenizer decides the vocab
+    if (t->init_vocab && t->init_vocab != t->model_cfg.vocab_size)
+        fail_usage("--init-from %s has a vocab of %d but --data %s has %d (another tokenizer); prepare the data with the "
+                   "checkpoint's tokenizer", t->init_from, t->init_vocab, t->data, t->model_cfg.vocab_size);
     if (r->val && data_vocab_size(r->val) != data_vocab_size(r->train))
         fail_usage("--val-data has vocab %u but --data has %u; both must come from the same tokenizer",
                    data_vocab_size(r->val), data_vocab_size(r->train));

@@ -34,6 +34,9 @@ check "init-from an imported HF model without shape flags" \
   "$BIN" train --data "$W/text.txt" --init-from "$W/imp" --out "$W/ft_imp" --seq-len 32 --steps 1 --threads 1
 check "init-from an HF directory without shape flags" \
   "$BIN" train --data "$W/text.txt" --init-from "$W/hf" --out "$W/ft_hf" --seq-len 32 --steps 1 --threads 1
+head -c 8000 /dev/zero > "$W/zeros.u16"
+"$BIN" prepare --out "$W/u16" --input-kind u16 --eos 5 --vocab 1000 --quiet "$W/zeros.u16" > /dev/null
+expect_fail 2 "has a vocab of 260 but --data $W/u16 has 1000" "$BIN" train --init-from "$W/full" --data "$W/u16" --out "$W/v"
 # bad config files
 printf '{"seq-len": 32, "bogus": 1}' > "$W/unknown.json"
 expect_fail 2 'unknown key "bogus"' "$BIN" train --config "$W/unknown.json" --data "$W/text.txt"
