@@ -20,6 +20,7 @@
 #include "train/commands.h"
 #include "train/metrics.h"
 #include "train/schedule.h"
+#include "train/train_config.h"
 #ifdef RINGGPT_HAVE_CUDA
 #include "core/backend_cuda.h"
 #endif
@@ -55,81 +56,6 @@ static const ArgCommand TRAIN_CMD = {
     "is given). --config FILE gives flags as JSON; every run writes the resolved flags to OUT/config.json,\n"
     "which --resume and --init-from read back, so neither needs the flags again. Writes OUT/metrics.jsonl\n"
     "(one JSON object per step); scripts/plot_metrics.py plots it."};
-
-// A missing or unreadable path is a usage error (exit 2), caught before any work starts.
-static void check_readable_flag(const char *flag, const char *path) {
-    if (access(path, R_OK) != 0)
-        fail_usage("%s %s: cannot open (%s); check the path", flag, path, strerror(errno));
-}
-
-// Flags a run does not pass on: actions and this machine's settings.
-static const char *const NOT_SAVED[] = {"--config", "--resume", NULL};
-static const char *const NOT_INHERITED_ON_RESUME[] = {"--config", "--resume", "--threads", "--device", "--debug-exit-rank",
-                                                      "--debug-exit-step", "--debug-stall", NULL};
-static const char *const NOT_INHERITED_ON_INIT[] = {"--config", "--resume", "--init-from", "--out", "--threads", "--device",
-                                                    "--debug-exit-rank", "--debug-exit-step", "--debug-stall", NULL};
-
-// The shape flags the user gave (command line or --config), as opposed to those a saved config fills in.
-typedef struct {
-    bool model, layers, dim, heads, kv_heads, ffn, tie, rope, sp;
-} ShapeGiven;
-
-// Precedence: the command line, then --config FILE, then the saved config of --resume / --init-from.
-static ShapeGiven apply_config_files(TrainConfig *t, ArgSpec *specs, int n) {
-    if (t->config) {
-        check_readable_flag("--config", t->config);
-        const char *const only_once[] = {"--config", NULL};   // a config file may hold every other flag
-        args_apply_json(&TRAIN_CMD, specs, n, t->config, only_once);
-    }
-    ShapeGiven g = {args_seen(specs, n, "--model"), args_seen(specs, n, "--layers"), args_seen(specs, n, "--dim"),
-                    args_seen(specs, n, "--heads"), args_seen(specs, n, "--kv-heads"), args_seen(specs, n, "--ffn-dim"),
-                    args_seen(specs, n, "--tie-embeddings"), args_seen(specs, n, "--rope-theta"),
-                    args_seen(specs, n, "--sp")};
-    char saved[4200];
-    if (t->resume) {
-        bool path = strcmp(t->resume, "latest") != 0 && strcmp(t->resume, "auto") != 0;
-        if (ckpt_run_config(path ? t->resume : t->out, saved, sizeof saved))
-            args_apply_json(&TRAIN_CMD, specs, n, saved, NOT_INHERITED_ON_RESUME);
-    } else if (t->init_from) {
-        check_readable_flag("--init-from", t->init_from);
-        if (ckpt_run_config(t->init_from, saved, sizeof saved))
-            args_apply_json(&TRAIN_CMD, specs, n, saved, NOT_INHERITED_ON_INIT);
-    }
-    return g;
-}
-
-// --init-from: the architecture is the source's; a shape flag that was given must agree with it.
-// seq-len, rope-theta, lr and the data may change.
-static void adopt_source_shape(TrainConfig *t, ModelConfig *mc, ShapeGiven g) {
-    ModelConfig src, preset;
-    ckpt_source_model(t->init_from, &src);
-    config_preset(&preset, t->model);
-    struct {
-        const char *flag;
-        bool given;
-        int *mine, theirs, preset;
-    } f[] = {{"--layers", g.layers, &mc->n_layer, src.n_layer, preset.n_layer},
-             {"--dim", g.dim, &mc->dim, src.dim, preset.dim},
-             {"--heads", g.heads, &mc->n_head, src.n_head, preset.n_head},
-             {"--kv-heads", g.kv_heads, &mc->n_kv_head, src.n_kv_head, preset.n_kv_head},
-             {"--ffn-dim", g.ffn, &mc->ffn_dim, src.ffn_dim, preset.ffn_dim}};
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        if (f[i].given && *f[i].mine != f[i].theirs)
-            fail_usage("--init-from %s: its %s is %d but %s gives %d; leave the shape flags out (the architecture comes "
-                       "from the checkpoint)", t->init_from, f[i].flag + 2, f[i].theirs, f[i].flag, *f[i].mine);
-        if (g.model && !f[i].given && f[i].preset != f[i].theirs)
-            fail_usage("--init-from %s: its %s is %d but --model %s has %d; leave --model out (the architecture comes "
-                       "from the checkpoint)", t->init_from, f[i].flag + 2, f[i].theirs, t->model, f[i].preset);
-        *f[i].mine = f[i].theirs;
-    }
-    if (g.tie && t->tie_embeddings != src.tie_embeddings)
-        fail_usage("--init-from %s: its embeddings are %s but --tie-embeddings says %s; leave the flag out", t->init_from,
-                   src.tie_embeddings ? "tied" : "untied", t->tie_embeddings ? "tied" : "untied");
-    if (!g.rope) mc->rope_theta = src.rope_theta;
-    mc->tie_embeddings = src.tie_embeddings;
-    mc->norm_eps = src.norm_eps;
-    t->init_vocab = src.vocab_size;
-}
 
 // Fills *t from argv. Model-shape flags override the preset named by --model.
 static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
@@ -191,7 +117,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     int n = sizeof specs / sizeof specs[0];
     const char *pos[1];
     args_parse(&TRAIN_CMD, specs, n, argc, argv, pos, 0);
-    ShapeGiven given = apply_config_files(t, specs, n);
+    ShapeGiven given = train_apply_config_files(&TRAIN_CMD, specs, n);
     t->sp_inherited = !given.sp && args_seen(specs, n, "--sp");
     if (!config_preset(mc, t->model))
         fail_usage("unknown --model '%s'; choose one of %s", t->model, config_preset_names());
@@ -203,12 +129,13 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     if (args_seen(specs, n, "--ffn-dim")) mc->ffn_dim = ffn;
     if (args_seen(specs, n, "--rope-theta")) mc->rope_theta = rope_theta;
     mc->tie_embeddings = t->tie_embeddings;
-    if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0)) adopt_source_shape(t, mc, given);
+    if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0))
+        t->init_vocab = train_adopt_source_shape(t->init_from, t->model, mc, given);
     t->threads_auto = !args_seen(specs, n, "--threads");
     // The resolved flags: the shape as the model has it, so the file alone rebuilds this run.
     layers = mc->n_layer, dim = mc->dim, heads = mc->n_head, kv_heads = mc->n_kv_head, ffn = mc->ffn_dim;
     rope_theta = mc->rope_theta, t->tie_embeddings = mc->tie_embeddings;
-    t->config_json = args_to_json(specs, n, NOT_SAVED);
+    t->config_json = args_to_json(specs, n, TRAIN_NOT_SAVED);
     const char *const per_node[] = {"--threads", "--device", NULL};
     t->same_json = args_to_json(specs, n, per_node);
 }
@@ -238,6 +165,12 @@ static void check_train_config(const TrainConfig *t) {
     ScheduleKind k;
     if (!schedule_parse(t->schedule, &k)) fail_usage("unknown --schedule '%s'; use cosine or constant", t->schedule);
     config_validate(&t->model_cfg);
+}
+
+// A missing or unreadable path is a usage error (exit 2), caught before any work starts.
+static void check_readable(const char *flag, const char *path) {
+    if (access(path, R_OK) != 0)
+        fail_usage("%s %s: cannot open (%s); check the path", flag, path, strerror(errno));
 }
 
 // The dp × sp layout. Errors that every rank sees alike come once, from rank 0, and end every rank.
@@ -374,8 +307,8 @@ static void run_open(Run *r, int argc, char **argv) {
     r->grid = setup_layout(t);
     check_train_config(t);
     set_threads(t->threads);
-    check_readable_flag("--data", t->data);
-    if (t->val_data) check_readable_flag("--val-data", t->val_data);
+    check_readable("--data", t->data);
+    if (t->val_data) check_readable("--val-data", t->val_data);
     make_dirs(t->out);
     r->train = open_data(t, false);
     r->val = open_data(t, true);
