@@ -12,8 +12,12 @@
 
 #include "checkpoints/fsio.h"
 #include "core/common.h"
+#include "core/json_strict.h"
 
+// The files a checkpoint may hold, and MANIFEST.json's keys: one table each (a new file or key adds a row).
 static const char *const CKPT_FILES[] = {"model.safetensors", "optim.safetensors", "state.json"};
+static const JsonKey MANIFEST_KEYS[] = {{"format", true}, {"version", true}, {"files", true}};
+static const JsonKey MANIFEST_FILE_KEYS[] = {{"name", true}, {"size", true}, {"crc32", true}};
 static const StDtype REAL_DTYPE = sizeof(real) == 4 ? ST_F32 : ST_F64;
 
 // ---- state.json --------------------------------------------------------------------------------
@@ -235,11 +239,33 @@ static int write_manifest(const char *tmp, bool with_optim, CkErr *e) {
     return rc;
 }
 
+static bool is_ckpt_file(const char *name) {
+    for (size_t i = 0; i < sizeof CKPT_FILES / sizeof CKPT_FILES[0]; i++)
+        if (strcmp(CKPT_FILES[i], name) == 0) return true;
+    return false;
+}
+
+// Exactly 8 lowercase hex digits, as the writer prints them (a case flip must not pass).
+static bool is_crc_text(const char *s) {
+    for (int i = 0; i < 8; i++)
+        if (!s[i] || !strchr("0123456789abcdef", s[i])) return false;
+    return s[8] == 0;
+}
+
 static int verify_entry(const char *dir, const char *mpath, const cJSON *f, int i, CkErr *e) {
+    char where[32], why[256];
+    snprintf(where, sizeof where, "files[%d]", i);
+    if (json_check_keys(f, MANIFEST_FILE_KEYS, sizeof MANIFEST_FILE_KEYS / sizeof MANIFEST_FILE_KEYS[0], where, why,
+                        sizeof why) != 0) {
+        ck_err(e, "%s: %s (the manifest is damaged)", mpath, why);
+        return -1;
+    }
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name"), *size = cJSON_GetObjectItemCaseSensitive(f, "size");
     const cJSON *crc = cJSON_GetObjectItemCaseSensitive(f, "crc32");
-    if (!cJSON_IsString(name) || !cJSON_IsNumber(size) || !cJSON_IsString(crc) || strchr(name->valuestring, '/')) {
-        ck_err(e, "%s: files[%d] needs name (a file name), size (number) and crc32 (hex string)", mpath, i);
+    if (!cJSON_IsString(name) || !is_ckpt_file(name->valuestring) || !cJSON_IsNumber(size) || size->valuedouble < 0 ||
+        size->valuedouble != (double)(uint64_t)size->valuedouble || !cJSON_IsString(crc) || !is_crc_text(crc->valuestring)) {
+        ck_err(e, "%s: files[%d] needs name (one of the checkpoint's files), size (bytes) and crc32 (8 hex digits); the "
+               "manifest is damaged", mpath, i);
         return -1;
     }
     char path[4200];
@@ -260,34 +286,57 @@ static int verify_entry(const char *dir, const char *mpath, const cJSON *f, int 
     return 0;
 }
 
-int ckpt_verify(const char *dir, CkErr *e) {
-    char mpath[4200];
-    fs_join(mpath, sizeof mpath, dir, "MANIFEST.json");
+// The manifest's own text: exactly what write_manifest printed, known keys, the format and version.
+static cJSON *read_manifest(const char *mpath, CkErr *e) {
     size_t len;
     unsigned char *text = fs_read_file(mpath, &len, e);
     if (!text) {
         if (strstr(e->msg, "No such file")) ck_err(e, "%s: missing (the checkpoint is incomplete)", mpath);
-        return -1;
+        return NULL;
     }
-    cJSON *root = cJSON_Parse((const char *)text);
+    char why[256];
+    cJSON *root = json_parse_exact((const char *)text, len, 0, why, sizeof why);
     free(text);
-    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
-    const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
-    int rc = 0;
-    if (!cJSON_IsObject(root) || !cJSON_IsNumber(ver) || !cJSON_IsArray(files)) {
-        ck_err(e, "%s: not a valid manifest (needs version and files)", mpath);
-        rc = -1;
-    } else if (ver->valueint != CKPT_VERSION) {
-        ck_err(e, "%s: field version is %d; this ringgpt reads version %d", mpath, ver->valueint, CKPT_VERSION);
-        rc = -1;
+    if (!root || json_check_keys(root, MANIFEST_KEYS, sizeof MANIFEST_KEYS / sizeof MANIFEST_KEYS[0], "the manifest", why,
+                                 sizeof why) != 0) {
+        ck_err(e, "%s: %s; the checkpoint is damaged", mpath, why);
+        cJSON_Delete(root);
+        return NULL;
     }
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format"), *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, CKPT_FORMAT) != 0) {
+        ck_err(e, "%s: field format is not \"%s\" (damaged, or not a ringgpt checkpoint)", mpath, CKPT_FORMAT);
+    } else if (!cJSON_IsNumber(ver) || ver->valuedouble != CKPT_VERSION) {
+        ck_err(e, "%s: field version is %g; this ringgpt reads version %d", mpath, cJSON_IsNumber(ver) ? ver->valuedouble : -1.0,
+               CKPT_VERSION);
+    } else if (!cJSON_IsArray(files)) {
+        ck_err(e, "%s: field files is not a list (the manifest is damaged)", mpath);
+    } else {
+        return root;
+    }
+    cJSON_Delete(root);
+    return NULL;
+}
+
+int ckpt_verify(const char *dir, CkErr *e) {
+    char mpath[4200];
+    fs_join(mpath, sizeof mpath, dir, "MANIFEST.json");
+    cJSON *root = read_manifest(mpath, e);
+    if (!root) return -1;
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
     bool have_model = false, have_state = false;
-    int i = 0;
-    for (const cJSON *f = rc ? NULL : files->child; f && rc == 0; f = f->next, i++) {
+    int i = 0, rc = 0;
+    for (const cJSON *f = files->child; f && rc == 0; f = f->next, i++) {
         rc = verify_entry(dir, mpath, f, i, e);
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
-        if (rc == 0 && strcmp(name->valuestring, "model.safetensors") == 0) have_model = true;
-        if (rc == 0 && strcmp(name->valuestring, "state.json") == 0) have_state = true;
+        const char *name = rc == 0 ? cJSON_GetObjectItemCaseSensitive(f, "name")->valuestring : "";
+        for (const cJSON *g = files->child; rc == 0 && g != f; g = g->next)
+            if (strcmp(cJSON_GetObjectItemCaseSensitive(g, "name")->valuestring, name) == 0) {
+                ck_err(e, "%s: lists %s twice (the manifest is damaged)", mpath, name);
+                rc = -1;
+            }
+        if (rc == 0 && strcmp(name, "model.safetensors") == 0) have_model = true;
+        if (rc == 0 && strcmp(name, "state.json") == 0) have_state = true;
     }
     if (rc == 0 && (!have_model || !have_state)) {
         ck_err(e, "%s: does not list %s", mpath, have_model ? "state.json" : "model.safetensors");
@@ -548,12 +597,12 @@ void ckpt_resolve(const char *path, char *dir, size_t n) {
     CkErr e;
     struct stat st;
     if (stat(manifest, &st) == 0 || stat(state, &st) == 0 || stat(model, &st) == 0) {   // a step directory
-        if (ckpt_verify(path, &e) != 0) fail("%s", e.msg);
+        if (ckpt_verify(path, &e) != 0) fail_usage("%s", e.msg);
         snprintf(dir, n, "%s", path);
         return;
     }
     int rc = ckpt_find_latest(path, dir, n, &e);
-    if (rc < 0) fail("%s", e.msg);
+    if (rc < 0) fail_usage("%s", e.msg);
     if (rc == 0)
         fail_usage("%s: not a checkpoint (no MANIFEST.json) and holds no step_* checkpoints; give a step directory or "
                    "a training --out directory", path);

@@ -63,25 +63,50 @@ static void dump_logits(GPT *m, const Batch *b, const char *dir) {
 static const ArgCommand EVAL_CMD = {
     "eval", "ringgpt eval CKPT --data FILE|DIR [flags]",
     "Loss and perplexity of a checkpoint (a step directory, a training --out directory or an HF Llama\n"
-    "directory) on the first --batches batches of the data, in the order training would see them.\n"
+    "directory) on the first --batches batches of a split (or all of it), in the order training would see them.\n"
     "--dump-logits DIR also writes the first batch's tokens and logits as .npy files."};
 
+// --batches N|all against the split's size: a request beyond it is refused (it would wrap around into
+// samples already counted). Returns the full batches to run; *rest gets the samples of a last, partial one.
+static int eval_batches(const char *arg, uint64_t samples, int batch, const char *split, const char *data, uint64_t *rest) {
+    uint64_t full = samples / (uint64_t)batch;
+    *rest = 0;
+    if (strcmp(arg, "all") == 0) {
+        *rest = samples % (uint64_t)batch;
+        return (int)full;
+    }
+    char *end;
+    long n = strtol(arg, &end, 10);
+    if (*end || end == arg || n < 1) fail_usage("--batches must be a positive count or all (got '%s')", arg);
+    if ((uint64_t)n > full)
+        fail_usage("--batches %ld needs %ld samples but the %s split of %s holds %" PRIu64 " (%" PRIu64 " batches of %d); use "
+                   "--batches all or at most %" PRIu64, n, n * batch, split, data, samples, full, batch, full);
+    return (int)n;
+}
+
+// Adds the loss sum and target count of one batch.
+static void eval_batch(GPT *m, DataSource *d, Batch *b, double *sum, double *count) {
+    data_next(d, b);
+    *sum += gpt_forward(m, b, 0, false, NULL);
+    for (int k = 0; k < b->B * b->T; k++) *count += b->targets[k] >= 0;
+}
+
 int cmd_eval(int argc, char **argv) {
-    const char *data = NULL, *split = "train", *dump = NULL, *pos[1];
-    int seq_len = 0, batch = 4, batches = 4, threads = omp_get_num_procs(), loss_chunk = 256;
+    const char *data = NULL, *split = "val", *dump = NULL, *batches_arg = "4", *pos[1];
+    int seq_len = 0, batch = 4, threads = omp_get_num_procs(), loss_chunk = 256;
     int64_t seed = -1;
     float rope_theta = 0, val_fraction = 0.1f;
     ArgSpec specs[] = {
         {"--data", ARG_STRING, &data, "evaluation data: a text file or a dataset directory"},
         {"--split", ARG_STRING, &split, "train or val (a text file's val part is its last --val-fraction)"},
         {"--val-fraction", ARG_FLOAT, &val_fraction, "held-out tail of a text file (as in train)"},
-        {"--seq-len", ARG_INT, &seq_len, "tokens per sequence (default: the checkpoint's)"},
+        {"--seq-len", ARG_INT, &seq_len, "tokens per sequence", .dflt = "the checkpoint's"},
         {"--batch", ARG_INT, &batch, "sequences per batch"},
-        {"--batches", ARG_INT, &batches, "batches to evaluate"},
-        {"--seed", ARG_I64, &seed, "data order seed (default: the checkpoint's)"},
-        {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base (context extension)"},
+        {"--batches", ARG_STRING, &batches_arg, "batches to evaluate, or all: the whole split"},
+        {"--seed", ARG_I64, &seed, "data order seed", .dflt = "the checkpoint's"},
+        {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base (context extension)", .dflt = "the checkpoint's"},
         {"--loss-chunk", ARG_INT, &loss_chunk, "rows per chunk of the fused LM head + loss"},
-        {"--threads", ARG_INT, &threads, "CPU threads"},
+        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS)", .dflt = "all cores"},
         {"--dump-logits", ARG_STRING, &dump, "write tokens.npy, targets.npy, logits.npy of the first batch to DIR"},
     };
     int n = sizeof specs / sizeof specs[0];
@@ -89,7 +114,8 @@ int cmd_eval(int argc, char **argv) {
     if (!data) fail_usage("--data is required (see `ringgpt eval --help`)");
     if (access(data, R_OK) != 0) fail_usage("--data %s: cannot open; check the path", data);
     if (strcmp(split, "train") != 0 && strcmp(split, "val") != 0) fail_usage("--split must be train or val (got '%s')", split);
-    if (batch < 1 || batches < 1 || loss_chunk < 1) fail_usage("--batch, --batches and --loss-chunk must be positive");
+    if (batch < 1 || loss_chunk < 1) fail_usage("--batch and --loss-chunk must be positive (got %d and %d)", batch, loss_chunk);
+    if (seq_len < 0) fail_usage("--seq-len must be positive (got %d)", seq_len);
     set_threads(threads);
     GPT m;
     CkptState s;
@@ -99,17 +125,30 @@ int cmd_eval(int argc, char **argv) {
     if (seed < 0) seed = s.seed ? s.seed : 1337;
     DataOptions o = {.seq_len = seq_len, .batch = batch, .seed = (uint64_t)seed, .dp = 1, .sp = 1, .val_fraction = val_fraction};
     DataSource *d = data_open(data, &o, strcmp(split, "val") == 0);
+    uint64_t rest;
+    int batches = eval_batches(batches_arg, data_num_samples(d), batch, split, data, &rest);
     Batch b = batch_alloc(batch, seq_len);
     double sum = 0, count = 0;
-    for (int i = 0; i < batches; i++) {
+    if (dump) {
         data_next(d, &b);
-        if (i == 0 && dump) dump_logits(&m, &b, dump);
-        sum += gpt_forward(&m, &b, 0, false, NULL);
-        for (int k = 0; k < b.B * b.T; k++) count += b.targets[k] >= 0;
+        dump_logits(&m, &b, dump);
+        data_restore(d, (DataState){.seed = data_state(d).seed, .consumed = 0});
+    }
+    for (int i = 0; i < batches; i++) eval_batch(&m, d, &b, &sum, &count);
+    if (rest) {   // --batches all: the last samples, one at a time, from where the full batches stopped
+        DataOptions one = o;
+        one.batch = 1;
+        DataSource *tail = data_open(data, &one, strcmp(split, "val") == 0);
+        data_restore(tail, (DataState){.seed = data_state(d).seed, .consumed = (uint64_t)batches * batch});
+        Batch b1 = batch_alloc(1, seq_len);
+        for (uint64_t i = 0; i < rest; i++) eval_batch(&m, tail, &b1, &sum, &count);
+        batch_free(&b1);
+        data_close(tail);
     }
     double loss = count > 0 ? sum / count : 0;
-    printf("eval: loss %.6f  perplexity %.4f  over %.0f tokens (%d batches of %d x %d, %s split, seed %" PRId64 ")\n", loss,
-           exp(loss), count, batches, batch, seq_len, split, seed);
+    printf("eval: loss %.6f  perplexity %.4f  over %.0f tokens (%d batches of %d x %d%s, %s split%s, seed %" PRId64 ")\n",
+           loss, exp(loss), count, batches, batch, seq_len, rest ? " + the last samples one by one" : "", split,
+           strcmp(batches_arg, "all") == 0 ? ", all of it" : "", seed);
     batch_free(&b);
     data_close(d);
     gpt_free(&m);
@@ -146,15 +185,15 @@ static int pick_token(const float *logits, int V, float temperature, int top_k, 
 }
 
 static const ArgCommand SAMPLE_CMD = {
-    "sample", "ringgpt sample CKPT --prompt TEXT [flags]",
+    "sample", "ringgpt sample CKPT [--prompt TEXT] [flags]",
     "Generates text from a checkpoint (or an HF Llama directory) with a KV cache: the prompt's bytes\n"
     "are the byte-level tokens, then --tokens new tokens are drawn (temperature 0 = greedy)."};
 
 int cmd_sample(int argc, char **argv) {
     const char *prompt = "", *pos[1];
-    int tokens = 200, top_k = 40, threads = 1;
+    int tokens = 200, top_k = 40, threads = omp_get_num_procs();
     float temperature = 0.8f, rope_theta = 0;
-    int64_t seed = 1;
+    int64_t seed = 1337;
     bool stop_eos = true;
     ArgSpec specs[] = {
         {"--prompt", ARG_STRING, &prompt, "the text to continue"},
@@ -162,14 +201,15 @@ int cmd_sample(int argc, char **argv) {
         {"--temperature", ARG_FLOAT, &temperature, "softmax temperature (0 = greedy)"},
         {"--top-k", ARG_INT, &top_k, "sample among the k most likely tokens (0 = all)"},
         {"--seed", ARG_I64, &seed, "sampling seed"},
-        {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base"},
-        {"--stop-at-eos", ARG_BOOL, &stop_eos, "stop at the end-of-document token (--stop-at-eos=false to go on)"},
-        {"--threads", ARG_INT, &threads, "CPU threads"},
+        {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base", .dflt = "the checkpoint's"},
+        {"--stop-at-eos", ARG_BOOL, &stop_eos, "stop at the end-of-document token"},
+        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS)", .dflt = "all cores"},
     };
     int n = sizeof specs / sizeof specs[0];
     if (args_parse(&SAMPLE_CMD, specs, n, argc, argv, pos, 1) != 1)
-        fail_usage("sample needs a checkpoint: ringgpt sample CKPT --prompt TEXT");
-    if (tokens < 0 || top_k < 0 || temperature < 0) fail_usage("--tokens, --top-k and --temperature must not be negative");
+        fail_usage("sample needs a checkpoint: ringgpt sample CKPT [--prompt TEXT]");
+    if (tokens < 0 || top_k < 0 || temperature < 0 || rope_theta < 0)
+        fail_usage("--tokens, --top-k, --temperature and --rope-theta must not be negative");
     set_threads(threads);
     GPT m;
     infer_load(pos[0], &m, rope_theta, NULL);
@@ -210,13 +250,14 @@ int cmd_export(int argc, char **argv) {
     ArgSpec specs[] = {
         {"--to", ARG_STRING, &to, "target format: hf"},
         {"--dtype", ARG_STRING, &dtype, "f32 or bf16"},
-        {"--max-pos", ARG_INT, &max_pos, "max_position_embeddings (default: the checkpoint's --seq-len)"},
+        {"--max-pos", ARG_INT, &max_pos, "max_position_embeddings", .dflt = "the checkpoint's --seq-len"},
     };
     int n = sizeof specs / sizeof specs[0];
     if (args_parse(&EXPORT_CMD, specs, n, argc, argv, pos, 2) != 2)
         fail_usage("export needs a checkpoint and a directory: ringgpt export CKPT --to hf DIR");
     if (!to || strcmp(to, "hf") != 0) fail_usage("--to must be hf (got '%s')", to ? to : "nothing");
     if (strcmp(dtype, "f32") != 0 && strcmp(dtype, "bf16") != 0) fail_usage("--dtype must be f32 or bf16 (got '%s')", dtype);
+    if (max_pos < 0) fail_usage("--max-pos must be positive (got %d)", max_pos);
     GPT m;
     CkptState s;
     infer_load(pos[0], &m, 0, &s);

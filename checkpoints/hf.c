@@ -6,15 +6,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "checkpoints/fsio.h"
 #include "core/common.h"
 
+// config.json beside weights: a ringgpt run directory also holds a config.json (its flags), never weights.
 bool hf_is_dir(const char *dir) {
     char path[4200];
     struct stat st;
     fs_join(path, sizeof path, dir, "config.json");
+    if (stat(path, &st) != 0) return false;
+    fs_join(path, sizeof path, dir, "model.safetensors");
+    if (stat(path, &st) == 0) return true;
+    fs_join(path, sizeof path, dir, "model.safetensors.index.json");
     return stat(path, &st) == 0;
 }
 
@@ -311,12 +317,23 @@ int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, CkErr *e)
         if (heads) hf_permute_rope_rows(host + p->offset, heads, cfg_head_dim(&m->cfg), m->cfg.dim, true);
         outs[i] = (StOut){.name = names[i], .ndim = p->ndim, .shape = {p->shape[0], p->shape[1]}, .data = host + p->offset};
     }
-    char path[4200];
+    // Each file under .tmp, renamed when complete (weights first): a full disk never leaves a truncated file
+    // under its final name, and config.json only appears beside complete weights.
+    char path[4200], tmp[4300], cpath[4200], ctmp[4300];
     fs_join(path, sizeof path, dir, "model.safetensors");
-    int rc = st_write(path, outs, t->count, dtype, NULL, 0, e);
+    fs_join(cpath, sizeof cpath, dir, "config.json");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(ctmp, sizeof ctmp, "%s.tmp", cpath);
+    int rc = st_write(tmp, outs, t->count, dtype, NULL, 0, e);
     char *cfg = config_json(&m->cfg, dtype, max_pos);
-    fs_join(path, sizeof path, dir, "config.json");
-    if (rc == 0) rc = fs_write_file(path, cfg, strlen(cfg), e);
+    if (rc == 0) rc = fs_write_file(ctmp, cfg, strlen(cfg), e);
+    if (rc == 0) rc = fs_rename(tmp, path, e);
+    if (rc == 0) rc = fs_rename(ctmp, cpath, e);
+    if (rc == 0) rc = fs_fsync_dir(dir, e);
+    if (rc != 0) {   // leave no partial file behind
+        unlink(tmp);
+        unlink(ctmp);
+    }
     free(cfg);
     free(names);
     free(outs);

@@ -4,11 +4,63 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "checkpoints/fsio.h"
 #include "checkpoints/hf.h"
 #include "core/common.h"
+
+bool ckpt_run_config(const char *path, char *buf, size_t n) {
+    buf[0] = 0;
+    if (hf_is_dir(path)) return false;
+    char state[4200], parent[4200];
+    fs_join(state, sizeof state, path, "state.json");
+    if (access(state, F_OK) == 0) {   // a step directory: the run directory is its parent
+        snprintf(parent, sizeof parent, "%s", path);
+        size_t len = strlen(parent);
+        while (len > 1 && parent[len - 1] == '/') parent[--len] = 0;
+        char *slash = strrchr(parent, '/');
+        if (slash == parent) parent[1] = 0;
+        else if (slash) *slash = 0;
+        else snprintf(parent, sizeof parent, ".");
+        fs_join(buf, n, parent, "config.json");
+    } else {
+        fs_join(buf, n, path, "config.json");
+    }
+    if (access(buf, F_OK) == 0) return true;
+    buf[0] = 0;
+    return false;
+}
+
+void ckpt_source_model(const char *src, ModelConfig *c) {
+    CkErr e;
+    if (hf_is_dir(src)) {
+        int max_pos;
+        if (hf_read_config(src, c, &max_pos, &e) != 0) fail_usage("--init-from %s", e.msg);
+        return;
+    }
+    char dir[4200];
+    ckpt_resolve(src, dir, sizeof dir);
+    CkptState s;
+    if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("--init-from %s", e.msg);
+    *c = s.model;
+}
+
+void ckpt_write_run_config(const char *out, const char *json) {
+    char path[4200], tmp[4300];
+    fs_join(path, sizeof path, out, "config.json");
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    CkErr e;
+    size_t len = strlen(json);
+    char *text = xmalloc(len + 2, "config.json");
+    memcpy(text, json, len);
+    memcpy(text + len, "\n", 2);
+    int rc = fs_write_file(tmp, text, len + 1, &e);
+    free(text);
+    if (rc != 0 || fs_rename(tmp, path, &e) != 0) fail("%s", e.msg);
+}
 
 void ckpt_normalize_resume_flag(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
@@ -83,7 +135,7 @@ static void resume_dir(const CkptHook *h, char *dir, size_t n) {
     }
     CkErr e;
     int rc = ckpt_find_latest(h->out, dir, n, &e);
-    if (rc < 0) fail("--resume: %s; remove or repair them, or train into a new --out", e.msg);
+    if (rc < 0) fail_usage("--resume: %s; remove or repair them, or train into a new --out", e.msg);
     if (rc == 0 && strcmp(h->resume, "latest") == 0)
         comm_fail_usage_all("--resume: %s holds no checkpoint (step_*/); use --resume auto to start fresh when there is "
                             "none", h->out);
@@ -94,13 +146,13 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
     CkErr e;
     char spath[4200];
     fs_join(spath, sizeof spath, dir, "state.json");
-    if (ckpt_read_state(dir, &s, &e) != 0) fail("%s", e.msg);
+    if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("%s", e.msg);
     check_model(spath, &s.model, &h->base.model, h->init_from ? SRC_INIT : SRC_RESUME);
     check_run(spath, &s, &h->base);
     m->cfg.norm_eps = s.model.norm_eps;   // from the weights' origin (an HF import may differ from the preset)
     h->base.model.norm_eps = s.model.norm_eps;
     if (s.init_from[0]) snprintf(h->base.init_from, sizeof h->base.init_from, "%s", s.init_from);
-    if (ckpt_load_model(dir, m, &e) != 0 || ckpt_load_optim(dir, &s, m, opt, &e) != 0) fail("%s", e.msg);
+    if (ckpt_load_model(dir, m, &e) != 0 || ckpt_load_optim(dir, &s, m, opt, &e) != 0) fail_usage("%s", e.msg);
     data_restore(train, s.data);
     log_info("resumed from %s at step %" PRId64 " (saved on dp x sp = %d x %d, now %d x %d; %" PRIu64
              " samples consumed)\n", dir, s.step, s.dp, s.sp, h->base.dp, h->base.sp, s.data.consumed);
@@ -115,20 +167,20 @@ static void init_from(CkptHook *h, GPT *m) {
     if (hf_is_dir(src)) {
         ModelConfig hc;
         int max_pos;
-        if (hf_read_config(src, &hc, &max_pos, &e) != 0) fail("%s", e.msg);
+        if (hf_read_config(src, &hc, &max_pos, &e) != 0) fail_usage("%s", e.msg);
         hc.rope_theta = m->cfg.rope_theta;   // context extension: the flags' theta wins
         hc.tie_embeddings = m->cfg.tie_embeddings;
         char cpath[4200];
         fs_join(cpath, sizeof cpath, src, "config.json");
         check_model(cpath, &hc, &m->cfg, SRC_HF);
         m->cfg.norm_eps = hc.norm_eps;
-        if (hf_load_weights(src, m, &e) != 0) fail("%s", e.msg);
+        if (hf_load_weights(src, m, &e) != 0) fail_usage("%s", e.msg);
     } else {
         ckpt_resolve(src, dir, sizeof dir);
         CkptState s;
-        if (ckpt_read_state(dir, &s, &e) != 0) fail("%s", e.msg);
+        if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("%s", e.msg);
         m->cfg.norm_eps = s.model.norm_eps;
-        if (ckpt_load_model(dir, m, &e) != 0) fail("%s", e.msg);
+        if (ckpt_load_model(dir, m, &e) != 0) fail_usage("%s", e.msg);
         src = dir;
     }
     h->base.model.norm_eps = m->cfg.norm_eps;

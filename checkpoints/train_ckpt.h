@@ -19,6 +19,14 @@ typedef struct {
     int rank;
 } CkptHook;
 
+// The run's flags (config.json) that belong to a checkpoint or run directory: path/config.json for a
+// run directory, the parent's for a step directory. False (buf "") when there is none or path is an
+// HF directory (whose config.json is HF's).
+bool ckpt_run_config(const char *path, char *buf, size_t n);
+// The architecture of an --init-from source: a ringgpt checkpoint's state.json or an HF config.json.
+void ckpt_source_model(const char *src, ModelConfig *c);
+// Writes OUT/config.json (tmp + rename); fails with the path on an error.
+void ckpt_write_run_config(const char *out, const char *json);
 // A bare `--resume` (last argument, or followed by another flag) becomes `--resume=latest`, so the
 // flag parser sees a value. Call before parsing.
 void ckpt_normalize_resume_flag(int argc, char **argv);

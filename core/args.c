@@ -1,6 +1,7 @@
 // core/args.c — flag parsing shared by all subcommands: `--flag value` or `--flag=value`, typed, checked.
 #include "core/args.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -11,6 +12,10 @@
 #include "core/common.h"
 
 static void print_default(const ArgSpec *s) {
+    if (s->dflt) {   // one default per line: the words replace the sentinel's value
+        printf(strcmp(s->dflt, "preset") == 0 ? " (preset)" : " (default: %s)", s->dflt);
+        return;
+    }
     switch (s->kind) {
     case ARG_INT: printf(" (default %d)", *(int *)s->dst); break;
     case ARG_I64: printf(" (default %" PRId64 ")", *(int64_t *)s->dst); break;
@@ -19,7 +24,9 @@ static void print_default(const ArgSpec *s) {
     case ARG_STRING:
         if (*(const char **)s->dst) printf(" (default %s)", *(const char **)s->dst);
         break;
-    case ARG_BOOL: break;
+    case ARG_BOOL:
+        if (*(bool *)s->dst) printf(" (default on; =false turns it off)");
+        break;
     }
 }
 
@@ -110,4 +117,95 @@ bool args_seen(const ArgSpec *specs, int n, const char *name) {
     for (int i = 0; i < n; i++)
         if (strcmp(specs[i].name, name) == 0) return specs[i].seen;
     return false;
+}
+
+ArgSpec *args_find(ArgSpec *specs, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(specs[i].name, name) == 0) return &specs[i];
+    return NULL;
+}
+
+static bool in_list(const char *name, const char *const *list) {
+    for (; list && *list; list++)
+        if (strcmp(*list, name) == 0) return true;
+    return false;
+}
+
+// One key of a config file into its flag; the value's JSON type must fit the flag's kind.
+static void apply_value(const ArgCommand *cmd, ArgSpec *s, const cJSON *v, const char *path) {
+    const char *key = s->name + 2;
+    bool number = s->kind == ARG_INT || s->kind == ARG_I64 || s->kind == ARG_FLOAT || s->kind == ARG_DOUBLE;
+    if (number && !cJSON_IsNumber(v))
+        fail_usage("%s: \"%s\" must be a number (see `ringgpt %s --help`)", path, key, cmd->command);
+    if (s->kind == ARG_STRING && !cJSON_IsString(v)) fail_usage("%s: \"%s\" must be a string", path, key);
+    if (s->kind == ARG_BOOL && !cJSON_IsBool(v)) fail_usage("%s: \"%s\" must be true or false", path, key);
+    double x = v->valuedouble;
+    bool integral = x == (double)(int64_t)x;
+    switch (s->kind) {
+    case ARG_INT:
+        if (!integral || x < -2147483647.0 || x > 2147483647.0) fail_usage("%s: \"%s\" must be an integer (got %g)", path, key, x);
+        *(int *)s->dst = (int)x;
+        break;
+    case ARG_I64:
+        if (!integral) fail_usage("%s: \"%s\" must be an integer (got %g)", path, key, x);
+        *(int64_t *)s->dst = (int64_t)x;
+        break;
+    case ARG_FLOAT: *(float *)s->dst = (float)x; break;
+    case ARG_DOUBLE: *(double *)s->dst = x; break;
+    case ARG_STRING: *(const char **)s->dst = xstrdup(v->valuestring); break;   // lives as long as the run
+    case ARG_BOOL: *(bool *)s->dst = cJSON_IsTrue(v); break;
+    }
+    s->seen = true;
+}
+
+void args_apply_json(const ArgCommand *cmd, ArgSpec *specs, int n, const char *path, const char *const *skip) {
+    size_t len;
+    char *text = (char *)read_whole_file(path, &len);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    if (!cJSON_IsObject(root)) fail_usage("%s: not a JSON object of flags ({\"seq-len\": 1024, ...}); fix the file", path);
+    for (; end && end < text + len; end++)
+        if (!strchr(" \t\r\n", *end)) fail_usage("%s: bytes after the JSON object (at byte %td); fix the file", path, end - text);
+    char name[128];
+    for (const cJSON *v = root->child; v; v = v->next) {
+        snprintf(name, sizeof name, "%s%s", strncmp(v->string, "--", 2) == 0 ? "" : "--", v->string);
+        ArgSpec *s = args_find(specs, n, name);
+        if (!s) fail_usage("%s: unknown key \"%s\": not a flag of `ringgpt %s` (see `ringgpt %s --help`)", path, v->string,
+                           cmd->command, cmd->command);
+        if (!s->seen && !in_list(s->name, skip)) apply_value(cmd, s, v, path);
+    }
+    cJSON_Delete(root);
+    free(text);
+}
+
+// The shortest decimal that reads back as the same float (config.json says 0.001, not 0.0010000000474974513).
+static double short_float(float f) {
+    char buf[32];
+    for (int digits = 6; digits <= 9; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, f);
+        if ((float)strtod(buf, NULL) == f) break;
+    }
+    return strtod(buf, NULL);
+}
+
+char *args_to_json(const ArgSpec *specs, int n, const char *const *skip) {
+    cJSON *root = cJSON_CreateObject();
+    for (const ArgSpec *s = specs; s < specs + n; s++) {
+        if (in_list(s->name, skip)) continue;
+        const char *key = s->name + 2;
+        switch (s->kind) {
+        case ARG_INT: cJSON_AddNumberToObject(root, key, *(int *)s->dst); break;
+        case ARG_I64: cJSON_AddNumberToObject(root, key, (double)*(int64_t *)s->dst); break;
+        case ARG_FLOAT: cJSON_AddNumberToObject(root, key, short_float(*(float *)s->dst)); break;
+        case ARG_DOUBLE: cJSON_AddNumberToObject(root, key, *(double *)s->dst); break;
+        case ARG_STRING:
+            if (*(const char **)s->dst) cJSON_AddStringToObject(root, key, *(const char **)s->dst);
+            break;
+        case ARG_BOOL: cJSON_AddBoolToObject(root, key, *(bool *)s->dst); break;
+        }
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) fail("out of memory writing the flags as JSON");
+    return text;
 }

@@ -10,7 +10,8 @@ typedef struct {
     ArgKind kind;
     void *dst;          // int*, int64_t*, float*, double*, const char**, bool*
     const char *help;   // one line; the default is printed from *dst
-    bool seen;          // set by args_parse when the flag was given
+    bool seen;          // set when the flag was given (command line, --config file or a saved config)
+    const char *dflt;   // the default in words when *dst is a sentinel: "preset", "the checkpoint's", ...
 } ArgSpec;
 
 typedef struct {
@@ -24,5 +25,17 @@ typedef struct {
 // non-numeric values exit 2 with one line naming the flag and the fix. Returns the positional count.
 int args_parse(const ArgCommand *cmd, ArgSpec *specs, int n_specs, int argc, char **argv, const char **positional,
                int max_positional);
-// True if the flag was given on the command line.
+// True if the flag was given (on the command line or by args_apply_json).
 bool args_seen(const ArgSpec *specs, int n_specs, const char *name);
+// The spec of a long flag name ("--seq-len"), or NULL.
+ArgSpec *args_find(ArgSpec *specs, int n_specs, const char *name);
+
+// Config files: a JSON object whose keys are long flag names without the dashes ({"seq-len": 1024,
+// "model": "small", "tie-embeddings": true}). Sets every flag that was not given yet (the command line
+// wins) from the file at path and marks it given; names in skip (NULL-terminated, "--flag" form) are
+// left alone. An unknown key, a value of the wrong type or a file that is not one JSON object is a
+// usage error naming the file and the key (exit 2).
+void args_apply_json(const ArgCommand *cmd, ArgSpec *specs, int n_specs, const char *path, const char *const *skip);
+// The resolved flags as such a JSON object (malloc'ed text), every flag but those in skip; a string
+// flag without a value is left out.
+char *args_to_json(const ArgSpec *specs, int n_specs, const char *const *skip);

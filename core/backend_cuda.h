@@ -29,6 +29,9 @@ void *cuda_backend_stream(void);
 void cuda_backend_set_matmul(const char *mode);
 // Waits for every op queued so far (timers, benchmarks).
 void cuda_backend_sync(void);
+// Dense bf16 peak of this GPU in TFLOP/s for MFU: $RINGGPT_PEAK_TFLOPS, else a table of known GPUs
+// (H100/H200 SXM 989, H100 PCIe 756, H100 NVL 835, A100 312); 0 when unknown (MFU is then not reported).
+double cuda_device_peak_tflops(void);
 // Device bytes allocated through the table now and at most.
 size_t cuda_backend_bytes_in_use(void);
 size_t cuda_backend_bytes_peak(void);

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,9 +28,38 @@ size_t comm_type_size(CommType t) {
     return 0;
 }
 
+static bool multi_rank(void) { return g_mpi && g_world && g_world->size > 1; }
+static bool g_collective;   // the failure in progress is one every rank detects alike (comm_fail_all)
+
+// A usage error (flags, files every rank reads alike) or a collective failure is printed by rank 0 only.
+static bool quiet_usage_error(int code) {
+    return (code == EXIT_USAGE || g_collective) && multi_rank() && g_world->rank != 0;
+}
+
+// Every rank meets the others at a barrier and leaves MPI cleanly, so the job ends with exit 2 and no abort
+// banner. A rank whose partners do not come within the deadline (the error was its own) prints its line
+// and aborts the job.
+static _Noreturn void leave_together(int code, const char *line) {
+    CommRequest r = {.comm = g_world, .what = "usage-error exit", .to = -1, .from = -1, .active = true};
+    g_world->be->barrier_start(g_world, &r);
+    double deadline = now_seconds() + (g_timeout < 30 ? g_timeout : 30);
+    while (!g_world->be->test(g_world, &r)) {
+        if (now_seconds() > deadline) {
+            if (g_world->rank != 0) fprintf(stderr, "%s\n", line);
+            comm_mpi_abort(code);
+        }
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    comm_finalize();
+    exit(code);
+}
+
 // A failure on one rank must end the whole job: the other ranks would otherwise wait for it.
-static void abort_job_hook(int code) {
-    if (g_mpi && g_world && g_world->size > 1) comm_mpi_abort(code);
+static void abort_job_hook(int code, const char *line) {
+    if (!multi_rank()) return;
+    if (code == EXIT_USAGE || g_collective) leave_together(code, line);
+    comm_mpi_abort(code);
 }
 
 static bool launched_by_mpi(void) {
@@ -39,12 +69,32 @@ static bool launched_by_mpi(void) {
     return false;
 }
 
+static long env_long(const char *name) {
+    const char *v = getenv(name);
+    return v ? strtol(v, NULL, 10) : 0;
+}
+
+// `srun -n N` without a PMI plugin would start N separate one-rank worlds that each train alone.
+// Task 0 prints the fix; every task exits 2.
+static void check_slurm_step(void) {
+    long tasks = env_long("SLURM_STEP_NUM_TASKS");
+    if (tasks <= 1 || (g_mpi && comm_size(g_world) == tasks)) return;
+    if (env_long("SLURM_PROCID") != 0) exit(EXIT_USAGE);
+    if (g_mpi)
+        fail_usage("srun started %ld tasks but MPI sees a world of %d; launch with `srun --mpi=pmix` (or pmi2; see "
+                   "`srun --mpi=list`)", tasks, comm_size(g_world));
+    fail_usage("srun started %ld tasks without a PMI plugin, so they cannot find each other; launch with `srun --mpi=pmix` "
+               "(or pmi2; see `srun --mpi=list`), or run mpirun inside the allocation", tasks);
+}
+
 void comm_init(int *argc, char ***argv) {
     if (g_world) return;
     g_mpi = launched_by_mpi();
     g_world = g_mpi ? comm_mpi_init(argc, argv) : comm_local_world();
+    check_slurm_step();
     set_log_rank(g_world->rank);
     set_fail_hook(abort_job_hook);
+    set_fail_quiet(quiet_usage_error);
 }
 
 void comm_finalize(void) {
@@ -52,6 +102,7 @@ void comm_finalize(void) {
     g_world->be->free(g_world);
     g_world = NULL;
     set_fail_hook(NULL);
+    set_fail_quiet(NULL);
     if (g_mpi) comm_mpi_finalize();
 }
 
@@ -137,17 +188,22 @@ void comm_abort(int code, const char *fmt, ...) {
 }
 
 void comm_fail_usage_all(const char *fmt, ...) {
-    if (!g_world || g_world->rank == 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        print_error_line(fmt, ap);
-        va_end(ap);
-    }
-    // Meet the other ranks before leaving, so that none is left waiting for a message (the barrier
-    // has the deadline, so a rank that did not see the error still ends the job).
-    if (g_world) comm_barrier(g_world, "usage-error exit");
-    comm_finalize();
-    exit(EXIT_USAGE);
+    char line[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fail_usage("%s", line);   // rank 0 prints; every rank meets the others and leaves MPI (leave_together)
+}
+
+void comm_fail_all(const char *fmt, ...) {
+    char line[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    g_collective = true;
+    fail("%s", line);   // exit 1, printed by rank 0, every rank leaves MPI together
 }
 
 // FNV-1a: a stable 64-bit fingerprint of the configuration text.
@@ -166,7 +222,7 @@ void comm_check_same_config(const char *config_text) {
     comm_allreduce(w, &odd, 1, COMM_I64, COMM_MIN, "config check");
     if (odd != INT64_MAX)
         comm_fail_usage_all("rank %" PRId64 " was started with different flags than rank 0 (config hash differs); "
-                            "every rank must get the same command line",
+                            "every rank must get the same flags (command line and --config file)",
                             odd);
 }
 

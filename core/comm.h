@@ -55,6 +55,10 @@ _Noreturn void comm_abort(int code, const char *fmt, ...) __attribute__((format(
 // flags): rank 0 prints the one line, every rank finishes MPI and exits 2.
 _Noreturn void comm_fail_usage_all(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+// A run-time failure that every rank detects alike (a non-finite loss after the all-reduce): rank 0
+// prints the one line, every rank leaves MPI cleanly and exits 1.
+_Noreturn void comm_fail_all(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 // Fails (usage, from rank 0) unless every rank of the world has the same configuration text, e.g.
 // the command line: ranks started with different flags would silently train different models.
 void comm_check_same_config(const char *config_text);

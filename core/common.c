@@ -9,10 +9,12 @@
 #include <sys/stat.h>
 #include <time.h>
 
-static void (*g_fail_hook)(int code);
+static void (*g_fail_hook)(int code, const char *line);
+static bool (*g_fail_quiet)(int code);
 static int g_log_rank;
 
-void set_fail_hook(void (*hook)(int code)) { g_fail_hook = hook; }
+void set_fail_hook(void (*hook)(int code, const char *line)) { g_fail_hook = hook; }
+void set_fail_quiet(bool (*quiet)(int code)) { g_fail_quiet = quiet; }
 void set_log_rank(int rank) { g_log_rank = rank; }
 int log_rank(void) { return g_log_rank; }
 
@@ -26,12 +28,15 @@ void print_error_line(const char *fmt, va_list ap) {
 
 static _Noreturn void vfail(int code, const char *path, const char *fmt, va_list ap) {
     fflush(stdout);
-    if (path) fprintf(stderr, "ringgpt: %s: ", path);
-    else fprintf(stderr, "ringgpt: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    fflush(stderr);
-    if (g_fail_hook) g_fail_hook(code);
+    char line[8192];
+    int n = path ? snprintf(line, sizeof line, "ringgpt: %s: ", path) : snprintf(line, sizeof line, "ringgpt: ");
+    if (n < 0 || n >= (int)sizeof line) n = 0;
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    if (!g_fail_quiet || !g_fail_quiet(code)) {
+        fprintf(stderr, "%s\n", line);
+        fflush(stderr);
+    }
+    if (g_fail_hook) g_fail_hook(code, line);
     exit(code);
 }
 

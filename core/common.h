@@ -10,12 +10,14 @@
 enum { EXIT_USAGE = 2, EXIT_RUNTIME = 1 };
 
 // Print one line "ringgpt: <message>" to stderr and exit. fail_usage exits 2, fail exits 1.
-// A hook (set by the comm layer) runs first so that a multi-rank job ends on all ranks.
+// A hook (set by the comm layer) runs after the line so that a multi-rank job ends on all ranks; the
+// quiet filter (also the comm layer's) keeps the line off ranks other than 0 when every rank fails alike.
 _Noreturn void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void fail_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // Data errors name the file: "ringgpt: <path>: <message>", exit 1.
 _Noreturn void fail_data(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void set_fail_hook(void (*hook)(int code));
+void set_fail_hook(void (*hook)(int code, const char *line));
+void set_fail_quiet(bool (*quiet)(int code));
 // Prints "ringgpt: <message>\n" to stderr and flushes (the line fail() prints, without exiting).
 void print_error_line(const char *fmt, va_list ap);
 

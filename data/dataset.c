@@ -13,8 +13,20 @@
 #include <zlib.h>
 
 #include "core/common.h"
+#include "core/json_strict.h"
 
 const char *const SPLIT_NAMES[N_SPLITS] = {"train", "val"};
+
+// manifest.json's keys, one table per object (a new key adds a row; see data/FORMAT.md).
+static const JsonKey MANIFEST_KEYS[] = {{"format", true},       {"version", true},      {"tokenizer", true},
+                                        {"vocab_size", true},   {"eos_id", true},       {"token_bytes", true},
+                                        {"block_tokens", true}, {"zlib_level", true},   {"splits", true},
+                                        {"source", false},      {"loss_weights", false}, {MANIFEST_CRC_KEY, true}};
+static const JsonKey SPLITS_KEYS[] = {{"train", false}, {"val", false}};
+static const JsonKey SPLIT_KEYS[] = {{"tokens", true}, {"docs", true}, {"bytes", true}, {"shards", true}};
+static const JsonKey SHARD_KEYS[] = {{"file", true},  {"tokens", true}, {"docs", true},
+                                     {"bytes", true}, {"crc32", true},  {"index_crc32", true}};
+#define N_KEYS(t) ((int)(sizeof t / sizeof t[0]))
 #define REMAKE "; re-run `ringgpt prepare`"
 
 bool dataset_path_is_shards(const char *path) {
@@ -50,7 +62,8 @@ static int jhex(const cJSON *o, const char *key, uint32_t *v, const char *mpath,
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
     char *end = NULL;
     unsigned long u = cJSON_IsString(x) ? strtoul(x->valuestring, &end, 16) : 0;
-    if (!cJSON_IsString(x) || !end || *end || end == x->valuestring || u > 0xffffffffUL) {
+    bool lower = cJSON_IsString(x) && strlen(x->valuestring) == 8 && strspn(x->valuestring, "0123456789abcdef") == 8;
+    if (!lower || !end || *end || u > 0xffffffffUL) {
         data_err(e, "%s: %s.%s is missing or not an 8-digit hex CRC" REMAKE, mpath, where, key);
         return -1;
     }
@@ -157,6 +170,39 @@ static int manifest_shard(Dataset *d, const char *dir, const cJSON *it, size_t i
     return 0;
 }
 
+// Every object of the manifest has only its table's keys, and the text its own CRC.
+static int manifest_strict(const Dataset *d, cJSON *root, DataErr *e) {
+    char why[256];
+    const cJSON *splits = cJSON_GetObjectItemCaseSensitive(root, "splits");
+    int bad = json_check_keys(root, MANIFEST_KEYS, N_KEYS(MANIFEST_KEYS), "the manifest", why, sizeof why) ||
+              json_check_keys(splits, SPLITS_KEYS, N_KEYS(SPLITS_KEYS), "splits", why, sizeof why);
+    for (int sp = 0; sp < N_SPLITS && !bad; sp++) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(splits, SPLIT_NAMES[sp]);
+        char where[64];
+        snprintf(where, sizeof where, "splits.%s", SPLIT_NAMES[sp]);
+        if (o) bad = json_check_keys(o, SPLIT_KEYS, N_KEYS(SPLIT_KEYS), where, why, sizeof why);
+        const cJSON *list = o ? cJSON_GetObjectItemCaseSensitive(o, "shards") : NULL;
+        int i = 0;
+        for (const cJSON *it = cJSON_IsArray(list) ? list->child : NULL; it && !bad; it = it->next, i++) {
+            snprintf(where, sizeof where, "splits.%s.shards[%d]", SPLIT_NAMES[sp], i);
+            bad = json_check_keys(it, SHARD_KEYS, N_KEYS(SHARD_KEYS), where, why, sizeof why);
+        }
+    }
+    if (bad) {
+        data_err(e, "%s: %s" REMAKE, d->manifest, why);
+        return -1;
+    }
+    uint32_t stored;
+    if (jhex(root, MANIFEST_CRC_KEY, &stored, d->manifest, "manifest", e)) return -1;
+    uint32_t crc = json_crc_without(root, MANIFEST_CRC_KEY);
+    if (crc != stored) {
+        data_err(e, "%s: the text's CRC is %08x but " MANIFEST_CRC_KEY " says %08x: the manifest is damaged" REMAKE,
+                 d->manifest, crc, stored);
+        return -1;
+    }
+    return 0;
+}
+
 static int open_manifest(const char *dir, int split, Dataset *d, DataErr *e) {
     d->manifest = join(dir, MANIFEST_NAME);
     FILE *f = fopen(d->manifest, "rb");
@@ -166,15 +212,15 @@ static int open_manifest(const char *dir, int split, Dataset *d, DataErr *e) {
     }
     fclose(f);
     size_t len;
-    char *text = (char *)read_whole_file(d->manifest, &len);
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    char *text = (char *)read_whole_file(d->manifest, &len), why[256];
+    cJSON *root = json_parse_exact(text, len, 1, why, sizeof why);
     free(text);
     int rc = -1;
-    if (!root || !cJSON_IsObject(root)) {
-        data_err(e, "%s: not valid JSON" REMAKE, d->manifest);
+    if (!root) {
+        data_err(e, "%s: %s" REMAKE, d->manifest, why);
         goto done;
     }
-    if (manifest_params(d, root, e)) goto done;
+    if (manifest_strict(d, root, e) || manifest_params(d, root, e)) goto done;
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "splits"), SPLIT_NAMES[split]);
     if (!sp) {
         rc = 1;

@@ -7,6 +7,7 @@
 
 #define MANIFEST_NAME "manifest.json"
 #define MANIFEST_FORMAT "ringgpt-shards"
+#define MANIFEST_CRC_KEY "manifest_crc32"   // the last key: CRC-32 of the manifest as printed without it
 enum { SPLIT_TRAIN = 0, SPLIT_VAL = 1, N_SPLITS = 2 };
 extern const char *const SPLIT_NAMES[N_SPLITS];   // "train", "val"
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "core/json_strict.h"
 #include "data/dataset.h"
 
 typedef struct {
@@ -181,6 +182,9 @@ void dataset_writer_close(DatasetWriter *w, SplitSummary sums[N_SPLITS]) {
     }
     cJSON_AddItemToObject(root, "splits", splits);
     if (w->source) cJSON_AddItemToObject(root, "source", w->source);
+    char crc[16];   // last: the CRC of everything above, so that any change to the text is caught
+    snprintf(crc, sizeof crc, "%08x", json_crc_without(root, MANIFEST_CRC_KEY));
+    cJSON_AddStringToObject(root, MANIFEST_CRC_KEY, crc);
     write_manifest(w, root);
     cJSON_Delete(root);
     free(w->dir);

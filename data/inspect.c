@@ -50,7 +50,7 @@ int cmd_inspect(int argc, char **argv) {
     bool verify = false;
     int head = 0;
     ArgSpec specs[] = {
-        {"--verify", ARG_BOOL, &verify, "check every CRC, index, token id and document boundary; exit 1 on the first problem"},
+        {"--verify", ARG_BOOL, &verify, "check every CRC, index, token id and document boundary; exit 2 on the first problem"},
         {"--head", ARG_INT, &head, "print the first N tokens of the training split"},
     };
     ArgCommand cmd = {"inspect", "ringgpt inspect PATH [--verify]",
@@ -60,22 +60,23 @@ int cmd_inspect(int argc, char **argv) {
     const char *pos[1];
     if (args_parse(&cmd, specs, sizeof specs / sizeof specs[0], argc, argv, pos, 1) != 1)
         fail_usage("inspect needs one PATH (see `ringgpt inspect --help`)");
+    if (head < 0) fail_usage("--head must not be negative (got %d)", head);
     bool any = false;
     for (int split = 0; split < N_SPLITS; split++) {
         Dataset d;
         DataErr e;
         int rc = dataset_open(pos[0], split, &d, &e);
-        if (rc < 0) fail("%s", e.msg);
+        if (rc < 0) fail_usage("%s", e.msg);
         if (rc > 0) continue;
         if (!any) printf("%s: tokenizer %s, vocab %u, EOS %u, %u-byte tokens, blocks of %u tokens%s\n", pos[0], d.tokenizer, d.vocab_size,
                          d.eos_id, d.token_bytes, d.block_tokens, d.weights ? ", per-token loss weights" : "");
         any = true;
         print_split(&d, split);
         if (split == SPLIT_TRAIN) print_head(&d, head);
-        if (verify && dataset_verify(&d, true, &e)) fail("%s", e.msg);
+        if (verify && dataset_verify(&d, true, &e)) fail_usage("%s", e.msg);
         dataset_close(&d);
     }
-    if (!any) fail_data(pos[0], "has no splits; re-run `ringgpt prepare`");
+    if (!any) fail_usage("%s: has no splits; re-run `ringgpt prepare`", pos[0]);
     if (verify) printf("verify: ok\n");
     return 0;
 }

@@ -385,15 +385,15 @@ void *loader_open(const char *path, const DataOptions *o, bool validation) {
     DataErr e = {{0}};
     bool use_val = validation && dataset_has_split(path, SPLIT_VAL);
     if (validation && !use_val && o->val_fraction <= 0)
-        fail_data(path, "has no validation split; make one with `ringgpt prepare --val-fraction F`, or hold out the tail of the"
-                  " training data with --val-fraction F");
+        fail_usage("%s: has no validation split; make one with `ringgpt prepare --val-fraction F`, or hold out the tail of the"
+                   " training data with --val-fraction F", path);
     if (dataset_open(path, use_val ? SPLIT_VAL : SPLIT_TRAIN, &L->ds, &e) != 0)
-        fail("%s", e.msg[0] ? e.msg : "dataset has no training split; re-run `ringgpt prepare`");
+        fail_usage("%s", e.msg[0] ? e.msg : "dataset has no training split; re-run `ringgpt prepare`");
     choose_range(L, path, validation);
     L->use_weights = L->ds.weights && !o->loss_on_all;
     if (L->hi - L->lo < (uint64_t)L->T + 1)
-        fail_data(path, "the %s part has %" PRIu64 " tokens, fewer than --seq-len %d + 1; use a shorter --seq-len or more data",
-                  validation ? "validation" : "training", L->hi - L->lo, L->T);
+        fail_usage("%s: the %s part has %" PRIu64 " tokens, fewer than --seq-len %d + 1; use a shorter --seq-len or more data",
+                   path, validation ? "validation" : "training", L->hi - L->lo, L->T);
     order_init(&L->order, window_starts(L), L->ds.block_tokens, L->T, L->seed, o->no_shuffle);
     alloc_buffers(L);
     pthread_mutex_init(&L->mu, NULL);

@@ -2,6 +2,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,7 +22,7 @@ static const char *const KIND_NAMES[] = {"text", "u16", "u32", "llmc", "syntheti
 enum { LLMC_GPT2 = 20240520, LLMC_LLAMA3 = 20240801, LLMC_HEADER_BYTES = 1024, CHUNK_BYTES = 1 << 20 };
 
 typedef struct {
-    const char *out, *kind, *synthetic, *tokenizer;
+    const char *out, *kind, *synthetic, *tokenizer, *include;
     int64_t shard_tokens, block_tokens, eos, vocab, docs, doc_len, seed;
     int level, token_bytes, pairs, queries;
     double val_fraction, depth;
@@ -53,12 +54,27 @@ static void add_file(FileList *l, const char *path) {
     l->paths[l->n++] = xstrdup(path);
 }
 
+// True if name matches one of the comma-separated globs of include (NULL: every name).
+static bool included(const char *name, const char *include) {
+    if (!include) return true;
+    char glob[256];
+    for (const char *p = include; *p;) {
+        size_t n = strcspn(p, ",");
+        snprintf(glob, sizeof glob, "%.*s", (int)n, p);
+        if (n && fnmatch(glob, name, 0) == 0) return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
+}
+
 // Regular files under path, recursively, in name order (so a dataset is reproducible); dotfiles skipped.
-static void collect(FileList *l, const char *path) {
+// Files found in directories must match --include (files named on the command line are always read).
+static void collect(FileList *l, const char *path, const char *include, bool named) {
     struct stat st;
-    if (stat(path, &st) != 0) fail_data(path, "cannot read input (%s); check the path", strerror(errno));
+    if (stat(path, &st) != 0) fail_usage("%s: cannot read input (%s); check the path", path, strerror(errno));
     if (!S_ISDIR(st.st_mode)) {
-        add_file(l, path);
+        const char *base = strrchr(path, '/');
+        if (named || included(base ? base + 1 : path, include)) add_file(l, path);
         return;
     }
     struct dirent **names;
@@ -69,12 +85,41 @@ static void collect(FileList *l, const char *path) {
             size_t k = strlen(path) + strlen(names[i]->d_name) + 2;
             char *child = xmalloc(k, "a path");
             snprintf(child, k, "%s/%s", path, names[i]->d_name);
-            collect(l, child);
+            collect(l, child, include, false);
             free(child);
         }
         free(names[i]);
     }
     free(names);
+}
+
+// A text input with a NUL byte in its first 8 KiB is binary (a .pyc, an image): prepare skips it.
+static bool looks_binary(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;   // read_text reports it
+    unsigned char b[8192];
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    return memchr(b, 0, n) != NULL;
+}
+
+static void drop_binary(FileList *l, bool quiet) {
+    size_t kept = 0, skipped = 0;
+    const char *example = NULL;
+    for (size_t i = 0; i < l->n; i++) {
+        if (!looks_binary(l->paths[i])) {
+            l->paths[kept++] = l->paths[i];
+            continue;
+        }
+        if (!example) example = l->paths[i];
+        else free(l->paths[i]);
+        skipped++;
+    }
+    l->n = kept;
+    if (skipped && !quiet)
+        fprintf(stderr, "prepare: skipped %zu binary file%s (a NUL byte in the first 8 KiB), e.g. %s; --include GLOBS picks "
+                "the files to read\n", skipped, skipped == 1 ? "" : "s", example);
+    free((char *)example);
 }
 
 static uint32_t llmc_magic(const char *path) {
@@ -368,26 +413,31 @@ static void summary(const PrepareArgs *a, const Prep *p, const SplitSummary *s, 
 
 int cmd_prepare(int argc, char **argv) {
     PrepareArgs a = {.kind = "auto", .shard_tokens = 1 << 26, .block_tokens = SHARD_DEFAULT_BLOCK_TOKENS, .eos = -1, .vocab = -1,
-                     .docs = 100, .doc_len = 4096, .seed = 1, .level = 6, .pairs = 16, .queries = 4, .depth = -1, .byte_planes = true};
+                     .docs = 100, .doc_len = 4096, .seed = 1337, .level = 6, .pairs = 16, .queries = 4, .depth = -1, .byte_planes = true,
+                     .val_fraction = 0.1};
     ArgSpec specs[] = {
         {"--out", ARG_STRING, &a.out, "output dataset directory (created; shards + manifest.json)"},
         {"--input-kind", ARG_STRING, &a.kind, "auto (llm.c .bin by magic, *.jsonl JSONL, else text), text, u16, u32, llmc or jsonl"},
-        {"--eos", ARG_I64, &a.eos, "document delimiter id for u16/u32 (and llm.c override); text uses <eos> 256"},
-        {"--vocab", ARG_I64, &a.vocab, "vocab size (every id is checked); text 260, llm.c 50257/128256, u16 65536"},
+        {"--eos", ARG_I64, &a.eos, "document delimiter id for u16/u32 (and llm.c override)",
+         .dflt = "the input's: text <eos> 256, llm.c its EOT; u16/u32 need it"},
+        {"--vocab", ARG_I64, &a.vocab, "vocab size (every id is checked)", .dflt = "text 260, llm.c 50257/128256, u16 65536"},
         {"--tokenizer", ARG_STRING, &a.tokenizer, "tokenizer id recorded in the manifest"},
         {"--shard-tokens", ARG_I64, &a.shard_tokens, "tokens per shard"},
         {"--block-tokens", ARG_I64, &a.block_tokens, "tokens per independently compressed block"},
         {"--level", ARG_INT, &a.level, "zlib compression level 0..9"},
-        {"--token-bytes", ARG_INT, &a.token_bytes, "token width on disk: 2, 4 or 0 = 2 when vocab <= 65536"},
+        {"--token-bytes", ARG_INT, &a.token_bytes, "token width on disk: 2 or 4", .dflt = "2 when vocab <= 65536, else 4"},
         {"--byte-planes", ARG_BOOL, &a.byte_planes, "deflate each block as byte planes (codec 2; =false: plain LE bytes, codec 1)"},
         {"--val-fraction", ARG_DOUBLE, &a.val_fraction, "fraction of documents written to the val split (spread evenly)"},
         {"--synthetic", ARG_STRING, &a.synthetic, "generate a long-context task instead of reading inputs: passkey or recall"},
         {"--docs", ARG_I64, &a.docs, "synthetic: number of documents"},
         {"--doc-len", ARG_I64, &a.doc_len, "synthetic: tokens per document, its EOS included (= --seq-len: one document per window)"},
-        {"--depth", ARG_DOUBLE, &a.depth, "passkey: depth of the key in the filler, 0..1 (negative = random per document)"},
+        {"--depth", ARG_DOUBLE, &a.depth, "passkey: depth of the key in the filler, 0..1 (negative: random)",
+         .dflt = "random per document"},
         {"--pairs", ARG_INT, &a.pairs, "recall: key-value pairs per document"},
         {"--queries", ARG_INT, &a.queries, "recall: queries per document"},
         {"--seed", ARG_I64, &a.seed, "synthetic: seed"},
+        {"--include", ARG_STRING, &a.include, "comma-separated globs of the file names to read in input directories ('*.txt,*.md')",
+         .dflt = "every file but dotfiles and binary files"},
         {"--quiet", ARG_BOOL, &a.quiet, "no progress lines"},
     };
     ArgCommand cmd = {"prepare", "ringgpt prepare --out DIR [flags] INPUT... | ringgpt prepare --out DIR --synthetic passkey|recall [flags]",
@@ -399,14 +449,18 @@ int cmd_prepare(int argc, char **argv) {
     int n_in = args_parse(&cmd, specs, sizeof specs / sizeof specs[0], argc, argv, inputs, 4096);
     if (!a.out) fail_usage("prepare needs --out DIR (see `ringgpt prepare --help`)");
     if (!(a.val_fraction >= 0 && a.val_fraction < 1)) fail_usage("--val-fraction must be in [0, 1), not %g", a.val_fraction);
-    if (a.shard_tokens < 1) fail_usage("--shard-tokens must be positive");
+    if (a.shard_tokens < 1) fail_usage("--shard-tokens must be positive (got %" PRId64 ")", a.shard_tokens);
+    if (a.docs < 1 || a.doc_len < 1 || a.pairs < 0 || a.queries < 0)
+        fail_usage("--docs and --doc-len must be positive, --pairs and --queries not negative");
     if (a.synthetic && n_in) fail_usage("--synthetic generates its data; give no input files");
     if (!a.synthetic && !n_in) fail_usage("prepare needs input files or directories, or --synthetic (see `ringgpt prepare --help`)");
     FileList files = {0};
-    for (int i = 0; i < n_in; i++) collect(&files, inputs[i]);
-    if (!a.synthetic && !files.n) fail_usage("no input files found under the given paths");
+    for (int i = 0; i < n_in; i++) collect(&files, inputs[i], a.include, true);
+    if (!a.synthetic && !files.n) fail_usage("no input files found under the given paths%s", a.include ? " that match --include" : "");
     uint32_t magic = 0;
     int kind = a.synthetic ? KIND_SYNTH : input_kind(&a, &files, &magic);
+    if (kind == KIND_TEXT) drop_binary(&files, a.quiet);
+    if (!a.synthetic && !files.n) fail_usage("every input file is binary; give text files (or --input-kind u16|u32|llmc)");
     ShardParams sp = shard_params(&a, kind, magic);
     Prep p = {.val_fraction = a.val_fraction, .t0 = now_seconds(), .quiet = a.quiet, .eos = sp.eos_id};
     p.last_report = p.t0;

@@ -122,6 +122,19 @@ void cuda_device_describe(char *buf, size_t n) {
              drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, G.compute_name);
 }
 
+double cuda_device_peak_tflops(void) {
+    const char *env = getenv("RINGGPT_PEAK_TFLOPS");
+    if (env && *env) return strtod(env, NULL);
+    ensure_init();
+    static const struct {
+        const char *name;   // a part of cudaDeviceProp.name; the first match wins
+        double tflops;
+    } PEAKS[] = {{"H100 PCIe", 756}, {"H100 NVL", 835}, {"H100", 989}, {"H200", 989}, {"A100", 312}};
+    for (size_t i = 0; i < sizeof PEAKS / sizeof PEAKS[0]; i++)
+        if (strstr(G.prop.name, PEAKS[i].name)) return PEAKS[i].tflops;
+    return 0;
+}
+
 void *cuda_backend_stream(void) {
     ensure_init();
     return (void *)G.stream;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # scripts/check_hf_export.py — independent check of `ringgpt export --to hf`: own safetensors parser + numpy Llama forward vs ringgpt's logits.
 """Usage:
-  check_hf_export.py HF_DIR DUMP_DIR [--tol 1e-4]   compare logits (DUMP_DIR from `ringgpt eval --dump-logits`)
+  check_hf_export.py HF_DIR DUMP_DIR [--tol X]      compare logits (DUMP_DIR from `ringgpt eval --dump-logits`);
+                                                     the tolerance follows the weights' dtype (F32 1e-4, BF16 1e-2)
   check_hf_export.py --parse FILE.safetensors ...     check files against the safetensors format
 
 The numpy forward follows Hugging Face's LlamaForCausalLM (rotate-half RoPE, GQA, SwiGLU, RMSNorm) in float64.
@@ -11,9 +12,12 @@ import os
 import struct
 import sys
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:   # --help works without it; the checks say how to get it
+    np = None
 
-DTYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "BF16": "bf16", "I32": np.int32, "I64": np.int64}
+DTYPES = {"F32": "<f4", "F64": "<f8", "F16": "<f2", "BF16": "bf16", "I32": "<i4", "I64": "<i8"}
 SIZES = {"F32": 4, "F64": 8, "F16": 2, "BF16": 2, "I32": 4, "I64": 8, "U8": 1, "I8": 1, "BOOL": 1}
 
 
@@ -127,9 +131,42 @@ def compare_transformers(hf_dir, tokens, ref, tol):
     return err < tol
 
 
+# Tolerance on the relative logit error by the exported weights' dtype: the numpy forward runs on the rounded
+# weights, ringgpt's logits on its fp32 ones, so the error is the rounding (bf16: 8-bit mantissa, ~1e-3 measured).
+TOLERANCE = {"F32": 1e-4, "F64": 1e-4, "F16": 5e-3, "BF16": 1e-2}
+
+
+def weights_dtype(cfg):
+    """The exported weights' dtype as config.json states it (ringgpt export writes torch_dtype)."""
+    return {"bfloat16": "BF16", "float16": "F16", "float64": "F64"}.get(cfg.get("torch_dtype"), "F32")
+
+
+def parse_args(argv):
+    import argparse
+    ap = argparse.ArgumentParser(
+        prog="check_hf_export.py",
+        description="Independent check of `ringgpt export --to hf`: an own safetensors parser and a float64 numpy "
+                    "Llama forward (and LlamaForCausalLM where transformers is installed) against ringgpt's logits.",
+        epilog="example: ringgpt eval run --data D --batches 1 --dump-logits dump && ringgpt export run --to hf hf && "
+               "check_hf_export.py hf dump")
+    ap.add_argument("hf_dir", nargs="?", help="the exported Hugging Face directory")
+    ap.add_argument("dump_dir", nargs="?", help="a `ringgpt eval --dump-logits` directory of the same checkpoint")
+    ap.add_argument("--tol", type=float, help="relative logit error allowed (default by the weights' dtype: "
+                    + ", ".join(f"{k} {v:g}" for k, v in TOLERANCE.items()) + ")")
+    ap.add_argument("--parse", nargs="+", metavar="FILE", help="only check .safetensors files against the format")
+    a = ap.parse_args(argv[1:])
+    if not a.parse and not (a.hf_dir and a.dump_dir):
+        ap.error("give HF_DIR and DUMP_DIR, or --parse FILE...")
+    return a
+
+
 def main(argv):
-    if len(argv) >= 2 and argv[1] == "--parse":
-        for f in argv[2:]:
+    a = parse_args(argv)
+    if np is None:
+        sys.exit(f"check_hf_export.py: {sys.executable} has no numpy; run it with a Python that has it "
+                 "(Debian: apt-get install python3-numpy, then /usr/bin/python3 scripts/check_hf_export.py ...)")
+    if a.parse:
+        for f in a.parse:
             tensors, meta = parse_safetensors(f, strict_writer=True)
             try:
                 from safetensors.numpy import load_file
@@ -142,18 +179,18 @@ def main(argv):
                 who = "own parser (safetensors package not installed)"
             print(f"ok {f}: {len(tensors)} tensors, metadata {meta} ({who})")
         return 0
-    tol = float(argv[argv.index("--tol") + 1]) if "--tol" in argv else 1e-4
-    hf_dir, dump = argv[1], argv[2]
-    cfg, w = load_hf(hf_dir)
-    tokens = np.load(os.path.join(dump, "tokens.npy"))
-    ref = np.load(os.path.join(dump, "logits.npy")).astype(np.float64)
-    ok, worst = True, 0.0
+    cfg, w = load_hf(a.hf_dir)
+    dtype = weights_dtype(cfg)
+    tol = a.tol if a.tol is not None else TOLERANCE[dtype]
+    tokens = np.load(os.path.join(a.dump_dir, "tokens.npy"))
+    ref = np.load(os.path.join(a.dump_dir, "logits.npy")).astype(np.float64)
+    worst = 0.0
     for b in range(tokens.shape[0]):
         worst = max(worst, rel_err(llama_forward(cfg, w, tokens[b]), ref[b]))
     ok = worst < tol
     print(f"numpy Llama forward vs ringgpt eval --dump-logits: relative error {worst:.2e} over {tokens.shape} tokens "
-          f"(tolerance {tol:g}) {'ok' if ok else 'FAIL'}")
-    ok = compare_transformers(hf_dir, tokens, ref, tol) and ok
+          f"({dtype} weights, tolerance {tol:g}) {'ok' if ok else 'FAIL'}")
+    ok = compare_transformers(a.hf_dir, tokens, ref, tol) and ok
     return 0 if ok else 1
 
 

@@ -17,7 +17,7 @@ out=${DEMO_OUT:-out/demo}
 steps=${DEMO_STEPS:-400}
 bin=build/ringgpt
 mkdir -p "$out"
-rm -rf "$out"/step_* "$out"/LATEST "$out"/metrics.jsonl "$out"/*.png "$out"/copy.txt   # only what a demo run writes
+rm -rf "$out"/step_* "$out"/LATEST "$out"/metrics.jsonl "$out"/config.json "$out"/*.png "$out"/copy.txt   # only what a demo run writes
 
 echo "== 1. data: 1500 blocks of 512 random letters, each followed by its copy (the last 10% held out)"
 awk -v n=1500 -v len=512 'BEGIN { srand(5); a = "abcdefghijklmnop";
@@ -60,4 +60,4 @@ steady = rows[1:] or rows
 print(f"throughput {sum(r['tokens_per_s'] for r in steady) / len(steady):.0f} tokens/s over 2 ranks, "
       f"peak RSS per rank {max(r['peak_rss_mb'] for r in rows):.0f} MB")
 PYEOF
-echo "plots: $out/loss.png $out/throughput.png; metrics: $out/metrics.jsonl; checkpoint: $out/$(cat "$out/LATEST")"
+echo "plots: $out/loss.png $out/optim.png $out/throughput.png; flags: $out/config.json; metrics: $out/metrics.jsonl; checkpoint: $out/$(cat "$out/LATEST")"

@@ -2,9 +2,14 @@
 RINGGPT_PACKAGES=(build-essential cmake pkg-config libopenblas-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin
                   libcjson-dev zlib1g-dev python3 python3-numpy python3-matplotlib clang libclang-rt-14-dev)
 
+# Optional: tests/cli/slurm.sh starts a one-node Slurm from these and SKIPs without them (CI stays fast);
+# RINGGPT_WITH_SLURM=1 scripts/test.sh installs them.
+RINGGPT_SLURM_PACKAGES=(slurmd slurmctld slurm-client munge)
+
 ensure_deps() {
-  local missing=()
-  for p in "${RINGGPT_PACKAGES[@]}"; do
+  local missing=() wanted=("${RINGGPT_PACKAGES[@]}")
+  [[ ${RINGGPT_WITH_SLURM:-0} == 1 ]] && wanted+=("${RINGGPT_SLURM_PACKAGES[@]}")
+  for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if ((${#missing[@]})); then

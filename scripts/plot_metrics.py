@@ -1,22 +1,55 @@
 #!/usr/bin/env python3
-"""scripts/plot_metrics.py — draws loss and throughput PNGs from a run's metrics.jsonl.
+"""scripts/plot_metrics.py — draws a run's metrics.jsonl: loss (train and val), learning rate, grad norm, throughput.
 
-usage: plot_metrics.py OUT/metrics.jsonl [--out DIR]   (writes DIR/loss.png and DIR/throughput.png)
+usage: plot_metrics.py OUT/metrics.jsonl [--out DIR] [--log]
+writes DIR/loss.png (train and val loss; --log: log-scale loss axis), DIR/optim.png (learning rate and gradient norm)
+and DIR/throughput.png (tokens/s, and MFU when the run had it). Needs matplotlib: when this Python lacks it, the script
+runs itself with another python3 that has it, or says how to install it.
 """
 import argparse
 import json
 import os
+import shutil
+import subprocess
 import sys
 
-import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+def find_matplotlib_python():
+    """Another python3 on this machine that has matplotlib, or None."""
+    seen = {os.path.realpath(sys.executable)}
+    for cand in ("/usr/bin/python3", shutil.which("python3"), "/usr/local/bin/python3"):
+        if not cand or not os.path.exists(cand) or os.path.realpath(cand) in seen:
+            continue
+        seen.add(os.path.realpath(cand))
+        if subprocess.run([cand, "-c", "import matplotlib"], capture_output=True).returncode == 0:
+            return cand
+    return None
+
+
+def import_pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        if os.environ.get("RINGGPT_PLOT_REEXEC"):
+            sys.exit("plot_metrics: matplotlib is missing")
+        other = find_matplotlib_python()
+        if other:
+            os.environ["RINGGPT_PLOT_REEXEC"] = "1"
+            os.execv(other, [other] + sys.argv)
+        sys.exit(f"plot_metrics: {sys.executable} has no matplotlib and no other python3 here has it; install it "
+                 "(Debian: apt-get install python3-matplotlib; or: python3 -m pip install matplotlib)")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
 
 
 def read_metrics(path):
     rows = []
-    with open(path) as f:
+    try:
+        f = open(path)
+    except OSError as e:
+        sys.exit(f"plot_metrics: {path}: {e.strerror}; give a run's OUT/metrics.jsonl")
+    with f:
         for n, line in enumerate(f, 1):
             line = line.strip()
             if not line:
@@ -30,36 +63,60 @@ def read_metrics(path):
     return rows
 
 
+def series(rows, key):
+    pts = [(r["step"], r[key]) for r in rows if key in r]
+    return tuple(zip(*pts)) if pts else ((), ())
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("metrics")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], usage=__doc__.splitlines()[2][7:])
+    ap.add_argument("metrics", help="a run's OUT/metrics.jsonl")
     ap.add_argument("--out", help="directory for the PNGs (default: beside metrics.jsonl)")
+    ap.add_argument("--log", action="store_true", help="log-scale loss axis")
     a = ap.parse_args()
     rows = read_metrics(a.metrics)
+    plt = import_pyplot()
     out = a.out or os.path.dirname(os.path.abspath(a.metrics))
     os.makedirs(out, exist_ok=True)
-    steps = [r["step"] for r in rows]
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(steps, [r["loss"] for r in rows], label="train loss", lw=1)
-    val = [(r["step"], r["val_loss"]) for r in rows if "val_loss" in r]
-    if val:
-        ax.plot(*zip(*val), "o-", label="val loss", ms=4)
+    ax.plot(*series(rows, "loss"), label="train loss", lw=1)
+    vx, vy = series(rows, "val_loss")
+    if vx:
+        ax.plot(vx, vy, "o-", label="val loss", ms=4)
     ax.set_xlabel("step")
     ax.set_ylabel("loss (nats/token)")
-    ax.grid(alpha=0.3)
+    if a.log:
+        ax.set_yscale("log")
+    ax.grid(alpha=0.3, which="both")
     ax.legend()
     fig.tight_layout()
     fig.savefig(os.path.join(out, "loss.png"), dpi=120)
 
+    fig, (lr, gn) = plt.subplots(2, 1, figsize=(7, 5.5), sharex=True)
+    lr.plot(*series(rows, "lr"), lw=1)
+    lr.set_ylabel("learning rate")
+    gn.plot(*series(rows, "grad_norm"), lw=1, color="C2")
+    gn.set_ylabel("gradient norm (before clipping)")
+    gn.set_xlabel("step")
+    for ax in (lr, gn):
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "optim.png"), dpi=120)
+
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(steps, [r["tokens_per_s"] for r in rows], lw=1)
+    ax.plot(*series(rows, "tokens_per_s"), lw=1, label="tokens / s")
     ax.set_xlabel("step")
     ax.set_ylabel("tokens / s")
     ax.grid(alpha=0.3)
+    mx, my = series(rows, "mfu")
+    if mx:
+        ax2 = ax.twinx()
+        ax2.plot(mx, [100 * m for m in my], lw=1, color="C3", label="MFU")
+        ax2.set_ylabel("MFU (%)")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "throughput.png"), dpi=120)
-    print(f"wrote {out}/loss.png and {out}/throughput.png ({len(rows)} steps)")
+    print(f"wrote {out}/loss.png, optim.png and throughput.png ({len(rows)} steps)")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 #include "train/metrics.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/common.h"
@@ -9,7 +10,7 @@
 // A resumed run repeats the steps after its checkpoint: drop the lines the crashed run wrote for
 // them (step > resume_step), so that every step appears once. Rewritten under a temporary name
 // and renamed, so a failure leaves the old file as it was.
-static void drop_steps_after(const char *path, long resume_step) {
+static void drop_steps_after(const char *path, long resume_step, double *elapsed) {
     FILE *in = fopen(path, "r");
     if (!in) return;   // nothing logged yet
     char tmp[4200];
@@ -19,6 +20,8 @@ static void drop_steps_after(const char *path, long resume_step) {
     while (fgets(line, sizeof line, in)) {
         long step = 0;
         if (sscanf(line, "{\"step\": %ld", &step) == 1 && step > resume_step) continue;
+        const char *e = strstr(line, "\"elapsed_s\": ");
+        if (e) *elapsed = strtod(e + strlen("\"elapsed_s\": "), NULL);   // the time the resumed run continues from
         xfwrite(line, strlen(line), out, tmp);
     }
     if (ferror(in)) fail_data(path, "read failed (%s)", strerror(errno));
@@ -29,8 +32,15 @@ static void drop_steps_after(const char *path, long resume_step) {
 
 void metrics_open(MetricsLog *log, const char *out_dir, long resume_step) {
     snprintf(log->path, sizeof log->path, "%s/metrics.jsonl", out_dir);
-    if (resume_step > 0) drop_steps_after(log->path, resume_step);
+    log->elapsed_before = 0;
+    if (resume_step > 0) drop_steps_after(log->path, resume_step, &log->elapsed_before);
     log->jsonl = xfopen(log->path, resume_step > 0 ? "a" : "w");
+}
+
+double metrics_flops_per_token(const ModelConfig *c, int seq_len) {
+    double C = c->dim, F = c->ffn_dim, V = c->vocab_size, KV = cfg_kv_dim(c), L = c->n_layer;
+    double matmul = L * (C * C + 2 * KV * C + C * C + 3 * F * C) + V * C;   // q, k, v, o, SwiGLU; the LM head
+    return 6 * matmul + 6.0 * seq_len * C * L;
 }
 
 void metrics_close(MetricsLog *log) {
@@ -48,9 +58,13 @@ void metrics_log(MetricsLog *log, const StepMetrics *m, int print) {
     if (log->jsonl) {
         fprintf(log->jsonl,
                 "{\"step\": %ld, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, \"step_ms\": %.3f, "
-                "\"tokens_per_s\": %.1f, \"peak_rss_mb\": %.1f, \"dp\": %d, \"sp\": %d",
-                m->step, m->loss, m->lr, m->grad_norm, m->step_ms, m->tokens_per_s, m->peak_rss_mb, m->dp, m->sp);
+                "\"tokens_per_s\": %.1f, \"tokens_seen\": %.0f, \"elapsed_s\": %.3f, \"peak_rss_mb\": %.1f, \"dp\": %d, "
+                "\"sp\": %d",
+                m->step, m->loss, m->lr, m->grad_norm, m->step_ms, m->tokens_per_s, m->tokens_seen, m->elapsed_s,
+                m->peak_rss_mb, m->dp, m->sp);
         if (m->mfu >= 0) fprintf(log->jsonl, ", \"mfu\": %.5f", m->mfu);
+        if (m->device_mb >= 0)
+            fprintf(log->jsonl, ", \"device_mb\": %.1f, \"device_peak_mb\": %.1f", m->device_mb, m->device_peak_mb);
         if (m->val_loss >= 0) fprintf(log->jsonl, ", \"val_loss\": %.6f", m->val_loss);
         fprintf(log->jsonl, "}\n");
         if (fflush(log->jsonl) != 0) fail_data(log->path, "write failed (%s)", strerror(errno));

@@ -2,11 +2,16 @@
 #pragma once
 #include <stdio.h>
 
+#include "model/config.h"
+
 typedef struct {
     long step, total_steps;     // step is 1-based when printed
     double loss, lr, grad_norm;
-    double step_ms, tokens_per_s, mfu;   // mfu < 0: unknown
+    double step_ms, tokens_per_s, mfu;   // mfu < 0: unknown (the CPU, or a GPU whose peak is not known)
+    double tokens_seen;         // global tokens trained on after this step (resume included)
+    double elapsed_s;           // wall time of the run so far (a resumed run continues the count)
     double peak_rss_mb;
+    double device_mb, device_peak_mb;   // GPU memory of the largest rank now and at most; < 0 on the CPU
     double val_loss;            // < 0: not evaluated this step
     double eta_s;
     int dp, sp;
@@ -15,7 +20,12 @@ typedef struct {
 typedef struct {
     FILE *jsonl;                // OUT/metrics.jsonl (rank 0 only; NULL elsewhere)
     char path[4096];
+    double elapsed_before;      // elapsed_s of the step a resumed run starts after (0 for a new run)
 } MetricsLog;
+
+// Training FLOPs per token (forward + backward): 6 per matmul weight (the LM head included) plus causal
+// attention, 6·T·C per layer. The convention of bench/gpu_train.sh and the usual MFU.
+double metrics_flops_per_token(const ModelConfig *c, int seq_len);
 
 // Opens OUT/metrics.jsonl: for writing in a fresh run (resume_step 0), for appending when
 // resuming after step resume_step (lines of later steps, left by the interrupted run, are

@@ -20,6 +20,7 @@
 #include "train/commands.h"
 #include "train/metrics.h"
 #include "train/schedule.h"
+#include "train/train_config.h"
 #ifdef RINGGPT_HAVE_CUDA
 #include "core/backend_cuda.h"
 #endif
@@ -43,13 +44,20 @@ typedef struct {
     const char *device;  // --device: cpu, cuda or auto
     const char *loss_on; // --loss-on: masked (the data's loss weights apply) or all
     bool doc_mask;       // --doc-mask: attention does not cross document boundaries inside a window
+    const char *config;  // --config FILE: flags as JSON (the command line wins)
+    int init_vocab;      // the --init-from source's vocab (0 without one): the data must use the same tokenizer
+    bool sp_inherited;   // --sp came from the saved config of a resumed run (another world size may not hold it)
+    char *config_json;   // the resolved flags, written to OUT/config.json
+    char *same_json;     // the resolved flags every rank must share (this machine's --threads and --device aside)
 } TrainConfig;
 
 static const ArgCommand TRAIN_CMD = {
     "train", "ringgpt train --data FILE.txt|DIR [flags]",
-    "Trains a Llama-style model from scratch on the CPU. A text file is read with the byte-level\n"
-    "tokenizer (the last --val-fraction is held out for validation unless --val-data is given).\n"
-    "Writes OUT/metrics.jsonl (one JSON object per step); scripts/plot_metrics.py plots it."};
+    "Trains a Llama-style model (CPU or GPU, one rank or a ring under mpirun/srun). A text file is read\n"
+    "with the byte-level tokenizer (the last --val-fraction is held out for validation unless --val-data\n"
+    "is given). --config FILE gives flags as JSON; every run writes the resolved flags to OUT/config.json,\n"
+    "which --resume and --init-from read back, so neither needs the flags again. Writes OUT/metrics.jsonl\n"
+    "(one JSON object per step); scripts/plot_metrics.py plots it."};
 
 // Fills *t from argv. Model-shape flags override the preset named by --model.
 static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
@@ -65,16 +73,17 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     float rope_theta = 0;
     ArgSpec specs[] = {
         {"--data", ARG_STRING, &t->data, "training data: a text file or a dataset directory (ringgpt prepare)"},
-        {"--val-data", ARG_STRING, &t->val_data, "validation data (default: the held-out tail of --data)"},
+        {"--config", ARG_STRING, &t->config, "flags as a JSON object {\"seq-len\": 1024, ...}; the command line overrides it"},
+        {"--val-data", ARG_STRING, &t->val_data, "validation data", .dflt = "the held-out tail of --data"},
         {"--val-fraction", ARG_FLOAT, &t->val_fraction, "fraction of a text file held out for validation"},
         {"--out", ARG_STRING, &t->out, "output directory (metrics.jsonl)"},
         {"--model", ARG_STRING, &t->model, "preset: tiny, small, base, 125m"},
-        {"--layers", ARG_INT, &layers, "override the preset's layer count"},
-        {"--dim", ARG_INT, &dim, "override the model width"},
-        {"--heads", ARG_INT, &heads, "override the query head count"},
-        {"--kv-heads", ARG_INT, &kv_heads, "override the key/value head count (GQA; divides --heads)"},
-        {"--ffn-dim", ARG_INT, &ffn, "override the SwiGLU hidden width"},
-        {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base (preset: 10000)"},
+        {"--layers", ARG_INT, &layers, "layer count", .dflt = "preset"},
+        {"--dim", ARG_INT, &dim, "model width", .dflt = "preset"},
+        {"--heads", ARG_INT, &heads, "query head count", .dflt = "preset"},
+        {"--kv-heads", ARG_INT, &kv_heads, "key/value head count (GQA; divides --heads)", .dflt = "preset"},
+        {"--ffn-dim", ARG_INT, &ffn, "SwiGLU hidden width", .dflt = "preset"},
+        {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base", .dflt = "preset"},
         {"--tie-embeddings", ARG_BOOL, &t->tie_embeddings, "share the token embedding with the LM head"},
         {"--seq-len", ARG_INT, &t->seq_len, "tokens per sequence T"},
         {"--batch", ARG_INT, &t->batch, "sequences per micro-step B (per data-parallel group)"},
@@ -90,27 +99,30 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--clip", ARG_FLOAT, &t->clip, "global gradient-norm clip (0 = off)"},
         {"--seed", ARG_I64, &t->seed, "seed of the initial weights and of the data order"},
         {"--no-shuffle", ARG_BOOL, &t->no_shuffle, "read samples in stream order every epoch (no shuffle)"},
-        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS)"},
+        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
         {"--log-every", ARG_INT, &t->log_every, "print a progress line every N steps"},
         {"--eval-every", ARG_INT, &t->eval_every, "validation loss every N steps (0 = only at the end)"},
         {"--eval-batches", ARG_INT, &t->eval_batches, "batches per validation"},
         {"--loss-chunk", ARG_INT, &t->loss_chunk, "rows per chunk of the fused LM head + loss"},
         {"--loss-on", ARG_STRING, &t->loss_on, "masked: only targets the data's loss weights select count (data without weights: all); all: every target"},
         {"--doc-mask", ARG_BOOL, &t->doc_mask, "attention stays inside each document of a packed window (documents end at EOS)"},
-        {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible; default $RINGGPT_DEVICE or auto)"},
+        {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible)",
+         .dflt = "$RINGGPT_DEVICE, else auto"},
         {"--sp", ARG_INT, &t->sp, "ring size: ranks that split one sequence (mpirun -np dp·sp)"},
         {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},
-        {"--debug-exit-rank", ARG_INT, &t->debug_exit_rank, "(testing) this rank leaves the job at --debug-exit-step"},
+        {"--debug-exit-rank", ARG_INT, &t->debug_exit_rank, "(testing) this rank leaves the job at --debug-exit-step", .dflt = "none"},
         {"--debug-exit-step", ARG_INT, &t->debug_exit_step, "(testing) the step at which --debug-exit-rank leaves"},
         {"--debug-stall", ARG_BOOL, &t->debug_stall, "(testing) the --debug-exit-rank rank stalls instead of exiting"},
         {"--ckpt-every", ARG_INT, &t->ckpt_every, "checkpoint every N steps and at the end (0 = only at the end, -1 = never)"},
         {"--keep", ARG_INT, &t->keep, "keep the newest K checkpoints (0 = all)"},
         {"--resume", ARG_STRING, &t->resume, "continue from the newest valid checkpoint in --out (bare), `auto` (if any), or PATH"},
-        {"--init-from", ARG_STRING, &t->init_from, "start a new run from the weights of a checkpoint or HF Llama directory"},
+        {"--init-from", ARG_STRING, &t->init_from, "start a new run from the weights (and architecture) of a checkpoint or HF Llama directory"},
     };
     int n = sizeof specs / sizeof specs[0];
     const char *pos[1];
     args_parse(&TRAIN_CMD, specs, n, argc, argv, pos, 0);
+    ShapeGiven given = train_apply_config_files(&TRAIN_CMD, specs, n);
+    t->sp_inherited = !given.sp && args_seen(specs, n, "--sp");
     if (!config_preset(mc, t->model))
         fail_usage("unknown --model '%s'; choose one of %s", t->model, config_preset_names());
     if (args_seen(specs, n, "--layers")) mc->n_layer = layers;
@@ -121,7 +133,15 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     if (args_seen(specs, n, "--ffn-dim")) mc->ffn_dim = ffn;
     if (args_seen(specs, n, "--rope-theta")) mc->rope_theta = rope_theta;
     mc->tie_embeddings = t->tie_embeddings;
+    if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0))
+        t->init_vocab = train_adopt_source_shape(t->init_from, t->model, mc, given);
     t->threads_auto = !args_seen(specs, n, "--threads");
+    // The resolved flags: the shape as the model has it, so the file alone rebuilds this run.
+    layers = mc->n_layer, dim = mc->dim, heads = mc->n_head, kv_heads = mc->n_kv_head, ffn = mc->ffn_dim;
+    rope_theta = mc->rope_theta, t->tie_embeddings = mc->tie_embeddings;
+    t->config_json = args_to_json(specs, n, TRAIN_NOT_SAVED);
+    const char *const per_node[] = {"--threads", "--device", NULL};
+    t->same_json = args_to_json(specs, n, per_node);
 }
 
 static void check_train_config(const TrainConfig *t) {
@@ -136,6 +156,9 @@ static void check_train_config(const TrainConfig *t) {
     if (t->eval_every < 0) fail_usage("--eval-every must not be negative (got %d)", t->eval_every);
     if (t->eval_batches < 1) fail_usage("--eval-batches must be at least 1 (got %d)", t->eval_batches);
     if (t->loss_chunk < 1) fail_usage("--loss-chunk must be at least 1 (got %d)", t->loss_chunk);
+    if (t->ckpt_every < -1) fail_usage("--ckpt-every must be N > 0, 0 (only at the end) or -1 (never) (got %d)", t->ckpt_every);
+    if (t->keep < 0) fail_usage("--keep must not be negative (got %d; 0 keeps all)", t->keep);
+    if (t->debug_exit_step < 0) fail_usage("--debug-exit-step must not be negative (got %d)", t->debug_exit_step);
     if (!(t->lr > 0)) fail_usage("--lr must be positive (got %g)", t->lr);
     if (t->min_lr < 0 || t->min_lr > t->lr) fail_usage("--min-lr must be between 0 and --lr (got %g)", t->min_lr);
     if (t->weight_decay < 0) fail_usage("--weight-decay must not be negative (got %g)", t->weight_decay);
@@ -156,15 +179,16 @@ static void check_readable(const char *flag, const char *path) {
 }
 
 // The dp × sp layout. Errors that every rank sees alike come once, from rank 0, and end every rank.
-static CommGrid setup_layout(TrainConfig *t, int argc, char **argv) {
-    size_t len = 1;
-    for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
-    char *cmdline = xcalloc(len, 1, "command line");
-    for (int i = 0; i < argc; i++) strcat(strcat(cmdline, argv[i]), " ");
-    comm_check_same_config(cmdline);   // ranks with different flags would train different models
-    free(cmdline);
+static CommGrid setup_layout(TrainConfig *t) {
+    comm_check_same_config(t->same_json);   // ranks with different flags (or config files) would train different models
     if (!(t->comm_timeout > 0)) comm_fail_usage_all("--comm-timeout must be positive (got %g)", t->comm_timeout);
     comm_set_timeout(t->comm_timeout);
+    int world = comm_size(comm_world());
+    if (t->sp_inherited && world % t->sp != 0) {   // a resume on another layout: one rank per sequence
+        log_info("note: the saved run had --sp %d; %d rank%s cannot hold it, so this run uses --sp 1\n", t->sp, world,
+                 world == 1 ? "" : "s");
+        t->sp = 1;
+    }
     CommGrid g = comm_grid(t->sp);
     int parts = 2 * t->sp;
     if (t->sp > 1 && t->seq_len < parts)
@@ -279,13 +303,14 @@ typedef struct {
     Batch *micro;                  // (grad_accum) this rank's slices of the step's micro-batches
     long start;                    // first step (> 0 after --resume)
     double tokens_per_step;        // global tokens per optimizer step (B·T·accum·dp)
+    double flops_per_token;        // training FLOPs per token (for MFU)
 } Run;
 
 static void run_open(Run *r, int argc, char **argv) {
     TrainConfig *t = &r->t;
     ckpt_normalize_resume_flag(argc, argv);   // a bare --resume means the newest checkpoint
     parse_train_flags(t, argc, argv);
-    r->grid = setup_layout(t, argc, argv);
+    r->grid = setup_layout(t);
     check_train_config(t);
     set_threads(t->threads);
     check_readable("--data", t->data);
@@ -294,6 +319,9 @@ static void run_open(Run *r, int argc, char **argv) {
     r->train = open_data(t, false);
     r->val = open_data(t, true);
     t->model_cfg.vocab_size = (int)data_vocab_size(r->train);   // the data's tokenizer decides the vocab
+    if (t->init_vocab && t->init_vocab != t->model_cfg.vocab_size)
+        fail_usage("--init-from %s has a vocab of %d but --data %s has %d (another tokenizer); prepare the data with the "
+                   "checkpoint's tokenizer", t->init_from, t->init_vocab, t->data, t->model_cfg.vocab_size);
     if (r->val && data_vocab_size(r->val) != data_vocab_size(r->train))
         fail_usage("--val-data has vocab %u but --data has %u; both must come from the same tokenizer",
                    data_vocab_size(r->val), data_vocab_size(r->train));
@@ -310,6 +338,7 @@ static void run_open(Run *r, int argc, char **argv) {
     r->ckpt = (CkptHook){.out = t->out, .resume = t->resume, .init_from = t->init_from, .every = t->ckpt_every,
                          .keep = t->keep, .base = ckpt_base(t), .world = r->grid.world, .rank = r->grid.rank};
     r->start = ckpt_train_begin(&r->ckpt, &r->model, &r->opt, r->train);   // resume: weights, AdamW, data position
+    if (r->grid.rank == 0) ckpt_write_run_config(t->out, t->config_json);   // after the checks: a refused run leaves it
     r->log = (MetricsLog){0};
     if (r->grid.rank == 0) metrics_open(&r->log, t->out, r->start);   // one writer
     r->batch = batch_alloc(t->batch, t->seq_len / t->sp);
@@ -317,6 +346,7 @@ static void run_open(Run *r, int argc, char **argv) {
     for (int i = 0; i < t->grad_accum; i++) r->micro[i] = batch_alloc(t->batch, t->seq_len / t->sp);
     if (data_masks_targets(r->train)) log_info("loss: only the targets the data's loss weights select (--loss-on all: every target)\n");
     r->tokens_per_step = (double)t->batch * t->seq_len * t->grad_accum * t->dp;
+    r->flops_per_token = metrics_flops_per_token(&t->model_cfg, t->seq_len);
     log_info("ringgpt train: %s model, %.2fM parameters, %d layers, dim %d, %d/%d heads, T=%d, B=%d x %d accum, "
              "%d threads, %dx%d ranks (dp x sp), %" PRIu64 " samples/epoch\n",
              t->model, config_num_params(&t->model_cfg) / 1e6, t->model_cfg.n_layer, t->model_cfg.dim,
@@ -345,6 +375,21 @@ static void run_close(Run *r) {
     if (r->grad_comm != r->grid.world) device_comm_free(r->grad_comm);
     if (r->ring_comm != r->grid.ring) device_comm_free(r->ring_comm);
     comm_grid_free(&r->grid);
+}
+
+// GPU memory of the largest rank (MiB, now and at most) and MFU over all ranks' GPUs; -1 on the CPU.
+static void device_metrics(const Run *r, StepMetrics *sm) {
+    sm->mfu = sm->device_mb = sm->device_peak_mb = -1;
+#ifdef RINGGPT_HAVE_CUDA
+    if (r->model.be != &BACKEND_CUDA) return;
+    double mem[2] = {cuda_backend_bytes_in_use() / 1048576.0, cuda_backend_bytes_peak() / 1048576.0};
+    comm_allreduce(r->grid.world, mem, 2, COMM_F64, COMM_MAX, "device memory");
+    sm->device_mb = mem[0], sm->device_peak_mb = mem[1];
+    double peak = cuda_device_peak_tflops() * 1e12 * r->grid.world_size;
+    if (peak > 0) sm->mfu = sm->tokens_per_s * r->flops_per_token / peak;
+#else
+    (void)r;
+#endif
 }
 
 // The step's grad_accum micro-batches (this rank's tokens, targets, positions); returns the number of
@@ -400,12 +445,15 @@ int cmd_train(int argc, char **argv) {
         comm_allreduce(r.grid.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");   // the largest rank's memory
         StepMetrics sm = {.step = step + 1, .total_steps = t->steps, .loss = loss_sum / count, .lr = lr,
                           .grad_norm = gnorm, .step_ms = dt * 1e3, .tokens_per_s = r.tokens_per_step / dt,
-                          .mfu = -1, .peak_rss_mb = rss, .val_loss = -1, .dp = t->dp, .sp = t->sp};
+                          .tokens_seen = (step + 1) * r.tokens_per_step,
+                          .elapsed_s = r.log.elapsed_before + now_seconds() - run_start, .peak_rss_mb = rss,
+                          .val_loss = -1, .dp = t->dp, .sp = t->sp};
+        device_metrics(&r, &sm);
         bool last = step + 1 == t->steps;
         if (r.val && ((t->eval_every > 0 && (step + 1) % t->eval_every == 0) || last))
             sm.val_loss = evaluate(&r.model, r.val, &r.batch, t->eval_batches, r.grid.world);
         sm.eta_s = (now_seconds() - run_start) / (step + 1 - r.start) * (t->steps - step - 1);
-        if (!isfinite(sm.loss)) fail("loss is %g at step %ld; lower --lr or raise --warmup", sm.loss, step + 1);
+        if (!isfinite(sm.loss)) comm_fail_all("loss is %g at step %ld; lower --lr or raise --warmup", sm.loss, step + 1);
         metrics_log(&r.log, &sm, (step + 1) % t->log_every == 0 || last || sm.val_loss >= 0);
         ckpt_train_step_done(&r.ckpt, step + 1, t->steps, &r.model, &r.opt, r.train, lr_at(&r.sched, step + 1));
     }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/checkpoints/finetune.sh — --init-from (checkpoint or HF dir) with a longer seq-len and larger rope-theta: step 1's loss is the
-# source's eval loss on the same data; a fresh optimizer and step 0; shape mismatches named; sampling is seeded and deterministic.
+# source's eval loss on the same data; a fresh optimizer and step 0; the architecture from the source, contradicting flags exit 2; sampling is seeded and deterministic.
 set -uo pipefail
 BIN=$1
 . "$(dirname "$0")/common.sh"
@@ -11,17 +11,24 @@ for from in src hf; do
   "$BIN" train --data "$W/text.txt" --model tiny --seq-len 64 --rope-theta 40000 --batch 2 --steps 2 --seed 9 --threads 1 \
     --init-from "$W/$from" --out "$W/ft_$from" > "$W/ft_$from.log" 2>&1
   step1=$(sed -nE 's/.*"step": 1, "loss": ([0-9.]+).*/\1/p' "$W/ft_$from/metrics.jsonl")
-  ev=$("$BIN" eval "$W/$from" --data "$W/text.txt" --seq-len 64 --rope-theta 40000 --batch 2 --batches 1 --seed 9 --threads 1 |
+  ev=$("$BIN" eval "$W/$from" --data "$W/text.txt" --split train --seq-len 64 --rope-theta 40000 --batch 2 --batches 1 --seed 9 --threads 1 |
        sed -nE 's/eval: loss ([0-9.]+).*/\1/p')
   check "init-from $from: step-1 loss $step1 = eval loss $ev at seq-len 64, rope-theta 40000" \
     awk -v a="$step1" -v b="$ev" 'BEGIN { d = a - b; exit !(a != "" && d < 2e-6 && d > -2e-6) }'
   check "init-from $from: a new run that records its parent" grep -q "\"init_from\":.*$from" "$W/ft_$from/step_00000002/state.json"
 done
 check "fine-tuned state: step 2, AdamW step 2" grep -q '"adamw_step":.2,' "$W/ft_src/step_00000002/state.json"
-expect_fail 1 "tensor 'tok_embeddings' has shape (260, 64) but the model expects (260, 256)" \
+# The architecture comes from the source (issue 11 part 5): no shape flag needed; one that contradicts it is exit 2.
+for from in src hf; do
+  check "init-from $from without shape flags: the source's architecture" \
+    "$BIN" train --data "$W/text.txt" --seq-len 64 --steps 1 --threads 1 --init-from "$W/$from" --out "$W/noflags_$from"
+  check "init-from $from: config.json records the source's shape" grep -q '"dim":.64,' "$W/noflags_$from/config.json"
+done
+expect_fail 2 "its layers is 2 but --model small has 4; leave --model out" \
   "$BIN" train --data "$W/text.txt" --model small --seq-len 32 --steps 1 --init-from "$W/src" --out "$W/bad"
-expect_fail 2 "field num_hidden_layers is 2 but the flags give 4" "$BIN" train --data "$W/text.txt" --model small --seq-len 32 --steps 1 --init-from "$W/hf" --out "$W/bad"
-expect_fail 1 "tensor 'lm_head' has no place in this model" \
+expect_fail 2 "its layers is 2 but --model small has 4" "$BIN" train --data "$W/text.txt" --model small --seq-len 32 --steps 1 --init-from "$W/hf" --out "$W/bad"
+expect_fail 2 "its dim is 64 but --dim gives 128" "$BIN" train --data "$W/text.txt" --dim 128 --steps 1 --init-from "$W/hf" --out "$W/bad"
+expect_fail 2 "its embeddings are untied but --tie-embeddings says tied" \
   "$BIN" train --data "$W/text.txt" --model tiny --tie-embeddings --seq-len 32 --steps 1 --init-from "$W/src" --out "$W/bad"
 # sampling: greedy and seeded draws repeat; different seeds differ; the KV-cache path runs past the training length
 a=$("$BIN" sample "$W/src" --prompt "Checkpoint test" --tokens 60 --seed 3 --stop-at-eos=false)

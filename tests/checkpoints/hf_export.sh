@@ -56,16 +56,16 @@ check "BF16/F16 import evaluates close to F32 ($half_loss vs $ref)" awk -v a="$h
 # bad HF input
 mkdir -p "$W/gpt2"; cp "$W/hf_untied/model.safetensors" "$W/gpt2/"
 echo '{"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_embd": 64}' > "$W/gpt2/config.json"
-expect_fail 1 "config.json: field model_type is 'gpt2'" "$BIN" import "$W/gpt2" --out "$W/x"
+expect_fail 2 "config.json: field model_type is 'gpt2'" "$BIN" import "$W/gpt2" --out "$W/x"
 mkdir -p "$W/bias"; cp "$W/hf_untied/model.safetensors" "$W/bias/"
 sed 's/"attention_bias":.false/"attention_bias": true/' "$W/hf_untied/config.json" > "$W/bias/config.json"
-expect_fail 1 "field attention_bias is true" "$BIN" import "$W/bias" --out "$W/x"
-mkdir -p "$W/nohidden"; grep -v hidden_size "$W/hf_untied/config.json" > "$W/nohidden/config.json"
-expect_fail 1 "field hidden_size is missing" "$BIN" import "$W/nohidden" --out "$W/x"
+expect_fail 2 "field attention_bias is true" "$BIN" import "$W/bias" --out "$W/x"
+mkdir -p "$W/nohidden"; cp "$W/hf_untied/model.safetensors" "$W/nohidden/"; grep -v hidden_size "$W/hf_untied/config.json" > "$W/nohidden/config.json"
+expect_fail 2 "field hidden_size is missing" "$BIN" import "$W/nohidden" --out "$W/x"
 mkdir -p "$W/i32"; cp "$W/hf_untied/config.json" "$W/i32/"
 "$PYNP" -c "
 import json,struct,sys; h=json.dumps({'model.embed_tokens.weight':{'dtype':'I32','shape':[260,64],'data_offsets':[0,66560]}}).encode()
 open(sys.argv[1],'wb').write(struct.pack('<Q',len(h))+h+bytes(66560))" "$W/i32/model.safetensors"
-expect_fail 1 "dtype I32 is not supported" "$BIN" import "$W/i32" --out "$W/x"
+expect_fail 2 "dtype I32 is not supported" "$BIN" import "$W/i32" --out "$W/x"
 check "failed imports wrote nothing" test ! -e "$W/x"
 finish

@@ -50,9 +50,9 @@ damage "trailer magic"  "train_000001.rgs: trailer at byte $TR: bad end marker" 
 for cut in 0 100 255 300 $((BI + 5)) $((DI + 3)) $((SIZE - 1)); do
     damage "truncate at $cut" "train_000001.rgs: .*(truncated|smaller)" truncate -s "$cut"
 done
-damage "manifest crc"   "manifest disagree|does not match the manifest" sh -c 'sed -i "0,/\"crc32\"/s/\"crc32\":[^,]*/\"crc32\":\t\"00000000\"/" "$(dirname "$0")/manifest.json"'
+damage "manifest crc"   "manifest disagree|does not match the manifest|the manifest is damaged" sh -c 'sed -i "0,/\"crc32\"/s/\"crc32\":[^,]*/\"crc32\":\t\"00000000\"/" "$(dirname "$0")/manifest.json"'
 damage "missing shard"  "train_000001.rgs: cannot open"                          rm -f
-damage "manifest json"  "manifest.json: not valid JSON" sh -c 'echo "{" > "$(dirname "$0")/manifest.json"'
+damage "manifest json"  "manifest.json: not a valid JSON" sh -c 'echo "{" > "$(dirname "$0")/manifest.json"'
 expect_fail "missing path" "cannot open" -- "$BIN" inspect "$DIR/nothing"
 expect_fail "text is not a shard" "not a ringgpt shard" -- "$BIN" inspect "$DIR/in/doc1.txt"
 

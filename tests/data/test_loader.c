@@ -311,9 +311,9 @@ static void test_bad(const char *dir, const char *ds) {
     g_probe_seq = T;
     CHECK(run_cmd(probe, "probe", NULL) == 0, "probe reads a good dataset");
     g_probe_seq = 30000;
-    CHECK(run_cmd(probe, "probe", NULL) == 1, "seq-len longer than the dataset is an error");
+    CHECK(run_cmd(probe, "probe", NULL) == 2, "seq-len longer than the dataset is a usage error (exit 2)");
     g_probe_seq = T;
-    CHECK(run_cmd(probe, "probe", "val", NULL) == 1, "validation without a val split and val_fraction 0 is an error");
+    CHECK(run_cmd(probe, "probe", "val", NULL) == 2, "validation without a val split and val_fraction 0 is a usage error (exit 2)");
     // Damage one block of a copy: the loader stops with an error instead of delivering it.
     char *copy = path_join(dir, "damaged"), cmd[1024];
     snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", ds, copy);

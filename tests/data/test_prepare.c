@@ -58,14 +58,17 @@ static void test_text(const char *dir) {
     mkdir(sub, 0755);
     Vec want = {0};
     char *long_text = malloc(7000);
-    for (int i = 0; i < 7000; i++) long_text[i] = (char)(i * 31 % 251);   // every byte value, longer than a block and a shard
+    for (int i = 0; i < 7000; i++) long_text[i] = (char)(1 + i * 31 % 251);   // every byte but NUL, longer than a block and a shard
     snprintf(p, sizeof p, "%s/a.txt", in), add_text(&want, p, "hello world", 11);
     snprintf(p, sizeof p, "%s/c.txt", in), add_text(&want, p, "", 0);
     snprintf(p, sizeof p, "%s/.hidden", in), write_bytes(p, "skip me", 7);
+    snprintf(p, sizeof p, "%s/x.pyc", in), write_bytes(p, "\x03\xf3\r\n\0\0\0\0binary", 14);   // a NUL: binary, skipped
+    snprintf(p, sizeof p, "%s/notes.md", sub), write_bytes(p, "markdown", 8);
     snprintf(p, sizeof p, "%s/b.txt", sub), add_text(&want, p, long_text, 7000);
     snprintf(p, sizeof p, "%s/single.txt", dir), add_text(&want, p, "one more document\n", 18);
-    CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds, "--block-tokens", "1000", "--shard-tokens", "3000", "--quiet", in, p, NULL) == 0,
-          "prepare text");
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds, "--val-fraction", "0", "--block-tokens", "1000", "--shard-tokens", "3000", "--quiet",
+                  "--include", "*.txt,*.pyc", in, p, NULL) == 0,
+          "prepare text (--include *.txt,*.pyc: notes.md left out; x.pyc is binary: skipped)");
     Dataset d;
     Vec got = read_split(ds, SPLIT_TRAIN, &d);
     CHECK(same(&got, &want), "text round trip (%zu vs %zu tokens)", got.n, want.n);
@@ -186,7 +189,7 @@ static void test_llmc(const char *dir) {
     CHECK(run_cmd(cmd_prepare, "prepare", "--out", dg, "--quiet", bad, NULL) == 1, "truncated llm.c shard is an error");
     write_llmc(bad, 20240520, 3, 2, 50256, 10, false);
     CHECK(run_cmd(cmd_prepare, "prepare", "--out", dg, "--input-kind", "llmc", "--quiet", bad, NULL) == 1, "unsupported llm.c version");
-    CHECK(run_cmd(cmd_prepare, "prepare", "--out", dg, "--quiet", "/nonexistent/input", NULL) == 1, "missing input");
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", dg, "--quiet", "/nonexistent/input", NULL) == 2, "missing input is a usage error");
     free(wb.t), free(gg.t), free(gl.t), free(wg.t), free(wl.t);
     free(in), free(g), free(l), free(bad), free(dg), free(dl);
 }

@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <zlib.h>
 
+#include "core/json_strict.h"
 #include "core/rng.h"
 #include "data/dataset.h"
 #include "testutil.h"
@@ -318,11 +319,21 @@ static void test_weights(const char *dir) {
     free(starts);
 }
 
+// An edited manifest gets a new manifest_crc32, so that the shard check (not the manifest's own CRC) fires.
+static void reseal(char *text) {
+    cJSON *r = cJSON_Parse(text);
+    char hex[16], *at = strstr(text, "\"" MANIFEST_CRC_KEY "\":\t\"");
+    snprintf(hex, sizeof hex, "%08x", json_crc_without(r, MANIFEST_CRC_KEY));
+    memcpy(at + strlen("\"" MANIFEST_CRC_KEY "\":\t\""), hex, 8);
+    cJSON_Delete(r);
+}
+
 // The manifest must agree with its shards.
 static void test_manifest(const char *dir) {
     char *ds = path_join(dir, "ds"), *m = path_join(ds, MANIFEST_NAME), *shard = path_join(ds, "train_000001.rgs");
     size_t n;
     char *orig = (char *)read_bytes(m, &n);
+    orig[n] = 0;
     Dataset d;
     DataErr e;
     char *edited = malloc(n + 16), *at = strstr(orig, "\"tokens\":");
@@ -333,11 +344,12 @@ static void test_manifest(const char *dir) {
     size_t k = off;
     while (orig[k] == ' ' || orig[k] == '\t' || (orig[k] >= '0' && orig[k] <= '9')) k++;
     sprintf(edited + off, "\t1%s", orig + k);
+    reseal(edited);
     write_bytes(m, edited, strlen(edited));
     CHECK(dataset_open(ds, SPLIT_TRAIN, &d, &e) != 0 && strstr(e.msg, "disagree") && strstr(e.msg, "train_000000.rgs"),
           "manifest vs shard: %s", e.msg);
     write_bytes(m, "{not json", 9);
-    CHECK(dataset_open(ds, SPLIT_TRAIN, &d, &e) != 0 && strstr(e.msg, "not valid JSON"), "bad JSON: %s", e.msg);
+    CHECK(dataset_open(ds, SPLIT_TRAIN, &d, &e) != 0 && strstr(e.msg, "not a valid JSON"), "bad JSON: %s", e.msg);
     write_bytes(m, orig, n);
     size_t sn;
     unsigned char *sb = read_bytes(shard, &sn);

@@ -1,0 +1,23 @@
+// core/json_strict.h — manifests read strictly: the exact text ringgpt writes, known keys only, a checksum of the text.
+#pragma once
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// One allowed key of a JSON object; a manifest has one table per object kind.
+typedef struct {
+    const char *name;
+    bool required;
+} JsonKey;
+
+// Parses text (len bytes) that ringgpt wrote with cJSON_Print (plus newline bytes of trailing newline,
+// 0 or 1). Bytes after the JSON, or any byte that differs from how cJSON prints the parsed document
+// (a flipped whitespace or number digit that still parses), is an error. Returns the tree, or NULL with
+// a message in err (size n) that says where.
+cJSON *json_parse_exact(const char *text, size_t len, int newline, char *err, size_t n);
+// Every key of o is in keys (n entries) and appears once; every required key is present. Returns 0,
+// or -1 with a message naming the key and `where` ("splits.train").
+int json_check_keys(const cJSON *o, const JsonKey *keys, int n, const char *where, char *err, size_t errn);
+// CRC-32 of the document as cJSON prints it without the member `key` (a self-checksum stored under key).
+uint32_t json_crc_without(cJSON *root, const char *key);

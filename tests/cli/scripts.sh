@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# tests/cli/scripts.sh — the Python helpers: plot_metrics.py draws every panel from a real metrics.jsonl (finding a
+# Python with matplotlib, or saying how to install it), check_hf_export.py --help works and the bf16 export passes.
+set -uo pipefail
+BIN=$1
+. "$(dirname "$0")/common.sh"
+S=$(dirname "$0")/../../scripts
+make_text "$W/text.txt" 200
+"$BIN" train --data "$W/text.txt" --model tiny --seq-len 32 --batch 2 --steps 3 --threads 1 --eval-every 2 --out "$W/run" > /dev/null
+check "metrics.jsonl has tokens_seen and elapsed_s" grep -q '"tokens_seen": 192, "elapsed_s": ' "$W/run/metrics.jsonl"
+have_mpl=0
+for py in python3 /usr/bin/python3; do command -v "$py" > /dev/null && "$py" -c "import matplotlib" 2>/dev/null && have_mpl=1; done
+out=$(python3 "$S/plot_metrics.py" "$W/run/metrics.jsonl" --log --out "$W/plots" 2>&1); rc=$?
+if [[ $have_mpl == 1 ]]; then
+  check "plot_metrics.py --log: loss, optim and throughput PNGs ($out)" test $rc = 0 -a -s "$W/plots/loss.png" -a -s "$W/plots/optim.png" -a -s "$W/plots/throughput.png"
+else
+  check "plot_metrics.py without matplotlib anywhere says how to install it ($out)" grep -q "apt-get install python3-matplotlib" <<<"$out"
+fi
+rc=0; out=$(python3 "$S/plot_metrics.py" "$W/none.jsonl" 2>&1) || rc=$?
+check "plot_metrics.py on a missing file: one clear line ($out)" test $rc != 0 -a "$(wc -l <<<"$out")" = 1
+check "check_hf_export.py --help" python3 "$S/check_hf_export.py" --help
+PYNP=""
+for py in python3 /usr/bin/python3; do command -v "$py" > /dev/null && "$py" -c "import numpy" 2>/dev/null && PYNP=$py && break; done
+if [[ -n $PYNP ]]; then
+  "$BIN" eval "$W/run" --data "$W/text.txt" --batches 1 --threads 1 --dump-logits "$W/dump" > /dev/null
+  "$BIN" export "$W/run" --to hf "$W/hf_bf16" --dtype bf16 > /dev/null
+  check "check_hf_export.py: a bf16 export passes at the bf16 tolerance" "$PYNP" "$S/check_hf_export.py" "$W/hf_bf16" "$W/dump"
+  check "check_hf_export.py: the bf16 export fails at the f32 tolerance (the check can fail)" \
+    bash -c "! '$PYNP' '$S/check_hf_export.py' '$W/hf_bf16' '$W/dump' --tol 1e-4 > /dev/null"
+fi
+finish

@@ -1,0 +1,13 @@
+# tests/cli/tests.cmake — the command line: config files, resume/fine-tune without flags, defaults, exit codes, docs links.
+set(CLI_T ${CMAKE_SOURCE_DIR}/tests/cli)
+foreach(script config consistency scripts)
+  add_test(NAME cli_${script} COMMAND bash ${CLI_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
+  set_tests_properties(cli_${script} PROPERTIES LABELS cli TIMEOUT 120)
+endforeach()
+add_test(NAME cli_corruption_sweep COMMAND python3 ${CLI_T}/corruption_sweep.py ${RINGGPT_BIN})
+set_tests_properties(cli_corruption_sweep PROPERTIES LABELS cli TIMEOUT 120)
+# A one-node Slurm started by the test; SKIP (77) with the reason where slurm-wlm is missing or cannot run.
+add_test(NAME cli_slurm_srun COMMAND bash ${CLI_T}/slurm.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
+set_tests_properties(cli_slurm_srun PROPERTIES LABELS cli TIMEOUT 120 SKIP_RETURN_CODE 77)
+add_test(NAME cli_docs_links COMMAND python3 ${CLI_T}/docs_links.py ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_docs_links PROPERTIES LABELS cli TIMEOUT 30)
