@@ -120,7 +120,7 @@ int main(void) {
     uint32_t *tok = malloc(RECORDS * 80 * sizeof *tok);
     uint8_t *w = malloc(RECORDS * 80);
     size_t n = write_jsonl(js, tok, w);
-    CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds, "--quiet", js, NULL) == 0, "prepare a JSONL file (kind from the extension)");
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds, "--val-fraction", "0", "--quiet", js, NULL) == 0, "prepare a JSONL file (kind from the extension)");
     test_jsonl_roundtrip(ds, tok, w, n);
     test_masked_loss(dir, ds);
     rm_rf(dir);

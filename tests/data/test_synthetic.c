@@ -132,7 +132,7 @@ static void test_prepare_synthetic(void) {
 // only counted targets are the answer's digits; shorter documents start windows at their starts.
 static void test_windows(void) {
     char *dir = temp_dir("synthwin"), *ds = path_join(dir, "pk"), *ds2 = path_join(dir, "pk2");
-    CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds, "--synthetic", "passkey", "--docs", "6", "--doc-len", "256", "--quiet", NULL) == 0,
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds, "--synthetic", "passkey", "--docs", "6", "--doc-len", "256", "--val-fraction", "0", "--quiet", NULL) == 0,
           "prepare passkey at doc-len 256");
     DataOptions o = {.seq_len = 256, .batch = 1, .seed = 3, .dp = 1, .sp = 1};
     DataSource *d = data_open(ds, &o, false);
@@ -149,7 +149,7 @@ static void test_windows(void) {
     data_close(d);
     // Documents of 150 tokens, windows of 512: every window starts at a document start and holds three
     // whole documents and the beginning of a fourth (which the next window starts with).
-    CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds2, "--synthetic", "passkey", "--docs", "20", "--doc-len", "150", "--quiet", NULL) == 0,
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds2, "--synthetic", "passkey", "--docs", "20", "--doc-len", "150", "--val-fraction", "0", "--quiet", NULL) == 0,
           "prepare passkey at doc-len 150");
     o.seq_len = 512;
     d = data_open(ds2, &o, false);
