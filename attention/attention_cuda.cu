@@ -14,6 +14,7 @@
 
 RINGGPT_EXTERN_C_BEGIN
 #include "attention/attention.h"
+#include "attention/attention_sm90.h"
 #include "core/backend_cuda.h"
 RINGGPT_EXTERN_C_END
 
@@ -515,6 +516,9 @@ extern "C" void attn_cuda_forward_block(const AttnShape *s, AttnState st, const 
     check_shape(s, "forward");
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;
+    // RINGGPT_ATTN=sm90: the Hopper kernels (attention/attention_sm90.cu) for hd 64/128 on sm_90; off by
+    // default until a GPU session has verified them (tests/gpu/test_gpu_attention_sm90.c). Not for doc masks.
+    if (attn_sm90_selected(s->head_dim)) return attn_sm90_forward_block(s, st, q, nq, k, v, nk, causal);
     switch (s->head_dim) {
     case 16: launch_forward<16>(s, st, q, nq, k, v, nk, causal); break;
     case 32: launch_forward<32>(s, st, q, nq, k, v, nk, causal); break;
@@ -544,6 +548,8 @@ extern "C" void attn_cuda_backward_block(const AttnShape *s, real *dq, real *dk,
     check_shape(s, "backward");
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;
+    if (attn_sm90_selected(s->head_dim))   // as in the forward
+        return attn_sm90_backward_block(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal);
     switch (s->head_dim) {
     case 16: launch_backward<16>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal); break;
     case 32: launch_backward<32>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal); break;
