@@ -2,7 +2,7 @@
 # scripts/gpu_check.sh — one command on a GPU machine: build with CUDA, run the GPU tests and benchmarks, write a report.
 # usage: scripts/gpu_check.sh [--quick] [--sanitize] [--out DIR]
 #   --quick     attention benchmarks at T=4096 only, train benchmark at 6 steps
-#   --sanitize  also run the attention test under compute-sanitizer (memcheck), if the tool works here
+#   --sanitize  also run the attention tests (sm_80 and sm90) and the op test under compute-sanitizer (memcheck)
 #   --out DIR   where the report and logs go (default gpu_report/)
 # Writes DIR/report.md (device, CUDA/driver versions, every test result and benchmark figure) and
 # prints it. Exit status: non-zero when the build or a GPU test failed (benchmarks never fail it).
@@ -44,6 +44,10 @@ fi
 nvcc -std=c++20 -O3 -arch=sm_90 -I. -Xptxas -v -c attention/attention_cuda.cu -o /dev/null 2>&1 |
   grep -E "Compiling entry|registers|spill" | paste - - - | sed -E 's/ptxas info +: //g; s/Compiling entry function //' \
   > "$OUT/ptxas.txt" || true
+# The Hopper kernels (RINGGPT_ATTN=sm90): sm_90a only.
+nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a -I. -Xptxas -v -c attention/attention_sm90.cu -o /dev/null 2>&1 |
+  grep -E "Compiling entry|registers|spill" | paste - - - | sed -E 's/ptxas info +: //g; s/Compiling entry function //' \
+  >> "$OUT/ptxas.txt" || true
 say "### attention kernels: registers / spills (ptxas)"
 block "$OUT/ptxas.txt"
 
@@ -56,7 +60,7 @@ block "$OUT/tests.txt"
 
 if [ $SANITIZE -eq 1 ]; then
   say "## compute-sanitizer (memcheck) on the attention and op tests"
-  for t in test_gpu_attention test_gpu_ops; do
+  for t in test_gpu_attention test_gpu_attention_sm90 test_gpu_ops; do
     compute-sanitizer --tool memcheck $BUILD/$t > "$OUT/sanitize_$t.log" 2>&1 && say "$t: clean" ||
       { say "$t: sanitizer reported problems"; tail -20 "$OUT/sanitize_$t.log" >> "$REPORT"; status=1; }
   done
@@ -80,7 +84,7 @@ rm -rf "$TMPD"
 say "## Benchmarks"
 LENS="4096 16384 65536"; STEPS=12
 [ $QUICK -eq 1 ] && LENS=4096 STEPS=6
-$BUILD/gpu_attention_bench $LENS > "$OUT/attn_ringgpt.txt" 2>&1
+$BUILD/gpu_attention_bench --sm90 $LENS > "$OUT/attn_ringgpt.txt" 2>&1   # sm_80 kernels, and sm90 on an H100/H200
 python3 bench/gpu_attention_torch.py $LENS > "$OUT/attn_torch.txt" 2>&1
 say "### attention fwd+bwd, causal, bf16 (ringgpt vs PyTorch SDPA, same shapes)"
 cat "$OUT/attn_ringgpt.txt" "$OUT/attn_torch.txt" > "$OUT/attn.txt"
@@ -88,8 +92,10 @@ block "$OUT/attn.txt"
 # ratio ringgpt / torch per (T, hd)
 awk '/^attention/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
        key = f["T"] " " f["hd"]; v[f["impl"], key] = f["fwdbwd_tflops"]; keys[key] = 1 }
-     END { for (k in keys) if ((("torch", k) in v) && v["torch", k] > 0)
-             printf "ratio T,hd=%s  ringgpt/torch fwd+bwd = %.2f (target >= 0.6, goal >= 1.0)\n", k, v["ringgpt", k] / v["torch", k] }' \
+     END { for (k in keys) if ((("torch", k) in v) && v["torch", k] > 0) {
+             printf "ratio T,hd=%s  ringgpt/torch fwd+bwd = %.2f (target >= 0.6, goal >= 1.0)\n", k, v["ringgpt", k] / v["torch", k]
+             if (("ringgpt-sm90", k) in v)
+               printf "ratio T,hd=%s  ringgpt-sm90/torch fwd+bwd = %.2f (RINGGPT_ATTN=sm90)\n", k, v["ringgpt-sm90", k] / v["torch", k] } }' \
   "$OUT/attn.txt" | sort -n -k2 > "$OUT/attn_ratio.txt"
 block "$OUT/attn_ratio.txt"
 say "### training throughput (125M preset)"
