@@ -188,6 +188,12 @@ __device__ __forceinline__ void wgmma_rs_n128_tb(float (&d)[64], const uint32_t 
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
 
+// 2^x with one MUFU.EX2 (flush-to-zero; 2^-inf = 0), as exp2f without the denormal fix-ups.
+__device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<uint32_t *>(&v);
@@ -362,13 +368,13 @@ __global__ void __launch_bounds__(THREADS_SM90, 1)
             float m_new = fmaxf(m_i[e], quad_max(mx[e]) * scale);
             // A row with no key so far keeps m = -inf; exponentiate against 0 then: exp(-inf) = 0, never inf - inf.
             float m_use = m_new == -INFINITY ? 0.f : m_new;
-            corr[e] = exp2f((m_i[e] - m_use) * LOG2E);
+            corr[e] = fast_exp2((m_i[e] - m_use) * LOG2E);
             ms[e] = m_use * LOG2E;
             m_i[e] = m_new;
         }
 #pragma unroll
         for (int i = 0; i < BK / 2; i++) {
-            s[i] = exp2f(fmaf(s[i], sl2, -ms[(i % 4) / 2]));
+            s[i] = fast_exp2(fmaf(s[i], sl2, -ms[(i % 4) / 2]));
             sum[(i % 4) / 2] += s[i];
         }
 #pragma unroll
@@ -396,6 +402,7 @@ __global__ void __launch_bounds__(THREADS_SM90, 1)
         wg_wait<1>();                               // S_j is ready (groups complete in order)
         fence_regs(s);
         softmax(j * BK);                            // overlaps the P·V GEMM
+        fence_regs(s);                              // ... computed here, not sunk past the wait
         wg_wait<0>();
         fence_regs(o);
         fence_regs(p);
@@ -530,7 +537,7 @@ __global__ void __launch_bounds__(THREADS_SM90, 1)
             int col = (i / 4) * 8 + 2 * t + (i & 1), q_row = i0 + col, key = keys[(i % 4) / 2];
             float L = ls[col];
             bool ok = L != -INFINITY && key < nk && (!causal || key <= q_row);
-            st[i] = ok ? exp2f(fmaf(st[i], sl2, -L)) : 0.f;
+            st[i] = ok ? fast_exp2(fmaf(st[i], sl2, -L)) : 0.f;
         }
         wg_wait<0>();
         fence_regs(dpt);
@@ -658,7 +665,7 @@ __global__ void __launch_bounds__(THREADS_SM90, 1)
         for (int i = 0; i < BN / 2; i++) {   // P (overlaps the dP GEMM)
             int key = j0 + (i / 4) * 8 + 2 * t + (i & 1), e = (i % 4) / 2;
             bool ok = L[e] != -INFINITY && key < nk && (!causal || key <= rows[e]);
-            sc[i] = ok ? exp2f(fmaf(sc[i], sl2, -L[e])) : 0.f;
+            sc[i] = ok ? fast_exp2(fmaf(sc[i], sl2, -L[e])) : 0.f;
         }
         wg_wait<0>();
         fence_regs(dp);
