@@ -84,15 +84,16 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 }
 // Waits until the phase with the given parity has completed. A fresh barrier is in phase 0, so
 // waiting on parity 1 returns at once: producers start their "empty" waits at parity 1.
+// A wait that never ends (a pipeline bug) traps after 2^30 polls (seconds): the launch then fails
+// with an error the host reports, instead of hanging the job. The loop is one asm block (labels are
+// local to its braces), which keeps it out of the register allocator's way.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-    uint32_t done;
-    do {
-        asm volatile(
-            "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-            : "=r"(done)
-            : "r"(bar), "r"(parity)
-            : "memory");
-    } while (!done);
+    asm volatile(
+        "{\n.reg .pred p;\n.reg .u32 polls;\nmov.u32 polls, 0;\n"
+        "WAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@p bra DONE;\n"
+        "add.u32 polls, polls, 1;\nsetp.lt.u32 p, polls, 1073741824;\n@p bra WAIT;\ntrap;\nDONE:\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
 }
 
 // One TMA box {64 columns, 1 head, rows} of a 3-D bf16 tensor map {hd, heads, tokens} into shared

@@ -15,16 +15,33 @@
 
 static void use(const char *impl) { setenv("RINGGPT_ATTN", impl, 1); }
 
+// Where the largest difference is, as (rank, local row, head, column): a layout bug shows as a pattern
+// (one head, every 8th column, rows past a tile boundary, ...), so a failing run says where.
+static void locate_worst(const char *what, const float *g, const float *ref, size_t n, int L, int heads, int cols) {
+    size_t worst = 0;
+    double dmax = -1;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)g[i] - ref[i]);
+        if (!(d <= dmax)) dmax = d, worst = i;
+    }
+    size_t row = worst / ((size_t)heads * cols);
+    printf("    %s: worst at rank %zu, row %zu, head %zu, col %zu: got %g, want %g\n", what, row / L, row % L,
+           worst / cols % heads, worst % cols, g[worst], ref[worst]);
+}
+
 static void compare_pair(const char *vs, const Case *c, Result g, Result ref) {
     size_t L = 2 * (size_t)c->c, nq = c->sp * L * c->H * c->hd, nkv = c->sp * L * c->Hkv * c->hd;
     char what[64];
     const char *names[] = {"out", "lse", "dq", "dk", "dv"};
     const float *gs[] = {g.out, g.lse, g.dq, g.dk, g.dv}, *rs[] = {ref.out, ref.lse, ref.dq, ref.dk, ref.dv};
     const size_t ns[] = {nq, c->sp * L * c->H, nq, nkv, nkv};
+    const int heads[] = {c->H, c->H, c->H, c->Hkv, c->Hkv}, cols[] = {c->hd, 1, c->hd, c->hd, c->hd};
     const double tols[] = {2e-2, 5e-3, 3e-2, 3e-2, 3e-2};
     for (int i = 0; i < 5; i++) {
         snprintf(what, sizeof what, "%s vs %s", names[i], vs);
+        int failed = check_failed;
         host_compare(what, c, gs[i], rs[i], ns[i], tols[i]);
+        if (check_failed != failed) locate_worst(what, gs[i], rs[i], ns[i], (int)L, heads[i], cols[i]);
     }
 }
 
