@@ -44,6 +44,7 @@
 #include <cudaTypedefs.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -779,6 +780,9 @@ extern "C" bool attn_sm90_selected(int head_dim) {
         CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
         CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
         sm90 = major == 9 && minor == 0;
+        if (!sm90)
+            fprintf(stderr, "ringgpt: RINGGPT_ATTN=sm90 but the GPU is sm_%d%d; attention runs the sm_80 kernels\n",
+                    major, minor);
     }
     return sm90 && (head_dim == 64 || head_dim == 128);
 }
