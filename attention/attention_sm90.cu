@@ -404,7 +404,7 @@ __global__ void __launch_bounds__(THREADS_SM90, 1)
         wg_wait<1>();                               // S_j is ready (groups complete in order)
         fence_regs(s);
         softmax(j * BK);                            // overlaps the P·V GEMM
-        fence_regs(s);                              // ... computed here, not sunk past the wait
+        fence_regs(s);                              // (before the wait in PTX; ptxas may still sink the exps)
         wg_wait<0>();
         fence_regs(o);
         fence_regs(p);

@@ -8,6 +8,10 @@ if(RINGGPT_HAVE_CUDA)
     add_test(NAME gpu_${t} COMMAND ${t})
     set_tests_properties(gpu_${t} PROPERTIES LABELS gpu ENVIRONMENT "OMP_NUM_THREADS=4" TIMEOUT 600)
   endforeach()
+  # The sm_80 test's ring cases again with RINGGPT_ATTN=sm90: hd 64/128 run the Hopper kernels on an sm_90 GPU.
+  add_test(NAME gpu_test_gpu_attention_env_sm90 COMMAND test_gpu_attention)
+  set_tests_properties(gpu_test_gpu_attention_env_sm90 PROPERTIES LABELS gpu ENVIRONMENT "OMP_NUM_THREADS=4;RINGGPT_ATTN=sm90"
+                       TIMEOUT 600)
   # No GPU needed: the sm_90a attention kernels are wgmma + TMA + mbarrier code without spills (SKIPs without cuobjdump).
   find_program(CUOBJDUMP cuobjdump HINTS ${CUDAToolkit_BIN_DIR})
   add_test(NAME gpu_sm90_sass COMMAND bash ${CMAKE_SOURCE_DIR}/tests/gpu/check_sm90_sass.sh "${CUOBJDUMP}"
