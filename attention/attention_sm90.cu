@@ -38,6 +38,12 @@
 //   imm-trans-b = 1): canonical Swizzle<3,4,3> ∘ ((64,m),(8,k)):((1,LBO),(64,SBO)) in elements: LBO =
 //   bytes between the 64-column sub-tiles (only used at head dim 128), SBO = 1024 bytes between
 //   8-row (K) groups; k-step kk (16 rows) advances the start address by 16·128 = 2048 bytes.
+// * These layouts, every descriptor value the kernels build and the two fragment maps above were
+//   compared on the host with CuTe's canonical GMMA layouts, make_gmma_desc and the
+//   SM90 64xNx16 TV layouts (a scratch program, not part of the build): all equal.
+// * TMA (PTX ISA "cp.async.bulk.tensor"; driver API cuTensorMapEncodeTiled): a box's bytes all
+//   count toward the mbarrier's complete_tx, also its out-of-bounds elements, which are zero-filled.
+//   No box here starts past its tensor's end (tile starts are < nq or < nk), only runs over it.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
