@@ -91,14 +91,15 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 }
 // Waits until the phase with the given parity has completed. A fresh barrier is in phase 0, so
 // waiting on parity 1 returns at once: producers start their "empty" waits at parity 1.
-// A wait that never ends (a pipeline bug) traps after 2^30 polls (seconds): the launch then fails
-// with an error the host reports, instead of hanging the job. The loop is one asm block (labels are
-// local to its braces), which keeps it out of the register allocator's way.
+// A wait that never ends (a pipeline bug) traps after 20 s by %globaltimer: the launch then fails
+// with an error the host reports, instead of hanging the job. (Counting polls would not bound the
+// time: try_wait may suspend the thread for a system-dependent while at each poll.) The loop is one
+// asm block (labels are local to its braces), which keeps it out of the register allocator's way.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
     asm volatile(
-        "{\n.reg .pred p;\n.reg .u32 polls;\nmov.u32 polls, 0;\n"
+        "{\n.reg .pred p;\n.reg .u64 t0, t;\nmov.u64 t0, %%globaltimer;\n"
         "WAIT:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@p bra DONE;\n"
-        "add.u32 polls, polls, 1;\nsetp.lt.u32 p, polls, 1073741824;\n@p bra WAIT;\ntrap;\nDONE:\n}\n" ::"r"(bar),
+        "mov.u64 t, %%globaltimer;\nsub.u64 t, t, t0;\nsetp.lt.u64 p, t, 20000000000;\n@p bra WAIT;\ntrap;\nDONE:\n}\n" ::"r"(bar),
         "r"(parity)
         : "memory");
 }
