@@ -16,6 +16,11 @@ RINGGPT_EXTERN_C_BEGIN
 #include "attention/attention.h"
 #include "attention/attention_sm90.h"
 #include "core/backend_cuda.h"
+void attn_cuda_forward_block_docs(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
+                                  int nk, AttnMask mask, AttnDocs docs);
+void attn_cuda_backward_block_docs(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
+                                   const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
+                                   AttnMask mask, AttnDocs docs);
 RINGGPT_EXTERN_C_END
 
 #define WARPS 4
@@ -102,6 +107,21 @@ __device__ __forceinline__ float quad_sum(float v) {
     return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
+// Document masking: [lo, hi] of n ids. Every thread of a block reads the same ids, so decisions made
+// from these ranges are block-uniform and may skip a tile before its barriers.
+__device__ __forceinline__ void id_range(const int *ids, int n, int *lo, int *hi) {
+    int a = ids[0], b = ids[0];
+    for (int i = 1; i < n; i++) a = min(a, ids[i]), b = max(b, ids[i]);
+    *lo = a, *hi = b;
+}
+
+// True when none of the n ids can equal an id in [lo, hi]: the tile is hidden for every row.
+__device__ __forceinline__ bool tile_hidden(const int *ids, int n, int lo, int hi) {
+    int a, b;
+    id_range(ids, n, &a, &b);
+    return b < lo || hi < a;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Forward: grid (ceil(nq/BQ), H); warp w owns query rows w·16.. of the tile; the state of those
 // rows is read at the start and written at the end, so a block folds every KV tile of the block in.
@@ -109,7 +129,8 @@ __device__ __forceinline__ float quad_sum(float v) {
 template <int HD>
 __global__ void __launch_bounds__(THREADS) attn_fwd_kernel(float *acc, float *m_state, float *l_state, const float *q,
                                                            const float *k, const float *v, int nq, int nk, int H,
-                                                           int Hkv, int causal, float scale) {
+                                                           int Hkv, int causal, const int *qdoc, const int *kdoc,
+                                                           float scale) {
     constexpr int BK = 64, LD = HD + PAD, LDT = BK + PAD, NT = HD / 8;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *Qs = reinterpret_cast<__nv_bfloat16 *>(smem_raw);   // (BQ, HD)
@@ -143,7 +164,10 @@ __global__ void __launch_bounds__(THREADS) attn_fwd_kernel(float *acc, float *m_
         }
 
     const int jmax = causal ? min(nk, i0 + BQ) : nk;   // causal: no key beyond the tile's last row
+    int qlo = 0, qhi = 0;
+    if (qdoc) id_range(qdoc + i0, min(BQ, nq - i0), &qlo, &qhi);
     for (int j0 = 0; j0 < jmax; j0 += BK) {
+        if (qdoc && tile_hidden(kdoc + j0, min(BK, nk - j0), qlo, qhi)) continue;   // another document: nothing to add
         __syncthreads();   // the previous tile is no longer read
         load_tile<HD>(Ks, LD, nullptr, 0, k + (size_t)hk * HD, ks, j0, BK, nk);
         load_tile<HD>(nullptr, 0, Vt, LDT, v + (size_t)hk * HD, ks, j0, BK, nk);
@@ -165,7 +189,7 @@ __global__ void __launch_bounds__(THREADS) attn_fwd_kernel(float *acc, float *m_
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int j = j0 + nt * 8 + 2 * t + (e & 1), i = rows[e >> 1];
-                bool ok = j < nk && (!causal || j <= i);
+                bool ok = j < nk && (!causal || j <= i) && (!qdoc || (i < nq && qdoc[i] == kdoc[j]));
                 s[nt][e] = ok ? s[nt][e] * scale : -INFINITY;
                 mx[e >> 1] = fmaxf(mx[e >> 1], s[nt][e]);
             }
@@ -226,7 +250,7 @@ template <int HD>
 __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_kernel(float *dk, float *dv, const float *q, const float *k,
                                                                 const float *v, const float *dout, const float *lse,
                                                                 const float *D, int nq, int nk, int H, int Hkv,
-                                                                int causal, float scale) {
+                                                                int causal, const int *qdoc, const int *kdoc, float scale) {
     constexpr int BKV = 64, BQB = HD >= 128 ? 32 : 64, LD = HD + PAD, LDT = BQB + PAD, NT = HD / 8, MT = BQB / 8;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *Ks = reinterpret_cast<__nv_bfloat16 *>(smem_raw);   // (BKV, HD)
@@ -251,8 +275,11 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_kernel(float *dk, float
         for (int e = 0; e < 4; e++) dkacc[nt][e] = dvacc[nt][e] = 0.f;
 
     const int i_start = causal ? (j0 / BQB) * BQB : 0;   // causal: rows before the first key see none of it
+    int klo = 0, khi = 0;
+    if (qdoc) id_range(kdoc + j0, min(BKV, nk - j0), &klo, &khi);
     for (int h = hk * group; h < (hk + 1) * group; h++) {
         for (int i0 = i_start; i0 < nq; i0 += BQB) {
+            if (qdoc && tile_hidden(qdoc + i0, min(BQB, nq - i0), klo, khi)) continue;
             __syncthreads();
             load_tile<HD>(Qs, LD, Qt, LDT, q + (size_t)h * HD, qs, i0, BQB, nq);
             load_tile<HD>(dOs, LD, dOt, LDT, dout + (size_t)h * HD, qs, i0, BQB, nq);
@@ -285,7 +312,7 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_kernel(float *dk, float
                 for (int e = 0; e < 4; e++) {
                     int col = nt * 8 + 2 * t + (e & 1), i = i0 + col, j = keys[e >> 1];
                     float L = lse_s[col];
-                    bool ok = i < nq && j < nk && (!causal || j <= i) && L != -INFINITY;
+                    bool ok = i < nq && j < nk && (!causal || j <= i) && L != -INFINITY && (!qdoc || qdoc[i] == kdoc[j]);
                     float p = ok ? __expf(st[nt][e] * scale - L) : 0.f;
                     st[nt][e] = p;
                     dpt[nt][e] = p * (dpt[nt][e] - D_s[col]) * scale;
@@ -327,7 +354,8 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_kernel(float *dk, float
 template <int HD>
 __global__ void __launch_bounds__(THREADS) attn_bwd_dq_kernel(float *dq, const float *q, const float *k, const float *v,
                                                               const float *dout, const float *lse, const float *D,
-                                                              int nq, int nk, int H, int Hkv, int causal, float scale) {
+                                                              int nq, int nk, int H, int Hkv, int causal, const int *qdoc,
+                                                              const int *kdoc, float scale) {
     constexpr int BKQ = HD >= 128 ? 32 : 64, LD = HD + PAD, LDT = BKQ + PAD, NT = HD / 8, MT = BKQ / 8;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *Qs = reinterpret_cast<__nv_bfloat16 *>(smem_raw);   // (BQ, HD)
@@ -353,7 +381,10 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dq_kernel(float *dq, const f
     for (int nt = 0; nt < NT; nt++) dqacc[nt][0] = dqacc[nt][1] = dqacc[nt][2] = dqacc[nt][3] = 0.f;
 
     const int jmax = causal ? min(nk, i0 + BQ) : nk;
+    int qlo = 0, qhi = 0;
+    if (qdoc) id_range(qdoc + i0, min(BQ, nq - i0), &qlo, &qhi);
     for (int j0 = 0; j0 < jmax; j0 += BKQ) {
+        if (qdoc && tile_hidden(kdoc + j0, min(BKQ, nk - j0), qlo, qhi)) continue;
         __syncthreads();
         load_tile<HD>(Ks, LD, Kt, LDT, k + (size_t)hk * HD, ks, j0, BKQ, nk);
         load_tile<HD>(Vs, LD, nullptr, 0, v + (size_t)hk * HD, ks, j0, BKQ, nk);
@@ -380,7 +411,7 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dq_kernel(float *dq, const f
             for (int e = 0; e < 4; e++) {
                 int j = j0 + nt * 8 + 2 * t + (e & 1), i = rows[e >> 1];
                 float Li = L[e >> 1];
-                bool ok = i < nq && j < nk && (!causal || j <= i) && Li != -INFINITY;
+                bool ok = i < nq && j < nk && (!causal || j <= i) && Li != -INFINITY && (!qdoc || qdoc[i] == kdoc[j]);
                 float p = ok ? __expf(s[nt][e] * scale - Li) : 0.f;
                 dp[nt][e] = p * (dp[nt][e] - Dr[e >> 1]) * scale;   // dS
             }
@@ -475,20 +506,21 @@ static void allow_smem(const void *kernel, size_t bytes, bool *done) {
 
 template <int HD>
 static void launch_forward(const AttnShape *s, AttnState st, const float *q, int nq, const float *k, const float *v,
-                           int nk, int causal) {
+                           int nk, int causal, AttnDocs docs) {
     static bool ready;
     size_t smem = fwd_smem<HD>();
     allow_smem((const void *)attn_fwd_kernel<HD>, smem, &ready);
     dim3 grid((nq + BQ - 1) / BQ, s->n_head);
     attn_fwd_kernel<HD><<<grid, THREADS, smem, stream()>>>(st.acc, st.m, st.l, q, k, v, nq, nk, s->n_head,
-                                                           s->n_kv_head, causal, (float)(1.0 / sqrt((double)HD)));
+                                                           s->n_kv_head, causal, docs.q, docs.k,
+                                                           (float)(1.0 / sqrt((double)HD)));
     CUDA_CHECK_LAUNCH("attention forward");
 }
 
 template <int HD>
 static void launch_backward(const AttnShape *s, float *dq, float *dk, float *dv, const float *q, const float *k,
                             const float *v, const float *dout, const float *lse, const float *D, int nq, int nk,
-                            int causal) {
+                            int causal, AttnDocs docs) {
     static bool ready_kv, ready_q;
     float scale = (float)(1.0 / sqrt((double)HD));
     size_t smem_kv = dkdv_smem<HD>(), smem_q = dq_smem<HD>();
@@ -496,10 +528,10 @@ static void launch_backward(const AttnShape *s, float *dq, float *dk, float *dv,
     allow_smem((const void *)attn_bwd_dq_kernel<HD>, smem_q, &ready_q);
     dim3 grid_kv((nk + 63) / 64, s->n_kv_head), grid_q((nq + BQ - 1) / BQ, s->n_head);
     attn_bwd_dkdv_kernel<HD><<<grid_kv, THREADS, smem_kv, stream()>>>(dk, dv, q, k, v, dout, lse, D, nq, nk, s->n_head,
-                                                                      s->n_kv_head, causal, scale);
+                                                                      s->n_kv_head, causal, docs.q, docs.k, scale);
     CUDA_CHECK_LAUNCH("attention backward dK dV");
     attn_bwd_dq_kernel<HD><<<grid_q, THREADS, smem_q, stream()>>>(dq, q, k, v, dout, lse, D, nq, nk, s->n_head,
-                                                                  s->n_kv_head, causal, scale);
+                                                                  s->n_kv_head, causal, docs.q, docs.k, scale);
     CUDA_CHECK_LAUNCH("attention backward dQ");
 }
 
@@ -513,17 +545,25 @@ extern "C" void attn_cuda_state_reset(const AttnShape *s, AttnState st, int nq) 
 
 extern "C" void attn_cuda_forward_block(const AttnShape *s, AttnState st, const real *q, int nq, const real *k,
                                         const real *v, int nk, AttnMask mask) {
+    attn_cuda_forward_block_docs(s, st, q, nq, k, v, nk, mask, AttnDocs{nullptr, nullptr});
+}
+
+// Document ids (device memory) join the causal/full predicate in every kernel: a key of another
+// document gets score -inf (P = dS = 0), and (query tile, key tile) pairs whose id ranges are
+// disjoint are skipped. Whole masked ring steps are skipped by attention/ring.c.
+extern "C" void attn_cuda_forward_block_docs(const AttnShape *s, AttnState st, const real *q, int nq, const real *k,
+                                             const real *v, int nk, AttnMask mask, AttnDocs docs) {
     check_shape(s, "forward");
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;
     // RINGGPT_ATTN=sm90: the Hopper kernels (attention/attention_sm90.cu) for hd 64/128 on sm_90; off by
-    // default until a GPU session has verified them (tests/gpu/test_gpu_attention_sm90.c). Not for doc masks.
-    if (attn_sm90_selected(s->head_dim)) return attn_sm90_forward_block(s, st, q, nq, k, v, nk, causal);
+    // default until a GPU session has verified them (tests/gpu/test_gpu_attention_sm90.c). Document masks: sm_80.
+    if (!docs.q && attn_sm90_selected(s->head_dim)) return attn_sm90_forward_block(s, st, q, nq, k, v, nk, causal);
     switch (s->head_dim) {
-    case 16: launch_forward<16>(s, st, q, nq, k, v, nk, causal); break;
-    case 32: launch_forward<32>(s, st, q, nq, k, v, nk, causal); break;
-    case 64: launch_forward<64>(s, st, q, nq, k, v, nk, causal); break;
-    case 128: launch_forward<128>(s, st, q, nq, k, v, nk, causal); break;
+    case 16: launch_forward<16>(s, st, q, nq, k, v, nk, causal, docs); break;
+    case 32: launch_forward<32>(s, st, q, nq, k, v, nk, causal, docs); break;
+    case 64: launch_forward<64>(s, st, q, nq, k, v, nk, causal, docs); break;
+    case 128: launch_forward<128>(s, st, q, nq, k, v, nk, causal, docs); break;
     }
 }
 
@@ -545,15 +585,21 @@ extern "C" void attn_cuda_backward_prep(const AttnShape *s, real *D, const real 
 extern "C" void attn_cuda_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
                                          const real *v, const real *dout, const real *lse, const real *D, int nq,
                                          int nk, AttnMask mask) {
+    attn_cuda_backward_block_docs(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, mask, AttnDocs{nullptr, nullptr});
+}
+
+extern "C" void attn_cuda_backward_block_docs(const AttnShape *s, real *dq, real *dk, real *dv, const real *q,
+                                              const real *k, const real *v, const real *dout, const real *lse,
+                                              const real *D, int nq, int nk, AttnMask mask, AttnDocs docs) {
     check_shape(s, "backward");
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;
-    if (attn_sm90_selected(s->head_dim))   // as in the forward
+    if (!docs.q && attn_sm90_selected(s->head_dim))   // as in the forward
         return attn_sm90_backward_block(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal);
     switch (s->head_dim) {
-    case 16: launch_backward<16>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal); break;
-    case 32: launch_backward<32>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal); break;
-    case 64: launch_backward<64>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal); break;
-    case 128: launch_backward<128>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal); break;
+    case 16: launch_backward<16>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs); break;
+    case 32: launch_backward<32>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs); break;
+    case 64: launch_backward<64>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs); break;
+    case 128: launch_backward<128>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs); break;
     }
 }

@@ -1,17 +1,23 @@
 // bench/attention_bench.c — CPU blockwise causal attention forward+backward: time and GFLOP/s per sequence length.
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "attention/attention.h"
 #include "core/backend.h"
 #include "core/common.h"
 #include "core/rng.h"
 
-// usage: attention_bench [T ...]   (heads 4, head dim 64: the `small` model's attention)
+// usage: attention_bench [--doc-len D] [T ...]   (heads 4, head dim 64: the `small` model's attention)
+// --doc-len D: documents of D tokens (--doc-mask); FLOP/s are still counted for the whole causal square.
 int main(int argc, char **argv) {
     const Backend *be = &BACKEND_CPU;
     AttnShape s = {.n_head = 4, .n_kv_head = 4, .head_dim = 64};
-    int lens[16] = {1024, 4096, 16384}, n = 3;
+    int lens[16] = {1024, 4096, 16384}, n = 3, doc_len = 0;
+    if (argc > 2 && !strcmp(argv[1], "--doc-len")) {
+        doc_len = atoi(argv[2]);
+        argc -= 2, argv += 2;
+    }
     if (argc > 1) {
         n = argc - 1 < 16 ? argc - 1 : 16;
         for (int i = 0; i < n; i++) lens[i] = atoi(argv[i + 1]);
@@ -28,15 +34,17 @@ int main(int argc, char **argv) {
         real *lse = xmalloc(rows * sizeof(real), "lse"), *tmp = xmalloc(rows * sizeof(real), "tmp");
         for (size_t i = 0; i < qn; i++) q[i] = (real)rng_normal(&r), dout[i] = (real)rng_normal(&r);
         for (size_t i = 0; i < kvn; i++) k[i] = (real)rng_normal(&r), v[i] = (real)rng_normal(&r);
+        int32_t *doc = doc_len > 0 ? xmalloc((size_t)T * sizeof(int32_t), "doc ids") : NULL;
+        for (int t = 0; doc && t < T; t++) doc[t] = t / doc_len;
         double t0 = now_seconds();
-        attention_causal_forward(be, &s, o, lse, tmp, q, k, v, T);
+        attention_causal_forward_docs(be, &s, o, lse, tmp, q, k, v, T, doc);
         double t1 = now_seconds();
-        attention_causal_backward(be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T);
+        attention_causal_backward_docs(be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, doc);
         double t2 = now_seconds();
         // causal: half of the 4·T²·hd·H forward FLOPs; the backward does 2.5× the forward.
         double fwd_flops = 2.0 * T * (double)T * s.head_dim * s.n_head;
         printf("%8d %12.1f %12.1f %14.1f\n", T, (t1 - t0) * 1e3, (t2 - t1) * 1e3, 3.5 * fwd_flops / (t2 - t0) / 1e9);
-        free(q), free(k), free(v), free(o), free(dout), free(dq), free(dk), free(dv), free(lse), free(tmp);
+        free(q), free(k), free(v), free(o), free(dout), free(dq), free(dk), free(dv), free(lse), free(tmp), free(doc);
     }
     return 0;
 }

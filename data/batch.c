@@ -71,3 +71,38 @@ void batch_put_sample_docs(Batch *b, int row, const int32_t *sample, int T, int 
 void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index) {
     batch_put_sample_docs(b, row, sample, T, sp, sp_index, -1);
 }
+
+void batch_mask_targets(Batch *b, int row, const uint8_t *weight) {
+    size_t base = (size_t)row * b->T;
+    int32_t *tgt = b->targets + base;
+    const int32_t *pos = b->pos + base;
+    for (int i = 0; i < b->T; i++)
+        if (!weight[pos[i] + 1]) tgt[i] = -1;   // the target of position p is token p + 1
+}
+
+long batch_count_targets(const Batch *b) {
+    long n = 0;
+    for (size_t i = 0; i < (size_t)b->B * b->T; i++) n += b->targets[i] >= 0;
+    return n;
+}
+
+// The document of global position p: the last start <= p.
+static int32_t doc_of(const int32_t *ds, int nd, int p) {
+    int lo = 0, hi = nd;
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        if (ds[mid] <= p) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+void batch_zigzag_docs(const Batch *b, int row, int sp, int32_t *out) {
+    const int32_t *ds = b->doc_start + (size_t)row * b->doc_cap;
+    int nd = b->n_docs[row], L = b->T, chunk = L / 2;
+    for (int j = 0; j < sp; j++)
+        for (int i = 0; i < L; i++) {
+            int p = sp == 1 ? i : i < chunk ? j * chunk + i : (2 * sp - 1 - j) * chunk + i - chunk;
+            out[(size_t)j * L + i] = doc_of(ds, nd, p);
+        }
+}

@@ -7,7 +7,8 @@
 typedef struct {
     int B, T;
     int32_t *tokens;    // (B, T) input token ids
-    int32_t *targets;   // (B, T) next-token ids; -1 = no target (not counted in the loss)
+    int32_t *targets;   // (B, T) next-token ids; -1 = no target (masked by the data's loss weights, or
+                        // none): neither counted in the loss nor differentiated
     int32_t *pos;       // (B, T) global positions in the sequence, for RoPE
     // Document boundaries, for document masking. A document starts at position 0 and right after
     // every EOS token; they are computed on the full sample, so every sp rank sees the same list.
@@ -17,3 +18,8 @@ typedef struct {
     int32_t *doc_start; // (B, doc_cap) start positions of those documents, ascending, first = 0
     int doc_cap;        // full seq-len once a source has filled the batch (0 before)
 } Batch;
+
+// The document number of every position of row `row`'s full sample (T = b->T·sp tokens) in zigzag rank
+// order: rank j's b->T ids, in its local order, at out + j·b->T (sp = 1: position order). Every sp
+// rank computes the same array from its batch's document starts (ring.h, ring_attention_forward_docs).
+void batch_zigzag_docs(const Batch *b, int row, int sp, int32_t *out);

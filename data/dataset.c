@@ -65,6 +65,7 @@ static void dataset_add_shard(Dataset *d, Shard *s) {
     d->shards[d->n++] = s;
     d->tokens += s->h.num_tokens;
     d->docs += s->h.num_docs;
+    d->weights |= shard_has_weights(&s->h);
     d->first[d->n] = d->tokens;
     if (s->h.block_tokens > d->block_tokens) d->block_tokens = s->h.block_tokens;
 }

@@ -20,6 +20,7 @@ typedef struct {
     uint64_t *first;          // (n + 1) stream offset of each shard's first token; first[n] = tokens
     size_t n;
     uint64_t tokens, docs;
+    bool weights;             // some shard stores per-token loss weights (the others count as weight 1)
 } Dataset;
 
 // Opens split `split` of a dataset directory (manifest.json) or a single shard file (its only split
@@ -43,7 +44,10 @@ typedef struct DatasetWriter DatasetWriter;
 DatasetWriter *dataset_writer_open(const char *dir, const ShardParams *p, uint64_t shard_tokens);
 void dataset_doc_begin(DatasetWriter *w, int split);
 void dataset_doc_tokens(DatasetWriter *w, const uint32_t *tok, size_t n);
-void dataset_doc_end(DatasetWriter *w);          // appends EOS
+void dataset_doc_end(DatasetWriter *w);          // appends EOS (loss weight 1)
+// With a loss weight (0 or 1) per token (weight NULL = all 1); the dataset must be opened with p->weights.
+void dataset_doc_tokens_weighted(DatasetWriter *w, const uint32_t *tok, const uint8_t *weight, size_t n);
+void dataset_doc_end_weighted(DatasetWriter *w, uint8_t eos_weight);
 // A whole document in one call (begin, tokens, end).
 void dataset_doc(DatasetWriter *w, int split, const uint32_t *tok, size_t n);
 // A JSON object text stored under "source" in the manifest (what the data was made from).

@@ -76,7 +76,7 @@ static void open_shard(DatasetWriter *w, SplitWriter *s, int split) {
     free(path);
 }
 
-static void write_tokens(DatasetWriter *w, const uint32_t *tok, size_t n) {
+static void write_tokens(DatasetWriter *w, const uint32_t *tok, const uint8_t *weight, size_t n) {
     SplitWriter *s = &w->split[w->cur];
     do {
         if (s->w && shard_writer_count(s->w) >= w->shard_tokens) close_shard(w, s);
@@ -87,8 +87,9 @@ static void write_tokens(DatasetWriter *w, const uint32_t *tok, size_t n) {
         }
         uint64_t room = w->shard_tokens - shard_writer_count(s->w);
         size_t k = n < room ? n : (size_t)room;
-        shard_writer_tokens(s->w, tok, k);
+        shard_writer_tokens_weighted(s->w, tok, weight, k);
         tok += k;
+        if (weight) weight += k;
         n -= k;
     } while (n);
 }
@@ -101,14 +102,20 @@ void dataset_doc_begin(DatasetWriter *w, int split) {
 }
 
 void dataset_doc_tokens(DatasetWriter *w, const uint32_t *tok, size_t n) {
-    if (n) write_tokens(w, tok, n);
+    if (n) write_tokens(w, tok, NULL, n);
 }
 
-void dataset_doc_end(DatasetWriter *w) {
+void dataset_doc_tokens_weighted(DatasetWriter *w, const uint32_t *tok, const uint8_t *weight, size_t n) {
+    if (n) write_tokens(w, tok, weight, n);
+}
+
+void dataset_doc_end_weighted(DatasetWriter *w, uint8_t eos_weight) {
     uint32_t eos = w->p.eos_id;
-    write_tokens(w, &eos, 1);
+    write_tokens(w, &eos, w->p.weights ? &eos_weight : NULL, 1);
     w->in_doc = false;
 }
+
+void dataset_doc_end(DatasetWriter *w) { dataset_doc_end_weighted(w, 1); }
 
 void dataset_doc(DatasetWriter *w, int split, const uint32_t *tok, size_t n) {
     dataset_doc_begin(w, split);
@@ -156,6 +163,7 @@ void dataset_writer_close(DatasetWriter *w, SplitSummary sums[N_SPLITS]) {
     cJSON_AddNumberToObject(root, "token_bytes", w->p.token_bytes);
     cJSON_AddNumberToObject(root, "block_tokens", w->p.block_tokens);
     cJSON_AddNumberToObject(root, "zlib_level", w->p.level);
+    if (w->p.weights) cJSON_AddBoolToObject(root, "loss_weights", 1);
     for (int s = 0; s < N_SPLITS; s++) {
         SplitWriter *sw = &w->split[s];
         close_shard(w, sw);

@@ -25,7 +25,7 @@ static void print_split(const Dataset *d, int split) {
 static void print_head(const Dataset *d, int n) {
     if (!d->n || n <= 0) return;
     const Shard *s = d->shards[0];
-    void *raw = xmalloc((size_t)s->h.block_tokens * s->h.token_bytes, "a block"), *comp = xmalloc(shard_max_comp_bytes(s), "a block");
+    void *raw = xmalloc(shard_raw_bytes(&s->h, s->h.block_tokens), "a block"), *comp = xmalloc(shard_max_comp_bytes(s), "a block");
     int32_t *tok = xmalloc((size_t)s->h.block_tokens * sizeof(int32_t), "a block");
     DataErr e;
     if (s->h.num_blocks && shard_read_block(s, 0, raw, comp, &e) == 0) {
@@ -67,8 +67,8 @@ int cmd_inspect(int argc, char **argv) {
         int rc = dataset_open(pos[0], split, &d, &e);
         if (rc < 0) fail("%s", e.msg);
         if (rc > 0) continue;
-        if (!any) printf("%s: tokenizer %s, vocab %u, EOS %u, %u-byte tokens, blocks of %u tokens\n", pos[0], d.tokenizer, d.vocab_size,
-                         d.eos_id, d.token_bytes, d.block_tokens);
+        if (!any) printf("%s: tokenizer %s, vocab %u, EOS %u, %u-byte tokens, blocks of %u tokens%s\n", pos[0], d.tokenizer, d.vocab_size,
+                         d.eos_id, d.token_bytes, d.block_tokens, d.weights ? ", per-token loss weights" : "");
         any = true;
         print_split(&d, split);
         if (split == SPLIT_TRAIN) print_head(&d, head);

@@ -1,8 +1,14 @@
 // data/loader.c — the streaming shard loader: global deterministic samples, a prefetch thread, each rank's zigzag slices.
 //
 // Samples. The split's shards, in manifest order, form one token stream in which every document
-// ends with EOS. Sample j (0 <= j < N) is the T+1 tokens starting at stream token j·T, so
-// consecutive samples share one token and no target is lost; N = (tokens − 1) / T.
+// ends with EOS. Sample j (0 <= j < N) is the T+1 tokens starting at stream token s_j: s_0 is the
+// range's first token and s_{j+1} is the last document start in (s_j, s_j + T], or s_j + T when
+// the window holds no document start (a document longer than T continues in the next window). So
+// windows start at document starts wherever documents are shorter than T: every such document is
+// whole in the window that starts at it (the document cut off at a window's end is repeated whole
+// in the next); consecutive windows share at least one token and no target is lost. N counts the
+// s_j with s_j + T + 1 <= the range's end; the starts (8 bytes each) are computed once at open
+// from the document indexes alone, so they depend on the data and T only.
 // Order. Per epoch the samples are shuffled in two levels: consecutive samples are grouped by G
 // (about GROUP_BLOCKS compressed blocks of tokens, G = max(1, GROUP_BLOCKS·block_tokens / T)); the
 // order of the groups and the order inside each group are permutations seeded by (seed, epoch[,
@@ -12,6 +18,9 @@
 // Global sample k of the run is sample order(k mod N) of epoch k / N: the same whatever dp and sp.
 // Ranks. Each micro-step consumes B·dp global samples; dp group g takes k = consumed + g·B + row
 // and every sp rank of the group gets its zigzag slices of the same samples.
+// Loss weights. A dataset with per-token weights (prepare's synthetic tasks and JSONL) masks the
+// targets whose token has weight 0: they become -1, "no target", which the loss neither counts nor
+// differentiates (--loss-on all: weights ignored).
 // Threads. A producer thread gathers the rank's next batches into a bounded queue; the position
 // (`consumed`) only advances when data_next hands a batch to the step, so the resume state is
 // (seed, consumed) and nothing per rank.
@@ -29,6 +38,7 @@ enum { QUEUE_SLOTS = 3, GROUP_BLOCKS = 4, MAX_CACHE = 64 };
 
 typedef struct {
     int32_t *tok;               // (block_tokens) decoded tokens
+    uint8_t *w;                 // (block_tokens) their loss weights (use_weights only)
     uint32_t n;
     size_t shard;
     uint64_t block, stamp;
@@ -37,6 +47,7 @@ typedef struct {
 
 typedef struct {
     int32_t *samples;           // (B, T+1)
+    uint8_t *weights;           // (B, T+1) loss weight of each token (use_weights only)
     int64_t *ids;               // (B) global sample numbers
     bool failed;
     char msg[640];
@@ -58,7 +69,9 @@ typedef struct {
     Dataset ds;
     DataOptions o;
     int T;
+    bool use_weights;           // the data has loss weights and --loss-on is not `all`
     uint64_t lo, hi;            // the split's stream token range
+    uint64_t *starts;           // (order.n) first stream token of each sample
     Order order;
     CachedBlock cache[MAX_CACHE];
     int n_cache;                // blocks one group can touch, plus slack
@@ -180,12 +193,17 @@ static const CachedBlock *get_block(Loader *L, size_t shard, uint64_t block, Dat
                  (uint32_t)victim->tok[bad], s->h.vocab_size);
         return NULL;
     }
-    *victim = (CachedBlock){.tok = victim->tok, .n = b->n_tokens, .shard = shard, .block = block, .stamp = ++L->stamp, .valid = true};
+    if (L->use_weights && (bad = shard_decode_weights(&s->h, L->raw, b->n_tokens, victim->w)) >= 0) {
+        data_err(e, "%s: block %" PRIu64 " at byte %" PRIu64 ": token %" PRIu64 " has loss weight %u, not 0 or 1;"
+                 " the shard is damaged, re-run `ringgpt prepare`", s->path, block, b->offset, b->first_token + (uint64_t)bad, victim->w[bad]);
+        return NULL;
+    }
+    *victim = (CachedBlock){.tok = victim->tok, .w = victim->w, .n = b->n_tokens, .shard = shard, .block = block, .stamp = ++L->stamp, .valid = true};
     return victim;
 }
 
-// Copies stream tokens [a, a+n) into out.
-static int read_range(Loader *L, uint64_t a, uint64_t n, int32_t *out, DataErr *e) {
+// Copies stream tokens [a, a+n) into out, and their loss weights into wout (use_weights only).
+static int read_range(Loader *L, uint64_t a, uint64_t n, int32_t *out, uint8_t *wout, DataErr *e) {
     while (n) {
         size_t s = find_shard(&L->ds, a);
         const Shard *sh = L->ds.shards[s];
@@ -194,6 +212,10 @@ static int read_range(Loader *L, uint64_t a, uint64_t n, int32_t *out, DataErr *
         if (!c) return -1;
         uint64_t off = local - sh->blocks[b].first_token, k = c->n - off < n ? c->n - off : n;
         memcpy(out, c->tok + off, k * sizeof(int32_t));
+        if (wout) {
+            memcpy(wout, c->w + off, k);
+            wout += k;
+        }
         out += k;
         a += k;
         n -= k;
@@ -207,7 +229,8 @@ static void fill(Loader *L, Slot *sl, uint64_t k0) {
         uint64_t k = k0 + (uint64_t)L->o.dp_index * B + r, j = order_sample(&L->order, k);
         DataErr e;
         sl->ids[r] = (int64_t)k;
-        if (read_range(L, L->lo + j * T, (uint64_t)T + 1, sl->samples + (size_t)r * (T + 1), &e)) {
+        uint8_t *w = L->use_weights ? sl->weights + (size_t)r * (T + 1) : NULL;
+        if (read_range(L, L->starts[j], (uint64_t)T + 1, sl->samples + (size_t)r * (T + 1), w, &e)) {
             snprintf(sl->msg, sizeof sl->msg, "%s (while reading sample %" PRIu64 ")", e.msg, k);
             sl->failed = true;
         }
@@ -272,6 +295,7 @@ static void loader_next(void *impl, Batch *b) {
     if (sl->failed) fail("%s", sl->msg);   // never train on a batch with damaged data
     for (int r = 0; r < B; r++) {
         batch_put_sample_docs(b, r, sl->samples + (size_t)r * (T + 1), T, L->o.sp, L->o.sp_index, (int32_t)L->ds.eos_id);
+        if (L->use_weights) batch_mask_targets(b, r, sl->weights + (size_t)r * (T + 1));
         b->sample[r] = sl->ids[r];
     }
     pthread_mutex_lock(&L->mu);
@@ -296,11 +320,44 @@ static void choose_range(Loader *L, const char *path, bool validation) {
                              path, L->o.val_fraction, total - cut);
 }
 
+// The last document start in (s, s + T], or s + T when there is none.
+static uint64_t next_window(const Dataset *d, uint64_t s, uint64_t T) {
+    uint64_t x = s + T;
+    for (size_t i = find_shard(d, x);; i--) {
+        const Shard *sh = d->shards[i];
+        uint64_t first = d->first[i];
+        if (x >= first && sh->h.num_docs) {
+            uint64_t lo = 0, hi = sh->h.num_docs;   // count of local starts <= x - first
+            while (lo < hi) {
+                uint64_t mid = (lo + hi) / 2;
+                if (sh->doc_start[mid] <= x - first) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo > 0) {
+                uint64_t g = first + sh->doc_start[lo - 1];
+                return g > s ? g : x;
+            }
+        }
+        if (i == 0 || first <= s) return x;   // earlier shards end before s
+    }
+}
+
+// Every sample's first token (see the top of this file).
+static uint64_t window_starts(Loader *L) {
+    size_t cap = 1024, n = 0;
+    L->starts = xmalloc(cap * sizeof(uint64_t), "the sample starts");
+    for (uint64_t s = L->lo; s + (uint64_t)L->T + 1 <= L->hi; s = next_window(&L->ds, s, (uint64_t)L->T)) {
+        if (n == cap) L->starts = xrealloc(L->starts, (cap *= 2) * sizeof(uint64_t), "the sample starts");
+        L->starts[n++] = s;
+    }
+    return n;
+}
+
 static void alloc_buffers(Loader *L) {
     size_t raw = 1, comp = 1;
     for (size_t i = 0; i < L->ds.n; i++) {
         const Shard *s = L->ds.shards[i];
-        size_t r = (size_t)s->h.block_tokens * s->h.token_bytes, c = shard_max_comp_bytes(s);
+        size_t r = shard_raw_bytes(&s->h, s->h.block_tokens), c = shard_max_comp_bytes(s);
         if (r > raw) raw = r;
         if (c > comp) comp = c;
     }
@@ -309,10 +366,14 @@ static void alloc_buffers(Loader *L) {
     // A group spans G·T + 1 tokens: ceil of that in blocks, one more for misalignment, one for shard ends.
     uint64_t span = (L->order.G * (uint64_t)L->T + 1 + L->ds.block_tokens - 1) / L->ds.block_tokens + 2;
     L->n_cache = span > MAX_CACHE ? MAX_CACHE : (int)span;
-    for (int i = 0; i < L->n_cache; i++) L->cache[i].tok = xmalloc((size_t)L->ds.block_tokens * sizeof(int32_t), "the block cache");
+    for (int i = 0; i < L->n_cache; i++) {
+        L->cache[i].tok = xmalloc((size_t)L->ds.block_tokens * sizeof(int32_t), "the block cache");
+        if (L->use_weights) L->cache[i].w = xmalloc(L->ds.block_tokens, "the block cache");
+    }
     for (int i = 0; i < QUEUE_SLOTS; i++) {
         L->slot[i].samples = xmalloc((size_t)L->o.batch * (L->T + 1) * sizeof(int32_t), "the prefetch queue");
         L->slot[i].ids = xmalloc((size_t)L->o.batch * sizeof(int64_t), "the prefetch queue");
+        if (L->use_weights) L->slot[i].weights = xmalloc((size_t)L->o.batch * (L->T + 1), "the prefetch queue");
     }
 }
 
@@ -329,10 +390,11 @@ void *loader_open(const char *path, const DataOptions *o, bool validation) {
     if (dataset_open(path, use_val ? SPLIT_VAL : SPLIT_TRAIN, &L->ds, &e) != 0)
         fail("%s", e.msg[0] ? e.msg : "dataset has no training split; re-run `ringgpt prepare`");
     choose_range(L, path, validation);
+    L->use_weights = L->ds.weights && !o->loss_on_all;
     if (L->hi - L->lo < (uint64_t)L->T + 1)
         fail_data(path, "the %s part has %" PRIu64 " tokens, fewer than --seq-len %d + 1; use a shorter --seq-len or more data",
                   validation ? "validation" : "training", L->hi - L->lo, L->T);
-    order_init(&L->order, (L->hi - L->lo - 1) / (uint64_t)L->T, L->ds.block_tokens, L->T, L->seed, o->no_shuffle);
+    order_init(&L->order, window_starts(L), L->ds.block_tokens, L->T, L->seed, o->no_shuffle);
     alloc_buffers(L);
     pthread_mutex_init(&L->mu, NULL);
     pthread_cond_init(&L->cv, NULL);
@@ -340,6 +402,7 @@ void *loader_open(const char *path, const DataOptions *o, bool validation) {
 }
 
 uint32_t loader_vocab_size(const void *impl) { return ((const Loader *)impl)->ds.vocab_size; }
+bool loader_masks_targets(const void *impl) { return ((const Loader *)impl)->use_weights; }
 
 static uint64_t loader_num_samples(const void *impl) { return ((const Loader *)impl)->order.n; }
 
@@ -360,11 +423,16 @@ static void loader_close(void *impl) {
     stop(L);
     pthread_mutex_destroy(&L->mu);
     pthread_cond_destroy(&L->cv);
-    for (int i = 0; i < L->n_cache; i++) free(L->cache[i].tok);
+    for (int i = 0; i < L->n_cache; i++) {
+        free(L->cache[i].tok);
+        free(L->cache[i].w);
+    }
     for (int i = 0; i < QUEUE_SLOTS; i++) {
         free(L->slot[i].samples);
+        free(L->slot[i].weights);
         free(L->slot[i].ids);
     }
+    free(L->starts);
     free(L->order.gperm);
     free(L->order.iperm);
     free(L->raw);

@@ -16,7 +16,8 @@
 #include "data/tokenizer.h"
 #include "train/commands.h"
 
-enum { KIND_TEXT, KIND_U16, KIND_U32, KIND_LLMC, KIND_SYNTH };
+enum { KIND_TEXT, KIND_U16, KIND_U32, KIND_LLMC, KIND_SYNTH, KIND_JSONL };
+static const char *const KIND_NAMES[] = {"text", "u16", "u32", "llmc", "synthetic", "jsonl"};
 enum { LLMC_GPT2 = 20240520, LLMC_LLAMA3 = 20240801, LLMC_HEADER_BYTES = 1024, CHUNK_BYTES = 1 << 20 };
 
 typedef struct {
@@ -114,6 +115,15 @@ static void doc_tokens(Prep *p, const uint32_t *t, size_t n) {
     p->tokens += n;
 }
 
+// A whole document with a loss weight per token and one for its EOS.
+static void weighted_doc(Prep *p, const uint32_t *t, const uint8_t *weight, size_t n, uint8_t eos_weight) {
+    doc_begin(p);
+    dataset_doc_tokens_weighted(p->w, t, weight, n);
+    dataset_doc_end_weighted(p->w, eos_weight);
+    p->tokens += n + 1;
+    p->in_doc = false;
+}
+
 // Tokens of a raw or llm.c stream, documents delimited by EOS: after each (raw) or before each (llm.c).
 static void delimited_tokens(Prep *p, const uint32_t *t, size_t n, bool eos_first) {
     size_t run = 0;
@@ -197,46 +207,92 @@ static void read_llmc(Prep *p, const char *path, uint32_t vocab) {
     p->in_bytes += LLMC_HEADER_BYTES;
 }
 
+// --doc-len counts the EOS: doc-len = seq-len gives exactly one document per training window. The
+// answers (passkey digits, recall values) get loss weight 1, everything else 0.
 static void synthesize(Prep *p, const PrepareArgs *a) {
     bool passkey = strcmp(a->synthetic, "passkey") == 0;
     if (!passkey && strcmp(a->synthetic, "recall") != 0) fail_usage("--synthetic must be passkey or recall, not '%s'", a->synthetic);
     if (a->docs < 1 || a->doc_len < 1) fail_usage("--docs and --doc-len must be positive");
-    uint32_t *doc = xmalloc((size_t)a->doc_len * sizeof(uint32_t), "a synthetic document");
+    if (a->pairs < 1 || a->pairs > RECALL_MAX_PAIRS || a->queries < 1 || a->queries > RECALL_MAX_PAIRS)
+        fail_usage("--pairs and --queries must be in 1..%d (got %d and %d)", RECALL_MAX_PAIRS, a->pairs, a->queries);
+    uint64_t need = 1 + (passkey ? passkey_min_len() : recall_min_len(a->pairs, a->queries)), len = (uint64_t)a->doc_len - 1;
+    if ((uint64_t)a->doc_len < need)
+        fail_usage("--doc-len %" PRId64 " is too short for a %s document (at least %" PRIu64 ", the EOS included)", a->doc_len,
+                   a->synthetic, need);
+    uint32_t *doc = xmalloc(len * sizeof(uint32_t), "a synthetic document");
+    uint8_t *weight = xmalloc(len, "a synthetic document");
     for (int64_t i = 0; i < a->docs; i++) {
         PasskeyInfo pk;
         RecallInfo rc;
-        if (passkey) synth_passkey((uint64_t)a->seed, (uint64_t)i, (uint64_t)a->doc_len, a->depth, doc, &pk);
-        else synth_recall((uint64_t)a->seed, (uint64_t)i, (uint64_t)a->doc_len, a->pairs, a->queries, doc, &rc);
-        doc_begin(p);
-        doc_tokens(p, doc, (size_t)a->doc_len);
-        doc_end(p);
-        p->in_bytes += (uint64_t)a->doc_len;
+        if (passkey) synth_passkey((uint64_t)a->seed, (uint64_t)i, len, a->depth, doc, &pk), passkey_weights(&pk, len, weight);
+        else synth_recall((uint64_t)a->seed, (uint64_t)i, len, a->pairs, a->queries, doc, &rc), recall_weights(&rc, len, weight);
+        weighted_doc(p, doc, weight, len, 0);
+        p->in_bytes += len;
         progress(p);
     }
     free(doc);
+    free(weight);
+}
+
+// JSONL prompt/completion records (the fine-tuning case), one document each: the prompt's tokens have
+// loss weight 0, the completion's and the EOS weight 1. Byte-level tokens. Blank lines are skipped.
+static void read_jsonl(Prep *p, const char *path) {
+    FILE *f = xfopen(path, "rb");
+    char *line = NULL;
+    size_t cap = 0, line_no = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, f)) > 0) {
+        line_no++;
+        p->in_bytes += (uint64_t)n;
+        if (strspn(line, " \t\r\n") == (size_t)n) continue;
+        cJSON *rec = cJSON_ParseWithLength(line, (size_t)n);
+        if (!rec) fail_usage("%s: line %zu: not valid JSON; each line must be one {\"prompt\": ..., \"completion\": ...} object", path, line_no);
+        const cJSON *pr = cJSON_GetObjectItemCaseSensitive(rec, "prompt"), *co = cJSON_GetObjectItemCaseSensitive(rec, "completion");
+        if (!cJSON_IsString(pr) || !cJSON_IsString(co))
+            fail_usage("%s: line %zu: the record needs string fields \"prompt\" and \"completion\" (missing or not strings);"
+                       " fix the line or remove it", path, line_no);
+        size_t np = strlen(pr->valuestring), nc = strlen(co->valuestring);
+        uint32_t *tok = xmalloc((np + nc + 1) * sizeof(uint32_t), "a JSONL record");
+        uint8_t *weight = xmalloc(np + nc + 1, "a JSONL record");
+        for (size_t i = 0; i < np; i++) tok[i] = (unsigned char)pr->valuestring[i], weight[i] = 0;
+        for (size_t i = 0; i < nc; i++) tok[np + i] = (unsigned char)co->valuestring[i], weight[np + i] = 1;
+        weighted_doc(p, tok, weight, np + nc, 1);
+        free(tok);
+        free(weight);
+        cJSON_Delete(rec);
+        progress(p);
+    }
+    if (ferror(f)) fail_data(path, "read failed (%s)", strerror(errno));
+    free(line);
+    fclose(f);
 }
 
 // ---- the command ---------------------------------------------------------------------------------
 static int parse_kind(const char *s) {
-    const char *names[] = {"text", "u16", "u32", "llmc"};
-    for (int k = 0; k < 4; k++)
-        if (strcmp(s, names[k]) == 0) return k;
+    const int kinds[] = {KIND_TEXT, KIND_U16, KIND_U32, KIND_LLMC, KIND_JSONL};
+    for (int k = 0; k < 5; k++)
+        if (strcmp(s, KIND_NAMES[kinds[k]]) == 0) return kinds[k];
     if (strcmp(s, "auto") == 0) return -1;
-    fail_usage("--input-kind must be auto, text, u16, u32 or llmc, not '%s'", s);
+    fail_usage("--input-kind must be auto, text, u16, u32, llmc or jsonl, not '%s'", s);
 }
 
-// Every input must be the same kind; auto means llm.c for files with its magic, text otherwise.
+static bool ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), k = strlen(tail);
+    return n >= k && strcmp(s + n - k, tail) == 0;
+}
+
+// Every input must be the same kind; auto means llm.c for files with its magic, JSONL for *.jsonl, text otherwise.
 static int input_kind(const PrepareArgs *a, const FileList *l, uint32_t *magic) {
     int want = parse_kind(a->kind);
     *magic = 0;
     int kind = want;
     for (size_t i = 0; i < l->n; i++) {
         uint32_t m = llmc_magic(l->paths[i]);
-        int k = want >= 0 ? want : m ? KIND_LLMC : KIND_TEXT;
+        int k = want >= 0 ? want : m ? KIND_LLMC : ends_with(l->paths[i], ".jsonl") ? KIND_JSONL : KIND_TEXT;
         if (k == KIND_LLMC && !m) fail_data(l->paths[i], "header at byte 0: not an llm.c shard (magic 20240520 or 20240801)");
         if (k == KIND_LLMC && *magic && m != *magic) fail_data(l->paths[i], "llm.c magic %u differs from the other inputs' %u; prepare them separately", m, *magic);
         if (kind >= 0 && k != kind) fail_data(l->paths[i], "is %s input but earlier inputs are %s; prepare them separately",
-                                              k == KIND_LLMC ? "llm.c" : "text", kind == KIND_LLMC ? "llm.c" : "text");
+                                              KIND_NAMES[k], KIND_NAMES[kind]);
         if (k == KIND_LLMC) *magic = m;
         kind = k;
     }
@@ -247,7 +303,8 @@ static int input_kind(const PrepareArgs *a, const FileList *l, uint32_t *magic) 
 static ShardParams shard_params(const PrepareArgs *a, int kind, uint32_t magic) {
     ShardParams sp = {.block_tokens = (uint32_t)a->block_tokens, .level = a->level, .byte_planes = a->byte_planes, .tokenizer = a->tokenizer};
     int64_t vocab = a->vocab, eos = a->eos;
-    if (kind == KIND_TEXT || kind == KIND_SYNTH) {
+    sp.weights = kind == KIND_SYNTH || kind == KIND_JSONL;   // answers / completions carry the loss
+    if (kind == KIND_TEXT || kind == KIND_SYNTH || kind == KIND_JSONL) {
         if (vocab < 0) vocab = TOK_VOCAB_SIZE;
         if (eos < 0) eos = TOK_EOS;
         if (!sp.tokenizer) sp.tokenizer = TOKENIZER_ID;
@@ -273,9 +330,8 @@ static ShardParams shard_params(const PrepareArgs *a, int kind, uint32_t magic) 
 }
 
 static char *source_json(const PrepareArgs *a, int kind, const FileList *l) {
-    const char *names[] = {"text", "u16", "u32", "llmc", "synthetic"};
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "kind", names[kind]);
+    cJSON_AddStringToObject(o, "kind", KIND_NAMES[kind]);
     if (kind == KIND_SYNTH) {
         cJSON_AddStringToObject(o, "task", a->synthetic);
         cJSON_AddNumberToObject(o, "seed", (double)a->seed);
@@ -315,7 +371,7 @@ int cmd_prepare(int argc, char **argv) {
                      .docs = 100, .doc_len = 4096, .seed = 1, .level = 6, .pairs = 16, .queries = 4, .depth = -1, .byte_planes = true};
     ArgSpec specs[] = {
         {"--out", ARG_STRING, &a.out, "output dataset directory (created; shards + manifest.json)"},
-        {"--input-kind", ARG_STRING, &a.kind, "auto (llm.c .bin by magic, else text), text, u16, u32 or llmc"},
+        {"--input-kind", ARG_STRING, &a.kind, "auto (llm.c .bin by magic, *.jsonl JSONL, else text), text, u16, u32, llmc or jsonl"},
         {"--eos", ARG_I64, &a.eos, "document delimiter id for u16/u32 (and llm.c override); text uses <eos> 256"},
         {"--vocab", ARG_I64, &a.vocab, "vocab size (every id is checked); text 260, llm.c 50257/128256, u16 65536"},
         {"--tokenizer", ARG_STRING, &a.tokenizer, "tokenizer id recorded in the manifest"},
@@ -327,7 +383,7 @@ int cmd_prepare(int argc, char **argv) {
         {"--val-fraction", ARG_DOUBLE, &a.val_fraction, "fraction of documents written to the val split (spread evenly)"},
         {"--synthetic", ARG_STRING, &a.synthetic, "generate a long-context task instead of reading inputs: passkey or recall"},
         {"--docs", ARG_I64, &a.docs, "synthetic: number of documents"},
-        {"--doc-len", ARG_I64, &a.doc_len, "synthetic: tokens per document (up to millions)"},
+        {"--doc-len", ARG_I64, &a.doc_len, "synthetic: tokens per document, its EOS included (= --seq-len: one document per window)"},
         {"--depth", ARG_DOUBLE, &a.depth, "passkey: depth of the key in the filler, 0..1 (negative = random per document)"},
         {"--pairs", ARG_INT, &a.pairs, "recall: key-value pairs per document"},
         {"--queries", ARG_INT, &a.queries, "recall: queries per document"},
@@ -335,8 +391,9 @@ int cmd_prepare(int argc, char **argv) {
         {"--quiet", ARG_BOOL, &a.quiet, "no progress lines"},
     };
     ArgCommand cmd = {"prepare", "ringgpt prepare --out DIR [flags] INPUT... | ringgpt prepare --out DIR --synthetic passkey|recall [flags]",
-                      "Turns text files (one document per file; directories are read recursively), raw uint16/uint32 token files\n"
-                      "(documents end at --eos) or llm.c .bin shards into a dataset of zlib-compressed, checksummed shards with a\n"
+                      "Turns text files (one document per file; directories are read recursively), JSONL prompt/completion records\n"
+                      "(one document each, loss on the completion only), raw uint16/uint32 token files (documents end at --eos) or\n"
+                      "llm.c .bin shards into a dataset of zlib-compressed, checksummed shards with a\n"
                       "manifest, or generates a synthetic long-context task. Files are written under .tmp names and renamed when complete."};
     const char *inputs[4096];
     int n_in = args_parse(&cmd, specs, sizeof specs / sizeof specs[0], argc, argv, inputs, 4096);
@@ -361,6 +418,7 @@ int cmd_prepare(int argc, char **argv) {
     if (kind == KIND_SYNTH) synthesize(&p, &a);
     for (size_t i = 0; i < files.n; i++) {
         if (kind == KIND_TEXT) read_text(&p, files.paths[i]);
+        else if (kind == KIND_JSONL) read_jsonl(&p, files.paths[i]);
         else if (kind == KIND_LLMC) read_llmc(&p, files.paths[i], sp.vocab_size);
         else read_tokens(&p, files.paths[i], kind == KIND_U16 ? 2 : 4, 0, sp.vocab_size, false);
         free(files.paths[i]);

@@ -52,6 +52,7 @@ static int pread_all(int fd, void *dst, size_t n, uint64_t off, DataErr *e) {
 }
 
 static void parse_header(const unsigned char *b, ShardHeader *h) {
+    h->version = rd32(b + 8);
     h->token_bytes = rd32(b + 16);
     h->codec = rd32(b + 20);
     h->block_tokens = rd32(b + 24);
@@ -77,9 +78,9 @@ static int check_header(const unsigned char *b, uint64_t size, ShardHeader *h, D
                  b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], SHARD_MAGIC);
         return -1;
     }
-    if (rd32(b + 8) != SHARD_VERSION) {
-        data_err(e, "header at byte 8: unsupported shard version %u (this ringgpt reads version %d); re-run `ringgpt prepare`",
-                 rd32(b + 8), SHARD_VERSION);
+    if (rd32(b + 8) < SHARD_MIN_VERSION || rd32(b + 8) > SHARD_VERSION) {
+        data_err(e, "header at byte 8: unsupported shard version %u (this ringgpt reads versions %d to %d); re-run `ringgpt prepare`",
+                 rd32(b + 8), SHARD_MIN_VERSION, SHARD_VERSION);
         return -1;
     }
     uint32_t crc = (uint32_t)crc32(0, b, SHARD_HEADER_BYTES - 4), stored = rd32(b + SHARD_HEADER_BYTES - 4);
@@ -96,7 +97,8 @@ static int check_header(const unsigned char *b, uint64_t size, ShardHeader *h, D
     else if (h->block_tokens == 0 || h->block_tokens > (1u << 28)) bad = "block size is 0 or above 2^28 tokens", at = 24;
     else if (h->vocab_size == 0 || (h->token_bytes == 2 && h->vocab_size > 65536)) bad = "vocab size does not fit the token width", at = 28;
     else if (h->eos_id >= h->vocab_size) bad = "EOS id is not below the vocab size", at = 32;
-    else if (h->flags & ~(uint32_t)SHARD_FLAG_CONTINUES) bad = "unknown flags", at = 36;
+    else if (h->flags & ~(uint32_t)(h->version >= 2 ? SHARD_FLAG_CONTINUES | SHARD_FLAG_WEIGHTS : SHARD_FLAG_CONTINUES))
+        bad = "unknown flags", at = 36;
     if (bad) {
         data_err(e, "header at byte %" PRIu64 ": %s" REDO, at, bad);
         return -1;
@@ -137,7 +139,7 @@ static int check_blocks(Shard *s, const unsigned char *idx, DataErr *e) {
         else if (b->first_token != tok) bad = "first token does not follow the previous block";
         else if (b->n_tokens == 0 || b->n_tokens > h->block_tokens) bad = "token count is 0 or above the block size";
         else if (b->comp_bytes == 0 || b->comp_bytes > h->block_index_offset - off ||
-                 b->comp_bytes > compressBound((uLong)b->n_tokens * h->token_bytes) + 1024) bad = "compressed size is impossible";
+                 b->comp_bytes > compressBound((uLong)shard_raw_bytes(h, b->n_tokens)) + 1024) bad = "compressed size is impossible";
         if (bad) {
             data_err(e, "block %" PRIu64 " (index entry at byte %" PRIu64 "): %s" REDO, i, entry, bad);
             return -1;
@@ -275,7 +277,7 @@ int shard_read_block(const Shard *s, uint64_t i, void *raw, void *comp, DataErr 
                  b->crc_comp, crc);
         return -1;
     }
-    uLong want = (uLong)b->n_tokens * s->h.token_bytes;
+    uLong want = (uLong)shard_raw_bytes(&s->h, b->n_tokens);
     z_stream z = {.next_in = comp, .avail_in = b->comp_bytes, .next_out = raw, .avail_out = (uInt)want};
     if (inflateInit2(&z, -15) != Z_OK) {
         data_err(e, "block %" PRIu64 ": zlib cannot start inflating (out of memory?)", i);
@@ -333,6 +335,23 @@ int64_t shard_decode_tokens(const ShardHeader *h, const void *raw, size_t n, uin
     return -1;
 }
 
+int64_t shard_decode_weights(const ShardHeader *h, const void *raw, size_t n, uint8_t *out) {
+    if (!shard_has_weights(h)) {
+        memset(out, 1, n);
+        return -1;
+    }
+    const uint8_t *w = (const uint8_t *)raw + n * h->token_bytes;   // the plane after the token bytes
+    uint8_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        out[i] = w[i];
+        bad |= w[i] > 1;
+    }
+    if (!bad) return -1;
+    for (size_t i = 0; i < n; i++)
+        if (out[i] > 1) return (int64_t)i;
+    return -1;
+}
+
 // EOS positions must be exactly the ends of documents: a document starts right after each EOS.
 static int check_eos(const Shard *s, uint64_t bi, const int32_t *tok, uint64_t *next_doc, DataErr *e) {
     const ShardBlock *b = &s->blocks[bi];
@@ -351,11 +370,12 @@ static int check_eos(const Shard *s, uint64_t bi, const int32_t *tok, uint64_t *
 }
 
 int shard_verify(const Shard *s, int32_t *last_token, DataErr *e) {
-    size_t raw_bytes = (size_t)s->h.block_tokens * s->h.token_bytes;
+    size_t raw_bytes = shard_raw_bytes(&s->h, s->h.block_tokens);
     void *raw = malloc(raw_bytes), *comp = malloc(shard_max_comp_bytes(s));
     int32_t *tok = malloc((size_t)s->h.block_tokens * sizeof(int32_t));
+    uint8_t *weight = malloc(s->h.block_tokens);
     int rc = -1;
-    if (!raw || !comp || !tok) {
+    if (!raw || !comp || !tok || !weight) {
         data_err(e, "out of memory for one block");
         goto done;
     }
@@ -368,6 +388,12 @@ int shard_verify(const Shard *s, int32_t *last_token, DataErr *e) {
         if (bad >= 0) {
             data_err(e, "block %" PRIu64 " at byte %" PRIu64 ": token %" PRIu64 " has id %u, not below the vocab size %u" REDO, i,
                      b->offset, b->first_token + (uint64_t)bad, (uint32_t)tok[bad], s->h.vocab_size);
+            goto done;
+        }
+        bad = shard_decode_weights(&s->h, raw, b->n_tokens, weight);
+        if (bad >= 0) {
+            data_err(e, "block %" PRIu64 " at byte %" PRIu64 ": token %" PRIu64 " has loss weight %u, not 0 or 1" REDO, i, b->offset,
+                     b->first_token + (uint64_t)bad, weight[bad]);
             goto done;
         }
         if (check_eos(s, i, tok, &next_doc, e)) goto done;
@@ -383,5 +409,6 @@ done:
     free(raw);
     free(comp);
     free(tok);
+    free(weight);
     return rc;
 }

@@ -7,7 +7,8 @@
 #define SHARD_MAGIC "RGPTSHRD"
 #define SHARD_END_MAGIC "RGPTEND"
 enum {
-    SHARD_VERSION = 1,
+    SHARD_VERSION = 2,            // written; version 1 (no loss weights) is still read
+    SHARD_MIN_VERSION = 1,
     SHARD_HEADER_BYTES = 256,
     SHARD_BLOCK_ENTRY_BYTES = 32,
     SHARD_TRAILER_BYTES = 16,
@@ -15,6 +16,7 @@ enum {
     SHARD_CODEC_ZLIB_PLANES = 2,  // raw deflate over byte planes: every token's byte 0, then every byte 1, ... (the default:
                                   // small ids leave the high planes nearly constant, which deflates faster and smaller)
     SHARD_FLAG_CONTINUES = 1,     // token 0 continues a document that started in the previous shard
+    SHARD_FLAG_WEIGHTS = 2,       // (version 2) each block's raw bytes end with a loss-weight plane: one byte per token, 0 or 1
     SHARD_DEFAULT_BLOCK_TOKENS = 1 << 18,
 };
 
@@ -26,6 +28,7 @@ typedef struct {
 void data_err(DataErr *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 typedef struct {
+    uint32_t version;         // SHARD_MIN_VERSION..SHARD_VERSION
     uint32_t token_bytes;     // 2 (uint16) or 4 (uint32)
     uint32_t codec;           // SHARD_CODEC_*
     uint32_t block_tokens;    // nominal tokens per block (the last block of a shard may be shorter)
@@ -43,9 +46,9 @@ typedef struct {
     uint64_t offset;          // absolute file offset of the compressed bytes
     uint64_t first_token;     // shard-local index of the block's first token
     uint32_t comp_bytes;      // compressed size
-    uint32_t n_tokens;        // tokens in the block (raw size = n_tokens * token_bytes)
+    uint32_t n_tokens;        // tokens in the block (raw size: shard_raw_bytes)
     uint32_t crc_comp;        // CRC32 of the compressed bytes
-    uint32_t crc_raw;         // CRC32 of the raw little-endian token bytes
+    uint32_t crc_raw;         // CRC32 of the raw bytes (token bytes, then the weight plane if any)
 } ShardBlock;
 
 // An open shard: header and both indexes in memory (checked), blocks read on demand with pread.
@@ -64,16 +67,24 @@ Shard *shard_open(const char *path, DataErr *e);
 // Same on an already open descriptor (the fuzzer passes a memfd); `name` is used in messages.
 Shard *shard_open_fd(int fd, const char *name, DataErr *e);
 void shard_close(Shard *s);
+// True when the shard stores a loss weight per token (SHARD_FLAG_WEIGHTS); without it every weight is 1.
+static inline bool shard_has_weights(const ShardHeader *h) { return (h->flags & SHARD_FLAG_WEIGHTS) != 0; }
+// Inflated bytes of a block of n tokens: n * token_bytes, plus n weight bytes when the shard has weights.
+static inline size_t shard_raw_bytes(const ShardHeader *h, size_t n) { return n * (h->token_bytes + (shard_has_weights(h) ? 1 : 0)); }
 // Reads block i: checks the compressed CRC, inflates, checks the size and the raw CRC.
-// raw gets n_tokens * token_bytes bytes; comp is scratch of at least max_comp_bytes(s) bytes.
+// raw gets shard_raw_bytes(n_tokens) bytes; comp is scratch of at least max_comp_bytes(s) bytes.
 int shard_read_block(const Shard *s, uint64_t i, void *raw, void *comp, DataErr *e);
 size_t shard_max_comp_bytes(const Shard *s);
 // A block's inflated bytes (n tokens, in the layout of h's width and codec) -> int32, checking every
 // id < vocab. Returns the index of the first bad token, or -1 when all are good.
 int64_t shard_decode_tokens(const ShardHeader *h, const void *raw, size_t n, uint32_t vocab, int32_t *out);
+// A block's loss weights (n bytes, each 0 or 1) into out; 1 everywhere for a shard without weights.
+// Returns the index of the first weight that is not 0 or 1, or -1 when all are good.
+int64_t shard_decode_weights(const ShardHeader *h, const void *raw, size_t n, uint8_t *out);
 // Whole-shard check: every block CRC, every token < vocab, and that EOS positions agree with the
 // document index. Returns 0, or -1 with e naming block and byte offset. *last_token gets the
-// shard's last token (-1 if empty), for the dataset-level document continuity check.
+// shard's last token (-1 if empty), for the dataset-level document continuity check. Loss weights
+// (when present) must each be 0 or 1.
 int shard_verify(const Shard *s, int32_t *last_token, DataErr *e);
 
 // ---- writing -----------------------------------------------------------------------------------
@@ -81,6 +92,7 @@ typedef struct {
     uint32_t token_bytes, block_tokens, vocab_size, eos_id;
     int level;                // zlib level 0..9
     bool byte_planes;         // SHARD_CODEC_ZLIB_PLANES (true) or SHARD_CODEC_ZLIB
+    bool weights;             // store a loss weight per token (SHARD_FLAG_WEIGHTS)
     const char *tokenizer;
 } ShardParams;
 
@@ -96,6 +108,8 @@ typedef struct ShardWriter ShardWriter;
 ShardWriter *shard_writer_open(const char *path, const ShardParams *p, bool continues_doc);
 void shard_writer_doc_start(ShardWriter *w);                          // a document starts at the next token
 void shard_writer_tokens(ShardWriter *w, const uint32_t *tok, size_t n);
+// The same with a loss weight (0 or 1) per token; weight NULL = all 1. Weights need p->weights.
+void shard_writer_tokens_weighted(ShardWriter *w, const uint32_t *tok, const uint8_t *weight, size_t n);
 uint64_t shard_writer_count(const ShardWriter *w);                    // tokens written so far
 ShardSummary shard_writer_close(ShardWriter *w);
 

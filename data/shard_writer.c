@@ -17,6 +17,7 @@ struct ShardWriter {
     char tokenizer[32];
     bool continues;
     uint32_t *pending;          // (block_tokens) tokens of the block being filled
+    uint8_t *pending_w;         // (block_tokens) their loss weights (p.weights only)
     size_t n_pending;
     unsigned char *raw, *comp;  // encode / compress scratch
     size_t comp_cap;
@@ -51,8 +52,10 @@ ShardWriter *shard_writer_open(const char *path, const ShardParams *p, bool cont
     snprintf(w->tmp, n, "%s.tmp", path);
     w->f = xfopen(w->tmp, "wb");
     w->pending = xmalloc((size_t)p->block_tokens * sizeof(uint32_t), "a shard block");
-    w->raw = xmalloc((size_t)p->block_tokens * p->token_bytes, "a shard block");
-    w->comp_cap = deflateBound(NULL, (uLong)p->block_tokens * p->token_bytes) + 64;
+    size_t raw_max = (size_t)p->block_tokens * (p->token_bytes + (p->weights ? 1 : 0));
+    if (p->weights) w->pending_w = xmalloc(p->block_tokens, "a shard block");
+    w->raw = xmalloc(raw_max, "a shard block");
+    w->comp_cap = deflateBound(NULL, (uLong)raw_max) + 64;
     if (p->level < 0 || p->level > 9 || deflateInit2(&w->z, p->level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         fail("zlib cannot start deflating at level %d (levels are 0..9)", p->level);
     w->comp = xmalloc(w->comp_cap, "a compressed block");
@@ -72,6 +75,10 @@ static void flush_block(ShardWriter *w) {
             if (w->p.byte_planes) w->raw[k * n + i] = byte;
             else w->raw[tb * i + k] = byte;
         }
+    if (w->p.weights) {   // the weight plane follows the token bytes
+        memcpy(w->raw + raw_n, w->pending_w, n);
+        raw_n += n;
+    }
     // Raw deflate (RFC 1951, no zlib header or Adler-32): the block's own CRCs already cover it.
     z_stream *z = &w->z;
     z->next_in = w->raw;
@@ -102,7 +109,10 @@ void shard_writer_doc_start(ShardWriter *w) {
     w->docs[w->n_docs++] = w->tokens;
 }
 
-void shard_writer_tokens(ShardWriter *w, const uint32_t *tok, size_t n) {
+void shard_writer_tokens(ShardWriter *w, const uint32_t *tok, size_t n) { shard_writer_tokens_weighted(w, tok, NULL, n); }
+
+void shard_writer_tokens_weighted(ShardWriter *w, const uint32_t *tok, const uint8_t *weight, size_t n) {
+    if (weight && !w->p.weights) fail("internal: loss weights given to a shard opened without weights");
     while (n) {
         size_t k = w->p.block_tokens - w->n_pending;
         if (k > n) k = n;
@@ -111,6 +121,13 @@ void shard_writer_tokens(ShardWriter *w, const uint32_t *tok, size_t n) {
                 fail_data(w->path, "token %" PRIu64 " has id %u, not below the vocab size %u; pass the right --vocab",
                           w->tokens + i, tok[i], w->p.vocab_size);
         memcpy(w->pending + w->n_pending, tok, k * sizeof *tok);
+        if (w->p.weights)
+            for (size_t i = 0; i < k; i++) {
+                uint8_t x = weight ? weight[i] : 1;
+                if (x > 1) fail_data(w->path, "token %" PRIu64 " has loss weight %u; weights are 0 or 1", w->tokens + i, x);
+                w->pending_w[w->n_pending + i] = x;
+            }
+        if (weight) weight += k;
         w->n_pending += k;
         w->tokens += k;
         tok += k;
@@ -176,7 +193,8 @@ ShardSummary shard_writer_close(ShardWriter *w) {
     flush_block(w);
     ShardHeader h = {.token_bytes = w->p.token_bytes, .codec = w->p.byte_planes ? SHARD_CODEC_ZLIB_PLANES : SHARD_CODEC_ZLIB,
                      .block_tokens = w->p.block_tokens, .vocab_size = w->p.vocab_size,
-                     .eos_id = w->p.eos_id, .flags = w->continues ? SHARD_FLAG_CONTINUES : 0, .num_tokens = w->tokens,
+                     .eos_id = w->p.eos_id, .num_tokens = w->tokens,
+                     .flags = (w->continues ? SHARD_FLAG_CONTINUES : 0) | (w->p.weights ? SHARD_FLAG_WEIGHTS : 0),
                      .num_docs = w->n_docs, .num_blocks = w->n_blocks};
     memcpy(h.tokenizer, w->tokenizer, 32);
     write_indexes(w, &h);
@@ -195,6 +213,7 @@ ShardSummary shard_writer_close(ShardWriter *w) {
     free(w->path);
     free(w->tmp);
     free(w->pending);
+    free(w->pending_w);
     free(w->raw);
     free(w->comp);
     free(w->blocks);

@@ -10,6 +10,7 @@ struct DataSource {
     const SourceOps *ops;
     void *impl;
     uint32_t vocab_size;
+    bool masks_targets;
 };
 
 static void check_options(const DataOptions *o) {
@@ -29,6 +30,7 @@ DataSource *data_open(const char *path, const DataOptions *o, bool validation) {
         d->ops = &LOADER_SOURCE;
         d->impl = loader_open(path, o, validation);
         d->vocab_size = loader_vocab_size(d->impl);
+        d->masks_targets = loader_masks_targets(d->impl);
     } else {
         d->ops = &TEXT_SOURCE;
         d->impl = text_source_open(path, o, validation);
@@ -39,6 +41,7 @@ DataSource *data_open(const char *path, const DataOptions *o, bool validation) {
 
 void data_next(DataSource *d, Batch *b) { d->ops->next(d->impl, b); }
 uint32_t data_vocab_size(const DataSource *d) { return d->vocab_size; }
+bool data_masks_targets(const DataSource *d) { return d->masks_targets; }
 uint64_t data_num_samples(const DataSource *d) { return d->ops->num_samples(d->impl); }
 DataState data_state(const DataSource *d) { return d->ops->state(d->impl); }
 void data_restore(DataSource *d, DataState s) { d->ops->restore(d->impl, s); }

@@ -13,6 +13,7 @@ typedef struct {
     int sp, sp_index;     // ring size and this rank's place in it (zigzag slices)
     double val_fraction;  // text files without --val-data: the held-out tail used for validation
     bool no_shuffle;      // samples in stream order every epoch (--no-shuffle), for debugging and tests
+    bool loss_on_all;     // --loss-on all: ignore the data's per-token loss weights (every target counts)
 } DataOptions;
 
 // Resume state: global, identical on every rank, independent of the dp×sp layout.
@@ -35,6 +36,9 @@ void data_next(DataSource *d, Batch *b);
 // Token ids are < this (text: the byte tokenizer's 260; a dataset: its manifest's vocab_size).
 // The training loop must check it against the model's vocab before the first step.
 uint32_t data_vocab_size(const DataSource *d);
+// True when the data has per-token loss weights and they apply (not loss_on_all): targets whose token
+// has weight 0 come as -1 ("no target"), so a batch may count fewer than B·T targets.
+bool data_masks_targets(const DataSource *d);
 // The number of distinct samples in one epoch.
 uint64_t data_num_samples(const DataSource *d);
 DataState data_state(const DataSource *d);
@@ -49,3 +53,8 @@ void batch_free(Batch *b);
 void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index);
 // The same, and fills b's document fields: a document starts at 0 and after every `eos` (-1: none).
 void batch_put_sample_docs(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos);
+// After batch_put_sample*: the loss weights of the same sample's T+1 tokens mask row `row`'s targets: a
+// target whose token has weight 0 becomes -1. Uses the row's global positions, so it works on any slice.
+void batch_mask_targets(Batch *b, int row, const uint8_t *weight);
+// Targets of b that count in the loss (>= 0).
+long batch_count_targets(const Batch *b);

@@ -18,4 +18,5 @@ extern const SourceOps TEXT_SOURCE;
 // A dataset directory or a shard, streamed by a background thread (data/loader.c).
 void *loader_open(const char *path, const DataOptions *o, bool validation);
 uint32_t loader_vocab_size(const void *impl);
+bool loader_masks_targets(const void *impl);   // the data's loss weights mask targets (see data_masks_targets)
 extern const SourceOps LOADER_SOURCE;

@@ -112,3 +112,13 @@ void synth_recall(uint64_t seed, uint64_t doc, uint64_t len, int n_pairs, int n_
         put_pair(out, &p, keys[i], vals[i], q == n_queries - 1, &info->query_key_pos[q], &info->query_value_pos[q]);
     }
 }
+
+void passkey_weights(const PasskeyInfo *info, uint64_t len, uint8_t *weight) {
+    memset(weight, 0, len);
+    memset(weight + info->answer_pos, 1, PASSKEY_KEY_DIGITS);
+}
+
+void recall_weights(const RecallInfo *info, uint64_t len, uint8_t *weight) {
+    memset(weight, 0, len);
+    for (int q = 0; q < info->n_queries; q++) memset(weight + info->query_value_pos[q], 1, RECALL_VALUE_CHARS);
+}

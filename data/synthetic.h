@@ -17,6 +17,8 @@ enum { PASSKEY_KEY_DIGITS = 5 };
 uint64_t passkey_min_len(void);
 // Document `doc` of the task seeded `seed`; depth < 0 draws it uniformly. out has len tokens.
 void synth_passkey(uint64_t seed, uint64_t doc, uint64_t len, double depth, uint32_t *out, PasskeyInfo *info);
+// Loss weights of a passkey document of len tokens: 1 on the answer's digits, 0 elsewhere.
+void passkey_weights(const PasskeyInfo *info, uint64_t len, uint8_t *weight);
 
 // Associative recall: "Remember these pairs: " + "abcd=1234, ..." (n_pairs, early) + filler + "Recall: "
 // + n_queries of "abcd=1234, " for keys drawn from the pairs (late). Keys are 4 distinct lowercase
@@ -31,3 +33,5 @@ typedef struct {
 } RecallInfo;
 uint64_t recall_min_len(int n_pairs, int n_queries);
 void synth_recall(uint64_t seed, uint64_t doc, uint64_t len, int n_pairs, int n_queries, uint32_t *out, RecallInfo *info);
+// Loss weights of a recall document of len tokens: 1 on every query's value digits, 0 elsewhere.
+void recall_weights(const RecallInfo *info, uint64_t len, uint8_t *weight);

@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh — one command on a GPU machine: build with CUDA, run the GPU tests and benchmarks, write a report.
-# usage: scripts/gpu_check.sh [--quick] [--sanitize] [--out DIR]
-#   --quick     attention benchmarks at T=4096 only, train benchmark at 6 steps
+# usage: scripts/gpu_check.sh [--quick] [--sanitize] [--out DIR] [--build DIR]
+#   --quick     attention and training benchmarks at T=4096 only, 6 steps
+#   --build DIR use an existing CUDA build (e.g. $B from ../shared/gpu/pack.sh's device-setup.sh) instead of building
 #   --sanitize  also run the attention tests (sm_80 and sm90) and the op test under compute-sanitizer (memcheck)
 #   --out DIR   where the report and logs go (default gpu_report/)
 # Writes DIR/report.md (device, CUDA/driver versions, every test result and benchmark figure) and
 # prints it. Exit status: non-zero when the build or a GPU test failed (benchmarks never fail it).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=gpu_report QUICK=0 SANITIZE=0
+OUT=gpu_report QUICK=0 SANITIZE=0 PREBUILT=
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) QUICK=1 ;;
     --sanitize) SANITIZE=1 ;;
     --out) OUT=$2; shift ;;
-    *) echo "usage: scripts/gpu_check.sh [--quick] [--sanitize] [--out DIR]" >&2; exit 2 ;;
+    --build) PREBUILT=$2; shift ;;
+    *) echo "usage: scripts/gpu_check.sh [--quick] [--sanitize] [--out DIR] [--build DIR]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -34,7 +36,10 @@ say "## Device"
 block "$OUT/device.txt"
 
 say "## Build (-DRINGGPT_CUDA=ON, Release)"
-if cmake -S . -B $BUILD -DCMAKE_BUILD_TYPE=Release -DRINGGPT_CUDA=ON > "$OUT/configure.log" 2>&1 &&
+if [ -n "$PREBUILT" ]; then
+  BUILD=$PREBUILT
+  say "build: prebuilt $BUILD"
+elif cmake -S . -B $BUILD -DCMAKE_BUILD_TYPE=Release -DRINGGPT_CUDA=ON > "$OUT/configure.log" 2>&1 &&
    cmake --build $BUILD -j"$JOBS" > "$OUT/build.log" 2>&1; then
   say "build: ok ($(grep -c -i warning "$OUT/build.log") warning lines; log in build.log)"
 else
@@ -83,26 +88,11 @@ CUDA_VISIBLE_DEVICES= $BUILD/ringgpt train --device cuda --data "$TMPD/copy.txt"
 say "exit $? — $(tail -1 "$OUT/nodev.log")"
 rm -rf "$TMPD"
 
-say "## Benchmarks"
-LENS="4096 16384 65536"; STEPS=12
-[ $QUICK -eq 1 ] && LENS=4096 STEPS=6
-$BUILD/gpu_attention_bench --sm90 $LENS > "$OUT/attn_ringgpt.txt" 2>&1   # sm_80 kernels, and sm90 on an H100/H200
-python3 bench/gpu_attention_torch.py $LENS > "$OUT/attn_torch.txt" 2>&1
-say "### attention fwd+bwd, causal, bf16 (ringgpt vs PyTorch SDPA, same shapes)"
-cat "$OUT/attn_ringgpt.txt" "$OUT/attn_torch.txt" > "$OUT/attn.txt"
-block "$OUT/attn.txt"
-# ratio ringgpt / torch per (T, hd)
-awk '/^attention/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-       key = f["T"] " " f["hd"]; v[f["impl"], key] = f["fwdbwd_tflops"]; keys[key] = 1 }
-     END { for (k in keys) if ((("torch", k) in v) && v["torch", k] > 0) {
-             printf "ratio T,hd=%s  ringgpt/torch fwd+bwd = %.2f (target >= 0.6, goal >= 1.0)\n", k, v["ringgpt", k] / v["torch", k]
-             if (("ringgpt-sm90", k) in v)
-               printf "ratio T,hd=%s  ringgpt-sm90/torch fwd+bwd = %.2f (RINGGPT_ATTN=sm90)\n", k, v["ringgpt-sm90", k] / v["torch", k] } }' \
-  "$OUT/attn.txt" | sort -n -k2 > "$OUT/attn_ratio.txt"
-block "$OUT/attn_ratio.txt"
-say "### training throughput (125M preset)"
-bash bench/gpu_train.sh $BUILD/ringgpt $STEPS > "$OUT/train.txt" 2>&1
-block "$OUT/train.txt"
+say "## Benchmarks: ringgpt vs PyTorch on this GPU (bench/gpu_side_by_side.sh)"
+STEPS=12
+[ $QUICK -eq 1 ] && STEPS=6
+QUICK=$QUICK STEPS=$STEPS bash bench/gpu_side_by_side.sh "$BUILD" "$OUT/side_by_side" > "$OUT/side_by_side.txt" 2>&1
+block "$OUT/side_by_side.txt"
 
 say ""
 say "overall: $([ $status -eq 0 ] && echo PASS || echo FAIL) (report: $REPORT)"

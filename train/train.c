@@ -41,6 +41,8 @@ typedef struct {
     int ckpt_every, keep;
     bool threads_auto;   // --threads not given: share the cores among the ranks of a node
     const char *device;  // --device: cpu, cuda or auto
+    const char *loss_on; // --loss-on: masked (the data's loss weights apply) or all
+    bool doc_mask;       // --doc-mask: attention does not cross document boundaries inside a window
 } TrainConfig;
 
 static const ArgCommand TRAIN_CMD = {
@@ -56,7 +58,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
                        .eval_every = 0, .eval_batches = 4, .loss_chunk = 256, .lr = 1e-3f, .min_lr = 1e-4f,
                        .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .clip = 1.0f, .val_fraction = 0.1f,
                        .seed = 1337, .dp = 1, .sp = 1, .comm_timeout = 600,
-                       .debug_exit_rank = -1,
+                       .debug_exit_rank = -1, .loss_on = "masked",
                        .device = getenv("RINGGPT_DEVICE") ? getenv("RINGGPT_DEVICE") : "auto"};
     ModelConfig *mc = &t->model_cfg;
     int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0;
@@ -93,6 +95,8 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--eval-every", ARG_INT, &t->eval_every, "validation loss every N steps (0 = only at the end)"},
         {"--eval-batches", ARG_INT, &t->eval_batches, "batches per validation"},
         {"--loss-chunk", ARG_INT, &t->loss_chunk, "rows per chunk of the fused LM head + loss"},
+        {"--loss-on", ARG_STRING, &t->loss_on, "masked: only targets the data's loss weights select count (data without weights: all); all: every target"},
+        {"--doc-mask", ARG_BOOL, &t->doc_mask, "attention stays inside each document of a packed window (documents end at EOS)"},
         {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible; default $RINGGPT_DEVICE or auto)"},
         {"--sp", ARG_INT, &t->sp, "ring size: ranks that split one sequence (mpirun -np dp·sp)"},
         {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},
@@ -139,6 +143,7 @@ static void check_train_config(const TrainConfig *t) {
     if (!(t->beta2 >= 0 && t->beta2 < 1)) fail_usage("--beta2 must be in [0, 1) (got %g)", t->beta2);
     if (t->clip < 0) fail_usage("--clip must not be negative (got %g)", t->clip);
     if (!(t->val_fraction >= 0 && t->val_fraction < 1)) fail_usage("--val-fraction must be in [0, 1) (got %g)", t->val_fraction);
+    if (strcmp(t->loss_on, "masked") && strcmp(t->loss_on, "all")) fail_usage("--loss-on must be masked or all, not '%s'", t->loss_on);
     ScheduleKind k;
     if (!schedule_parse(t->schedule, &k)) fail_usage("unknown --schedule '%s'; use cosine or constant", t->schedule);
     config_validate(&t->model_cfg);
@@ -185,7 +190,7 @@ static void debug_leave(const TrainConfig *t, int rank) {
 static DataSource *open_data(const TrainConfig *t, bool validation) {
     DataOptions o = {.seq_len = t->seq_len, .batch = t->batch, .seed = (uint64_t)t->seed, .dp = t->dp,
                      .dp_index = t->dp_index, .sp = t->sp, .sp_index = t->sp_index, .val_fraction = t->val_data ? 0 : t->val_fraction,
-                     .no_shuffle = t->no_shuffle};
+                     .no_shuffle = t->no_shuffle, .loss_on_all = !strcmp(t->loss_on, "all")};
     if (validation && t->val_data) return data_open(t->val_data, &o, false);
     if (validation && t->val_fraction <= 0) return NULL;
     return data_open(t->data, &o, validation);
@@ -270,9 +275,10 @@ typedef struct {
     Schedule sched;
     MetricsLog log;
     CkptHook ckpt;
-    Batch batch;                   // (B, T/sp): this rank's slice of the micro-batch
+    Batch batch;                   // (B, T/sp): this rank's slice of a validation batch
+    Batch *micro;                  // (grad_accum) this rank's slices of the step's micro-batches
     long start;                    // first step (> 0 after --resume)
-    double tokens_per_step;        // global target tokens per optimizer step
+    double tokens_per_step;        // global tokens per optimizer step (B·T·accum·dp)
 } Run;
 
 static void run_open(Run *r, int argc, char **argv) {
@@ -296,6 +302,7 @@ static void run_open(Run *r, int argc, char **argv) {
     r->ring_comm = t->sp > 1 ? device_comm(be, r->grid.ring, "ring communicator") : NULL;
     gpt_init(&r->model, &t->model_cfg, be, (uint64_t)t->seed);
     r->model.loss_chunk = t->loss_chunk;
+    r->model.doc_mask = t->doc_mask;
     if (t->sp > 1) r->model.ring = ring_create(r->ring_comm, be);   // attention spans the sp ranks
     adamw_init(&r->opt, &r->model, (AdamWConfig){t->beta1, t->beta2, 1e-8f, t->weight_decay});
     r->sched = (Schedule){.lr = t->lr, .min_lr = t->min_lr, .warmup = t->warmup, .total = t->steps};
@@ -306,6 +313,9 @@ static void run_open(Run *r, int argc, char **argv) {
     r->log = (MetricsLog){0};
     if (r->grid.rank == 0) metrics_open(&r->log, t->out, r->start);   // one writer
     r->batch = batch_alloc(t->batch, t->seq_len / t->sp);
+    r->micro = xcalloc((size_t)t->grad_accum, sizeof(Batch), "micro-batches");
+    for (int i = 0; i < t->grad_accum; i++) r->micro[i] = batch_alloc(t->batch, t->seq_len / t->sp);
+    if (data_masks_targets(r->train)) log_info("loss: only the targets the data's loss weights select (--loss-on all: every target)\n");
     r->tokens_per_step = (double)t->batch * t->seq_len * t->grad_accum * t->dp;
     log_info("ringgpt train: %s model, %.2fM parameters, %d layers, dim %d, %d/%d heads, T=%d, B=%d x %d accum, "
              "%d threads, %dx%d ranks (dp x sp), %" PRIu64 " samples/epoch\n",
@@ -319,9 +329,13 @@ static void run_close(Run *r) {
         RingStats rs = ring_stats(r->model.ring);
         log_info("ring (rank 0): %.2f s blocked waiting for KV, %.2f s attention compute, %.1f MiB sent in %ld hops\n",
                  rs.wait_s, rs.compute_s, rs.bytes / 1048576, rs.exchanges);
+        if (r->t.doc_mask) log_info("doc mask (rank 0): %ld ring block calls skipped (no row shares a document with the block)\n",
+                                    rs.blocks_skipped);
     }
     metrics_close(&r->log);
     batch_free(&r->batch);
+    for (int i = 0; i < r->t.grad_accum; i++) batch_free(&r->micro[i]);
+    free(r->micro);
     adamw_free(&r->opt, &r->model);
     ring_free(r->model.ring);
     r->model.ring = NULL;
@@ -333,15 +347,28 @@ static void run_close(Run *r) {
     comm_grid_free(&r->grid);
 }
 
-// Forward and backward of grad_accum micro-batches; returns this rank's summed loss.
-static double accumulate_gradients(Run *r) {
+// The step's grad_accum micro-batches (this rank's tokens, targets, positions); returns the number of
+// targets that count in the whole step, over all micro-batches and all dp×sp ranks. Loss weights leave
+// masked targets at -1, so the ranks add up their counts; without weights it is B·T·accum·dp.
+static double fetch_micro_batches(Run *r) {
+    double count = 0;
+    for (int micro = 0; micro < r->t.grad_accum; micro++) {
+        data_next(r->train, &r->micro[micro]);
+        count += (double)batch_count_targets(&r->micro[micro]);
+    }
+    if (!data_masks_targets(r->train)) return r->tokens_per_step;
+    comm_allreduce(r->grid.world, &count, 1, COMM_F64, COMM_SUM, "target count");
+    return count;
+}
+
+// Forward and backward of the fetched micro-batches; returns this rank's summed loss.
+static double accumulate_gradients(Run *r, double count) {
     GPT *m = &r->model;
-    double loss_sum = 0, grad_scale = 1.0 / r->tokens_per_step;   // every target counts; the loss is a mean
+    double loss_sum = 0, grad_scale = 1.0 / count;   // the loss is the mean over the step's counted targets
     gpt_zero_grad(m);
     for (int micro = 0; micro < r->t.grad_accum; micro++) {
-        data_next(r->train, &r->batch);   // this rank's tokens, targets, positions
-        loss_sum += gpt_forward(m, &r->batch, grad_scale, true, NULL);
-        gpt_backward(m, &r->batch);
+        loss_sum += gpt_forward(m, &r->micro[micro], grad_scale, true, NULL);
+        gpt_backward(m, &r->micro[micro]);
     }
     return loss_sum;
 }
@@ -355,7 +382,14 @@ int cmd_train(int argc, char **argv) {
     for (long step = r.start; step < t->steps; step++) {
         if (r.grid.rank == t->debug_exit_rank && step + 1 == t->debug_exit_step) debug_leave(t, r.grid.rank);
         double t0 = now_seconds();
-        double loss_sum = accumulate_gradients(&r);
+        double count = fetch_micro_batches(&r);
+        if (count == 0) {   // every target masked: no mean to take, nothing to learn from
+            log_info("step %ld: the loss weights select no target in this step's %.0f samples; update skipped (use --loss-on all, "
+                     "a longer --seq-len or a larger --batch)\n", step + 1, (double)t->batch * t->grad_accum * t->dp);
+            ckpt_train_step_done(&r.ckpt, step + 1, t->steps, &r.model, &r.opt, r.train, lr_at(&r.sched, step + 1));
+            continue;
+        }
+        double loss_sum = accumulate_gradients(&r, count);
         // Sum over all dp×sp ranks: each holds the gradient of its slice of the global batch.
         comm_allreduce(r.grad_comm, r.model.grads, r.model.table.total, COMM_REAL, COMM_SUM, "gradient all-reduce");
         comm_allreduce(r.grid.world, &loss_sum, 1, COMM_F64, COMM_SUM, "loss all-reduce");
@@ -364,7 +398,7 @@ int cmd_train(int argc, char **argv) {
         adamw_update(&r.opt, &r.model, lr);
         double dt = now_seconds() - t0, rss = peak_rss_mb();
         comm_allreduce(r.grid.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");   // the largest rank's memory
-        StepMetrics sm = {.step = step + 1, .total_steps = t->steps, .loss = loss_sum / r.tokens_per_step, .lr = lr,
+        StepMetrics sm = {.step = step + 1, .total_steps = t->steps, .loss = loss_sum / count, .lr = lr,
                           .grad_norm = gnorm, .step_ms = dt * 1e3, .tokens_per_s = r.tokens_per_step / dt,
                           .mfu = -1, .peak_rss_mb = rss, .val_loss = -1, .dp = t->dp, .sp = t->sp};
         bool last = step + 1 == t->steps;

@@ -64,5 +64,19 @@ expect_fail "synthetic unknown" "passkey or recall" -- "$BIN" prepare --out "$DI
     && ok || bad "synthetic passkey dataset verifies"
 "$BIN" prepare --help | grep -q -- "--synthetic" && ok || bad "prepare --help"
 
+# JSONL prompt/completion records: a clean dataset with loss weights; a bad record names its line (exit 2).
+printf '{"prompt": "Q: 1+1? A: ", "completion": "2"}\n\n{"prompt": "say hi ", "completion": "hi"}\n' > "$DIR/ok.jsonl"
+"$BIN" prepare --out "$DIR/js" --quiet "$DIR/ok.jsonl" > /dev/null && "$BIN" inspect --verify "$DIR/js" > "$DIR/js.log" 2>&1 \
+    && grep -q "per-token loss weights" "$DIR/js.log" && ok || bad "JSONL dataset: $(cat "$DIR/js.log")"
+printf '{"prompt": "a", "completion": "b"}\n{"prompt": "only a prompt"}\n' > "$DIR/nocomp.jsonl"
+expect_fail "JSONL missing field" 'nocomp.jsonl: line 2: the record needs string fields "prompt" and "completion"' -- \
+    "$BIN" prepare --out "$DIR/x" "$DIR/nocomp.jsonl"
+printf '{"prompt": "a", "completion": 5}\n' > "$DIR/num.jsonl"
+expect_fail "JSONL field not a string" 'num.jsonl: line 1: the record needs string fields' -- "$BIN" prepare --out "$DIR/x" "$DIR/num.jsonl"
+printf '{"prompt": "a", "completion": "b"}\n{"prompt": "a",\n' > "$DIR/broken.txt"
+expect_fail "JSONL not JSON" 'broken.txt: line 2: not valid JSON' -- "$BIN" prepare --out "$DIR/x" --input-kind jsonl "$DIR/broken.txt"
+"$BIN" prepare --out "$DIR/x" --input-kind jsonl "$DIR/nocomp.jsonl" > /dev/null 2>&1; [ $? -eq 2 ] && ok || bad "JSONL bad record exits 2"
+expect_fail "JSONL mixed with text" "is text input but earlier inputs are jsonl" -- "$BIN" prepare --out "$DIR/x" "$DIR/ok.jsonl" "$DIR/in/doc1.txt"
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

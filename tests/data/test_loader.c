@@ -13,14 +13,20 @@ static uint32_t *g_stream;   // the train split's token stream: non-EOS tokens a
 static uint64_t g_n;
 static uint64_t g_pos_of[VOCAB];   // stream position of each non-EOS token value
 
+// The loss weight the weighted dataset gives a token: 0 for EOS and every third id.
+static uint8_t weight_of(uint32_t tok) { return tok != EOS && tok % 3 != 0; }
+
 // Documents of 0..700 tokens (longer than a block of 256 and some than a shard of 1000); val split of 3 documents.
-static void make_dataset(const char *ds, bool with_val) {
+// weighted: the shards store weight_of(token) for every token.
+static void make_dataset(const char *ds, bool with_val, bool weighted) {
     Rng r;
     rng_seed(&r, 3);
     g_stream = malloc(40000 * sizeof(uint32_t));
     g_n = 0;
     uint32_t next = 0, doc[800];
-    ShardParams p = {.token_bytes = 2, .block_tokens = 256, .vocab_size = VOCAB, .eos_id = EOS, .level = 1, .byte_planes = true, .tokenizer = "test"};
+    ShardParams p = {.token_bytes = 2, .block_tokens = 256, .vocab_size = VOCAB, .eos_id = EOS, .level = 1, .byte_planes = true,
+                     .weights = weighted, .tokenizer = "test"};
+    uint8_t wdoc[800];
     DatasetWriter *w = dataset_writer_open(ds, &p, 1000);
     while (g_n < 20000) {
         uint64_t len = rng_below(&r, 8) == 0 ? 700 : rng_below(&r, 120);
@@ -29,7 +35,14 @@ static void make_dataset(const char *ds, bool with_val) {
             doc[i] = g_stream[g_n++] = next;
         }
         g_stream[g_n++] = EOS;
-        dataset_doc(w, SPLIT_TRAIN, doc, (size_t)len);
+        if (!weighted) {
+            dataset_doc(w, SPLIT_TRAIN, doc, (size_t)len);
+            continue;
+        }
+        for (uint64_t i = 0; i < len; i++) wdoc[i] = weight_of(doc[i]);
+        dataset_doc_begin(w, SPLIT_TRAIN);
+        dataset_doc_tokens_weighted(w, doc, wdoc, (size_t)len);
+        dataset_doc_end_weighted(w, weight_of(EOS));
     }
     for (int d = 0; with_val && d < 3; d++) {
         for (int i = 0; i < 200; i++) doc[i] = 50000 + d * 200 + i;
@@ -40,6 +53,39 @@ static void make_dataset(const char *ds, bool with_val) {
 
 // Where a (non-EOS) token value sits in the stream.
 static uint64_t where(int32_t tok) { return g_pos_of[tok]; }
+
+// The window rule by brute force over a stream (EOS ends documents; stream position 0 starts one):
+// a window starts at the last document start in (s, s + T], else at s + T; windows need T+1 tokens
+// before hi. Returns their count; starts[] (when not NULL) gets them.
+static uint64_t ref_starts(const uint32_t *stream, uint64_t lo, uint64_t hi, uint64_t *starts) {
+    uint64_t n = 0;
+    for (uint64_t s = lo; s + T + 1 <= hi;) {
+        if (starts) starts[n] = s;
+        n++;
+        uint64_t next = s + T;
+        for (uint64_t p = s + T; p > s; p--)
+            if (stream[p - 1] == EOS) {
+                next = p;
+                break;
+            }
+        s = next;
+    }
+    return n;
+}
+
+static uint64_t *g_starts;   // the train stream's window starts
+static uint64_t g_n_starts;
+
+// Index of a window start in g_starts, or UINT64_MAX when it is not one.
+static uint64_t start_index(uint64_t start) {
+    uint64_t lo = 0, hi = g_n_starts;
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        if (g_starts[mid] < start) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < g_n_starts && g_starts[lo] == start ? lo : UINT64_MAX;
+}
 
 typedef struct {
     int64_t k;
@@ -58,12 +104,15 @@ static DataOptions opts(int dp, int dpi, int sp, int spi, double val_fraction) {
 
 // Runs `steps` micro-steps on every rank of dp×sp starting at global sample `from`; appends every
 // (sample, position, token, target, document) any rank saw. Checks each rank's zigzag positions.
+static bool g_loss_on_all;   // run_layout opens the data with --loss-on all
+
 static size_t run_layout(const char *ds, int dp, int sp, uint64_t from, int steps, Tuple *out, DataState *end) {
     size_t n = 0;
     int bad_zigzag = 0;
     for (int g = 0; g < dp; g++)
         for (int r = 0; r < sp; r++) {
             DataOptions o = opts(dp, g, sp, r, 0);
+            o.loss_on_all = g_loss_on_all;
             DataSource *d = data_open(ds, &o, false);
             data_restore(d, (DataState){.seed = 1234, .consumed = from});
             Batch b = batch_alloc(B, T / sp);
@@ -93,14 +142,14 @@ static void test_layouts(const char *ds, uint64_t n_samples) {
     Tuple *ref = malloc(sizeof(Tuple) * S * T), *got = malloc(sizeof(Tuple) * S * T);
     size_t n_ref = run_layout(ds, 1, 1, from, S / B, ref, NULL);
     CHECK(n_ref == (size_t)S * T, "reference size");
-    // The reference itself: every sample is a window of T+1 stream tokens starting at a multiple of T,
+    // The reference itself: every sample is a window of T+1 stream tokens starting where the window rule says,
     // and `seg` counts the EOS tokens before each position.
     int bad = 0;
     for (size_t i = 0; i < n_ref; i += T) {
         uint64_t start = UINT64_MAX;
         for (int t = 0; t < T && start == UINT64_MAX; t++)
             if (ref[i + t].tok != EOS) start = where(ref[i + t].tok) - t;
-        if (start % T) bad++;
+        if (start_index(start) == UINT64_MAX) bad++;
         for (int t = 0, seg = 0; t < T; t++) {
             if (ref[i + t].tok != (int32_t)g_stream[start + t] || ref[i + t].tgt != (int32_t)g_stream[start + t + 1] || ref[i + t].seg != seg) bad++;
             if (ref[i + t].tok == EOS) seg++;
@@ -122,7 +171,8 @@ static void test_epochs(const char *ds) {
     o.batch = 1;
     DataSource *d = data_open(ds, &o, false);
     uint64_t n = data_num_samples(d);
-    CHECK(n == (g_n - 1) / T, "samples per epoch %" PRIu64, n);
+    CHECK(n == g_n_starts && n > (g_n - 1) / T, "samples per epoch %" PRIu64 " (window rule %" PRIu64 ", more than the %" PRIu64
+          " stride-T windows: short documents start windows)", n, g_n_starts, (g_n - 1) / T);
     Batch b = batch_alloc(1, T);
     unsigned char *seen = calloc(n, 1);
     uint64_t *first = malloc(n * sizeof *first), dup = 0, same = 0;
@@ -131,7 +181,11 @@ static void test_epochs(const char *ds) {
         uint64_t start = UINT64_MAX;
         for (int t = 0; t < T && start == UINT64_MAX; t++)
             if (b.tokens[t] != EOS) start = where(b.tokens[t]) - t;
-        uint64_t j = start / T;
+        uint64_t j = start_index(start);
+        if (j == UINT64_MAX) {
+            dup++;
+            continue;
+        }
         if (k < n) {
             dup += seen[j]++;
             first[k] = j;
@@ -149,7 +203,7 @@ static void test_epochs(const char *ds) {
     free(first);
 }
 
-// --no-shuffle: global sample k is window k mod n of the stream, every epoch.
+// --no-shuffle: global sample k is window k mod n of the stream (in stream order), every epoch.
 static void test_no_shuffle(const char *ds) {
     DataOptions o = opts(1, 0, 1, 0, 0);
     o.batch = 1;
@@ -159,7 +213,7 @@ static void test_no_shuffle(const char *ds) {
     Batch b = batch_alloc(1, T);
     for (uint64_t k = 0; k < 2 * n; k++) {
         data_next(d, &b);
-        for (int t = 0; t < T; t++) wrong += (uint32_t)b.tokens[t] != g_stream[(k % n) * T + t];
+        for (int t = 0; t < T; t++) wrong += (uint32_t)b.tokens[t] != g_stream[g_starts[k % n] + t];
     }
     CHECK(wrong == 0, "--no-shuffle: %" PRIu64 " tokens not in stream order", wrong);
     batch_free(&b);
@@ -215,11 +269,17 @@ static void test_splits(const char *ds_val, const char *ds_noval) {
     data_next(v, &b);
     int bad = 0;
     for (int i = 0; i < B * T; i++) bad += b.tokens[i] != EOS && b.tokens[i] < 50000;
-    CHECK(bad == 0 && data_num_samples(v) == (603 - 1) / T, "the val split is read (%d foreign tokens)", bad);
+    uint32_t val_stream[603];
+    for (int d = 0; d < 3; d++) {
+        for (int i = 0; i < 200; i++) val_stream[d * 201 + i] = 50000 + d * 200 + i;
+        val_stream[d * 201 + 200] = EOS;
+    }
+    CHECK(bad == 0 && data_num_samples(v) == ref_starts(val_stream, 0, 603, NULL), "the val split is read (%d foreign tokens)", bad);
     data_close(v);
     DataSource *tr = data_open(ds_noval, &o, false), *va = data_open(ds_noval, &o, true);
     uint64_t cut = g_n - (uint64_t)((double)g_n * 0.1);
-    CHECK(data_num_samples(tr) == (cut - 1) / T && data_num_samples(va) == (g_n - cut - 1) / T, "held-out tail sizes");
+    CHECK(data_num_samples(tr) == ref_starts(g_stream, 0, cut, NULL) && data_num_samples(va) == ref_starts(g_stream, cut, g_n, NULL),
+          "held-out tail sizes");
     int leak = 0;
     for (uint64_t s = 0; s < data_num_samples(tr); s += B) {
         data_next(tr, &b);
@@ -272,15 +332,60 @@ static void test_bad(const char *dir, const char *ds) {
     free(copy);
 }
 
+// Loss weights: a target whose token has weight 0 is -1, on every dp×sp layout (the zigzag slices carry
+// the mask like the targets); --loss-on all ignores the weights; a dataset without weights masks nothing.
+static void test_masks(const char *dsw, uint64_t n_samples) {
+    const int layouts[][2] = {{1, 1}, {2, 1}, {1, 2}, {2, 2}, {1, 4}};
+    const int S = 16;
+    uint64_t from = n_samples - 4;           // crossing an epoch boundary
+    Tuple *ref = malloc(sizeof(Tuple) * S * T), *got = malloc(sizeof(Tuple) * S * T);
+    size_t n_ref = run_layout(dsw, 1, 1, from, S / B, ref, NULL);
+    int bad = 0, masked = 0;
+    for (size_t i = 0; i < n_ref; i += T) {
+        uint64_t start = UINT64_MAX;
+        for (int t = 0; t < T && start == UINT64_MAX; t++)
+            if (ref[i + t].tok != EOS) start = where(ref[i + t].tok) - t;
+        for (int t = 0; t < T; t++) {
+            uint32_t next = g_stream[start + t + 1];
+            bad += ref[i + t].tgt != (weight_of(next) ? (int32_t)next : -1);
+            masked += ref[i + t].tgt < 0;
+        }
+    }
+    CHECK(bad == 0 && masked > 0 && masked < (int)n_ref, "targets of weight-0 tokens are -1 (%d of %zu masked, %d wrong)", masked, n_ref, bad);
+    for (size_t l = 1; l < sizeof layouts / sizeof layouts[0]; l++) {
+        int dp = layouts[l][0], sp = layouts[l][1];
+        size_t n = run_layout(dsw, dp, sp, from, S / (B * dp), got, NULL);
+        CHECK(n == n_ref && memcmp(got, ref, n * sizeof *got) == 0, "masked targets: dp %d x sp %d = 1x1", dp, sp);
+    }
+    g_loss_on_all = true;
+    run_layout(dsw, 1, 2, from, S / B, got, NULL);
+    g_loss_on_all = false;
+    masked = 0;
+    for (size_t i = 0; i < n_ref; i++) masked += got[i].tgt < 0;
+    CHECK(masked == 0, "--loss-on all: no target masked (%d)", masked);
+    DataOptions o = opts(1, 0, 1, 0, 0);
+    DataSource *d = data_open(dsw, &o, false);
+    CHECK(data_masks_targets(d), "a weighted dataset masks targets");
+    data_close(d);
+    free(ref);
+    free(got);
+}
+
 int main(void) {
     char *dir = temp_dir("loader"), *ds = path_join(dir, "ds"), *ds_val = path_join(dir, "ds_val");
-    make_dataset(ds_val, true);
+    char *dsw = path_join(dir, "ds_weighted");
+    make_dataset(ds_val, true, false);
     free(g_stream);
-    make_dataset(ds, false);
+    make_dataset(dsw, false, true);
+    free(g_stream);
+    make_dataset(ds, false, false);
+    g_starts = malloc(g_n * sizeof *g_starts);
+    g_n_starts = ref_starts(g_stream, 0, g_n, g_starts);
     DataOptions o = opts(1, 0, 1, 0, 0);
     DataSource *d = data_open(ds, &o, false);
     uint64_t n_samples = data_num_samples(d);
     CHECK(data_vocab_size(d) == VOCAB, "vocab size from the manifest");
+    CHECK(!data_masks_targets(d), "a dataset without weights masks nothing");
     data_close(d);
     test_layouts(ds, n_samples);
     test_epochs(ds);
@@ -288,7 +393,9 @@ int main(void) {
     test_resume(ds);
     test_splits(ds_val, ds);
     test_bad(dir, ds);
+    test_masks(dsw, n_samples);
     rm_rf(dir);
     free(g_stream);
+    free(g_starts);
     return test_finish();
 }

@@ -9,7 +9,7 @@
 // Reads every token of an open shard through the checked block reader.
 static uint32_t *shard_tokens(const Shard *s) {
     uint32_t *all = malloc((s->h.num_tokens + 1) * sizeof(uint32_t));
-    void *raw = malloc((size_t)s->h.block_tokens * 4), *comp = malloc(shard_max_comp_bytes(s));
+    void *raw = malloc(shard_raw_bytes(&s->h, s->h.block_tokens) + 4), *comp = malloc(shard_max_comp_bytes(s));
     int32_t *tok = malloc((size_t)s->h.block_tokens * 4);
     DataErr e;
     for (uint64_t i = 0; i < s->h.num_blocks; i++) {
@@ -148,8 +148,8 @@ static void recompute_index_crc(unsigned char *b, size_t n) {
     (void)n;
 }
 
-static void test_corruption(const char *dir) {
-    char *path = path_join(dir, "w2.rgs"), *bad = path_join(dir, "bad.rgs");
+static void test_corruption(const char *dir, const char *name) {
+    char *path = path_join(dir, name), *bad = path_join(dir, "bad.rgs");
     size_t n;
     unsigned char *orig = read_bytes(path, &n), *b = malloc(n);
     DataErr e;
@@ -224,6 +224,100 @@ static void test_corruption(const char *dir) {
     free(bad);
 }
 
+// Version 2 loss weights: a round trip through writer and reader (tokens and weights, both codecs),
+// a version-1 shard still reads (weight 1 everywhere), a weight other than 0/1 is caught by the verifier.
+static void test_weights(const char *dir) {
+    Rng r;
+    rng_seed(&r, 11);
+    uint64_t n, *starts;
+    int n_docs = 30;
+    uint32_t *want = make_docs(&r, n_docs, 300, 299, &n, &starts, 2500);
+    uint8_t *wt = malloc(n);
+    for (uint64_t i = 0; i < n; i++) wt[i] = rng_below(&r, 5) == 0;   // runs and singletons
+    for (int level = 0; level <= 6; level += 6) {
+        char *path = path_join(dir, level ? "w2w.rgs" : "w2w0.rgs");
+        ShardParams p = {.token_bytes = 2, .block_tokens = 1000, .vocab_size = 300, .eos_id = 299, .level = level, .byte_planes = level > 0,
+                         .weights = true, .tokenizer = "test"};
+        ShardWriter *w = shard_writer_open(path, &p, false);
+        for (int d = 0; d < n_docs; d++) {
+            uint64_t end = d + 1 < n_docs ? starts[d + 1] : n;
+            shard_writer_doc_start(w);
+            shard_writer_tokens_weighted(w, want + starts[d], wt + starts[d], (size_t)(end - starts[d]));
+        }
+        shard_writer_close(w);
+        DataErr e;
+        Shard *s = shard_open(path, &e);
+        CHECK(s && s->h.version == 2 && shard_has_weights(&s->h), "weighted shard opens as version 2 with weights: %s", s ? "" : e.msg);
+        if (!s) return;
+        uint32_t *got = shard_tokens(s);
+        CHECK(memcmp(got, want, n * 4) == 0, "tokens round trip with weights (level %d)", level);
+        void *raw = malloc(shard_raw_bytes(&s->h, 1000)), *comp = malloc(shard_max_comp_bytes(s));
+        uint8_t wb[1000];
+        int bad = 0;
+        for (uint64_t i = 0; i < s->h.num_blocks; i++) {
+            shard_read_block(s, i, raw, comp, &e);
+            bad += shard_decode_weights(&s->h, raw, s->blocks[i].n_tokens, wb) >= 0;
+            bad += memcmp(wb, wt + s->blocks[i].first_token, s->blocks[i].n_tokens) != 0;
+        }
+        CHECK(bad == 0, "weights round trip (level %d)", level);
+        int32_t last;
+        CHECK(shard_verify(s, &last, &e) == 0, "verify a weighted shard: %s", e.msg);
+        if (level == 0) {
+            // Stored (level 0) deflate keeps raw bytes verbatim after a 5-byte block header: set one weight to 2
+            // and make every CRC agree, so only the weight check can object.
+            size_t fn;
+            unsigned char *b = read_bytes(path, &fn);
+            const ShardBlock *blk = &s->blocks[1];
+            unsigned char *c = b + blk->offset, *rawb = c + 5;
+            rawb[2 * blk->n_tokens + 7] = 2;
+            unsigned char *entry = b + s->h.block_index_offset + 32;
+            wr32(entry + 24, (uint32_t)crc32(0, c, blk->comp_bytes));
+            wr32(entry + 28, (uint32_t)crc32(0, rawb, (uInt)shard_raw_bytes(&s->h, blk->n_tokens)));
+            recompute_index_crc(b, fn);
+            char *badp = path_join(dir, "badw.rgs");
+            CHECK(open_verify(badp, b, fn, &e) != 0 && strstr(e.msg, "block 1 at byte") && strstr(e.msg, "loss weight 2, not 0 or 1"),
+                  "a weight of 2 under valid CRCs: %s", e.msg);
+            free(badp);
+            free(b);
+        }
+        free(raw);
+        free(comp);
+        free(got);
+        shard_close(s);
+        free(path);
+    }
+    // Version 1: a shard without weights, its header saying version 1, reads with weight 1 everywhere.
+    char *path = path_join(dir, "w2.rgs"), *v1 = path_join(dir, "v1.rgs");
+    size_t fn;
+    unsigned char *b = read_bytes(path, &fn);
+    wr32(b + 8, 1);
+    wr32(b + 252, (uint32_t)crc32(0, b, 252));
+    DataErr e;
+    CHECK(open_verify(v1, b, fn, &e) == 0, "a version-1 shard opens and verifies: %s", e.msg);
+    Shard *s = shard_open(v1, &e);
+    if (s) {
+        void *raw = malloc(shard_raw_bytes(&s->h, s->h.block_tokens)), *comp = malloc(shard_max_comp_bytes(s));
+        uint8_t *wb = malloc(s->h.block_tokens);
+        shard_read_block(s, 0, raw, comp, &e);
+        shard_decode_weights(&s->h, raw, s->blocks[0].n_tokens, wb);
+        CHECK(s->h.version == 1 && !shard_has_weights(&s->h) && wb[0] == 1 && wb[s->blocks[0].n_tokens - 1] == 1,
+              "version 1 reads with weight 1 everywhere");
+        free(raw);
+        free(comp);
+        free(wb);
+        shard_close(s);
+    }
+    wr32(b + 36, rd32(b + 36) | SHARD_FLAG_WEIGHTS);   // the weights flag does not exist in version 1
+    wr32(b + 252, (uint32_t)crc32(0, b, 252));
+    CHECK(open_verify(v1, b, fn, &e) != 0 && strstr(e.msg, "unknown flags"), "version 1 with the weights flag: %s", e.msg);
+    free(b);
+    free(path);
+    free(v1);
+    free(want);
+    free(wt);
+    free(starts);
+}
+
 // The manifest must agree with its shards.
 static void test_manifest(const char *dir) {
     char *ds = path_join(dir, "ds"), *m = path_join(ds, MANIFEST_NAME), *shard = path_join(ds, "train_000001.rgs");
@@ -270,7 +364,9 @@ int main(void) {
     test_shard_roundtrip(dir, 2, 300, true);
     test_shard_roundtrip(dir, 4, 100000, true);
     test_dataset_roundtrip(dir);
-    test_corruption(dir);
+    test_corruption(dir, "w2.rgs");
+    test_weights(dir);
+    test_corruption(dir, "w2w.rgs");
     test_manifest(dir);
     rm_rf(dir);
     return test_finish();

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "data/dataset.h"
+#include "data/source.h"
 #include "data/synthetic.h"
 #include "train/commands.h"
 #include "testutil.h"
@@ -80,27 +81,42 @@ static void test_recall(void) {
     free(doc);
 }
 
-// Through `prepare --synthetic`: the stored documents are the generator's.
+// Through `prepare --synthetic`: the stored documents are the generator's, --doc-len counts the EOS,
+// and the loss weights select exactly the answer's digits.
 static void test_prepare_synthetic(void) {
     char *dir = temp_dir("synth"), *ds = path_join(dir, "pk");
     CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds, "--synthetic", "passkey", "--docs", "4", "--doc-len", "5000", "--depth", "0.5",
                   "--seed", "9", "--block-tokens", "1024", "--quiet", NULL) == 0, "prepare --synthetic passkey");
     Dataset d;
     DataErr e;
-    CHECK(dataset_open(ds, SPLIT_TRAIN, &d, &e) == 0 && d.docs == 4 && d.tokens == 4 * 5001, "synthetic dataset: %s", e.msg);
-    uint32_t *doc = malloc(5000 * sizeof *doc);
+    CHECK(dataset_open(ds, SPLIT_TRAIN, &d, &e) == 0 && d.docs == 4 && d.tokens == 4 * 5000 && d.weights,
+          "synthetic dataset: 4 documents of 5000 tokens (EOS included) with loss weights: %s", e.msg);
+    uint32_t *doc = malloc(4999 * sizeof *doc);
     PasskeyInfo info;
-    synth_passkey(9, 2, 5000, 0.5, doc, &info);
-    // Document 2 starts at token 2·5001; read the block holding its key.
+    synth_passkey(9, 2, 4999, 0.5, doc, &info);
+    // Document 2 starts at token 2·5000; read the blocks holding its key and its answer.
     const Shard *s = d.shards[0];
-    uint64_t at = 2 * 5001 + info.key_pos, blk = at / 1024;
-    void *raw = malloc(1024 * 2), *comp = malloc(shard_max_comp_bytes(s));
+    void *raw = malloc(shard_raw_bytes(&s->h, 1024)), *comp = malloc(shard_max_comp_bytes(s));
     int32_t tok[1024];
+    uint8_t w[1024];
+    uint64_t at = 2 * 5000 + info.key_pos, blk = at / 1024;
     CHECK(shard_read_block(s, blk, raw, comp, &e) == 0, "read block");
     shard_decode_tokens(&s->h, raw, s->blocks[blk].n_tokens, 260, tok);
     char key[8];
     snprintf(key, sizeof key, "%05u", info.key);
     CHECK((uint32_t)tok[at % 1024] == (unsigned char)key[0], "stored key digit matches the generator");
+    int ones = 0, ones_at_answer = 0;
+    uint64_t answer = 2 * 5000 + info.answer_pos;
+    for (uint64_t b = 0; b < s->h.num_blocks; b++) {
+        CHECK(shard_read_block(s, b, raw, comp, &e) == 0, "read block %d", (int)b);
+        CHECK(shard_decode_weights(&s->h, raw, s->blocks[b].n_tokens, w) < 0, "weights are 0 or 1");
+        for (uint32_t i = 0; i < s->blocks[b].n_tokens; i++) {
+            uint64_t t = s->blocks[b].first_token + i;
+            ones += w[i];
+            ones_at_answer += w[i] && t >= answer && t < answer + PASSKEY_KEY_DIGITS;
+        }
+    }
+    CHECK(ones == 4 * PASSKEY_KEY_DIGITS && ones_at_answer == PASSKEY_KEY_DIGITS, "weight 1 on the answers' digits only (%d ones)", ones);
     CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds, "--synthetic", "recall", "--docs", "2", "--doc-len", "50", "--quiet", NULL) == 2,
           "a document too short for the task is a usage error");
     dataset_close(&d);
@@ -112,9 +128,51 @@ static void test_prepare_synthetic(void) {
     free(dir);
 }
 
+// --doc-len = --seq-len: every training window is exactly one whole document (the EOS last) whose
+// only counted targets are the answer's digits; shorter documents start windows at their starts.
+static void test_windows(void) {
+    char *dir = temp_dir("synthwin"), *ds = path_join(dir, "pk"), *ds2 = path_join(dir, "pk2");
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds, "--synthetic", "passkey", "--docs", "6", "--doc-len", "256", "--quiet", NULL) == 0,
+          "prepare passkey at doc-len 256");
+    DataOptions o = {.seq_len = 256, .batch = 1, .seed = 3, .dp = 1, .sp = 1};
+    DataSource *d = data_open(ds, &o, false);
+    Batch b = batch_alloc(1, 256);
+    int bad = 0;
+    for (uint64_t k = 0; k < data_num_samples(d); k++) {
+        data_next(d, &b);
+        int counted = 0;
+        for (int t = 0; t < 256; t++) counted += b.targets[t] >= 0;
+        bad += b.n_docs[0] != 1 || b.tokens[255] != 256 || b.tokens[0] != 'T' || counted != PASSKEY_KEY_DIGITS;
+    }
+    CHECK(data_num_samples(d) == 5 && bad == 0, "%" PRIu64 " windows of one whole document each, 5 counted targets (%d bad)",
+          data_num_samples(d), bad);
+    data_close(d);
+    // Documents of 150 tokens, windows of 512: every window starts at a document start and holds three
+    // whole documents and the beginning of a fourth (which the next window starts with).
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds2, "--synthetic", "passkey", "--docs", "20", "--doc-len", "150", "--quiet", NULL) == 0,
+          "prepare passkey at doc-len 150");
+    o.seq_len = 512;
+    d = data_open(ds2, &o, false);
+    Batch b2 = batch_alloc(1, 512);
+    bad = 0;
+    for (uint64_t k = 0; k < data_num_samples(d); k++) {
+        data_next(d, &b2);
+        bad += b2.tokens[0] != 'T' || b2.n_docs[0] != 4;
+    }
+    CHECK(data_num_samples(d) == 6 && bad == 0, "%" PRIu64 " windows, each starting at a document start (%d bad)", data_num_samples(d), bad);
+    data_close(d);
+    batch_free(&b2);
+    batch_free(&b);
+    rm_rf(dir);
+    free(ds);
+    free(ds2);
+    free(dir);
+}
+
 int main(void) {
     test_passkey();
     test_recall();
     test_prepare_synthetic();
+    test_windows();
     return test_finish();
 }

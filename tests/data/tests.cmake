@@ -1,5 +1,5 @@
 # tests/data/tests.cmake — data tests (label `data`): shard format, corruption, loader layouts and resume, prepare, synthetic tasks.
-foreach(t test_shard test_loader test_prepare test_synthetic)
+foreach(t test_shard test_loader test_prepare test_synthetic test_loss_mask)
   if(EXISTS ${CMAKE_SOURCE_DIR}/tests/data/${t}.c)
     add_executable(${t} tests/data/${t}.c)
     target_link_libraries(${t} PRIVATE ringgpt_core)

@@ -18,6 +18,9 @@ for i in 1 2 3; do head -c $((i * 300)) /dev/urandom | od -An -tx1 > "$OUT/fuzz/
 "$BIN" prepare --quiet --out "$OUT/fuzz/ds1" --block-tokens 200 --shard-tokens 1500 "$OUT/fuzz/in" > /dev/null || exit 1
 "$BIN" prepare --quiet --out "$OUT/fuzz/ds2" --block-tokens 300 --byte-planes=false "$OUT/fuzz/in" > /dev/null || exit 1
 "$BIN" prepare --quiet --out "$OUT/fuzz/ds3" --synthetic passkey --docs 2 --doc-len 300 --block-tokens 128 --token-bytes 4 > /dev/null || exit 1
+# Loss-weight planes (shard version 2, flags bit 1): the synthetic seed above has them; so does a JSONL one.
+printf '{"prompt": "question %d ", "completion": "answer %d"}\n' 1 1 2 2 3 3 4 4 > "$OUT/fuzz/in.jsonl"
+"$BIN" prepare --quiet --out "$OUT/fuzz/ds4" --block-tokens 64 "$OUT/fuzz/in.jsonl" > /dev/null || exit 1
 n=0; for f in "$OUT"/fuzz/ds*/*.rgs; do cp "$f" "$CORPUS/seed$n"; n=$((n + 1)); done
 cd "$OUT/fuzz" && ./fuzz_shard -max_total_time="$SECONDS_" -max_len=16384 -rss_limit_mb=1024 -print_final_stats=1 "$CORPUS" 2>&1 | tail -15
 rc=${PIPESTATUS[0]}

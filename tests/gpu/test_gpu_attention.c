@@ -2,7 +2,8 @@
 // The ring's schedule is replayed in one process through the block API, for every rank r and every
 // step's KV owner j (the three cases of attention/ring.c: j == r causal, j < r full, j > r second
 // half of the rows), forward and backward, on both backends; outputs, LSE, dQ and the dK/dV each
-// block collects around the ring are compared (bf16 tensor cores: ~1e-2).
+// block collects around the ring are compared (bf16 tensor cores: ~1e-2). Cases with `docs` pass
+// document ids (--doc-mask) to both backends' kernels: the CUDA predicate must match the CPU's.
 #include <math.h>
 
 #include "tests/gpu/attn_ring_replay.h"
@@ -49,6 +50,10 @@ int main(int argc, char **argv) {
         {8, 2, 128, 3, 70},   // hd 128, GQA 4:1
         {2, 1, 16, 4, 64},    // hd 16 (the tiny preset), MQA, tile-aligned chunks
         {4, 4, 128, 2, 96},
+        {4, 4, 64, 1, 150, 1},   // --doc-mask: one causal block with documents
+        {4, 2, 32, 2, 37, 1},    // ... around a ring of 2, GQA, odd chunk
+        {8, 2, 128, 3, 70, 1},
+        {2, 1, 16, 4, 64, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) test_case(cases[i], 100 + 10 * i);
     test_empty_rows();

@@ -7,7 +7,8 @@
 // the sm_80 test (out 2e-2, lse 5e-3, dq/dk/dv 3e-2 of the largest magnitude): both kernels round
 // Q, K, V, dO, P and dS to bf16 and accumulate in fp32. Against the sm_80 kernels the same bounds
 // (the two differ by accumulation order and where P is rounded). The backward must also be bitwise
-// repeatable (no atomics), and rows whose LSE is -inf must add nothing.
+// repeatable (no atomics), and rows whose LSE is -inf must add nothing. With document ids
+// (--doc-mask) the sm_80 kernels run: those cases check the fallback.
 #include <math.h>
 
 #include "attention/attention_sm90.h"
@@ -119,6 +120,8 @@ int main(int argc, char **argv) {
         {8, 2, 128, 3, 70},    // hd 128, GQA 4:1
         {4, 4, 128, 2, 96},    // hd 128, L = 192
         {2, 1, 128, 2, 300},   // hd 128, L = 600: 5 KV tiles through 2 stages, MQA
+        {4, 4, 64, 1, 150, 1},    // document ids: RINGGPT_ATTN=sm90 must fall back to the sm_80 kernels
+        {8, 2, 128, 3, 70, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) test_case(cases[i], 500 + 10 * i);
     test_empty_rows(64);

@@ -10,7 +10,7 @@
 #include "model/gpt.h"
 #include "tests/gpu/gpu_test.h"
 
-enum { B = 2, T = 128, STEPS = 200 };
+enum { B = 2, T = 128, STEPS = 200, STABLE = 60, TAIL = 10 };
 
 static ModelConfig config(void) {
     return (ModelConfig){.n_layer = 2, .dim = 128, .n_head = 4, .n_kv_head = 2, .ffn_dim = 352, .vocab_size = 260,
@@ -60,7 +60,11 @@ static void test_one_step(void) {
     gpt_free(&mc), gpt_free(&mg);
 }
 
-// Trains both for STEPS steps on the same batches; the CUDA curve must track the CPU curve.
+// Trains both for STEPS steps on the same batches. The copy task has a sharp phase transition (the
+// loss drops from ~2.8 to ~1.4 within a few steps, around step 120 on an H100) whose exact step moves
+// with bf16 rounding, so step-by-step agreement is checked only where the curve is stable: the first
+// STABLE steps tightly, the final window by its mean. (Measured on an H100 before this split: step 124
+// CPU 1.7275 vs CUDA 1.5606 mid-transition, yet last-10 means 1.4126 vs 1.4136.)
 static void test_loss_curve(void) {
     ModelConfig c = config();
     GPT m[2];
@@ -71,6 +75,7 @@ static void test_loss_curve(void) {
         adamw_init(&opt[i], &m[i], (AdamWConfig){0.9f, 0.95f, 1e-8f, 0.1f});
     }
     double first = 0, worst = 0, tail[2] = {0, 0};
+    int first_apart = 0;   // the first step (anywhere) where the curves leave the per-step tolerance
     for (int step = 0; step < STEPS; step++) {
         Batch b = make_batch(B * step);
         double loss[2];
@@ -80,18 +85,21 @@ static void test_loss_curve(void) {
             gpt_backward(&m[i], &b);
             clip_grad_norm(&m[i], 1.0f);
             adamw_update(&opt[i], &m[i], 3e-3f);
-            if (step >= STEPS - 10) tail[i] += loss[i] / 10;
+            if (step >= STEPS - TAIL) tail[i] += loss[i] / TAIL;
         }
         if (step == 0) first = loss[0];
         double d = fabs(loss[1] - loss[0]);
-        worst = fmax(worst, d);
-        CHECK(isfinite(loss[1]) && d <= 0.05 + 0.05 * loss[0], "step %d: CUDA loss %.4f vs CPU %.4f", step + 1, loss[1],
-              loss[0]);
+        bool apart = !(d <= 0.05 + 0.05 * loss[0]);
+        if (apart && !first_apart) first_apart = step + 1;
+        if (step < STABLE) worst = fmax(worst, d);
+        CHECK(isfinite(loss[1]), "step %d: CUDA loss is %g", step + 1, loss[1]);
+        CHECK(step >= STABLE || !apart, "step %d (stable phase): CUDA loss %.4f vs CPU %.4f", step + 1, loss[1], loss[0]);
         if ((step + 1) % 25 == 0) printf("  step %3d: loss CPU %.4f  CUDA %.4f\n", step + 1, loss[0], loss[1]);
         batch_free(&b);
     }
-    printf("  largest per-step difference %.4f; last-10 mean CPU %.4f CUDA %.4f (first %.4f)\n", worst, tail[0],
-           tail[1], first);
+    printf("  largest difference in the first %d steps %.4f; last-%d mean CPU %.4f CUDA %.4f (first %.4f)\n", STABLE,
+           worst, TAIL, tail[0], tail[1], first);
+    if (first_apart) printf("  (curves first apart by more than 0.05 + 5%% at step %d: the transition)\n", first_apart);
     CHECK(tail[0] < 0.8 * first, "the CPU model did not learn the copy task (%.4f -> %.4f)", first, tail[0]);
     CHECK(fabs(tail[1] - tail[0]) <= 0.05 * tail[0] + 0.02, "final losses differ: CUDA %.4f vs CPU %.4f", tail[1],
           tail[0]);
