@@ -14,6 +14,7 @@
 
 RINGGPT_EXTERN_C_BEGIN
 #include "attention/attention.h"
+#include "attention/attention_sm90.h"
 #include "core/backend_cuda.h"
 void attn_cuda_forward_block_docs(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
                                   int nk, AttnMask mask, AttnDocs docs);
@@ -555,6 +556,9 @@ extern "C" void attn_cuda_forward_block_docs(const AttnShape *s, AttnState st, c
     check_shape(s, "forward");
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;
+    // RINGGPT_ATTN=sm90: the Hopper kernels (attention/attention_sm90.cu) for hd 64/128 on sm_90; off by
+    // default until a GPU session has verified them (tests/gpu/test_gpu_attention_sm90.c). Document masks: sm_80.
+    if (!docs.q && attn_sm90_selected(s->head_dim)) return attn_sm90_forward_block(s, st, q, nq, k, v, nk, causal);
     switch (s->head_dim) {
     case 16: launch_forward<16>(s, st, q, nq, k, v, nk, causal, docs); break;
     case 32: launch_forward<32>(s, st, q, nq, k, v, nk, causal, docs); break;
@@ -590,6 +594,8 @@ extern "C" void attn_cuda_backward_block_docs(const AttnShape *s, real *dq, real
     check_shape(s, "backward");
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;
+    if (!docs.q && attn_sm90_selected(s->head_dim))   // as in the forward
+        return attn_sm90_backward_block(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal);
     switch (s->head_dim) {
     case 16: launch_backward<16>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs); break;
     case 32: launch_backward<32>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs); break;

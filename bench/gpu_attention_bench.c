@@ -1,18 +1,21 @@
 // bench/gpu_attention_bench.c — CUDA flash attention forward+backward (block API): ms and TFLOP/s per causal T and head dim.
 // Prints one line per shape in the same format as bench/gpu_attention_torch.py, so the two can be
 // set side by side (scripts/gpu_check.sh does). FLOPs are counted as FlashAttention does: causal
-// forward = 2·T²·hd·H (half of 4·T²·hd·H), backward = 2.5 × forward.
+// forward = 2·T²·hd·H (half of 4·T²·hd·H), backward = 2.5 × forward. --sm90 times the Hopper kernels
+// instead (RINGGPT_ATTN=sm90, attention/attention_sm90.cu; impl=ringgpt-sm90): a separate run, so a
+// failure there never costs the sm_80 figures.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attention/attention.h"
+#include "attention/attention_sm90.h"
 #include "core/backend_cuda.h"
 #include "core/common.h"
 #include "core/rng.h"
 
 // One shape: B=1, H heads of head dim hd (H·hd = 2048, a ~1B-model's width), H = Hkv.
-static void bench(int T, int hd, int reps) {
+static void bench(const char *impl, int T, int hd, int reps) {
     const Backend *be = &BACKEND_CUDA;
     AttnShape s = {.n_head = 2048 / hd, .n_kv_head = 2048 / hd, .head_dim = hd};
     size_t qn = (size_t)T * s.n_head * hd, rows = (size_t)T * s.n_head;
@@ -40,17 +43,20 @@ static void bench(int T, int hd, int reps) {
         if (rep > 0 && t2 - t1 < bwd) bwd = t2 - t1;
     }
     double f = 2.0 * T * (double)T * hd * s.n_head;
-    printf("attention impl=ringgpt T=%d hd=%d H=%d fwd_ms=%.3f bwd_ms=%.3f fwd_tflops=%.1f bwd_tflops=%.1f "
+    printf("attention impl=%s T=%d hd=%d H=%d fwd_ms=%.3f bwd_ms=%.3f fwd_tflops=%.1f bwd_tflops=%.1f "
            "fwdbwd_tflops=%.1f\n",
-           T, hd, s.n_head, fwd * 1e3, bwd * 1e3, f / fwd / 1e12, 2.5 * f / bwd / 1e12, 3.5 * f / (fwd + bwd) / 1e12);
+           impl, T, hd, s.n_head, fwd * 1e3, bwd * 1e3, f / fwd / 1e12, 2.5 * f / bwd / 1e12,
+           3.5 * f / (fwd + bwd) / 1e12);
     fflush(stdout);
     float *all[] = {q, k, v, o, dout, dq, dk, dv, lse, tmp};
     for (int i = 0; i < 10; i++) be->release(all[i]);
     free(h);
 }
 
-// usage: gpu_attention_bench [T ...]   (default 4096 16384 65536; head dims 64 and 128)
+// usage: gpu_attention_bench [--sm90] [T ...]   (default 4096 16384 65536; head dims 64 and 128)
 int main(int argc, char **argv) {
+    int sm90 = argc > 1 && !strcmp(argv[1], "--sm90");
+    if (sm90) argc--, argv++;
     if (cuda_device_count() == 0) {
         printf("SKIP: no CUDA device (gpu_attention_bench)\n");
         return 0;
@@ -64,7 +70,12 @@ int main(int argc, char **argv) {
         n = argc - 1 < 16 ? argc - 1 : 16;
         for (int i = 0; i < n; i++) lens[i] = atoi(argv[i + 1]);
     }
+    setenv("RINGGPT_ATTN", sm90 ? "sm90" : "sm80", 1);
+    if (sm90 && !attn_sm90_selected(64)) {
+        printf("# --sm90: not a compute capability 9.0 device; nothing to time\n");
+        return 0;
+    }
     for (int i = 0; i < n; i++)
-        for (int hd = 64; hd <= 128; hd *= 2) bench(lens[i], hd, lens[i] >= 65536 ? 2 : 5);
+        for (int hd = 64; hd <= 128; hd *= 2) bench(sm90 ? "ringgpt-sm90" : "ringgpt", lens[i], hd, lens[i] >= 65536 ? 2 : 5);
     return 0;
 }

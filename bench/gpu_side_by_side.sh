@@ -53,6 +53,7 @@ done
 LENS="4096 16384 65536"
 [ "${QUICK:-0}" = 1 ] && LENS=4096
 "$BUILD/gpu_attention_bench" $LENS > "$OUT/attention.txt" 2>&1
+"$BUILD/gpu_attention_bench" --sm90 $LENS >> "$OUT/attention.txt" 2>&1   # impl=ringgpt-sm90 on an sm_90 GPU
 $PYTHON bench/gpu_attention_torch.py $LENS >> "$OUT/attention.txt" 2>&1
 
 # ---- tables, ratios, JSON --------------------------------------------------------------------

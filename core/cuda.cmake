@@ -20,6 +20,15 @@ else()
 endif()
 
 add_library(ringgpt_cuda STATIC model/ops_cuda.cu attention/attention_cuda.cu core/comm_nccl.c model/cublaslt_lazy.c)
+# The Hopper attention kernels (wgmma, TMA, setmaxnreg) exist only as sm_90a machine code, whatever
+# RINGGPT_CUDA_ARCHS says: an object library of their own, linked into ringgpt_cuda. attention_cuda.cu
+# calls them only on a compute capability 9.0 device with RINGGPT_ATTN=sm90.
+add_library(ringgpt_attn_sm90 OBJECT attention/attention_sm90.cu)
+set_property(TARGET ringgpt_attn_sm90 PROPERTY CUDA_ARCHITECTURES OFF)
+target_include_directories(ringgpt_attn_sm90 PRIVATE ${CMAKE_SOURCE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
+target_compile_options(ringgpt_attn_sm90 PRIVATE -gencode=arch=compute_90a,code=sm_90a -std=c++20 -lineinfo
+                       --expt-relaxed-constexpr -Xcudafe --diag_suppress=177)
+target_sources(ringgpt_cuda PRIVATE $<TARGET_OBJECTS:ringgpt_attn_sm90>)
 target_include_directories(ringgpt_cuda PUBLIC ${CMAKE_SOURCE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
 # -lineinfo: source lines in profiles and sanitizer reports at no speed cost.
 target_compile_options(ringgpt_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20 -lineinfo --expt-relaxed-constexpr -Xcudafe --diag_suppress=177>)

@@ -3,7 +3,7 @@
 # usage: scripts/gpu_check.sh [--quick] [--sanitize] [--out DIR] [--build DIR]
 #   --quick     attention and training benchmarks at T=4096 only, 6 steps
 #   --build DIR use an existing CUDA build (e.g. $B from ../shared/gpu/pack.sh's device-setup.sh) instead of building
-#   --sanitize  also run the attention test under compute-sanitizer (memcheck), if the tool works here
+#   --sanitize  also run the attention tests (sm_80 and sm90) and the op test under compute-sanitizer (memcheck)
 #   --out DIR   where the report and logs go (default gpu_report/)
 # Writes DIR/report.md (device, CUDA/driver versions, every test result and benchmark figure) and
 # prints it. Exit status: non-zero when the build or a GPU test failed (benchmarks never fail it).
@@ -49,6 +49,12 @@ fi
 nvcc -std=c++20 -O3 -arch=sm_90 -I. -Xptxas -v -c attention/attention_cuda.cu -o /dev/null 2>&1 |
   grep -E "Compiling entry|registers|spill" | paste - - - | sed -E 's/ptxas info +: //g; s/Compiling entry function //' \
   > "$OUT/ptxas.txt" || true
+# The Hopper kernels (RINGGPT_ATTN=sm90): sm_90a only; ptxas also says when it serialises wgmma (C7513...).
+nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a -I. -Xptxas -v -c attention/attention_sm90.cu -o /dev/null \
+  > "$OUT/ptxas_sm90.log" 2>&1 || true
+grep -E "Compiling entry|registers|spill" "$OUT/ptxas_sm90.log" | paste - - - |
+  sed -E 's/ptxas info +: //g; s/Compiling entry function //' >> "$OUT/ptxas.txt"
+grep "Performance Loss" "$OUT/ptxas_sm90.log" >> "$OUT/ptxas.txt" || true
 say "### attention kernels: registers / spills (ptxas)"
 block "$OUT/ptxas.txt"
 
@@ -61,7 +67,7 @@ block "$OUT/tests.txt"
 
 if [ $SANITIZE -eq 1 ]; then
   say "## compute-sanitizer (memcheck) on the attention and op tests"
-  for t in test_gpu_attention test_gpu_ops; do
+  for t in test_gpu_attention test_gpu_attention_sm90 test_gpu_ops; do
     compute-sanitizer --tool memcheck $BUILD/$t > "$OUT/sanitize_$t.log" 2>&1 && say "$t: clean" ||
       { say "$t: sanitizer reported problems"; tail -20 "$OUT/sanitize_$t.log" >> "$REPORT"; status=1; }
   done
