@@ -31,7 +31,7 @@ for cfg in $CONFIGS; do
        --steps "$STEPS" --warmup 2 --val-fraction 0 --ckpt-every -1 --log-every 1 --out "$run" > "$run.log" 2>&1; then
     tps=$(median_field "$run/metrics.jsonl" tokens_per_s)
     ms=$(median_field "$run/metrics.jsonl" step_ms)
-    mem=$(max_field "$run/metrics.jsonl" peak_device_mb)   # the allocator's high-water mark (MiB)
+    mem=$(max_field "$run/metrics.jsonl" device_peak_mb)   # the allocator's high-water mark (MiB)
     P=$(sed -nE 's/.*model, ([0-9.]+)M parameters.*/\1/p' "$run.log" | head -1)
     awk -v m="$model" -v T="$T" -v B="$B" -v P="$P" -v tps="$tps" -v ms="$ms" -v mem="${mem:-nan}" -v peak="$PEAK" 'BEGIN {
       split("tiny 64 2 small 256 4 base 512 8 125m 768 12", p, " ")
