@@ -1,0 +1,33 @@
+// data/bpe.h — byte-level BPE (the GPT-2 / Llama 3 family): Hugging Face tokenizer.json in, token ids out and back.
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// A loaded tokenizer; read-only after bpe_load, so threads may share it (each with its own BpeEncoder).
+typedef struct Bpe Bpe;
+// Per-thread encoding state: scratch arrays and a cache of recently seen words.
+typedef struct BpeEncoder BpeEncoder;
+
+// Parses a tokenizer.json text (BPE model, ByteLevel pre-tokenizer/decoder, optional Split regexes,
+// added tokens). Returns NULL and a one-line message naming the field in err when the file is
+// malformed or uses something this encoder does not implement.
+Bpe *bpe_from_json(const char *json, size_t len, char *err, size_t err_len);
+Bpe *bpe_load(const char *path, char *err, size_t err_len);
+void bpe_free(Bpe *b);
+
+uint32_t bpe_vocab_size(const Bpe *b);          // 1 + the largest id (vocab and added tokens)
+// The id of an added token with this exact content, or -1.
+int64_t bpe_added_id(const Bpe *b, const char *content);
+// True when the post-processor puts a special token before every sequence (Llama 3's <|begin_of_text|>).
+bool bpe_template_bos(const Bpe *b, int64_t *bos_id);
+
+BpeEncoder *bpe_encoder_new(const Bpe *b);
+void bpe_encoder_free(BpeEncoder *e);
+// Appends the ids of text[0..n) to *out, which holds *n_out ids and has room for *cap (both grown as
+// needed), and returns the new *n_out. Any bytes encode, UTF-8 or not; added tokens in the text are
+// matched as HF does (add_special_tokens=False semantics: no template tokens are added).
+size_t bpe_encode(BpeEncoder *e, const unsigned char *text, size_t n, uint32_t **out, size_t *n_out, size_t *cap);
+
+// The bytes a token stands for (ByteLevel decoding); NULL when id is out of range or unused.
+const unsigned char *bpe_token_bytes(const Bpe *b, uint32_t id, size_t *len);

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# tests/tokenizer/compat.sh — ids identical to HF `tokenizers` on ~3 MB of mixed text for GPT-2-style (both merge forms,
+# add_prefix_space) and Llama-3-style (Split regex, ignore_merges, BOS template) tokenizer.json files; decode = HF decode = the text.
+set -uo pipefail
+BIN=$1
+. "$(dirname "$0")/common.sh"
+find_pytok
+if [[ -z $PYTOK ]]; then echo "SKIP: no python3 with HF tokenizers and pip could not install it (pip install tokenizers)"; exit 0; fi
+"$PYTOK" "$HERE/make_corpus.py" "$W/train.txt" 1 2000000
+"$PYTOK" "$HERE/make_corpus.py" "$W/text.txt" 2 3000000
+for kind in gpt2 gpt2prefix llama3; do
+  "$PYTOK" "$HERE/hf_compat.py" train $kind "$W/train.txt" "$W/$kind.json" 3000 || { bad "$kind: HF training failed"; continue; }
+  "$PYTOK" "$HERE/hf_compat.py" encode "$W/$kind.json" "$W/text.txt" "$W/$kind.hf"
+  "$BIN" tokenizer encode --tokenizer "$W/$kind.json" "$W/text.txt" > "$W/$kind.ids"
+  if cmp -s "$W/$kind.hf" "$W/$kind.ids"; then ok "$kind: ids identical to HF tokenizers ($(wc -w < "$W/$kind.ids") tokens)"
+  else
+    bad "$kind: ids differ from HF tokenizers"
+    "$PYTOK" - "$W/$kind.hf" "$W/$kind.ids" <<'PY'
+import sys
+a, b = (open(p).read().split() for p in sys.argv[1:3])
+i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+print(f"  first difference at token {i}: HF {a[i:i + 8]} ringgpt {b[i:i + 8]} (lengths {len(a)} {len(b)})")
+PY
+  fi
+  "$BIN" tokenizer decode --tokenizer "$W/$kind.json" "$W/$kind.ids" > "$W/$kind.dec"
+  "$PYTOK" "$HERE/hf_compat.py" decode "$W/$kind.json" "$W/$kind.ids" "$W/$kind.hfdec"
+  check "$kind: decode = HF decode" cmp -s "$W/$kind.dec" "$W/$kind.hfdec"
+  # add_prefix_space puts a space before the text and after each special token, so only the others give the text back
+  [[ $kind == gpt2prefix ]] || check "$kind: decode(encode(text)) == text" cmp -s "$W/$kind.dec" "$W/text.txt"
+  hf_vocab=$("$PYTOK" "$HERE/hf_compat.py" vocab "$W/$kind.json")
+  check "$kind: vocab size = HF's ($hf_vocab)" grep -q "vocab $hf_vocab," <("$BIN" tokenizer info --tokenizer "$W/$kind.json")
+done
+# Arbitrary bytes (invalid UTF-8, NULs, lone continuation bytes) still encode, and decode back byte for byte.
+head -c 300000 /dev/urandom > "$W/random.bin"
+cat "$W/random.bin" "$W/text.txt" | head -c 1000000 > "$W/mixed.bin"
+for kind in gpt2 llama3; do
+  for f in random mixed; do
+    "$BIN" tokenizer encode --tokenizer "$W/$kind.json" "$W/$f.bin" > "$W/$f.ids" &&
+      "$BIN" tokenizer decode --tokenizer "$W/$kind.json" "$W/$f.ids" > "$W/$f.dec"
+    check "$kind: $f bytes: decode(encode(x)) == x" cmp -s "$W/$f.dec" "$W/$f.bin"
+  done
+done
+finish
