@@ -31,3 +31,24 @@ size_t bpe_encode(BpeEncoder *e, const unsigned char *text, size_t n, uint32_t *
 
 // The bytes a token stands for (ByteLevel decoding); NULL when id is out of range or unused.
 const unsigned char *bpe_token_bytes(const Bpe *b, uint32_t id, size_t *len);
+
+// ---- training (data/bpe_train.c) -----------------------------------------------------------------
+typedef struct {
+    uint32_t vocab_size;      // total, special tokens included (>= 256 + specials)
+    int threads;              // pre-tokenize and count with this many threads
+    const char *pattern;      // "gpt2" (ByteLevel's regex) or "llama3" (a Split regex before ByteLevel)
+    uint64_t min_frequency;   // stop when the best pair occurs fewer times than this
+    bool quiet;               // no progress lines on stderr
+} BpeTrainOptions;
+
+// The special tokens every trained tokenizer has, with fixed ids right after the 256 bytes (as in byte260).
+enum { BPE_TRAIN_EOS = 256, BPE_TRAIN_BOS = 257, BPE_TRAIN_PAD = 258, BPE_TRAIN_FIRST_MERGE = 259 };
+
+typedef struct {
+    uint64_t bytes, words, unique_words, merges;
+    double count_seconds, merge_seconds;
+} BpeTrainStats;
+
+// Learns merges over the files (each file split on its special-token text, then pre-tokenized) and
+// returns the text of an HF tokenizer.json (caller frees). Fails with a message on unreadable input.
+char *bpe_train(const char *const *files, size_t n_files, const BpeTrainOptions *o, BpeTrainStats *stats);

@@ -30,6 +30,15 @@ PY
   hf_vocab=$("$PYTOK" "$HERE/hf_compat.py" vocab "$W/$kind.json")
   check "$kind: vocab size = HF's ($hf_vocab)" grep -q "vocab $hf_vocab," <("$BIN" tokenizer info --tokenizer "$W/$kind.json")
 done
+# Tokenizers trained by `ringgpt tokenizer train` load in HF tokenizers and encode the same.
+for pattern in gpt2 llama3; do
+  "$BIN" tokenizer train --quiet --vocab 2000 --pattern $pattern --out "$W/own_$pattern.json" "$W/train.txt" > /dev/null
+  "$PYTOK" "$HERE/hf_compat.py" encode "$W/own_$pattern.json" "$W/text.txt" "$W/own.hf" || bad "HF cannot load our $pattern tokenizer"
+  "$BIN" tokenizer encode --tokenizer "$W/own_$pattern.json" "$W/text.txt" > "$W/own.ids"
+  check "our trained $pattern tokenizer: HF loads it, ids identical ($(wc -w < "$W/own.ids") tokens)" cmp -s "$W/own.hf" "$W/own.ids"
+done
+"$BIN" tokenizer train --quiet --vocab 2000 --threads 1 --out "$W/own_1thread.json" "$W/train.txt" > /dev/null
+check "training is deterministic across thread counts" cmp -s "$W/own_gpt2.json" "$W/own_1thread.json"
 # Arbitrary bytes (invalid UTF-8, NULs, lone continuation bytes) still encode, and decode back byte for byte.
 head -c 300000 /dev/urandom > "$W/random.bin"
 cat "$W/random.bin" "$W/text.txt" | head -c 1000000 > "$W/mixed.bin"
