@@ -14,6 +14,9 @@
 
 // The pre-tokenizer regex that HF's ByteLevel applies when use_regex is true (GPT-2's).
 static const char GPT2_PATTERN[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+// Llama 3's Split regex (tokenizer.json of Meta-Llama-3).
+static const char LLAMA3_PATTERN[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 enum { MAX_STAGES = 8, CACHE_SLOTS = 1 << 14, CACHE_KEY = 30 };
 
 // One pre-tokenizer step: optionally prepend a space (ByteLevel add_prefix_space), then split by a
@@ -21,6 +24,7 @@ enum { MAX_STAGES = 8, CACHE_SLOTS = 1 << 14, CACHE_KEY = 30 };
 typedef struct {
     pcre2_code *re;
     bool prefix_space;
+    bool known;        // no regex, or GPT-2's or Llama 3's (see bpe_safe_cuts)
 } Stage;
 
 typedef struct {
@@ -214,6 +218,7 @@ static bool add_stage(Bpe *b, Errs *e, const char *pattern, bool literal, bool p
     if (b->n_stages == MAX_STAGES) return bad(e, "%s: more than %d pre-tokenizer steps", field, MAX_STAGES);
     Stage *s = &b->stages[b->n_stages++];
     s->prefix_space = prefix_space;
+    s->known = !pattern || (!literal && (strcmp(pattern, GPT2_PATTERN) == 0 || strcmp(pattern, LLAMA3_PATTERN) == 0));
     if (!pattern) return true;
     int code;
     PCRE2_SIZE at;
@@ -476,6 +481,14 @@ void bpe_free(Bpe *b) {
 }
 
 uint32_t bpe_vocab_size(const Bpe *b) { return b->vocab_size; }
+
+bool bpe_safe_cuts(const Bpe *b) {
+    for (int i = 0; i < b->n_stages; i++)
+        if (!b->stages[i].known || b->stages[i].prefix_space) return false;
+    for (size_t i = 0; i < b->n_added; i++)
+        if (memchr(b->added[i].bytes, '\n', b->added[i].len)) return false;
+    return true;
+}
 
 int64_t bpe_added_id(const Bpe *b, const char *content) {
     for (size_t i = 0; i < b->n_added; i++)

@@ -22,6 +22,11 @@ int64_t bpe_added_id(const Bpe *b, const char *content);
 // True when the post-processor puts a special token before every sequence (Llama 3's <|begin_of_text|>).
 bool bpe_template_bos(const Bpe *b, int64_t *bos_id);
 
+// True when cutting text at a "line cut" (see tokenizer_line_cut) never changes the ids: every
+// pre-tokenizer regex is GPT-2's or Llama 3's (both end a pre-token there), no add_prefix_space, no
+// added token holds a newline. Lets `prepare` encode one long document on several threads.
+bool bpe_safe_cuts(const Bpe *b);
+
 BpeEncoder *bpe_encoder_new(const Bpe *b);
 void bpe_encoder_free(BpeEncoder *e);
 // Appends the ids of text[0..n) to *out, which holds *n_out ids and has room for *cap (both grown as

@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "data/batch.h"
+#include "data/tokenizer.h"
 
 typedef struct {
     int seq_len;          // T: tokens per sample (each sample holds T+1 tokens: inputs and targets)
@@ -35,6 +36,8 @@ void data_next(DataSource *d, Batch *b);
 // Token ids are < this (text: the byte tokenizer's 260; a dataset: its manifest's vocab_size).
 // The training loop must check it against the model's vocab before the first step.
 uint32_t data_vocab_size(const DataSource *d);
+// The tokenizer the data was made with (byte260 for text; a dataset's tokenizer.json, or its id only).
+const Tokenizer *data_tokenizer(const DataSource *d);
 // The number of distinct samples in one epoch.
 uint64_t data_num_samples(const DataSource *d);
 DataState data_state(const DataSource *d);

@@ -68,6 +68,16 @@ void tokenizer_free(Tokenizer *t) {
     *t = (Tokenizer){0};
 }
 
+bool tokenizer_cuts_at_lines(const Tokenizer *t) { return !t->bpe || bpe_safe_cuts(t->bpe); }
+
+size_t tokenizer_line_cut(const unsigned char *s, size_t n) {
+    for (size_t i = n ? n - 1 : 0; i >= 2; i--) {
+        unsigned char c = s[i] | 0x20;
+        if (s[i - 1] == '\n' && c >= 'a' && c <= 'z' && s[i - 2] > 0x20 && s[i - 2] < 0x7f) return i;
+    }
+    return 0;
+}
+
 TokEncoder tokenizer_encoder(const Tokenizer *t) { return (TokEncoder){t, t->bpe ? bpe_encoder_new(t->bpe) : NULL}; }
 
 void tokenizer_encoder_free(TokEncoder *e) {
@@ -76,6 +86,7 @@ void tokenizer_encoder_free(TokEncoder *e) {
 }
 
 size_t tokenizer_encode(TokEncoder *e, const unsigned char *text, size_t n, uint32_t **out, size_t *n_out, size_t *cap) {
+    if (!tokenizer_can_encode(e->tok)) fail("internal: tokenizer '%s' has no tokenizer.json to encode text with", e->tok->id);
     if (e->bpe) return bpe_encode(e->bpe, text, n, out, n_out, cap);
     if (*n_out + n > *cap) {
         *cap = *n_out + n + 1024;
@@ -85,9 +96,11 @@ size_t tokenizer_encode(TokEncoder *e, const unsigned char *text, size_t n, uint
     return *n_out;
 }
 
+bool tokenizer_can_encode(const Tokenizer *t) { return t->bpe || strcmp(t->id, TOKENIZER_ID) == 0; }
+
 const unsigned char *tokenizer_token(const Tokenizer *t, uint32_t id, size_t *len) {
     if (t->bpe) return bpe_token_bytes(t->bpe, id, len);
-    if (id >= TOK_VOCAB_SIZE) return NULL;
+    if (id >= TOK_VOCAB_SIZE || !tokenizer_can_encode(t)) return NULL;
     if (id < 256) {
         *len = 1;
         return BYTES + id;

@@ -30,7 +30,8 @@ typedef struct {
     uint32_t vocab_size;
     int64_t eos, bos, pad;    // special ids, -1 = none
     bool add_bos;             // documents start with BOS (the tokenizer's post-processor puts one first)
-    Bpe *bpe;                 // NULL for byte260
+    Bpe *bpe;                 // NULL for byte260, and for token-file data without a tokenizer.json (id "gpt2",
+                              // "unknown", ...: vocab and EOS known, text cannot be encoded; see tokenizer_can_encode)
     unsigned char *json;      // the tokenizer.json bytes (NULL for byte260), copied where the data goes
     size_t json_len;
     uint32_t crc;             // CRC-32 of json
@@ -42,6 +43,16 @@ void tokenizer_bytes(Tokenizer *t);
 // Returns 0, or -1 with one line in err naming the file and the field.
 int tokenizer_load(const char *path, Tokenizer *t, char *err, size_t err_len);
 void tokenizer_free(Tokenizer *t);
+
+// False for a tokenizer known only by id (token-file data): it cannot turn text into ids or back.
+bool tokenizer_can_encode(const Tokenizer *t);
+// True when text may be cut at line cuts and the pieces encoded separately give the same ids as the
+// whole (the byte tokenizer; BPE with GPT-2 or Llama 3 pre-tokenizers, see bpe_safe_cuts).
+bool tokenizer_cuts_at_lines(const Tokenizer *t);
+// The last line cut in s[0..n), 0 if none: a position i with s[i-2] printable ASCII (not white space),
+// s[i-1] == '\n' and s[i] an ASCII letter. Both pre-tokenizer regexes end a pre-token at such a place
+// whether or not the text goes on.
+size_t tokenizer_line_cut(const unsigned char *s, size_t n);
 
 // Per-thread encoding state (a BPE word cache); any number may share one Tokenizer.
 typedef struct {
