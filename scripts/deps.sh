@@ -29,6 +29,8 @@ ensure_deps() {
     "$PY" -m pip install -q --break-system-packages tokenizers >/dev/null 2>&1 || "$PY" -m pip install -q tokenizers >/dev/null 2>&1 ||
       echo "ringgpt: pip could not install the Python package tokenizers; the tokenizer compatibility tests will SKIP" >&2
   fi
+  # transformers (without torch) lets a test load an export with AutoTokenizer; optional.
+  "$PY" -c "import transformers" 2>/dev/null || "$PY" -m pip install -q --break-system-packages transformers >/dev/null 2>&1 || true
 }
 
 build_ringgpt() {

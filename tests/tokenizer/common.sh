@@ -14,10 +14,11 @@ expect_fail() {
   err=$("$@" 2>&1 >/dev/null) || rc=$?
   if [[ $rc == "$code" && $err == *"$pattern"* ]]; then ok "exit $code: $pattern"; else bad "expected exit $code with '$pattern', got $rc: $err"; fi
 }
-# PYTOK: a python3 that imports `tokenizers` (scripts/deps.sh installs it from PyPI); one pip try if none has it.
+# PYTOK: a python3 that imports `tokenizers` (scripts/deps.sh installs it from PyPI into Debian's python3,
+# preferred here for that reason); one pip try if none has it.
 find_pytok() {
   PYTOK=""
-  for cand in python3 /usr/bin/python3; do
+  for cand in /usr/bin/python3 python3; do
     if command -v "$cand" >/dev/null && "$cand" -c "import tokenizers" 2>/dev/null; then PYTOK=$(command -v "$cand"); return; fi
   done
   local py; py=$(command -v /usr/bin/python3 || command -v python3) || return

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# tests/tokenizer/compat.sh — ids identical to HF `tokenizers` on ~3 MB of mixed text for GPT-2-style (both merge forms,
+# tests/tokenizer/compat.sh — ids identical to HF `tokenizers` on ~2 MB of mixed text for GPT-2-style (both merge forms,
 # add_prefix_space) and Llama-3-style (Split regex, ignore_merges, BOS template) tokenizer.json files; decode = HF decode = the text.
 set -uo pipefail
 BIN=$1
 . "$(dirname "$0")/common.sh"
 find_pytok
 if [[ -z $PYTOK ]]; then echo "SKIP: no python3 with HF tokenizers and pip could not install it (pip install tokenizers)"; exit 0; fi
-"$PYTOK" "$HERE/make_corpus.py" "$W/train.txt" 1 2000000
-"$PYTOK" "$HERE/make_corpus.py" "$W/text.txt" 2 3000000
+"$PYTOK" "$HERE/make_corpus.py" "$W/train.txt" 1 1000000
+"$PYTOK" "$HERE/make_corpus.py" "$W/text.txt" 2 2000000
 for kind in gpt2 gpt2prefix llama3; do
   "$PYTOK" "$HERE/hf_compat.py" train $kind "$W/train.txt" "$W/$kind.json" 3000 || { bad "$kind: HF training failed"; continue; }
   "$PYTOK" "$HERE/hf_compat.py" encode "$W/$kind.json" "$W/text.txt" "$W/$kind.hf"
