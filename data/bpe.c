@@ -17,7 +17,7 @@ static const char GPT2_PATTERN[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+|
 // Llama 3's Split regex (tokenizer.json of Meta-Llama-3).
 static const char LLAMA3_PATTERN[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-enum { MAX_STAGES = 8, CACHE_SLOTS = 1 << 14, CACHE_KEY = 30 };
+enum { MAX_STAGES = 8, CACHE_SLOTS = 1 << 14, CACHE_KEY = 30, MAX_ID = (1 << 22) - 1 };
 
 // One pre-tokenizer step: optionally prepend a space (ByteLevel add_prefix_space), then split by a
 // regex into matches and the gaps between them (HF's "Isolated" behaviour); NULL regex = no split.
@@ -310,15 +310,16 @@ static bool parse_vocab(Bpe *b, Errs *e, const cJSON *vocab, const cJSON *added)
     const cJSON *it;
     double top = -1;
     cJSON_ArrayForEach(it, vocab) {
-        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 0x7fffffff || it->valuedouble != (double)(int64_t)it->valuedouble)
-            return bad(e, "model.vocab[\"%s\"]: id is not a non-negative integer", it->string);
+        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > MAX_ID || it->valuedouble != (double)(int64_t)it->valuedouble)
+            return bad(e, "model.vocab[\"%.60s\"]: id is not an integer in 0..%d", it->string, MAX_ID);
         if (it->valuedouble > top) top = it->valuedouble;
     }
     int i = 0;
     cJSON_ArrayForEach(it, added) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id"), *c = cJSON_GetObjectItemCaseSensitive(it, "content");
-        if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble > 0x7fffffff || !cJSON_IsString(c) || !c->valuestring[0])
-            return bad(e, "added_tokens[%d]: needs an integer \"id\" and a non-empty \"content\"", i);
+        if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble > MAX_ID || id->valuedouble != (double)(int64_t)id->valuedouble ||
+            !cJSON_IsString(c) || !c->valuestring[0])
+            return bad(e, "added_tokens[%d]: needs an integer \"id\" in 0..%d and a non-empty \"content\"", i, MAX_ID);
         const char *opts[] = {"lstrip", "rstrip", "single_word"};
         for (int k = 0; k < 3; k++)
             if (!is_false_or_null(it, opts[k])) return bad(e, "added_tokens[%d].%s: true is not supported", i, opts[k]);

@@ -52,7 +52,7 @@ expect_fail 1 "pre_tokenizer.pretokenizers[0].behavior: only \"Isolated\"" "$BIN
 expect_fail 1 "pre_tokenizer.pretokenizers[0]: regex does not compile" "$BIN" tokenizer info --tokenizer "$W/bad_regex.json"
 expect_fail 1 "decoder: 'WordPiece' is not supported" "$BIN" tokenizer info --tokenizer "$W/decoder.json"
 expect_fail 1 "added_tokens[0].lstrip: true is not supported" "$BIN" tokenizer info --tokenizer "$W/lstrip.json"
-expect_fail 1 "model.vocab[\"x\"]: id is not a non-negative integer" "$BIN" tokenizer info --tokenizer "$W/bad_id.json"
+expect_fail 1 "model.vocab[\"x\"]: id is not an integer in 0..4194303" "$BIN" tokenizer info --tokenizer "$W/bad_id.json"
 expect_fail 1 "missing.json: cannot open" "$BIN" tokenizer info --tokenizer "$W/missing.json"
 expect_fail 2 "needs --tokenizer FILE" "$BIN" tokenizer encode
 expect_fail 2 "unknown tokenizer subcommand 'frobnicate'" "$BIN" tokenizer frobnicate
