@@ -393,6 +393,8 @@ int cmd_prepare(int argc, char **argv) {
     if (a.tokenizer && (stat(a.tokenizer, &tst) == 0 || strstr(a.tokenizer, ".json"))) {
         char err[600];
         if (tokenizer_load(a.tokenizer, &tok, err, sizeof err) != 0) fail("%s", err);
+    } else if (a.tokenizer && (kind == KIND_TEXT || kind == KIND_SYNTH)) {
+        fail_usage("--tokenizer %s: no such file; text needs a tokenizer.json (or no --tokenizer for the byte tokenizer)", a.tokenizer);
     }
     ShardParams sp = shard_params(&a, kind, magic, &tok);
     Prep p = {.val_fraction = a.val_fraction, .t0 = now_seconds(), .quiet = a.quiet, .eos = sp.eos_id, .bos = tok.add_bos ? tok.bos : -1};

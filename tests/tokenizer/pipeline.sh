@@ -77,6 +77,7 @@ printf 'x' >> "$W/d2/tokenizer.json"
 expect_fail 1 "d2/tokenizer.json: CRC-32 is" "$BIN" eval "$W/run" --data "$W/d2" --threads 1
 expect_fail 2 "disagrees with --tokenizer" "$BIN" prepare --out "$W/x" --tokenizer "$W/tok.json" --vocab 500 "$W/text.txt"
 expect_fail 1 "nothere.json: cannot open" "$BIN" prepare --out "$W/x" --tokenizer "$W/nothere.json" "$W/text.txt"
+expect_fail 2 "--tokenizer gpt2: no such file; text needs a tokenizer.json" "$BIN" prepare --out "$W/x" --tokenizer gpt2 "$W/text.txt"
 # token files with their tokenizer.json: the dataset records it, so sample can decode
 "$BIN" tokenizer encode --tokenizer "$W/tok.json" "$W/text.txt" | python3 -c "import struct, sys; sys.stdout.buffer.write(b''.join(struct.pack('<H', int(x)) for x in sys.stdin.read().split()))" > "$W/ids.u16"
 "$BIN" prepare --quiet --out "$W/dids" --input-kind u16 --tokenizer "$W/tok.json" "$W/ids.u16" > /dev/null
