@@ -15,7 +15,7 @@
 #include "core/json_strict.h"
 
 // The files a checkpoint may hold, and MANIFEST.json's keys: one table each (a new file or key adds a row).
-static const char *const CKPT_FILES[] = {"model.safetensors", "optim.safetensors", "state.json"};
+static const char *const CKPT_FILES[] = {"model.safetensors", "optim.safetensors", "state.json", "tokenizer.json"};
 static const JsonKey MANIFEST_KEYS[] = {{"format", true}, {"version", true}, {"files", true}};
 static const JsonKey MANIFEST_FILE_KEYS[] = {{"name", true}, {"size", true}, {"crc32", true}};
 static const StDtype REAL_DTYPE = sizeof(real) == 4 ? ST_F32 : ST_F64;
@@ -52,6 +52,16 @@ static void add_run(cJSON *o, const CkptRun *r) {
     cJSON_AddStringToObject(o, "data", r->data);
 }
 
+static void add_tokenizer(cJSON *o, const CkptTokenizer *t) {
+    cJSON_AddStringToObject(o, "id", t->id);
+    cJSON_AddNumberToObject(o, "eos_id", (double)t->eos);
+    cJSON_AddNumberToObject(o, "bos_id", (double)t->bos);
+    cJSON_AddNumberToObject(o, "pad_id", (double)t->pad);
+    cJSON_AddBoolToObject(o, "add_bos", t->add_bos);
+    if (t->json) cJSON_AddStringToObject(o, "file", "tokenizer.json");
+    else cJSON_AddNullToObject(o, "file");
+}
+
 char *ckpt_state_json(const CkptState *s) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", CKPT_FORMAT);
@@ -72,6 +82,7 @@ char *ckpt_state_json(const CkptState *s) {
     cJSON_AddNumberToObject(rng, "draws_after_init", 0);   // training is deterministic: no dropout, no sampling
     add_model(cJSON_AddObjectToObject(root, "model"), &s->model);
     add_run(cJSON_AddObjectToObject(root, "run"), &s->run);
+    if (s->tok.id[0]) add_tokenizer(cJSON_AddObjectToObject(root, "tokenizer"), &s->tok);
     cJSON *layout = cJSON_AddObjectToObject(root, "layout");
     cJSON_AddNumberToObject(layout, "dp", s->dp);
     cJSON_AddNumberToObject(layout, "sp", s->sp);
@@ -130,6 +141,24 @@ static void parse_model(Reader *r, const cJSON *o, ModelConfig *c) {
     c->tie_embeddings = t && cJSON_IsTrue(t);
 }
 
+// Optional: older checkpoints have no "tokenizer" (id stays "").
+static void parse_tokenizer(Reader *r, const cJSON *o, CkptTokenizer *t) {
+    t->eos = t->bos = t->pad = -1;
+    if (!o) return;
+    if (!cJSON_IsObject(o)) {
+        ck_err(r->e, "%s: field tokenizer is not an object", r->path);
+        r->bad = 1;
+        return;
+    }
+    str(r, o, "tokenizer", "id", t->id, sizeof t->id);
+    t->eos = (int64_t)num(r, o, "tokenizer", "eos_id");
+    t->bos = (int64_t)num(r, o, "tokenizer", "bos_id");
+    t->pad = (int64_t)num(r, o, "tokenizer", "pad_id");
+    const cJSON *add = field(r, o, "tokenizer", "add_bos", false), *file = cJSON_GetObjectItemCaseSensitive(o, "file");
+    t->add_bos = add && cJSON_IsTrue(add);
+    t->has_file = cJSON_IsString(file) && strcmp(file->valuestring, "tokenizer.json") == 0;
+}
+
 static void parse_run(Reader *r, const cJSON *o, CkptRun *x) {
     x->seq_len = (int)num(r, o, "run", "seq_len");
     x->batch = (int)num(r, o, "run", "batch");
@@ -176,6 +205,7 @@ int ckpt_state_parse(const char *text, const char *path, CkptState *s, CkErr *e)
     s->seed = (int64_t)num(&r, root, "", "seed");
     const cJSON *sched = obj(&r, root, "schedule"), *data = obj(&r, root, "data"), *model = obj(&r, root, "model");
     const cJSON *run = obj(&r, root, "run"), *layout = obj(&r, root, "layout");
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
     if (!r.bad) {
         s->next_lr = num(&r, sched, "schedule", "next_lr");
         s->data.seed = (uint64_t)num(&r, data, "data", "seed");
@@ -186,6 +216,7 @@ int ckpt_state_parse(const char *text, const char *path, CkptState *s, CkErr *e)
         s->dp = (int)num(&r, layout, "layout", "dp");
         s->sp = (int)num(&r, layout, "layout", "sp");
         str(&r, root, "", "init_from", s->init_from, sizeof s->init_from);
+        parse_tokenizer(&r, tok, &s->tok);
     }
     if (!r.bad && strcmp(s->kind, "train") != 0 && strcmp(s->kind, "weights") != 0) {
         ck_err(e, "%s: field kind is '%s', expected 'train' or 'weights'", path, s->kind);
@@ -208,7 +239,7 @@ int ckpt_read_state(const char *dir, CkptState *s, CkErr *e) {
 
 // ---- manifest ----------------------------------------------------------------------------------
 
-static int write_manifest(const char *tmp, bool with_optim, CkErr *e) {
+static int write_manifest(const char *tmp, bool with_optim, bool with_tokenizer, CkErr *e) {
     cJSON *root = cJSON_CreateObject(), *files = cJSON_CreateArray();
     cJSON_AddStringToObject(root, "format", CKPT_FORMAT);
     cJSON_AddNumberToObject(root, "version", CKPT_VERSION);
@@ -216,6 +247,7 @@ static int write_manifest(const char *tmp, bool with_optim, CkErr *e) {
     char path[4200], hex[16];
     for (size_t i = 0; i < sizeof CKPT_FILES / sizeof CKPT_FILES[0]; i++) {
         if (!with_optim && strcmp(CKPT_FILES[i], "optim.safetensors") == 0) continue;
+        if (!with_tokenizer && strcmp(CKPT_FILES[i], "tokenizer.json") == 0) continue;
         fs_join(path, sizeof path, tmp, CKPT_FILES[i]);
         uint32_t crc;
         uint64_t size;
@@ -521,8 +553,10 @@ static int write_files(const char *tmp, const CkptState *s, const GPT *m, const 
     int rc = json ? fs_write_file(path, json, strlen(json), e) : -1;
     free(json);
     if (rc) return -1;
+    fs_join(path, sizeof path, tmp, "tokenizer.json");
+    if (s->tok.json && fs_write_file(path, s->tok.json, s->tok.json_len, e) != 0) return -1;
     fs_kill_point(6);
-    if (write_manifest(tmp, opt != NULL, e) != 0) return -1;   // last: it marks the files complete
+    if (write_manifest(tmp, opt != NULL, s->tok.json != NULL, e) != 0) return -1;   // last: it marks the files complete
     fs_kill_point(7);
     return fs_fsync_dir(tmp, e);
 }

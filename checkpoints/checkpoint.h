@@ -21,6 +21,17 @@ typedef struct {
     char data[1024];        // the --data path (recorded, not enforced)
 } CkptRun;
 
+// The tokenizer the model was trained with: state.json "tokenizer" (absent in older checkpoints:
+// id ""), and tokenizer.json in the step directory when the data had one (listed in MANIFEST.json).
+typedef struct {
+    char id[32];                // "byte260", "bpe-<crc32>", "gpt2", ...; "" when not recorded
+    int64_t eos, bos, pad;      // -1 = none
+    bool add_bos;               // documents start with bos
+    bool has_file;              // the step directory holds tokenizer.json
+    const unsigned char *json;  // saving: the tokenizer.json bytes to write (NULL: none); not read back
+    size_t json_len;
+} CkptTokenizer;
+
 // Everything in state.json.
 typedef struct {
     int version;
@@ -34,6 +45,7 @@ typedef struct {
     CkptRun run;
     int dp, sp;             // the layout it was saved from
     char init_from[1024];   // the weights a fine-tune started from ("" for none)
+    CkptTokenizer tok;
 } CkptState;
 
 // Saves OUT/step_NNNNNNNN atomically: files into step_N.tmp/, each fsync'd, MANIFEST.json last,

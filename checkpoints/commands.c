@@ -12,6 +12,7 @@
 #include "checkpoints/fsio.h"
 #include "checkpoints/hf.h"
 #include "checkpoints/infer.h"
+#include "checkpoints/model_tokenizer.h"
 #include "core/args.h"
 #include "core/common.h"
 #include "core/rng.h"
@@ -125,6 +126,10 @@ int cmd_eval(int argc, char **argv) {
     if (seed < 0) seed = s.seed ? s.seed : 1337;
     DataOptions o = {.seq_len = seq_len, .batch = batch, .seed = (uint64_t)seed, .dp = 1, .sp = 1, .val_fraction = val_fraction};
     DataSource *d = data_open(data, &o, strcmp(split, "val") == 0);
+    Tokenizer tok;
+    model_tokenizer(pos[0], &m.cfg, &s, &tok);
+    model_check_data(pos[0], &tok, m.cfg.vocab_size, data, data_tokenizer(d));   // ids past the model's rows would read out of bounds
+    tokenizer_free(&tok);
     uint64_t rest;
     int batches = eval_batches(batches_arg, data_num_samples(d), batch, split, data, &rest);
     Batch b = batch_alloc(batch, seq_len);
@@ -186,8 +191,9 @@ static int pick_token(const float *logits, int V, float temperature, int top_k, 
 
 static const ArgCommand SAMPLE_CMD = {
     "sample", "ringgpt sample CKPT [--prompt TEXT] [flags]",
-    "Generates text from a checkpoint (or an HF Llama directory) with a KV cache: the prompt's bytes\n"
-    "are the byte-level tokens, then --tokens new tokens are drawn (temperature 0 = greedy)."};
+    "Generates text from a checkpoint (or an HF Llama directory) with a KV cache: the prompt is encoded with\n"
+    "the model's tokenizer after the document-start token (BOS where its data has one, else EOS), then\n"
+    "--tokens new tokens are drawn (temperature 0 = greedy) and decoded with the same tokenizer."};
 
 int cmd_sample(int argc, char **argv) {
     const char *prompt = "", *pos[1];
@@ -212,26 +218,28 @@ int cmd_sample(int argc, char **argv) {
         fail_usage("--tokens, --top-k, --temperature and --rope-theta must not be negative");
     set_threads(threads);
     GPT m;
-    infer_load(pos[0], &m, rope_theta, NULL);
-    size_t plen = strlen(prompt);
+    CkptState state;
+    infer_load(pos[0], &m, rope_theta, &state);
+    Tokenizer tok;
+    model_tokenizer(pos[0], &m.cfg, &state, &tok);
+    uint32_t *ids;
+    size_t plen = model_prompt_ids(&tok, prompt, &ids);
     Infer s;
-    infer_init(&s, &m, (int)plen + tokens + 1);
+    infer_init(&s, &m, (int)plen + tokens);
     Rng rng;
     rng_seed(&rng, (uint64_t)seed);
-    const float *logits = infer_step(&s, TOK_BOS);
+    const float *logits = NULL;
+    for (size_t i = 0; i < plen; i++) logits = infer_step(&s, (int)ids[i]);
     fputs(prompt, stdout);
-    for (size_t i = 0; i < plen; i++) logits = infer_step(&s, (unsigned char)prompt[i]);
-    char buf[16];
     for (int i = 0; i < tokens; i++) {
         int t = pick_token(logits, m.cfg.vocab_size, temperature, top_k, &rng);
-        if (t == TOK_EOS && stop_eos) break;
-        if (t < TOK_VOCAB_SIZE) {
-            tok_decode(t, buf);
-            fputs(buf, stdout);
-        }
+        if (t == tok.eos && stop_eos) break;
+        model_write_token(&tok, (uint32_t)t, stdout);
         if (i + 1 < tokens) logits = infer_step(&s, t);
     }
     fputc('\n', stdout);
+    free(ids);
+    tokenizer_free(&tok);
     infer_free(&s);
     gpt_free(&m);
     return 0;
@@ -242,7 +250,8 @@ int cmd_sample(int argc, char **argv) {
 static const ArgCommand EXPORT_CMD = {
     "export", "ringgpt export CKPT --to hf DIR [flags]",
     "Writes a checkpoint as a Hugging Face Llama directory: config.json (LlamaForCausalLM) and\n"
-    "model.safetensors with HF tensor names and HF's rotate-half RoPE row order."};
+    "model.safetensors with HF tensor names and HF's rotate-half RoPE row order, and the model's tokenizer:\n"
+    "tokenizer.json, tokenizer_config.json, special_tokens_map.json, generation_config.json."};
 
 int cmd_export(int argc, char **argv) {
     const char *to = NULL, *dtype = "f32", *pos[2];
@@ -263,8 +272,13 @@ int cmd_export(int argc, char **argv) {
     infer_load(pos[0], &m, 0, &s);
     if (max_pos <= 0) max_pos = s.run.seq_len > 0 ? s.run.seq_len : 2048;
     make_dirs(pos[1]);
+    Tokenizer tok;
+    model_tokenizer(pos[0], &m.cfg, &s, &tok);
     CkErr e;
-    if (hf_save(pos[1], &m, strcmp(dtype, "bf16") == 0 ? ST_BF16 : ST_F32, max_pos, &e) != 0) fail("%s", e.msg);
+    if (hf_save(pos[1], &m, strcmp(dtype, "bf16") == 0 ? ST_BF16 : ST_F32, max_pos, tok.bos, tok.eos, &e) != 0 ||
+        model_export_tokenizer(pos[1], &tok, max_pos, &e) != 0)
+        fail("%s", e.msg);
+    tokenizer_free(&tok);
     printf("exported %s (%.2fM parameters) to %s as LlamaForCausalLM, %s\n", pos[0], m.table.total / 1e6, pos[1], dtype);
     gpt_free(&m);
     return 0;
@@ -293,10 +307,14 @@ int cmd_import(int argc, char **argv) {
     s.seed = 0;
     snprintf(s.run.schedule, sizeof s.run.schedule, "none");
     snprintf(s.init_from, sizeof s.init_from, "%s", pos[0]);
+    Tokenizer tok;
+    model_tokenizer(pos[0], &m.cfg, NULL, &tok);   // tokenizer.json when the directory has one
+    s.tok = model_tokenizer_record(&tok);
     CkErr e;
     if (ckpt_save(out, &s, &m, NULL, 0, &e) != 0) fail("%s", e.msg);
-    printf("imported %s (%.2fM parameters, %d layers, dim %d) into %s/step_00000000\n", pos[0], m.table.total / 1e6,
-           m.cfg.n_layer, m.cfg.dim, out);
+    printf("imported %s (%.2fM parameters, %d layers, dim %d, tokenizer %s) into %s/step_00000000\n", pos[0], m.table.total / 1e6,
+           m.cfg.n_layer, m.cfg.dim, tok.id, out);
+    tokenizer_free(&tok);
     gpt_free(&m);
     return 0;
 }

@@ -276,7 +276,7 @@ int hf_load_weights(const char *dir, GPT *m, CkErr *e) {
 
 // ---- saving ----------------------------------------------------------------------------------------
 
-static char *config_json(const ModelConfig *c, StDtype dtype, int max_pos) {
+static char *config_json(const ModelConfig *c, StDtype dtype, int max_pos, int64_t bos, int64_t eos) {
     cJSON *r = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(r, "architectures");
     cJSON_AddItemToArray(arch, cJSON_CreateString("LlamaForCausalLM"));
@@ -295,15 +295,17 @@ static char *config_json(const ModelConfig *c, StDtype dtype, int max_pos) {
     cJSON_AddBoolToObject(r, "attention_bias", false);
     cJSON_AddBoolToObject(r, "mlp_bias", false);
     cJSON_AddBoolToObject(r, "tie_word_embeddings", c->tie_embeddings);
-    cJSON_AddNumberToObject(r, "bos_token_id", 257);   // byte-level tokenizer: TOK_BOS, TOK_EOS
-    cJSON_AddNumberToObject(r, "eos_token_id", 256);
+    if (bos >= 0) cJSON_AddNumberToObject(r, "bos_token_id", (double)bos);   // the model's tokenizer's
+    else cJSON_AddNullToObject(r, "bos_token_id");
+    if (eos >= 0) cJSON_AddNumberToObject(r, "eos_token_id", (double)eos);
+    else cJSON_AddNullToObject(r, "eos_token_id");
     cJSON_AddStringToObject(r, "torch_dtype", dtype == ST_BF16 ? "bfloat16" : "float32");
     char *text = cJSON_Print(r);
     cJSON_Delete(r);
     return text;
 }
 
-int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, CkErr *e) {
+int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, int64_t bos, int64_t eos, CkErr *e) {
     const ParamTable *t = &m->table;
     size_t bytes = t->total * sizeof(real);
     real *host = xmalloc(bytes, "exported weights");
@@ -325,7 +327,7 @@ int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, CkErr *e)
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     snprintf(ctmp, sizeof ctmp, "%s.tmp", cpath);
     int rc = st_write(tmp, outs, t->count, dtype, NULL, 0, e);
-    char *cfg = config_json(&m->cfg, dtype, max_pos);
+    char *cfg = config_json(&m->cfg, dtype, max_pos, bos, eos);
     if (rc == 0) rc = fs_write_file(ctmp, cfg, strlen(cfg), e);
     if (rc == 0) rc = fs_rename(tmp, path, e);
     if (rc == 0) rc = fs_rename(ctmp, cpath, e);

@@ -16,8 +16,8 @@ int hf_read_config(const char *dir, ModelConfig *c, int *max_pos, CkErr *e);
 // q/k rows go from HF's rotate-half order back to ringgpt's interleaved pairs.
 int hf_load_weights(const char *dir, GPT *m, CkErr *e);
 // Writes dir/config.json and dir/model.safetensors (HF names, rotate-half q/k rows) for model m.
-// dtype ST_F32 or ST_BF16. max_pos is max_position_embeddings.
-int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, CkErr *e);
+// dtype ST_F32 or ST_BF16. max_pos is max_position_embeddings; bos / eos (-1: none) the tokenizer's ids.
+int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, int64_t bos, int64_t eos, CkErr *e);
 // The HF name of a ringgpt table name ("layers.3.attn.wq" -> "model.layers.3.self_attn.q_proj.weight").
 void hf_name(const char *ringgpt_name, char *out, size_t n);
 // Reorders the rows of a (n_heads·hd, C) q or k weight: to_hf moves pair (2i, 2i+1) of every head to

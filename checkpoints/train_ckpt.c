@@ -10,6 +10,7 @@
 
 #include "checkpoints/fsio.h"
 #include "checkpoints/hf.h"
+#include "checkpoints/model_tokenizer.h"
 #include "core/common.h"
 
 bool ckpt_run_config(const char *path, char *buf, size_t n) {
@@ -149,6 +150,7 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
     if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("%s", e.msg);
     check_model(spath, &s.model, &h->base.model, h->init_from ? SRC_INIT : SRC_RESUME);
     check_run(spath, &s, &h->base);
+    model_check_record(spath, &s.tok, data_tokenizer(train));
     m->cfg.norm_eps = s.model.norm_eps;   // from the weights' origin (an HF import may differ from the preset)
     h->base.model.norm_eps = s.model.norm_eps;
     if (s.init_from[0]) snprintf(h->base.init_from, sizeof h->base.init_from, "%s", s.init_from);
@@ -160,7 +162,7 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
 }
 
 // --init-from: weights only, from a ringgpt checkpoint or an HF directory; the flags fix the shape.
-static void init_from(CkptHook *h, GPT *m) {
+static void init_from(CkptHook *h, GPT *m, const DataSource *train) {
     CkErr e;
     const char *src = h->init_from;
     char dir[4200];
@@ -179,6 +181,9 @@ static void init_from(CkptHook *h, GPT *m) {
         ckpt_resolve(src, dir, sizeof dir);
         CkptState s;
         if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("%s", e.msg);
+        char spath[4200];
+        fs_join(spath, sizeof spath, dir, "state.json");
+        model_check_record(spath, &s.tok, data_tokenizer(train));
         m->cfg.norm_eps = s.model.norm_eps;
         if (ckpt_load_model(dir, m, &e) != 0) fail_usage("%s", e.msg);
         src = dir;
@@ -194,7 +199,7 @@ long ckpt_train_begin(CkptHook *h, GPT *m, AdamW *opt, DataSource *train) {
     if (h->resume) resume_dir(h, dir, sizeof dir);
     if (dir[0]) return resume(h, dir, m, opt, train);
     if (h->resume && strcmp(h->resume, "auto") == 0) log_info("--resume auto: no checkpoint in %s, starting fresh\n", h->out);
-    if (h->init_from) init_from(h, m);
+    if (h->init_from) init_from(h, m, train);
     return 0;
 }
 

@@ -21,11 +21,14 @@ const char *const SPLIT_NAMES[N_SPLITS] = {"train", "val"};
 static const JsonKey MANIFEST_KEYS[] = {{"format", true},       {"version", true},      {"tokenizer", true},
                                         {"vocab_size", true},   {"eos_id", true},       {"token_bytes", true},
                                         {"block_tokens", true}, {"zlib_level", true},   {"splits", true},
-                                        {"source", false},      {"loss_weights", false}, {MANIFEST_CRC_KEY, true}};
+                                        {"source", false},      {"loss_weights", false}, {DATASET_TOKENIZER_KEY, false},
+                                        {MANIFEST_CRC_KEY, true}};
 static const JsonKey SPLITS_KEYS[] = {{"train", false}, {"val", false}};
 static const JsonKey SPLIT_KEYS[] = {{"tokens", true}, {"docs", true}, {"bytes", true}, {"shards", true}};
 static const JsonKey SHARD_KEYS[] = {{"file", true},  {"tokens", true}, {"docs", true},
                                      {"bytes", true}, {"crc32", true},  {"index_crc32", true}};
+static const JsonKey TOKENIZER_JSON_KEYS[] = {{"file", true},   {"crc32", true},  {"bos_id", true},
+                                              {"pad_id", true}, {"add_bos", true}};
 #define N_KEYS(t) ((int)(sizeof t / sizeof t[0]))
 #define REMAKE "; re-run `ringgpt prepare`"
 
@@ -176,6 +179,8 @@ static int manifest_strict(const Dataset *d, cJSON *root, DataErr *e) {
     const cJSON *splits = cJSON_GetObjectItemCaseSensitive(root, "splits");
     int bad = json_check_keys(root, MANIFEST_KEYS, N_KEYS(MANIFEST_KEYS), "the manifest", why, sizeof why) ||
               json_check_keys(splits, SPLITS_KEYS, N_KEYS(SPLITS_KEYS), "splits", why, sizeof why);
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, DATASET_TOKENIZER_KEY);
+    if (tok && !bad) bad = json_check_keys(tok, TOKENIZER_JSON_KEYS, N_KEYS(TOKENIZER_JSON_KEYS), DATASET_TOKENIZER_KEY, why, sizeof why);
     for (int sp = 0; sp < N_SPLITS && !bad; sp++) {
         const cJSON *o = cJSON_GetObjectItemCaseSensitive(splits, SPLIT_NAMES[sp]);
         char where[64];

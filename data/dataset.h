@@ -53,6 +53,9 @@ void dataset_doc_end_weighted(DatasetWriter *w, uint8_t eos_weight);
 void dataset_doc(DatasetWriter *w, int split, const uint32_t *tok, size_t n);
 // A JSON object text stored under "source" in the manifest (what the data was made from).
 void dataset_writer_source(DatasetWriter *w, const char *json_object);
+// The manifest entry that names the dataset's tokenizer.json copy (see data/dataset_tokenizer.c).
+#define DATASET_TOKENIZER_KEY "tokenizer_json"
+void dataset_writer_tokenizer(DatasetWriter *w, const char *json_object);
 // Closes all shards and writes manifest.json (tmp + rename). sums gets per-split totals.
 void dataset_writer_close(DatasetWriter *w, SplitSummary sums[N_SPLITS]);
 

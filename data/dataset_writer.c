@@ -28,6 +28,7 @@ struct DatasetWriter {
     int cur;                   // split of the current document
     bool in_doc, start_pending;
     cJSON *source;
+    cJSON *tokenizer_json;     // the "tokenizer_json" manifest entry (data/dataset_tokenizer.c), NULL for none
 };
 
 DatasetWriter *dataset_writer_open(const char *dir, const ShardParams *p, uint64_t shard_tokens) {
@@ -130,6 +131,12 @@ void dataset_writer_source(DatasetWriter *w, const char *json_object) {
     if (!w->source) fail("internal: bad manifest source JSON: %s", json_object);
 }
 
+void dataset_writer_tokenizer(DatasetWriter *w, const char *json_object) {
+    cJSON_Delete(w->tokenizer_json);
+    w->tokenizer_json = cJSON_Parse(json_object);
+    if (!w->tokenizer_json) fail("internal: bad manifest tokenizer JSON: %s", json_object);
+}
+
 static void write_manifest(DatasetWriter *w, cJSON *root) {
     size_t n = strlen(w->dir) + 32;
     char *path = xmalloc(n, "a path"), *tmp = xmalloc(n, "a path");
@@ -182,6 +189,7 @@ void dataset_writer_close(DatasetWriter *w, SplitSummary sums[N_SPLITS]) {
     }
     cJSON_AddItemToObject(root, "splits", splits);
     if (w->source) cJSON_AddItemToObject(root, "source", w->source);
+    if (w->tokenizer_json) cJSON_AddItemToObject(root, DATASET_TOKENIZER_KEY, w->tokenizer_json);
     char crc[16];   // last: the CRC of everything above, so that any change to the text is caught
     snprintf(crc, sizeof crc, "%08x", json_crc_without(root, MANIFEST_CRC_KEY));
     cJSON_AddStringToObject(root, MANIFEST_CRC_KEY, crc);

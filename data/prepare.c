@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/args.h"
 #include "core/common.h"
 #include "data/dataset.h"
+#include "data/dataset_tokenizer.h"
 #include "data/synthetic.h"
+#include "data/text_encode.h"
 #include "data/tokenizer.h"
 #include "train/commands.h"
 
@@ -24,7 +27,7 @@ enum { LLMC_GPT2 = 20240520, LLMC_LLAMA3 = 20240801, LLMC_HEADER_BYTES = 1024, C
 typedef struct {
     const char *out, *kind, *synthetic, *tokenizer, *include;
     int64_t shard_tokens, block_tokens, eos, vocab, docs, doc_len, seed;
-    int level, token_bytes, pairs, queries;
+    int level, token_bytes, pairs, queries, threads;
     double val_fraction, depth;
     bool quiet, byte_planes;
 } PrepareArgs;
@@ -37,6 +40,7 @@ typedef struct {
     double t0, last_report;
     bool quiet, in_doc;
     uint32_t eos;              // the document delimiter of raw and llm.c inputs
+    int64_t bos;               // --tokenizer whose documents start with BOS: its id, else -1
     uint32_t *buf;             // (CHUNK_BYTES) token scratch
 } Prep;
 
@@ -204,6 +208,29 @@ static void read_text(Prep *p, const char *path) {
     free(chunk);
 }
 
+// --tokenizer FILE on text: a file is a document unless its text holds the EOS token's text
+// (<|endoftext|>), which ends one document and starts the next, as in raw token files.
+static void bpe_text_piece(void *ctx, size_t file, const uint32_t *ids, size_t n, uint64_t bytes, bool first, bool last) {
+    Prep *p = ctx;
+    size_t run = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && ids[i] != p->eos) continue;
+        if (i > run && !p->in_doc && p->bos >= 0) {   // a document's first tokens: BOS first
+            uint32_t bos = (uint32_t)p->bos;
+            doc_tokens(p, &bos, 1);
+        }
+        doc_tokens(p, ids + run, i - run);
+        if (i < n) {
+            if (!p->in_doc) doc_begin(p);
+            doc_end(p);
+        }
+        run = i + 1;
+    }
+    if (last && p->in_doc) doc_end(p);
+    p->in_bytes += bytes;
+    progress(p);
+}
+
 // Raw little-endian tokens of width w from byte `from` to the end; each id checked against vocab.
 static void read_tokens(Prep *p, const char *path, int w, uint64_t from, uint32_t vocab, bool eos_first) {
     FILE *f = xfopen(path, "rb");
@@ -281,7 +308,22 @@ static void synthesize(Prep *p, const PrepareArgs *a) {
 
 // JSONL prompt/completion records (the fine-tuning case), one document each: the prompt's tokens have
 // loss weight 0, the completion's and the EOS weight 1. Byte-level tokens. Blank lines are skipped.
-static void read_jsonl(Prep *p, const char *path) {
+static void push_id(uint32_t **ids, size_t *n, size_t *cap, uint32_t id) {
+    if (*n == *cap) *ids = xrealloc(*ids, (*cap = *cap ? 2 * *cap : 256) * sizeof **ids, "a JSONL record");
+    (*ids)[(*n)++] = id;
+}
+
+// Appends the ids of a NUL-terminated string: the tokenizer's (BPE), or one per byte (byte260).
+static void encode_text(TokEncoder *enc, const char *text, uint32_t **ids, size_t *n, size_t *cap) {
+    size_t len = strlen(text);
+    if (enc->tok->bpe) tokenizer_encode(enc, (const unsigned char *)text, len, ids, n, cap);
+    else
+        for (size_t i = 0; i < len; i++) push_id(ids, n, cap, (unsigned char)text[i]);
+}
+
+// Prompt and completion are encoded apart (the boundary is a token boundary), so the mask is exact.
+static void read_jsonl(Prep *p, const char *path, const Tokenizer *t) {
+    TokEncoder enc = tokenizer_encoder(t);
     FILE *f = xfopen(path, "rb");
     char *line = NULL;
     size_t cap = 0, line_no = 0;
@@ -296,11 +338,16 @@ static void read_jsonl(Prep *p, const char *path) {
         if (!cJSON_IsString(pr) || !cJSON_IsString(co))
             fail_usage("%s: line %zu: the record needs string fields \"prompt\" and \"completion\" (missing or not strings);"
                        " fix the line or remove it", path, line_no);
-        size_t np = strlen(pr->valuestring), nc = strlen(co->valuestring);
-        uint32_t *tok = xmalloc((np + nc + 1) * sizeof(uint32_t), "a JSONL record");
+        size_t np = 0, nc = 0, id_cap = 0;
+        uint32_t *tok = NULL;   // (np + nc) the prompt's ids (BOS first where the tokenizer adds one), then the completion's
+        if (p->bos >= 0) push_id(&tok, &np, &id_cap, (uint32_t)p->bos);
+        encode_text(&enc, pr->valuestring, &tok, &np, &id_cap);
+        nc = np;
+        encode_text(&enc, co->valuestring, &tok, &nc, &id_cap);
+        nc -= np;
         uint8_t *weight = xmalloc(np + nc + 1, "a JSONL record");
-        for (size_t i = 0; i < np; i++) tok[i] = (unsigned char)pr->valuestring[i], weight[i] = 0;
-        for (size_t i = 0; i < nc; i++) tok[np + i] = (unsigned char)co->valuestring[i], weight[np + i] = 1;
+        memset(weight, 0, np);
+        memset(weight + np, 1, nc);
         weighted_doc(p, tok, weight, np + nc, 1);
         free(tok);
         free(weight);
@@ -310,6 +357,7 @@ static void read_jsonl(Prep *p, const char *path) {
     if (ferror(f)) fail_data(path, "read failed (%s)", strerror(errno));
     free(line);
     fclose(f);
+    tokenizer_encoder_free(&enc);
 }
 
 // ---- the command ---------------------------------------------------------------------------------
@@ -345,11 +393,18 @@ static int input_kind(const PrepareArgs *a, const FileList *l, uint32_t *magic) 
 }
 
 // Vocab, EOS, token width and tokenizer id of the dataset, from the input kind and the flags.
-static ShardParams shard_params(const PrepareArgs *a, int kind, uint32_t magic) {
+static ShardParams shard_params(const PrepareArgs *a, int kind, uint32_t magic, const Tokenizer *tok) {
     ShardParams sp = {.block_tokens = (uint32_t)a->block_tokens, .level = a->level, .byte_planes = a->byte_planes, .tokenizer = a->tokenizer};
     int64_t vocab = a->vocab, eos = a->eos;
     sp.weights = kind == KIND_SYNTH || kind == KIND_JSONL;   // answers / completions carry the loss
-    if (kind == KIND_TEXT || kind == KIND_SYNTH || kind == KIND_JSONL) {
+    if (tok->bpe) {   // a tokenizer.json: its id, vocab and EOS unless the flags say otherwise
+        if (kind == KIND_SYNTH) fail_usage("--synthetic writes byte260 tasks; drop --tokenizer");
+        if (vocab >= 0 && vocab != tok->vocab_size) fail_usage("--vocab %" PRId64 " disagrees with --tokenizer %s (vocab %u)", vocab, a->tokenizer, tok->vocab_size);
+        vocab = tok->vocab_size;
+        if (eos < 0) eos = tok->eos;
+        if (eos < 0) fail_usage("--tokenizer %s has no end-of-text token (<|endoftext|>, <|end_of_text|>, </s>); give --eos ID", a->tokenizer);
+        sp.tokenizer = tok->id;
+    } else if (kind == KIND_TEXT || kind == KIND_SYNTH || kind == KIND_JSONL) {
         if (vocab < 0) vocab = TOK_VOCAB_SIZE;
         if (eos < 0) eos = TOK_EOS;
         if (!sp.tokenizer) sp.tokenizer = TOKENIZER_ID;
@@ -414,14 +469,16 @@ static void summary(const PrepareArgs *a, const Prep *p, const SplitSummary *s, 
 int cmd_prepare(int argc, char **argv) {
     PrepareArgs a = {.kind = "auto", .shard_tokens = 1 << 26, .block_tokens = SHARD_DEFAULT_BLOCK_TOKENS, .eos = -1, .vocab = -1,
                      .docs = 100, .doc_len = 4096, .seed = 1337, .level = 6, .pairs = 16, .queries = 4, .depth = -1, .byte_planes = true,
-                     .val_fraction = 0.1};
+                     .val_fraction = 0.1, .threads = (int)sysconf(_SC_NPROCESSORS_ONLN)};
     ArgSpec specs[] = {
         {"--out", ARG_STRING, &a.out, "output dataset directory (created; shards + manifest.json)"},
         {"--input-kind", ARG_STRING, &a.kind, "auto (llm.c .bin by magic, *.jsonl JSONL, else text), text, u16, u32, llmc or jsonl"},
         {"--eos", ARG_I64, &a.eos, "document delimiter id for u16/u32 (and llm.c override)",
          .dflt = "the input's: text <eos> 256, llm.c its EOT; u16/u32 need it"},
         {"--vocab", ARG_I64, &a.vocab, "vocab size (every id is checked)", .dflt = "text 260, llm.c 50257/128256, u16 65536"},
-        {"--tokenizer", ARG_STRING, &a.tokenizer, "tokenizer id recorded in the manifest"},
+        {"--tokenizer", ARG_STRING, &a.tokenizer, "a tokenizer.json (byte-level BPE) to encode text and JSONL with, copied into the "
+                                                  "dataset; with token files, their tokenizer.json or just an id to record"},
+        {"--threads", ARG_INT, &a.threads, "threads encoding text with --tokenizer", .dflt = "all cores"},
         {"--shard-tokens", ARG_I64, &a.shard_tokens, "tokens per shard"},
         {"--block-tokens", ARG_I64, &a.block_tokens, "tokens per independently compressed block"},
         {"--level", ARG_INT, &a.level, "zlib compression level 0..9"},
@@ -459,20 +516,37 @@ int cmd_prepare(int argc, char **argv) {
     if (!a.synthetic && !files.n) fail_usage("no input files found under the given paths%s", a.include ? " that match --include" : "");
     uint32_t magic = 0;
     int kind = a.synthetic ? KIND_SYNTH : input_kind(&a, &files, &magic);
+    if (a.threads < 1 || a.threads > 1024) fail_usage("--threads must be in 1..1024, not %d", a.threads);
+    Tokenizer tok = {0};
+    struct stat tst;
+    if (a.tokenizer && (stat(a.tokenizer, &tst) == 0 || strstr(a.tokenizer, ".json"))) {
+        char err[600];
+        if (tokenizer_load(a.tokenizer, &tok, err, sizeof err) != 0) fail_usage("%s", err);
+    } else if (a.tokenizer && (kind == KIND_TEXT || kind == KIND_SYNTH || kind == KIND_JSONL)) {
+        fail_usage("--tokenizer %s: no such file; text needs a tokenizer.json (or no --tokenizer for the byte tokenizer)", a.tokenizer);
+    }
     if (kind == KIND_TEXT) drop_binary(&files, a.quiet);
     if (!a.synthetic && !files.n) fail_usage("every input file is binary; give text files (or --input-kind u16|u32|llmc)");
-    ShardParams sp = shard_params(&a, kind, magic);
-    Prep p = {.val_fraction = a.val_fraction, .t0 = now_seconds(), .quiet = a.quiet, .eos = sp.eos_id};
+    ShardParams sp = shard_params(&a, kind, magic, &tok);
+    Prep p = {.val_fraction = a.val_fraction, .t0 = now_seconds(), .quiet = a.quiet, .eos = sp.eos_id, .bos = tok.add_bos ? tok.bos : -1};
     p.last_report = p.t0;
     p.buf = xmalloc(CHUNK_BYTES * sizeof(uint32_t), "a token buffer");
     p.w = dataset_writer_open(a.out, &sp, (uint64_t)a.shard_tokens);
     char *src = source_json(&a, kind, &files);
     dataset_writer_source(p.w, src);
     free(src);
+    if (tok.bpe) {
+        char *entry = dataset_tokenizer_write(a.out, &tok);
+        dataset_writer_tokenizer(p.w, entry);
+        free(entry);
+    }
+    if (kind == KIND_TEXT && tok.bpe)
+        encode_files((const char *const *)files.paths, files.n, &tok, a.threads, (TextSink){bpe_text_piece, &p});
     if (kind == KIND_SYNTH) synthesize(&p, &a);
     for (size_t i = 0; i < files.n; i++) {
-        if (kind == KIND_TEXT) read_text(&p, files.paths[i]);
-        else if (kind == KIND_JSONL) read_jsonl(&p, files.paths[i]);
+        if (kind == KIND_TEXT && tok.bpe) {
+        } else if (kind == KIND_TEXT) read_text(&p, files.paths[i]);
+        else if (kind == KIND_JSONL) read_jsonl(&p, files.paths[i], &tok);
         else if (kind == KIND_LLMC) read_llmc(&p, files.paths[i], sp.vocab_size);
         else read_tokens(&p, files.paths[i], kind == KIND_U16 ? 2 : 4, 0, sp.vocab_size, false);
         free(files.paths[i]);
@@ -483,5 +557,6 @@ int cmd_prepare(int argc, char **argv) {
     if (!sums[SPLIT_TRAIN].tokens) fail_usage("no documents went to the training split; lower --val-fraction or give more input");
     summary(&a, &p, sums, sp.token_bytes);
     free(p.buf);
+    tokenizer_free(&tok);
     return 0;
 }

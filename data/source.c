@@ -3,6 +3,7 @@
 
 #include "core/common.h"
 #include "data/dataset.h"
+#include "data/dataset_tokenizer.h"
 #include "data/source_impl.h"
 #include "data/tokenizer.h"
 
@@ -11,6 +12,7 @@ struct DataSource {
     void *impl;
     uint32_t vocab_size;
     bool masks_targets;
+    Tokenizer tok;        // the tokenizer the data was made with
 };
 
 static void check_options(const DataOptions *o) {
@@ -31,10 +33,13 @@ DataSource *data_open(const char *path, const DataOptions *o, bool validation) {
         d->impl = loader_open(path, o, validation);
         d->vocab_size = loader_vocab_size(d->impl);
         d->masks_targets = loader_masks_targets(d->impl);
+        DataErr e;
+        if (dataset_tokenizer(path, &d->tok, &e) != 0) fail_usage("%s", e.msg);
     } else {
         d->ops = &TEXT_SOURCE;
         d->impl = text_source_open(path, o, validation);
         d->vocab_size = TOK_VOCAB_SIZE;
+        tokenizer_bytes(&d->tok);
     }
     return d;
 }
@@ -42,6 +47,7 @@ DataSource *data_open(const char *path, const DataOptions *o, bool validation) {
 void data_next(DataSource *d, Batch *b) { d->ops->next(d->impl, b); }
 uint32_t data_vocab_size(const DataSource *d) { return d->vocab_size; }
 bool data_masks_targets(const DataSource *d) { return d->masks_targets; }
+const Tokenizer *data_tokenizer(const DataSource *d) { return &d->tok; }
 uint64_t data_num_samples(const DataSource *d) { return d->ops->num_samples(d->impl); }
 DataState data_state(const DataSource *d) { return d->ops->state(d->impl); }
 void data_restore(DataSource *d, DataState s) { d->ops->restore(d->impl, s); }
@@ -49,5 +55,6 @@ void data_restore(DataSource *d, DataState s) { d->ops->restore(d->impl, s); }
 void data_close(DataSource *d) {
     if (!d) return;
     d->ops->close(d->impl);
+    tokenizer_free(&d->tok);
     free(d);
 }

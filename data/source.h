@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "data/batch.h"
+#include "data/tokenizer.h"
 
 typedef struct {
     int seq_len;          // T: tokens per sample (each sample holds T+1 tokens: inputs and targets)
@@ -39,6 +40,8 @@ uint32_t data_vocab_size(const DataSource *d);
 // True when the data has per-token loss weights and they apply (not loss_on_all): targets whose token
 // has weight 0 come as -1 ("no target"), so a batch may count fewer than B·T targets.
 bool data_masks_targets(const DataSource *d);
+// The tokenizer the data was made with (byte260 for text; a dataset's tokenizer.json, or its id only).
+const Tokenizer *data_tokenizer(const DataSource *d);
 // The number of distinct samples in one epoch.
 uint64_t data_num_samples(const DataSource *d);
 DataState data_state(const DataSource *d);

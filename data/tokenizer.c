@@ -1,7 +1,16 @@
-// data/tokenizer.c — byte-level tokenizer: a token is a byte; ids 256.. are special tokens.
+// data/tokenizer.c — the byte tokenizer (a token is a byte; ids 256.. are special) and the Tokenizer handle over it and BPE.
 #include "data/tokenizer.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "core/common.h"
+#include "data/bpe.h"
+
+static const char *SPECIAL[] = {"<eos>", "<bos>", "<pad>", "<sep>"};
+static unsigned char BYTES[256];   // byte i is token i (filled by tokenizer_bytes)
 
 size_t tok_encode(const unsigned char *text, size_t n, int32_t *out) {
     for (size_t i = 0; i < n; i++) out[i] = text[i];
@@ -9,7 +18,6 @@ size_t tok_encode(const unsigned char *text, size_t n, int32_t *out) {
 }
 
 int tok_decode(int32_t token, char *buf) {
-    static const char *SPECIAL[] = {"<eos>", "<bos>", "<pad>", "<sep>"};
     if (token >= 0 && token < 256) {
         buf[0] = (char)token;
         buf[1] = 0;
@@ -17,4 +25,86 @@ int tok_decode(int32_t token, char *buf) {
     }
     if (token >= TOK_EOS && token < TOK_VOCAB_SIZE) return snprintf(buf, 8, "%s", SPECIAL[token - TOK_EOS]);
     return snprintf(buf, 8, "<?>");
+}
+
+// ---- Tokenizer -----------------------------------------------------------------------------------
+void tokenizer_bytes(Tokenizer *t) {
+    *t = (Tokenizer){.vocab_size = TOK_VOCAB_SIZE, .eos = TOK_EOS, .bos = TOK_BOS, .pad = TOK_PAD, .add_bos = false};
+    for (int i = 0; i < 256; i++) BYTES[i] = (unsigned char)i;
+    snprintf(t->id, sizeof t->id, "%s", TOKENIZER_ID);
+}
+
+static int64_t first_added(const Bpe *b, const char *const *names) {
+    for (; *names; names++) {
+        int64_t id = bpe_added_id(b, *names);
+        if (id >= 0) return id;
+    }
+    return -1;
+}
+
+int tokenizer_load(const char *path, Tokenizer *t, char *err, size_t err_len) {
+    static const char *const EOS[] = {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>", NULL};
+    static const char *const BOS[] = {"<|begin_of_text|>", "<|bos|>", "<s>", "<bos>", NULL};
+    static const char *const PAD[] = {"<|pad|>", "<pad>", "<|finetune_right_pad_id|>", NULL};
+    *t = (Tokenizer){0};
+    t->bpe = bpe_load(path, err, err_len);
+    if (!t->bpe) return -1;
+    t->json = read_whole_file(path, &t->json_len);
+    t->crc = (uint32_t)crc32(0, t->json, (uInt)t->json_len);
+    snprintf(t->id, sizeof t->id, "bpe-%08x", t->crc);
+    t->vocab_size = bpe_vocab_size(t->bpe);
+    t->eos = first_added(t->bpe, EOS);
+    t->bos = first_added(t->bpe, BOS);
+    t->pad = first_added(t->bpe, PAD);
+    int64_t tb;
+    t->add_bos = bpe_template_bos(t->bpe, &tb);
+    if (t->add_bos) t->bos = tb;
+    return 0;
+}
+
+void tokenizer_free(Tokenizer *t) {
+    bpe_free(t->bpe);
+    free(t->json);
+    *t = (Tokenizer){0};
+}
+
+bool tokenizer_cuts_at_lines(const Tokenizer *t) { return !t->bpe || bpe_safe_cuts(t->bpe); }
+
+size_t tokenizer_line_cut(const unsigned char *s, size_t n) {
+    for (size_t i = n ? n - 1 : 0; i >= 2; i--) {
+        unsigned char c = s[i] | 0x20;
+        if (s[i - 1] == '\n' && c >= 'a' && c <= 'z' && s[i - 2] > 0x20 && s[i - 2] < 0x7f) return i;
+    }
+    return 0;
+}
+
+TokEncoder tokenizer_encoder(const Tokenizer *t) { return (TokEncoder){t, t->bpe ? bpe_encoder_new(t->bpe) : NULL}; }
+
+void tokenizer_encoder_free(TokEncoder *e) {
+    bpe_encoder_free(e->bpe);
+    e->bpe = NULL;
+}
+
+size_t tokenizer_encode(TokEncoder *e, const unsigned char *text, size_t n, uint32_t **out, size_t *n_out, size_t *cap) {
+    if (!tokenizer_can_encode(e->tok)) fail("internal: tokenizer '%s' has no tokenizer.json to encode text with", e->tok->id);
+    if (e->bpe) return bpe_encode(e->bpe, text, n, out, n_out, cap);
+    if (*n_out + n > *cap) {
+        *cap = *n_out + n + 1024;
+        *out = xrealloc(*out, *cap * sizeof **out, "the token output");
+    }
+    for (size_t i = 0; i < n; i++) (*out)[(*n_out)++] = text[i];
+    return *n_out;
+}
+
+bool tokenizer_can_encode(const Tokenizer *t) { return t->bpe || strcmp(t->id, TOKENIZER_ID) == 0; }
+
+const unsigned char *tokenizer_token(const Tokenizer *t, uint32_t id, size_t *len) {
+    if (t->bpe) return bpe_token_bytes(t->bpe, id, len);
+    if (id >= TOK_VOCAB_SIZE || !tokenizer_can_encode(t)) return NULL;
+    if (id < 256) {
+        *len = 1;
+        return BYTES + id;
+    }
+    *len = strlen(SPECIAL[id - TOK_EOS]);
+    return (const unsigned char *)SPECIAL[id - TOK_EOS];
 }

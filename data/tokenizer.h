@@ -1,5 +1,6 @@
-// data/tokenizer.h — the built-in byte-level tokenizer: 256 byte tokens plus a few special tokens.
+// data/tokenizer.h — tokenizers: the built-in byte tokenizer (256 bytes + specials) and the handle over it and byte-level BPE.
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,3 +18,51 @@ size_t tok_encode(const unsigned char *text, size_t n, int32_t *out);
 // Appends the printable form of a token to buf (bytes as themselves, specials as "<eos>" etc.).
 // Returns the number of chars written (at most 8), not counting the terminating NUL.
 int tok_decode(int32_t token, char *buf);
+
+// ---- the tokenizer a dataset or model uses: the byte tokenizer above or a byte-level BPE ---------
+typedef struct Bpe Bpe;
+typedef struct BpeEncoder BpeEncoder;
+
+
+#define TOKENIZER_FILE "tokenizer.json"   // its name inside datasets, checkpoints and HF exports
+typedef struct {
+    char id[32];              // "byte260", or "bpe-" + the CRC-32 of tokenizer.json in hex
+    uint32_t vocab_size;
+    int64_t eos, bos, pad;    // special ids, -1 = none
+    bool add_bos;             // documents start with BOS (the tokenizer's post-processor puts one first)
+    Bpe *bpe;                 // NULL for byte260, and for token-file data without a tokenizer.json (id "gpt2",
+                              // "unknown", ...: vocab and EOS known, text cannot be encoded; see tokenizer_can_encode)
+    unsigned char *json;      // the tokenizer.json bytes (NULL for byte260), copied where the data goes
+    size_t json_len;
+    uint32_t crc;             // CRC-32 of json
+} Tokenizer;
+
+void tokenizer_bytes(Tokenizer *t);
+// Loads a tokenizer.json; eos/bos/pad come from its added tokens by their usual names
+// (<|endoftext|>, <|end_of_text|>, </s>; <|begin_of_text|>, <s>, <|bos|>; <|pad|>, <pad>).
+// Returns 0, or -1 with one line in err naming the file and the field.
+int tokenizer_load(const char *path, Tokenizer *t, char *err, size_t err_len);
+void tokenizer_free(Tokenizer *t);
+
+// False for a tokenizer known only by id (token-file data): it cannot turn text into ids or back.
+bool tokenizer_can_encode(const Tokenizer *t);
+// True when text may be cut at line cuts and the pieces encoded separately give the same ids as the
+// whole (the byte tokenizer; BPE with GPT-2 or Llama 3 pre-tokenizers, see bpe_safe_cuts).
+bool tokenizer_cuts_at_lines(const Tokenizer *t);
+// The last line cut in s[0..n), 0 if none: a position i with s[i-2] printable ASCII (not white space),
+// s[i-1] == '\n' and s[i] an ASCII letter. Both pre-tokenizer regexes end a pre-token at such a place
+// whether or not the text goes on.
+size_t tokenizer_line_cut(const unsigned char *s, size_t n);
+
+// Per-thread encoding state (a BPE word cache); any number may share one Tokenizer.
+typedef struct {
+    const Tokenizer *tok;
+    BpeEncoder *bpe;
+} TokEncoder;
+TokEncoder tokenizer_encoder(const Tokenizer *t);
+void tokenizer_encoder_free(TokEncoder *e);
+// Appends the ids of text[0..n) to *out (holding *n_out ids, room for *cap; grown as needed).
+// Special-token text (e.g. "<|endoftext|>") becomes its id; no BOS/EOS is added.
+size_t tokenizer_encode(TokEncoder *e, const unsigned char *text, size_t n, uint32_t **out, size_t *n_out, size_t *cap);
+// The bytes of one token (specials as their text, "<eos>" for byte260). NULL when id is out of range.
+const unsigned char *tokenizer_token(const Tokenizer *t, uint32_t id, size_t *len);

@@ -1,6 +1,6 @@
 # scripts/deps.sh — sourced by demo.sh and test.sh: installs the Debian packages and Python modules that are missing.
 RINGGPT_PACKAGES=(build-essential cmake pkg-config libopenblas-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin
-                  libcjson-dev zlib1g-dev python3 python3-numpy python3-matplotlib clang libclang-rt-14-dev)
+                  libcjson-dev libpcre2-dev zlib1g-dev python3 python3-numpy python3-matplotlib python3-pip clang libclang-rt-14-dev)
 
 # Optional: tests/cli/slurm.sh starts a one-node Slurm from these and SKIPs without them (CI stays fast);
 # RINGGPT_WITH_SLURM=1 scripts/test.sh installs them.
@@ -29,6 +29,13 @@ ensure_deps() {
   done
   if [[ -z $PY ]]; then echo "ringgpt: no python3 with numpy and matplotlib found" >&2; exit 1; fi
   export PY
+  # HF `tokenizers` (PyPI; no torch) is the reference the tokenizer tests compare ids with.
+  if ! "$PY" -c "import tokenizers" 2>/dev/null; then
+    "$PY" -m pip install -q --break-system-packages tokenizers >/dev/null 2>&1 || "$PY" -m pip install -q tokenizers >/dev/null 2>&1 ||
+      echo "ringgpt: pip could not install the Python package tokenizers; the tokenizer compatibility tests will SKIP" >&2
+  fi
+  # transformers (without torch) lets a test load an export with AutoTokenizer; optional.
+  "$PY" -c "import transformers" 2>/dev/null || "$PY" -m pip install -q --break-system-packages transformers >/dev/null 2>&1 || true
 }
 
 build_ringgpt() {

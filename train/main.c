@@ -19,6 +19,7 @@ static const Command COMMANDS[] = {
     {"sample", cmd_sample, "generate text from a checkpoint (KV cache; temperature, top-k, seed)"},
     {"export", cmd_export, "checkpoint -> Hugging Face Llama directory (config.json + model.safetensors)"},
     {"import", cmd_import, "Hugging Face Llama directory (safetensors, sharded or not) -> ringgpt checkpoint"},
+    {"tokenizer", cmd_tokenizer, "byte-level BPE: train a tokenizer.json, encode text to ids, decode ids to text"},
 };
 enum { N_COMMANDS = sizeof COMMANDS / sizeof COMMANDS[0] };
 

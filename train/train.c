@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "attention/ring.h"
+#include "checkpoints/model_tokenizer.h"
 #include "checkpoints/train_ckpt.h"
 #include "core/args.h"
 #include "core/comm.h"
@@ -322,9 +323,10 @@ static void run_open(Run *r, int argc, char **argv) {
     if (t->init_vocab && t->init_vocab != t->model_cfg.vocab_size)
         fail_usage("--init-from %s has a vocab of %d but --data %s has %d (another tokenizer); prepare the data with the "
                    "checkpoint's tokenizer", t->init_from, t->init_vocab, t->data, t->model_cfg.vocab_size);
-    if (r->val && data_vocab_size(r->val) != data_vocab_size(r->train))
-        fail_usage("--val-data has vocab %u but --data has %u; both must come from the same tokenizer",
-                   data_vocab_size(r->val), data_vocab_size(r->train));
+    if (r->val && (data_vocab_size(r->val) != data_vocab_size(r->train) ||
+                   strcmp(data_tokenizer(r->val)->id, data_tokenizer(r->train)->id) != 0))
+        fail_usage("--val-data has vocab %u (tokenizer %s) but --data has %u (%s); both must come from the same tokenizer",
+                   data_vocab_size(r->val), data_tokenizer(r->val)->id, data_vocab_size(r->train), data_tokenizer(r->train)->id);
     const Backend *be = select_backend(t->device, r->grid.rank);
     r->grad_comm = device_comm(be, r->grid.world, "gradient communicator");
     r->ring_comm = t->sp > 1 ? device_comm(be, r->grid.ring, "ring communicator") : NULL;
@@ -337,6 +339,7 @@ static void run_open(Run *r, int argc, char **argv) {
     schedule_parse(t->schedule, &r->sched.kind);
     r->ckpt = (CkptHook){.out = t->out, .resume = t->resume, .init_from = t->init_from, .every = t->ckpt_every,
                          .keep = t->keep, .base = ckpt_base(t), .world = r->grid.world, .rank = r->grid.rank};
+    r->ckpt.base.tok = model_tokenizer_record(data_tokenizer(r->train));   // checkpoints carry the data's tokenizer
     r->start = ckpt_train_begin(&r->ckpt, &r->model, &r->opt, r->train);   // resume: weights, AdamW, data position
     if (r->grid.rank == 0) ckpt_write_run_config(t->out, t->config_json);   // after the checks: a refused run leaves it
     r->log = (MetricsLog){0};

@@ -1,0 +1,294 @@
+// checkpoints/model_tokenizer.c — the tokenizer a model carries: from state.json + tokenizer.json or an HF directory; data and prompt checks.
+#include "checkpoints/model_tokenizer.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkpoints/fsio.h"
+#include "checkpoints/hf.h"
+#include "core/common.h"
+
+static void id_only(Tokenizer *t, const char *id, uint32_t vocab, int64_t eos) {
+    *t = (Tokenizer){.vocab_size = vocab, .eos = eos, .bos = -1, .pad = -1};
+    snprintf(t->id, sizeof t->id, "%s", id);
+}
+
+static void load_json(const char *path, Tokenizer *t) {
+    char err[600];
+    if (tokenizer_load(path, t, err, sizeof err) != 0) fail("%s", err);
+}
+
+// An integer field of dir/name, or `otherwise`.
+static int64_t json_id(const char *dir, const char *name, const char *key, int64_t otherwise) {
+    char path[4200];
+    fs_join(path, sizeof path, dir, name);
+    if (access(path, R_OK) != 0) return otherwise;
+    size_t len;
+    unsigned char *text = read_whole_file(path, &len);
+    cJSON *root = cJSON_ParseWithLength((const char *)text, len);
+    free(text);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    int64_t id = cJSON_IsNumber(v) ? (int64_t)v->valuedouble : cJSON_IsBool(v) ? cJSON_IsTrue(v) : otherwise;
+    cJSON_Delete(root);
+    return id;
+}
+
+// True when dir/tokenizer_config.json says the export came from a byte260 model.
+static bool exported_byte260(const char *dir) {
+    char path[4200];
+    fs_join(path, sizeof path, dir, "tokenizer_config.json");
+    if (access(path, R_OK) != 0) return false;
+    size_t len;
+    unsigned char *text = read_whole_file(path, &len);
+    cJSON *root = cJSON_ParseWithLength((const char *)text, len);
+    free(text);
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "ringgpt_tokenizer"));
+    bool yes = id && strcmp(id, TOKENIZER_ID) == 0;
+    cJSON_Delete(root);
+    return yes;
+}
+
+static void hf_tokenizer(const char *dir, const ModelConfig *c, Tokenizer *t) {
+    char path[4200];
+    fs_join(path, sizeof path, dir, TOKENIZER_FILE);
+    if (c->vocab_size == TOK_VOCAB_SIZE && exported_byte260(dir)) {
+        tokenizer_bytes(t);
+        return;
+    }
+    int64_t eos = json_id(dir, "config.json", "eos_token_id", -1), bos = json_id(dir, "config.json", "bos_token_id", -1);
+    if (access(path, R_OK) != 0) {
+        if (c->vocab_size == TOK_VOCAB_SIZE) tokenizer_bytes(t);
+        else id_only(t, "unknown", (uint32_t)c->vocab_size, eos);
+        return;
+    }
+    load_json(path, t);
+    if (eos >= 0) t->eos = eos;
+    if (bos >= 0) t->bos = bos;
+    t->pad = json_id(dir, "generation_config.json", "pad_token_id", t->pad);
+    t->add_bos = json_id(dir, "tokenizer_config.json", "add_bos_token", t->add_bos) == 1 && t->bos >= 0;
+}
+
+static void ckpt_tokenizer(const char *dir, const ModelConfig *c, const CkptTokenizer *r, Tokenizer *t) {
+    char path[4200];
+    if (!r->id[0]) {   // saved before checkpoints recorded their tokenizer
+        if (c->vocab_size == TOK_VOCAB_SIZE) tokenizer_bytes(t);
+        else id_only(t, "unknown", (uint32_t)c->vocab_size, -1);
+        return;
+    }
+    if (r->has_file) {
+        fs_join(path, sizeof path, dir, TOKENIZER_FILE);
+        load_json(path, t);
+        if (strcmp(t->id, r->id) != 0)
+            fail("%s: is tokenizer %s but state.json records %s (the file was changed or damaged)", path, t->id, r->id);
+    } else if (strcmp(r->id, TOKENIZER_ID) == 0) {
+        tokenizer_bytes(t);
+    } else {
+        id_only(t, r->id, (uint32_t)c->vocab_size, r->eos);
+    }
+    t->eos = r->eos;
+    t->bos = r->bos;
+    t->pad = r->pad;
+    t->add_bos = r->add_bos;
+}
+
+void model_tokenizer(const char *path, const ModelConfig *c, const CkptState *s, Tokenizer *t) {
+    char dir[4200];
+    if (hf_is_dir(path)) hf_tokenizer(path, c, t);
+    else {
+        ckpt_resolve(path, dir, sizeof dir);
+        ckpt_tokenizer(dir, c, &s->tok, t);
+    }
+    if (t->vocab_size > (uint32_t)c->vocab_size)
+        fail("%s: its tokenizer %s has %u tokens but the model only %d (the tokenizer does not belong to this model)", path, t->id,
+             t->vocab_size, c->vocab_size);
+}
+
+CkptTokenizer model_tokenizer_record(const Tokenizer *t) {
+    CkptTokenizer r = {.eos = t->eos, .bos = t->bos, .pad = t->pad, .add_bos = t->add_bos, .json = t->json, .json_len = t->json_len};
+    snprintf(r.id, sizeof r.id, "%s", t->id);
+    return r;
+}
+
+static bool known(const char *id) { return id[0] && strcmp(id, "unknown") != 0; }
+
+void model_check_data(const char *model_path, const Tokenizer *model, int model_vocab, const char *data_path, const Tokenizer *data) {
+    if (data->vocab_size > (uint32_t)model_vocab)
+        fail_usage("%s: the data has vocab %u (tokenizer %s) but the model %s has %d rows (tokenizer %s); use data made with the model's "
+                   "tokenizer (`ringgpt prepare --tokenizer` with its tokenizer.json)",
+                   data_path, data->vocab_size, data->id, model_path, model_vocab, model->id);
+    if (known(data->id) && known(model->id) && strcmp(data->id, model->id) != 0)
+        fail_usage("%s: the data was made with tokenizer %s but the model %s with %s; use data made with the model's tokenizer",
+                   data_path, data->id, model_path, model->id);
+}
+
+void model_check_record(const char *state_path, const CkptTokenizer *saved, const Tokenizer *data) {
+    if (known(saved->id) && known(data->id) && strcmp(saved->id, data->id) != 0)
+        fail_usage("%s: the checkpoint was trained with tokenizer %s but --data uses %s; continue on data made with the same tokenizer",
+                   state_path, saved->id, data->id);
+}
+
+size_t model_prompt_ids(const Tokenizer *t, const char *prompt, uint32_t **ids) {
+    size_t n = 0, cap = 0, len = strlen(prompt);
+    *ids = NULL;
+    int64_t start = t->add_bos ? t->bos : t->eos >= 0 ? t->eos : t->bos;
+    if (len && !tokenizer_can_encode(t))
+        fail_usage("the model's tokenizer %s came without a tokenizer.json, so a text prompt cannot be encoded; prepare the data with "
+                   "--tokenizer FILE and train again, or sample with an empty --prompt",
+                   t->id);
+    if (start >= 0) {
+        *ids = xmalloc(sizeof **ids, "the prompt");
+        (*ids)[n++] = (uint32_t)start;
+        cap = 1;
+    }
+    if (len) {
+        TokEncoder e = tokenizer_encoder(t);
+        tokenizer_encode(&e, (const unsigned char *)prompt, len, ids, &n, &cap);
+        tokenizer_encoder_free(&e);
+    }
+    if (!n) fail_usage("the model's tokenizer %s has neither BOS nor EOS to start from; give a --prompt", t->id);
+    return n;
+}
+
+void model_write_token(const Tokenizer *t, uint32_t id, FILE *f) {
+    size_t n;
+    const unsigned char *bytes = tokenizer_token(t, id, &n);
+    if (bytes) fwrite(bytes, 1, n, f);
+    else fprintf(f, "<%u>", id);
+}
+
+// ---- HF export -------------------------------------------------------------------------------------
+// byte260 as a tokenizer.json: token b is byte b (GPT-2's byte -> character map), no merges, and the
+// four specials as added tokens. HF encodes text to the same ids as the byte tokenizer.
+static char *byte260_json(void) {
+    cJSON *root = cJSON_CreateObject(), *added = cJSON_CreateArray(), *model = cJSON_CreateObject(), *vocab = cJSON_CreateObject();
+    static const char *SPECIALS[] = {"<eos>", "<bos>", "<pad>", "<sep>"};
+    cJSON_AddStringToObject(root, "version", "1.0");
+    cJSON_AddNullToObject(root, "truncation");
+    cJSON_AddNullToObject(root, "padding");
+    for (int k = 0; k < 4; k++) {
+        cJSON *a = cJSON_CreateObject();
+        cJSON_AddNumberToObject(a, "id", TOK_EOS + k);
+        cJSON_AddStringToObject(a, "content", SPECIALS[k]);
+        cJSON_AddBoolToObject(a, "single_word", false);
+        cJSON_AddBoolToObject(a, "lstrip", false);
+        cJSON_AddBoolToObject(a, "rstrip", false);
+        cJSON_AddBoolToObject(a, "normalized", false);
+        cJSON_AddBoolToObject(a, "special", true);
+        cJSON_AddItemToArray(added, a);
+    }
+    cJSON_AddItemToObject(root, "added_tokens", added);
+    cJSON_AddNullToObject(root, "normalizer");
+    cJSON *pre = cJSON_CreateObject(), *dec = cJSON_CreateObject();
+    cJSON_AddStringToObject(pre, "type", "ByteLevel");
+    cJSON_AddBoolToObject(pre, "add_prefix_space", false);
+    cJSON_AddBoolToObject(pre, "trim_offsets", false);
+    cJSON_AddBoolToObject(pre, "use_regex", false);   // no merges: the split would change nothing
+    cJSON_AddItemToObject(root, "pre_tokenizer", pre);
+    cJSON_AddNullToObject(root, "post_processor");
+    cJSON_AddStringToObject(dec, "type", "ByteLevel");
+    cJSON_AddBoolToObject(dec, "add_prefix_space", false);
+    cJSON_AddBoolToObject(dec, "trim_offsets", false);
+    cJSON_AddBoolToObject(dec, "use_regex", false);
+    cJSON_AddItemToObject(root, "decoder", dec);
+    cJSON_AddStringToObject(model, "type", "BPE");
+    cJSON_AddNullToObject(model, "dropout");
+    cJSON_AddNullToObject(model, "unk_token");
+    cJSON_AddNullToObject(model, "continuing_subword_prefix");
+    cJSON_AddNullToObject(model, "end_of_word_suffix");
+    cJSON_AddBoolToObject(model, "fuse_unk", false);
+    cJSON_AddBoolToObject(model, "byte_fallback", false);
+    cJSON_AddBoolToObject(model, "ignore_merges", false);
+    int n = 0;
+    for (int b = 0; b < 256; b++) {
+        bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+        uint32_t cp = printable ? (uint32_t)b : 256u + (uint32_t)n++;
+        char s[4] = {0};
+        if (cp < 0x80) s[0] = (char)cp;
+        else {
+            s[0] = (char)(0xC0 | cp >> 6);
+            s[1] = (char)(0x80 | (cp & 63));
+        }
+        cJSON_AddNumberToObject(vocab, s, b);
+    }
+    cJSON_AddItemToObject(model, "vocab", vocab);
+    cJSON_AddItemToObject(model, "merges", cJSON_CreateArray());
+    cJSON_AddItemToObject(root, "model", model);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) fail("out of memory writing tokenizer.json");
+    return text;
+}
+
+// A special token's text for tokenizer_config.json, or JSON null.
+static cJSON *token_text(const Tokenizer *t, int64_t id) {
+    size_t n;
+    const unsigned char *b = id >= 0 ? tokenizer_token(t, (uint32_t)id, &n) : NULL;
+    if (!b) return cJSON_CreateNull();
+    char *s = xmalloc(n + 1, "a token");
+    memcpy(s, b, n);
+    s[n] = 0;
+    cJSON *j = cJSON_CreateString(s);
+    free(s);
+    return j;
+}
+
+static int write_json(const char *dir, const char *name, cJSON *root, CkErr *e) {
+    char path[4200], *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    fs_join(path, sizeof path, dir, name);
+    int rc = text ? fs_write_file(path, text, strlen(text), e) : -1;
+    if (!text) ck_err(e, "%s: out of memory", path);
+    free(text);
+    return rc;
+}
+
+static void add_id(cJSON *o, const char *key, int64_t id) {
+    if (id >= 0) cJSON_AddNumberToObject(o, key, (double)id);
+    else cJSON_AddNullToObject(o, key);
+}
+
+int model_export_tokenizer(const char *dir, const Tokenizer *t, int max_pos, CkErr *e) {
+    char path[4200];
+    fs_join(path, sizeof path, dir, TOKENIZER_FILE);
+    if (t->json) {
+        if (fs_write_file(path, t->json, t->json_len, e) != 0) return -1;
+    } else if (strcmp(t->id, TOKENIZER_ID) == 0) {
+        char *json = byte260_json();
+        int rc = fs_write_file(path, json, strlen(json), e);
+        free(json);
+        if (rc) return -1;
+    } else {
+        log_info("note: the model's tokenizer %s came without a tokenizer.json; the export has none (AutoTokenizer cannot load it)\n", t->id);
+    }
+    bool have = t->json || strcmp(t->id, TOKENIZER_ID) == 0;
+    cJSON *cfg = cJSON_CreateObject(), *map = cJSON_CreateObject(), *gen = cJSON_CreateObject();
+    if (have) {
+        cJSON_AddStringToObject(cfg, "tokenizer_class", "PreTrainedTokenizerFast");
+        cJSON_AddItemToObject(cfg, "bos_token", token_text(t, t->bos));
+        cJSON_AddItemToObject(cfg, "eos_token", token_text(t, t->eos));
+        cJSON_AddItemToObject(cfg, "pad_token", token_text(t, t->pad));
+        cJSON_AddBoolToObject(cfg, "add_bos_token", t->add_bos);
+        cJSON_AddBoolToObject(cfg, "add_eos_token", false);
+        cJSON_AddNumberToObject(cfg, "model_max_length", max_pos);
+        cJSON_AddBoolToObject(cfg, "clean_up_tokenization_spaces", false);
+        cJSON_AddStringToObject(cfg, "ringgpt_tokenizer", t->id);
+        cJSON_AddItemToObject(map, "bos_token", token_text(t, t->bos));
+        cJSON_AddItemToObject(map, "eos_token", token_text(t, t->eos));
+        cJSON_AddItemToObject(map, "pad_token", token_text(t, t->pad));
+    }
+    add_id(gen, "bos_token_id", t->bos);
+    add_id(gen, "eos_token_id", t->eos);
+    add_id(gen, "pad_token_id", t->pad);
+    if (have && (write_json(dir, "tokenizer_config.json", cfg, e) != 0 || write_json(dir, "special_tokens_map.json", map, e) != 0)) {
+        cJSON_Delete(gen);
+        return -1;
+    }
+    if (!have) {
+        cJSON_Delete(cfg);
+        cJSON_Delete(map);
+    }
+    return write_json(dir, "generation_config.json", gen, e);
+}

@@ -1,0 +1,32 @@
+// checkpoints/model_tokenizer.h — the tokenizer a model carries (checkpoint or HF directory): loading it, checking data against it, prompts.
+#pragma once
+#include <stdio.h>
+
+#include "checkpoints/checkpoint.h"
+#include "data/source.h"
+#include "data/tokenizer.h"
+
+// The tokenizer of the model at path (a step or run directory, or an HF directory), whose state
+// (NULL for HF) and config were read by infer_load. A checkpoint: state.json's tokenizer and its
+// tokenizer.json; an HF directory: tokenizer.json with eos/bos from config.json and tokenizer_config.json.
+// A model with neither is byte260 when its vocab is 260, else known by vocab only (id "unknown").
+// Fails with one line naming the file when a recorded tokenizer is missing, damaged or too large.
+void model_tokenizer(const char *path, const ModelConfig *c, const CkptState *s, Tokenizer *t);
+// What state.json records for a model trained on data with tokenizer t (json points into t).
+CkptTokenizer model_tokenizer_record(const Tokenizer *t);
+// Exits 2 with one line when data made with `data` cannot feed a model of vocab model_vocab made with
+// `model`: a token id the model has no row for, or two different known tokenizers.
+void model_check_data(const char *model_path, const Tokenizer *model, int model_vocab, const char *data_path, const Tokenizer *data);
+// The same check for a resume or --init-from: the checkpoint's record against the data's tokenizer.
+void model_check_record(const char *state_path, const CkptTokenizer *saved, const Tokenizer *data);
+
+// The ids that start a generation: BOS where the model's data starts documents with it, else EOS (in
+// packed data every document follows one), then the prompt's ids. Returns the count; *ids is malloc'd.
+size_t model_prompt_ids(const Tokenizer *t, const char *prompt, uint32_t **ids);
+// Writes a generated token as text (its bytes; an id-only tokenizer prints "<id>").
+void model_write_token(const Tokenizer *t, uint32_t id, FILE *f);
+
+// Writes the tokenizer files of an HF export into dir: tokenizer.json (byte260 as an equivalent
+// byte-level BPE without merges), tokenizer_config.json, special_tokens_map.json and
+// generation_config.json (eos/bos/pad), so that AutoTokenizer loads the directory. Returns 0 or -1 with e.
+int model_export_tokenizer(const char *dir, const Tokenizer *t, int max_pos, CkErr *e);

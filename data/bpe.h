@@ -1,0 +1,59 @@
+// data/bpe.h — byte-level BPE (the GPT-2 / Llama 3 family): Hugging Face tokenizer.json in, token ids out and back.
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+// A loaded tokenizer; read-only after bpe_load, so threads may share it (each with its own BpeEncoder).
+typedef struct Bpe Bpe;
+// Per-thread encoding state: scratch arrays and a cache of recently seen words.
+typedef struct BpeEncoder BpeEncoder;
+
+// Parses a tokenizer.json text (BPE model, ByteLevel pre-tokenizer/decoder, optional Split regexes,
+// added tokens). Returns NULL and a one-line message naming the field in err when the file is
+// malformed or uses something this encoder does not implement.
+Bpe *bpe_from_json(const char *json, size_t len, char *err, size_t err_len);
+Bpe *bpe_load(const char *path, char *err, size_t err_len);
+void bpe_free(Bpe *b);
+
+uint32_t bpe_vocab_size(const Bpe *b);          // 1 + the largest id (vocab and added tokens)
+// The id of an added token with this exact content, or -1.
+int64_t bpe_added_id(const Bpe *b, const char *content);
+// True when the post-processor puts a special token before every sequence (Llama 3's <|begin_of_text|>).
+bool bpe_template_bos(const Bpe *b, int64_t *bos_id);
+
+// True when cutting text at a "line cut" (see tokenizer_line_cut) never changes the ids: every
+// pre-tokenizer regex is GPT-2's or Llama 3's (both end a pre-token there), no add_prefix_space, no
+// added token holds a newline. Lets `prepare` encode one long document on several threads.
+bool bpe_safe_cuts(const Bpe *b);
+
+BpeEncoder *bpe_encoder_new(const Bpe *b);
+void bpe_encoder_free(BpeEncoder *e);
+// Appends the ids of text[0..n) to *out, which holds *n_out ids and has room for *cap (both grown as
+// needed), and returns the new *n_out. Any bytes encode, UTF-8 or not; added tokens in the text are
+// matched as HF does (add_special_tokens=False semantics: no template tokens are added).
+size_t bpe_encode(BpeEncoder *e, const unsigned char *text, size_t n, uint32_t **out, size_t *n_out, size_t *cap);
+
+// The bytes a token stands for (ByteLevel decoding); NULL when id is out of range or unused.
+const unsigned char *bpe_token_bytes(const Bpe *b, uint32_t id, size_t *len);
+
+// ---- training (data/bpe_train.c) -----------------------------------------------------------------
+typedef struct {
+    uint32_t vocab_size;      // total, special tokens included (>= 256 + specials)
+    int threads;              // pre-tokenize and count with this many threads
+    const char *pattern;      // "gpt2" (ByteLevel's regex) or "llama3" (a Split regex before ByteLevel)
+    uint64_t min_frequency;   // stop when the best pair occurs fewer times than this
+    bool quiet;               // no progress lines on stderr
+} BpeTrainOptions;
+
+// The special tokens every trained tokenizer has, with fixed ids right after the 256 bytes (as in byte260).
+enum { BPE_TRAIN_EOS = 256, BPE_TRAIN_BOS = 257, BPE_TRAIN_PAD = 258, BPE_TRAIN_FIRST_MERGE = 259 };
+
+typedef struct {
+    uint64_t bytes, words, unique_words, merges;
+    double count_seconds, merge_seconds;
+} BpeTrainStats;
+
+// Learns merges over the files (each file split on its special-token text, then pre-tokenized) and
+// returns the text of an HF tokenizer.json (caller frees). Fails with a message on unreadable input.
+char *bpe_train(const char *const *files, size_t n_files, const BpeTrainOptions *o, BpeTrainStats *stats);
