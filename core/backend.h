@@ -39,7 +39,7 @@ typedef struct Backend {
     void (*rope)(real *x, const int32_t *pos, int N, int nh, int hd, float theta, int inverse);
     // h (N, F) = silu(gate) * up
     void (*swiglu_forward)(real *h, const real *gate, const real *up, int N, int F);
-    // dgate, dup (N, F) from dh
+    // dgate, dup (N, F) from dh; they may be gate and up themselves (in place: recompute's arena does so)
     void (*swiglu_backward)(real *dgate, real *dup, const real *dh, const real *gate, const real *up, int N, int F);
     // y (n) += x (n)
     void (*add_inplace)(real *y, const real *x, size_t n);

@@ -6,11 +6,14 @@
 #include "core/backend.h"
 #include "data/batch.h"
 #include "model/config.h"
+#include "model/memplan.h"
 #include "model/params.h"
 
 struct AttnRing;   // attention/ring.h: the ring of sp ranks this model's attention spans (NULL = one rank)
 
 // Saved for the backward, per layer, for a micro-batch of N = B·T rows (T = this rank's tokens).
+// Under recompute, the buffers a mode does not keep point into the one shared arena (the same
+// pointer in every layer) and are filled again from the kept x, O and LSE in the backward.
 typedef struct {
     real *x;        // (N, C) layer input (residual stream)
     real *rstd1;    // (N) 1/rms of x
@@ -39,7 +42,12 @@ typedef struct {
     real *h;            // (N, F) swiglu output / its gradient
     real *d_gate, *d_up;// (N, F)
     real *attn_tmp;     // (N, H) attention scratch (running sum, D)
+    real *arena;        // one layer's working set under recompute (NULL for none)
+    void **owned;       // every buffer allocated for these activations (released by acts_free)
+    int n_owned;
+    size_t kept_bytes, work_bytes, shared_bytes;   // what acts_ensure allocated (the memory plan's figures)
     int B, T;           // the shape these buffers were sized for
+    Recompute mode;     // ... and the recompute mode
 } Activations;
 
 typedef struct {
@@ -52,6 +60,7 @@ typedef struct {
     Activations act;
     struct AttnRing *ring;  // NULL: the whole sequence is on this rank
     int loss_chunk;      // rows per chunk of the fused LM head + loss
+    Recompute recompute; // what the forward keeps for the backward (default none; may change between steps)
 } GPT;
 
 // Builds the table, allocates parameters and gradients on the backend, initialises from seed.

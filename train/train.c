@@ -41,6 +41,9 @@ typedef struct {
     int ckpt_every, keep;
     bool threads_auto;   // --threads not given: share the cores among the ranks of a node
     const char *device;  // --device: cpu, cuda or auto
+    const char *recompute;   // --recompute: none, mlp or full
+    Recompute recompute_mode;
+    float mem_budget;    // --mem-budget MiB per rank (0: the machine's available memory)
 } TrainConfig;
 
 static const ArgCommand TRAIN_CMD = {
@@ -56,7 +59,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
                        .eval_every = 0, .eval_batches = 4, .loss_chunk = 256, .lr = 1e-3f, .min_lr = 1e-4f,
                        .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .clip = 1.0f, .val_fraction = 0.1f,
                        .seed = 1337, .dp = 1, .sp = 1, .comm_timeout = 600,
-                       .debug_exit_rank = -1,
+                       .debug_exit_rank = -1, .recompute = "none",
                        .device = getenv("RINGGPT_DEVICE") ? getenv("RINGGPT_DEVICE") : "auto"};
     ModelConfig *mc = &t->model_cfg;
     int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0;
@@ -94,6 +97,9 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--eval-batches", ARG_INT, &t->eval_batches, "batches per validation"},
         {"--loss-chunk", ARG_INT, &t->loss_chunk, "rows per chunk of the fused LM head + loss"},
         {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible; default $RINGGPT_DEVICE or auto)"},
+        {"--recompute", ARG_STRING, &t->recompute, "activations kept for the backward: none, mlp (recompute the MLP's) or "
+                                                   "full (keep x, O, LSE per layer; attention never re-runs)"},
+        {"--mem-budget", ARG_FLOAT, &t->mem_budget, "memory per rank in MiB the plan must fit (default: the available memory)"},
         {"--sp", ARG_INT, &t->sp, "ring size: ranks that split one sequence (mpirun -np dp·sp)"},
         {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},
         {"--debug-exit-rank", ARG_INT, &t->debug_exit_rank, "(testing) this rank leaves the job at --debug-exit-step"},
@@ -118,6 +124,8 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     if (args_seen(specs, n, "--rope-theta")) mc->rope_theta = rope_theta;
     mc->tie_embeddings = t->tie_embeddings;
     t->threads_auto = !args_seen(specs, n, "--threads");
+    if (!recompute_parse(t->recompute, &t->recompute_mode))
+        fail_usage("unknown --recompute '%s'; use none, mlp or full", t->recompute);
 }
 
 static void check_train_config(const TrainConfig *t) {
@@ -139,6 +147,7 @@ static void check_train_config(const TrainConfig *t) {
     if (!(t->beta2 >= 0 && t->beta2 < 1)) fail_usage("--beta2 must be in [0, 1) (got %g)", t->beta2);
     if (t->clip < 0) fail_usage("--clip must not be negative (got %g)", t->clip);
     if (!(t->val_fraction >= 0 && t->val_fraction < 1)) fail_usage("--val-fraction must be in [0, 1) (got %g)", t->val_fraction);
+    if (t->mem_budget < 0) fail_usage("--mem-budget must not be negative (got %g MiB)", t->mem_budget);
     ScheduleKind k;
     if (!schedule_parse(t->schedule, &k)) fail_usage("unknown --schedule '%s'; use cosine or constant", t->schedule);
     config_validate(&t->model_cfg);
@@ -296,6 +305,7 @@ static void run_open(Run *r, int argc, char **argv) {
     r->ring_comm = t->sp > 1 ? device_comm(be, r->grid.ring, "ring communicator") : NULL;
     gpt_init(&r->model, &t->model_cfg, be, (uint64_t)t->seed);
     r->model.loss_chunk = t->loss_chunk;
+    r->model.recompute = t->recompute_mode;
     if (t->sp > 1) r->model.ring = ring_create(r->ring_comm, be);   // attention spans the sp ranks
     adamw_init(&r->opt, &r->model, (AdamWConfig){t->beta1, t->beta2, 1e-8f, t->weight_decay});
     r->sched = (Schedule){.lr = t->lr, .min_lr = t->min_lr, .warmup = t->warmup, .total = t->steps};
