@@ -67,6 +67,11 @@ typedef struct Backend {
     // One AdamW step over n elements: m, v moments; weight decay wd applied where decay != 0.
     void (*adamw)(real *w, const real *g, real *m, real *v, size_t n, float lr, float beta1, float beta2, float eps,
                   float wd, int step, int decay);
+
+    // Device memory figures in bytes for the memory plan (NULL on the CPU, whose figures are the
+    // process's RSS and /proc/meminfo): the allocator's high-water mark, and what is free now.
+    size_t (*mem_peak)(void);
+    size_t (*mem_free)(void);
 } Backend;
 
 extern const Backend BACKEND_CPU;

@@ -1,6 +1,8 @@
 // model/memplan.c — the memory plan: what one rank holds for a step, from the config, T, sp and the recompute mode.
 #include "model/memplan.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/common.h"
@@ -114,3 +116,19 @@ long memplan_max_seq_len(const ModelConfig *c, int B, int sp, Recompute r, size_
     }
     return lo;
 }
+
+// The kB figure of the line starting with key in a /proc file.
+static double proc_kb(const char *path, const char *key) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[256];
+    double kb = 0;
+    size_t n = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n)) kb = atof(line + n);
+    fclose(f);
+    return kb;
+}
+
+double mem_rss_now_bytes(void) { return proc_kb("/proc/self/status", "VmRSS:") * 1024; }
+double mem_host_available_bytes(void) { return proc_kb("/proc/meminfo", "MemAvailable:") * 1024; }

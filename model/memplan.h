@@ -51,3 +51,8 @@ void memplan_print(const MemPlan *p, const ModelConfig *c, Recompute r, int B, i
 // The longest T (a multiple of 2·sp, or any T ≥ 1 for sp = 1) whose plan fits in budget bytes; 0 if none.
 long memplan_max_seq_len(const ModelConfig *c, int B, int sp, Recompute r, size_t elem, int loss_chunk,
                          double runtime_bytes, double budget);
+
+// This process's resident set now (/proc/self/status VmRSS) and the machine's available memory
+// (/proc/meminfo MemAvailable), in bytes; 0 when the file cannot be read.
+double mem_rss_now_bytes(void);
+double mem_host_available_bytes(void);

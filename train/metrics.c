@@ -51,6 +51,7 @@ void metrics_log(MetricsLog *log, const StepMetrics *m, int print) {
                 "\"tokens_per_s\": %.1f, \"peak_rss_mb\": %.1f, \"dp\": %d, \"sp\": %d",
                 m->step, m->loss, m->lr, m->grad_norm, m->step_ms, m->tokens_per_s, m->peak_rss_mb, m->dp, m->sp);
         if (m->mfu >= 0) fprintf(log->jsonl, ", \"mfu\": %.5f", m->mfu);
+        if (m->device_peak_mb >= 0) fprintf(log->jsonl, ", \"device_peak_mb\": %.1f", m->device_peak_mb);
         if (m->val_loss >= 0) fprintf(log->jsonl, ", \"val_loss\": %.6f", m->val_loss);
         fprintf(log->jsonl, "}\n");
         if (fflush(log->jsonl) != 0) fail_data(log->path, "write failed (%s)", strerror(errno));
@@ -60,7 +61,9 @@ void metrics_log(MetricsLog *log, const StepMetrics *m, int print) {
     format_eta(m->eta_s, eta, sizeof eta);
     printf("step %5ld/%ld | loss %.4f", m->step, m->total_steps, m->loss);
     if (m->val_loss >= 0) printf(" | val %.4f", m->val_loss);
-    printf(" | lr %.2e | gnorm %.3f | %.1f ms | %.0f tok/s | %dx%d | rss %.0f MB | eta %s\n", m->lr, m->grad_norm,
-           m->step_ms, m->tokens_per_s, m->dp, m->sp, m->peak_rss_mb, eta);
+    printf(" | lr %.2e | gnorm %.3f | %.1f ms | %.0f tok/s | %dx%d | rss %.0f MB", m->lr, m->grad_norm, m->step_ms,
+           m->tokens_per_s, m->dp, m->sp, m->peak_rss_mb);
+    if (m->device_peak_mb >= 0) printf(" | dev %.0f MB", m->device_peak_mb);
+    printf(" | eta %s\n", eta);
     fflush(stdout);
 }

@@ -7,6 +7,7 @@ typedef struct {
     double loss, lr, grad_norm;
     double step_ms, tokens_per_s, mfu;   // mfu < 0: unknown
     double peak_rss_mb;
+    double device_peak_mb;      // the device allocator's high-water mark; < 0: no device
     double val_loss;            // < 0: not evaluated this step
     double eta_s;
     int dp, sp;

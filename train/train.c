@@ -268,6 +268,55 @@ static void device_comm_free(Comm *c) {
 #endif
 }
 
+// What would fit instead of a plan over the budget: more recompute, more ranks in the ring, a shorter T.
+static void fitting_options(const TrainConfig *t, double budget, double runtime, char *buf, size_t n) {
+    const ModelConfig *c = &t->model_cfg;
+    int len = 0;
+    for (int r = t->recompute_mode + 1; r <= RECOMPUTE_FULL; r++) {
+        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, r, sizeof(real), t->loss_chunk, runtime);
+        if (p.total <= budget && len < (int)n)
+            len += snprintf(buf + len, n - len, "--recompute %s (%.0f MiB), ", recompute_name(r), p.total / 1048576);
+    }
+    for (int sp = 2 * t->sp; sp <= 1024 && 2 * sp <= t->seq_len; sp *= 2) {
+        MemPlan p = memplan(c, t->batch, t->seq_len / sp, sp, t->recompute_mode, sizeof(real), t->loss_chunk, runtime);
+        if (p.total > budget) continue;
+        if (len < (int)n) len += snprintf(buf + len, n - len, "--sp %d (%.0f MiB per rank), ", sp, p.total / 1048576);
+        break;
+    }
+    long T = memplan_max_seq_len(c, t->batch, t->sp, t->recompute_mode, sizeof(real), t->loss_chunk, runtime, budget);
+    if (len < (int)n) {
+        if (T > 0) snprintf(buf + len, n - len, "--seq-len %ld or shorter", T);
+        else snprintf(buf + len, n - len, "no shorter --seq-len (the model alone does not fit)");
+    }
+}
+
+// The memory plan (model/memplan.c), printed before the model allocates anything. A run that
+// cannot fit is refused here with the options that would; the budget is --mem-budget, else the
+// device's free memory, else the host's MemAvailable shared among this node's ranks.
+static MemPlan plan_memory(const TrainConfig *t, const Backend *be, Comm *world) {
+    bool device = be->mem_free != NULL;
+    double runtime = device ? 0 : mem_rss_now_bytes();   // a device starts empty; the host holds libraries, data
+    MemPlan p = memplan(&t->model_cfg, t->batch, t->seq_len / t->sp, t->sp, t->recompute_mode, sizeof(real),
+                        t->loss_chunk, runtime);
+    memplan_print(&p, &t->model_cfg, t->recompute_mode, t->batch, t->seq_len, t->sp);
+    const char *source = "--mem-budget";
+    double avail = t->mem_budget * 1048576.0, need = p.total;
+    if (!(t->mem_budget > 0) && device) avail = (double)be->mem_free(), source = "free on the device";
+    else if (!(t->mem_budget > 0)) {
+        avail = runtime + mem_host_available_bytes() / comm_node_size();
+        source = "MemAvailable shared by this node's ranks, plus this process's own";
+    }
+    comm_allreduce(world, &avail, 1, COMM_F64, COMM_MIN, "available memory");   // every rank decides alike
+    comm_allreduce(world, &need, 1, COMM_F64, COMM_MAX, "planned memory");
+    if (avail <= 0 || need <= avail) return p;   // 0: unknown (no /proc/meminfo): let the allocator decide
+    char options[512];
+    fitting_options(t, avail, runtime, options, sizeof options);
+    comm_fail_usage_all("--seq-len %d does not fit: the memory plan needs %.0f MiB per rank (--recompute %s, --sp %d, "
+                        "--batch %d) and %.0f MiB is available (%s); would fit: %s",
+                        t->seq_len, need / 1048576, recompute_name(t->recompute_mode), t->sp, t->batch,
+                        avail / 1048576, source, options);
+}
+
 // Everything one training run holds, set up by run_open and released by run_close.
 typedef struct {
     TrainConfig t;
@@ -280,6 +329,7 @@ typedef struct {
     MetricsLog log;
     CkptHook ckpt;
     Batch batch;                   // (B, T/sp): this rank's slice of the micro-batch
+    MemPlan plan;                  // this rank's predicted memory (model/memplan.c)
     long start;                    // first step (> 0 after --resume)
     double tokens_per_step;        // global target tokens per optimizer step
 } Run;
@@ -303,6 +353,7 @@ static void run_open(Run *r, int argc, char **argv) {
     const Backend *be = select_backend(t->device, r->grid.rank);
     r->grad_comm = device_comm(be, r->grid.world, "gradient communicator");
     r->ring_comm = t->sp > 1 ? device_comm(be, r->grid.ring, "ring communicator") : NULL;
+    r->plan = plan_memory(t, be, r->grid.world);
     gpt_init(&r->model, &t->model_cfg, be, (uint64_t)t->seed);
     r->model.loss_chunk = t->loss_chunk;
     r->model.recompute = t->recompute_mode;
@@ -356,6 +407,19 @@ static double accumulate_gradients(Run *r) {
     return loss_sum;
 }
 
+// The device allocator's high-water mark in MiB; -1 on the CPU.
+static double device_peak_mb(const Backend *be) { return be->mem_peak ? be->mem_peak() / 1048576.0 : -1; }
+
+// The plan's predicted peak beside the measured one (rank 0's; on a device, device bytes only).
+static void report_memory(const Run *r) {
+    const Backend *be = r->model.be;
+    double predicted = (r->plan.total - r->plan.runtime) / 1048576, measured = device_peak_mb(be);
+    const char *what = "device allocator high-water mark";
+    if (!be->mem_peak) predicted = r->plan.total / 1048576, measured = peak_rss_mb(), what = "peak RSS";
+    log_info("memory: predicted peak %.1f MiB, measured %.1f MiB (%s, rank 0), prediction %+.1f%%\n", predicted,
+             measured, what, 100 * (predicted / measured - 1));
+}
+
 int cmd_train(int argc, char **argv) {
     comm_init(&argc, &argv);   // MPI when launched by mpirun/srun, else a one-rank world
     Run r;
@@ -372,11 +436,12 @@ int cmd_train(int argc, char **argv) {
         double gnorm = clip_grad_norm(&r.model, t->clip);
         float lr = lr_at(&r.sched, step);
         adamw_update(&r.opt, &r.model, lr);
-        double dt = now_seconds() - t0, rss = peak_rss_mb();
-        comm_allreduce(r.grid.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");   // the largest rank's memory
+        double dt = now_seconds() - t0, mem[2] = {peak_rss_mb(), device_peak_mb(r.model.be)};
+        comm_allreduce(r.grid.world, mem, 2, COMM_F64, COMM_MAX, "peak memory");   // the largest rank's memory
         StepMetrics sm = {.step = step + 1, .total_steps = t->steps, .loss = loss_sum / r.tokens_per_step, .lr = lr,
                           .grad_norm = gnorm, .step_ms = dt * 1e3, .tokens_per_s = r.tokens_per_step / dt,
-                          .mfu = -1, .peak_rss_mb = rss, .val_loss = -1, .dp = t->dp, .sp = t->sp};
+                          .mfu = -1, .peak_rss_mb = mem[0], .device_peak_mb = mem[1], .val_loss = -1, .dp = t->dp,
+                          .sp = t->sp};
         bool last = step + 1 == t->steps;
         if (r.val && ((t->eval_every > 0 && (step + 1) % t->eval_every == 0) || last))
             sm.val_loss = evaluate(&r.model, r.val, &r.batch, t->eval_batches, r.grid.world);
@@ -387,6 +452,7 @@ int cmd_train(int argc, char **argv) {
     }
     log_info("done: %ld steps in %.1f s, peak RSS %.0f MB, metrics in %s\n", t->steps - r.start,
              now_seconds() - run_start, peak_rss_mb(), r.log.path);
+    report_memory(&r);
     run_close(&r);
     comm_finalize();
     return 0;
