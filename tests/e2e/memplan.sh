@@ -30,4 +30,7 @@ check "sp 2: predicted peak within 25% of measured ($(grep '^memory:' "$W/ring.l
 expect_fail 2 "does not fit: the memory plan needs" "$BIN" train --data "$W/text.txt" "${SHAPE[@]}" --mem-budget 40 --out "$W/x"
 expect_fail 2 "would fit: --recompute full" "$BIN" train --data "$W/text.txt" "${SHAPE[@]}" --mem-budget 70 --out "$W/x"
 expect_fail 2 "--mem-budget must not be negative" "$BIN" train --data "$W/text.txt" "${SHAPE[@]}" --mem-budget -1 --out "$W/x"
+# Memory exhaustion anyway (the plan overruled, the address space capped): one line naming the buffer, size, rank.
+expect_fail 1 "rank 0: out of memory allocating" bash -c 'ulimit -v 1000000; exec "$0" "$@"' "$BIN" train \
+  --data "$W/text.txt" --model small --seq-len 32768 --batch 1 --steps 1 --val-fraction 0 --mem-budget 100000 --out "$W/x"
 finish
