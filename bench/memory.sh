@@ -36,6 +36,30 @@ for sp in [1, 2, 4, 8]:
     print(f"| {sp} | {r['none']['max_seq_len']:,} | {r['mlp']['max_seq_len']:,} | {r['full']['max_seq_len']:,} |")
 PY
 
+# 1b. The plan's longest T checked by running it: ringgpt refuses a too-long T under --mem-budget VERIFY_MIB,
+# names the longest that fits, and one step at that T must peak within the budget.
+VERIFY_MIB=${VERIFY_MIB:-200}
+vtext=$work/verify.txt
+while [[ $(stat -c %s "$vtext" 2>/dev/null || echo 0) -lt 400000 ]]; do cat "$(dirname "$0")"/../model/*.c >> "$vtext"; done
+echo
+echo "## Longest T at --mem-budget $VERIFY_MIB MiB, small, checked by one step"
+echo
+echo "| --recompute | longest T (plan) | predicted (MiB) | measured peak RSS (MiB) | measured / budget | load |"
+echo "|---|---|---|---|---|---|"
+for mode in none mlp full; do
+  msg=$("$BUILD/ringgpt" train --data "$vtext" --model small --batch 1 --seq-len 200000 --recompute $mode \
+        --mem-budget "$VERIFY_MIB" --val-fraction 0 --out "$work/v" 2>&1 >/dev/null || true)
+  T=$(sed -nE 's/.*--seq-len ([0-9]+) or shorter.*/\1/p' <<< "$msg")
+  [[ -n $T ]] || { echo "memory.sh: no longest T in: $msg" >&2; exit 1; }
+  l0=$(load)
+  "$BUILD/ringgpt" train --data "$vtext" --model small --batch 1 --seq-len "$T" --steps 1 --warmup 1 --val-fraction 0 \
+    --ckpt-every -1 --recompute $mode --mem-budget "$VERIFY_MIB" --out "$work/v_$mode" > "$work/v_$mode.log" 2>&1
+  m=$(grep '^memory:' "$work/v_$mode.log")
+  meas=$(sed -nE 's/.*measured ([0-9.]+) MiB.*/\1/p' <<< "$m") pred=$(sed -nE 's/.*predicted peak ([0-9.]+) MiB.*/\1/p' <<< "$m")
+  echo "| $mode | $T | $pred | $meas | $(awk -v a="$meas" -v b="$VERIFY_MIB" 'BEGIN { printf "%.3f", a / b }') | $l0 |"
+  records+=("{\"part\": \"verify\", \"recompute\": \"$mode\", \"budget_mib\": $VERIFY_MIB, \"seq_len\": $T, \"predicted_mib\": $pred, \"peak_rss_mib\": $meas}")
+done
+
 # 2. Measured per rank beyond the model (weights, grads, AdamW, libraries) at a fixed T, ring_bench's model.
 echo
 echo "## Peak per rank beyond the model, T=$RING_T (ring_bench: 2 layers, dim 64, 4/2 heads; measured vs plan)"
