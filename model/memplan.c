@@ -74,7 +74,7 @@ MemPlan memplan(const ModelConfig *c, int B, int T_local, int sp, Recompute r, s
         // two packets of K | V | dK | dV and one dK | dV step buffer, each block (T_local, Hkv, hd)
         .ring = sp > 1 ? 10.0 * T_local * cfg_kv_dim(c) * elem : 0,
         .head_chunk = (double)chunk * c->vocab_size * elem + chunk * sizeof(double),
-        .batch = 3.0 * N * sizeof(int32_t),
+        .batch = 4.0 * N * sizeof(int32_t),   // tokens, targets, positions, document numbers
         .runtime = runtime_bytes,
     };
     p.total = p.weights + p.grads + p.optimizer + p.kept + p.work + p.shared + p.ring + p.head_chunk + p.batch +

@@ -37,7 +37,7 @@ typedef struct {
     double shared;                      // backward scratch, final norm, LM-head gradient
     double ring;                        // the ring's two K/V/dK/dV packets and its dK/dV step buffer (sp > 1)
     double head_chunk;                  // the fused LM head's chunk of logits
-    double batch;                       // tokens, targets, positions
+    double batch;                       // tokens, targets, positions, document numbers
     double runtime;                     // the process before the model (libraries, data): measured, not predicted
     double total;                       // the predicted peak: the sum of the above
     double kept_per_token_layer;        // bytes per token per layer kept
