@@ -66,10 +66,13 @@ static real *act_alloc(GPT *m, size_t n, size_t *bytes, const char *what) {
 //                             the backward's attention half, after d_c = d(att) is in place)
 //         the final norm  x_final, rstd_f, xn_f, dx_f over gate and up: written after the last
 //                         layer's MLP has read them, read by the backward before any recompute
-static size_t arena_layout(GPT *m, LayerActs *L, size_t N, real *base) {
+//         and, on a ring, its packets after the attention side: only attention uses them, while
+//         the MLP side and the final norm are dead (so they cost max(), not a sum)
+static size_t arena_layout(GPT *m, LayerActs *L, int B, int T, real *base) {
     const ModelConfig *c = &m->cfg;
     Activations *a = &m->act;
-    size_t C = c->dim, Q = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head, off = 0, end = 0;
+    size_t N = (size_t)B * T, C = c->dim, Q = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head;
+    size_t off = 0, end = 0;
     if (a->mode == RECOMPUTE_NONE) return 0;
 #define PIECE(ptr, n) ((ptr) = base ? base + off : NULL, off += ((n) + ACT_ALIGN - 1) / ACT_ALIGN * ACT_ALIGN, \
                        end = off > end ? off : end)
@@ -95,6 +98,7 @@ static size_t arena_layout(GPT *m, LayerActs *L, size_t N, real *base) {
         PIECE(a->d_k, N * KV);
         PIECE(a->d_v, N * KV);
         PIECE(a->attn_tmp, N * H);
+        if (m->ring) PIECE(a->ring_ws, ring_workspace_elems((size_t)T * KV));
         off = gate_at;
         PIECE(a->x_final, N * C);
         PIECE(a->rstd_f, N);
@@ -116,8 +120,9 @@ static void acts_ensure(GPT *m, int B, int T) {
     size_t N = (size_t)B * T, C = c->dim, Q = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head;
     a->layers = xcalloc(c->n_layer, sizeof(LayerActs), "layer activations");
     LayerActs work = {0};   // the layer buffers that live in the arena (NULL: kept per layer)
-    size_t arena = arena_layout(m, &work, N, NULL);
-    if (arena) arena_layout(m, &work, N, a->arena = act_alloc(m, arena, &a->work_bytes, "recompute working set"));
+    size_t arena = arena_layout(m, &work, B, T, NULL);
+    if (arena) arena_layout(m, &work, B, T, a->arena = act_alloc(m, arena, &a->work_bytes, "recompute working set"));
+    if (m->ring) ring_set_workspace(m->ring, a->ring_ws, a->ring_ws ? ring_workspace_elems((size_t)T * KV) : 0);
 #define KEEP(ptr, n) if (!(ptr)) (ptr) = act_alloc(m, (n), &a->kept_bytes, "activations")
     for (int l = 0; l < c->n_layer; l++) {
         LayerActs *L = &a->layers[l];

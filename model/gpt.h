@@ -43,6 +43,7 @@ typedef struct {
     real *d_gate, *d_up;// (N, F)
     real *attn_tmp;     // (N, H) attention scratch (running sum, D)
     real *arena;        // one layer's working set under recompute (NULL for none)
+    real *ring_ws;      // (10, T, Hkv·hd) the ring's packets, in the arena under full (else NULL: the ring's own)
     void **owned;       // every buffer allocated for these activations (released by acts_free)
     int n_owned;
     size_t kept_bytes, work_bytes, shared_bytes;   // what acts_ensure allocated (the memory plan's figures)

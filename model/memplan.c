@@ -26,8 +26,8 @@ static size_t max3(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c
 
 // Mirrors acts_ensure and arena_layout in model/gpt.c (tests/unit/test_recompute.c checks that
 // the two agree to the byte for every mode).
-ActSizes act_sizes(const ModelConfig *c, Recompute r, size_t N) {
-    size_t C = c->dim, Q = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head;
+ActSizes act_sizes(const ModelConfig *c, Recompute r, int B, int T_local, int sp) {
+    size_t N = (size_t)B * T_local, C = c->dim, Q = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head;
     size_t attn_side = 1 + C + Q + 2 * KV;        // rstd1, xn1, q, k, v
     size_t mlp_side = 1 + C + 2 * F;              // rstd2, xn2, gate, up
     size_t always = C + Q + H;                    // x, att (O), lse
@@ -49,6 +49,7 @@ ActSizes act_sizes(const ModelConfig *c, Recompute r, size_t N) {
         size_t before_gate = piece(N * C) + piece(N) + piece(N * C);
         size_t mlp = before_gate + 2 * piece(N * F);
         size_t attn = piece(N) + piece(N * C) + 2 * piece(N * Q) + 4 * piece(N * KV) + piece(N * H);
+        if (sp > 1) attn += piece(10 * (size_t)T_local * KV);   // the ring's packets (ring_workspace_elems)
         size_t fin = before_gate + 3 * piece(N * C) + piece(N);
         s.work = piece(N * (F > C ? F : C)) + max3(mlp, attn, fin);
         s.shared = N * C;                         // res; everything else lives in the arena
@@ -61,7 +62,7 @@ ActSizes act_sizes(const ModelConfig *c, Recompute r, size_t N) {
 MemPlan memplan(const ModelConfig *c, int B, int T_local, int sp, Recompute r, size_t elem, int loss_chunk,
                 double runtime_bytes) {
     size_t N = (size_t)B * T_local;
-    ActSizes a = act_sizes(c, r, N);
+    ActSizes a = act_sizes(c, r, B, T_local, sp);
     double params = (double)config_num_params(c) * elem;
     size_t chunk = loss_chunk > 0 && (size_t)loss_chunk < N ? (size_t)loss_chunk : N;
     MemPlan p = {
@@ -72,7 +73,7 @@ MemPlan memplan(const ModelConfig *c, int B, int T_local, int sp, Recompute r, s
         .work = (double)a.work * elem,
         .shared = (double)a.shared * elem,
         // two packets of K | V | dK | dV and one dK | dV step buffer, each block (T_local, Hkv, hd)
-        .ring = sp > 1 ? 10.0 * T_local * cfg_kv_dim(c) * elem : 0,
+        .ring = sp > 1 && r != RECOMPUTE_FULL ? 10.0 * T_local * cfg_kv_dim(c) * elem : 0,
         .head_chunk = (double)chunk * c->vocab_size * elem + chunk * sizeof(double),
         .batch = 4.0 * N * sizeof(int32_t),   // tokens, targets, positions, document numbers
         .runtime = runtime_bytes,
@@ -94,7 +95,8 @@ void memplan_print(const MemPlan *p, const ModelConfig *c, Recompute r, int B, i
     log_info("  one layer's working set %9.1f MiB  (%.0f bytes/token)\n", mib(p->work), p->work_per_token);
     log_info("  backward scratch, head  %9.1f MiB\n", mib(p->shared + p->head_chunk + p->batch));
     log_info("  weights / grads / AdamW %9.1f / %.1f / %.1f MiB\n", mib(p->weights), mib(p->grads), mib(p->optimizer));
-    if (sp > 1) log_info("  ring packets            %9.1f MiB\n", mib(p->ring));
+    if (sp > 1 && r == RECOMPUTE_FULL) log_info("  ring packets            in the working set (dead MLP half)\n");
+    else if (sp > 1) log_info("  ring packets            %9.1f MiB\n", mib(p->ring));
     log_info("  runtime before the model %8.1f MiB  (measured)\n", mib(p->runtime));
     log_info("  predicted peak          %9.1f MiB\n", mib(p->total));
 }

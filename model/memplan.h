@@ -21,13 +21,14 @@ const char *recompute_name(Recompute r);
 // cudaMalloc gives, which vector loads in the kernels rely on).
 enum { ACT_ALIGN = 64 };
 
-// Elements of the activation buffers model/gpt.c allocates for N = B·T_local rows, by where they live.
+// Elements of the activation buffers model/gpt.c allocates for B sequences of T_local tokens on a
+// ring of sp ranks (N = B·T_local rows), by where they live.
 typedef struct {
     size_t kept_per_layer;   // kept from the forward to the backward, per layer
-    size_t work;             // one layer's working set: the shared arena (0 for none)
+    size_t work;             // one layer's working set: the shared arena (0 for none; holds the ring's packets under full)
     size_t shared;           // buffers shared by all layers: backward scratch, final norm, head gradient
 } ActSizes;
-ActSizes act_sizes(const ModelConfig *c, Recompute r, size_t N);
+ActSizes act_sizes(const ModelConfig *c, Recompute r, int B, int T_local, int sp);
 
 // One rank's memory for a step, in bytes (elem = the backend's element size, sizeof(real) here).
 typedef struct {
@@ -35,7 +36,8 @@ typedef struct {
     double kept;                        // activations kept for the backward, all layers
     double work;                        // one layer's recompute working set
     double shared;                      // backward scratch, final norm, LM-head gradient
-    double ring;                        // the ring's two K/V/dK/dV packets and its dK/dV step buffer (sp > 1)
+    double ring;                        // the ring's two K/V/dK/dV packets and its dK/dV step buffer (sp > 1;
+                                        // under full they live in the working set and this is 0)
     double head_chunk;                  // the fused LM head's chunk of logits
     double batch;                       // tokens, targets, positions, document numbers
     double runtime;                     // the process before the model (libraries, data): measured, not predicted

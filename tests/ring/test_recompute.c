@@ -65,8 +65,8 @@ static StepResult run_step(GPT *m, const Batch *b, Recompute mode, double grad_s
 }
 
 // The bytes acts_ensure allocated are the plan's (model/memplan.c states the layout a second time).
-static void check_plan(const GPT *m, Recompute mode, size_t N, const char *shape) {
-    ActSizes s = act_sizes(&m->cfg, mode, N);
+static void check_plan(const GPT *m, Recompute mode, int T_local, int sp, const char *shape) {
+    ActSizes s = act_sizes(&m->cfg, mode, B, T_local, sp);
     const Activations *a = &m->act;
     CHECK(a->kept_bytes == s.kept_per_layer * m->cfg.n_layer * sizeof(real) && a->work_bytes == s.work * sizeof(real) &&
               a->shared_bytes == s.shared * sizeof(real),
@@ -90,7 +90,7 @@ static void test_shape(const Shape *sh, const CommGrid *g) {
     CHECK(ref.exchanges == expect, "%s: %ld ring exchanges per step, expected %ld", sh->name, ref.exchanges, expect);
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         StepResult r = run_step(&m, &b, order[i], grad_scale);
-        check_plan(&m, order[i], (size_t)B * b.T, sh->name);
+        check_plan(&m, order[i], b.T, g->sp, sh->name);
         size_t differ = 0;
         for (size_t k = 0; k < m.table.total; k++) differ += memcmp(&r.grads[k], &ref.grads[k], sizeof(real)) != 0;
         CHECK(r.loss == ref.loss && differ == 0, "%s, --recompute %s, rank %d: loss %.17g vs %.17g (none); %zu of %zu "
@@ -105,6 +105,7 @@ static void test_shape(const Shape *sh, const CommGrid *g) {
     free(ref.grads);
     batch_free(&b);
     ring_free(m.ring);
+    m.ring = NULL;
     gpt_free(&m);
 }
 
