@@ -18,6 +18,9 @@ struct AttnRing {
     real *pkt[2];       // (4, L, Hkv, hd) each
     real *dkv_step;     // (2, L, Hkv, hd) this step's dk | dv contribution, before it joins its accumulator
     size_t cap;         // elements of one (L, Hkv, hd) block the buffers hold
+    real *ws;           // lent workspace (ring_set_workspace) or NULL
+    size_t ws_elems;
+    bool own;           // the buffers are the ring's own allocations
     bool overlap;
     RingStats stats;
 };
@@ -34,9 +37,9 @@ AttnRing *ring_create(Comm *ring_comm, const Backend *be) {
 }
 
 static void release_buffers(AttnRing *R) {
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2 && R->own; i++)
         if (R->pkt[i]) R->be->release(R->pkt[i]);
-    if (R->dkv_step) R->be->release(R->dkv_step);
+    if (R->dkv_step && R->own) R->be->release(R->dkv_step);
     R->pkt[0] = R->pkt[1] = R->dkv_step = NULL;
     R->cap = 0;
 }
@@ -52,12 +55,24 @@ int ring_size(const AttnRing *R) { return R->size; }
 int ring_rank(const AttnRing *R) { return R->rank; }
 void ring_stats_reset(AttnRing *R) { R->stats = (RingStats){0}; }
 
-// Sizes the buffers for blocks of kvn = L·Hkv·hd elements (once, unless T_local grows).
+size_t ring_workspace_elems(size_t kvn) { return 10 * kvn; }   // two packets (4 blocks each), one dK|dV step
+
+void ring_set_workspace(AttnRing *R, real *buf, size_t elems) {
+    if (buf == R->ws && elems == R->ws_elems) return;
+    release_buffers(R);
+    R->ws = buf;
+    R->ws_elems = buf ? elems : 0;
+}
+
+// Sizes the buffers for blocks of kvn = L·Hkv·hd elements (once, unless T_local grows): in the lent
+// workspace when it is big enough, else the ring's own.
 static void ensure_buffers(AttnRing *R, size_t kvn) {
     if (kvn <= R->cap) return;
     release_buffers(R);
-    for (int i = 0; i < 2; i++) R->pkt[i] = R->be->alloc(4 * kvn * sizeof(real), "ring KV packets");
-    R->dkv_step = R->be->alloc(2 * kvn * sizeof(real), "ring dKV step buffer");
+    R->own = !(R->ws && ring_workspace_elems(kvn) <= R->ws_elems);
+    for (int i = 0; i < 2; i++)
+        R->pkt[i] = R->own ? R->be->alloc(4 * kvn * sizeof(real), "ring KV packets") : R->ws + 4 * kvn * i;
+    R->dkv_step = R->own ? R->be->alloc(2 * kvn * sizeof(real), "ring dKV step buffer") : R->ws + 8 * kvn;
     R->cap = kvn;
 }
 

@@ -1,5 +1,7 @@
 // attention/ring.h — ring attention across the sp ranks of a sequence: zigzag blocks, KV passed around the ring.
 #pragma once
+#include <stddef.h>
+
 #include "attention/attention.h"
 
 struct Backend;
@@ -45,6 +47,11 @@ typedef struct {
 // Setting RINGGPT_RING_NO_OVERLAP=1 in the environment waits for each exchange right after starting
 // it (the serial baseline of the overlap measurement).
 AttnRing *ring_create(struct Comm *ring_comm, const struct Backend *be);
+// Lends the ring `elems` elements of backend memory for its packets instead of its own, memory the
+// caller knows is dead while attention runs (model/gpt.c's recompute arena); NULL returns to its
+// own buffers. Used when it holds ring_workspace_elems(kvn) for blocks of kvn = T_local·Hkv·hd.
+void ring_set_workspace(AttnRing *ring, real *buf, size_t elems);
+size_t ring_workspace_elems(size_t kvn);
 void ring_free(AttnRing *ring);
 RingStats ring_stats(const AttnRing *ring);
 int ring_size(const AttnRing *ring);   // sp

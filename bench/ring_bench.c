@@ -1,5 +1,6 @@
 // bench/ring_bench.c — one ring of sp = world ranks: per-rank peak memory beyond the model, step time, ring wait vs compute.
 // Usage: mpirun -np SP ring_bench [--seq-len T] [--steps N] [--layers L] [--dim C] [--heads H] [--kv-heads K]
+//        [--recompute none|mlp|full]
 // Each rank prints nothing; rank 0 prints one line of key=value figures (max over ranks) for bench/ring_bench.sh.
 // Set RINGGPT_RING_NO_OVERLAP=1 to wait for each exchange right after starting it (the serial baseline).
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "data/source.h"
 #include "model/adamw.h"
 #include "model/gpt.h"
+#include "model/memplan.h"
 
 // Current resident set of this process in MiB (/proc/self/status VmRSS).
 static double rss_now_mb(void) {
@@ -30,6 +32,7 @@ static double rss_now_mb(void) {
 int main(int argc, char **argv) {
     comm_init(&argc, &argv);
     int T = 32768, steps = 2, layers = 2, dim = 64, heads = 4, kv_heads = 2;
+    const char *recompute = "none";
     ArgSpec specs[] = {
         {"--seq-len", ARG_INT, &T, "global tokens per sequence"},
         {"--steps", ARG_INT, &steps, "training steps (the last one is timed)"},
@@ -37,6 +40,7 @@ int main(int argc, char **argv) {
         {"--dim", ARG_INT, &dim, "model width"},
         {"--heads", ARG_INT, &heads, "query heads"},
         {"--kv-heads", ARG_INT, &kv_heads, "key/value heads"},
+        {"--recompute", ARG_STRING, &recompute, "none, mlp or full"},
     };
     ArgCommand cmd = {"ring_bench", "mpirun -np SP ring_bench [flags]", "Ring attention memory and time per rank."};
     args_parse(&cmd, specs, sizeof specs / sizeof specs[0], argc, argv, NULL, 0);
@@ -45,8 +49,14 @@ int main(int argc, char **argv) {
     if (T % (2 * g.sp) != 0) comm_fail_usage_all("--seq-len %d is not divisible by 2·sp = %d", T, 2 * g.sp);
     ModelConfig cfg = {.n_layer = layers, .dim = dim, .n_head = heads, .n_kv_head = kv_heads, .ffn_dim = 3 * dim,
                        .vocab_size = 256, .rope_theta = 10000, .norm_eps = 1e-5f};
+    Recompute mode;
+    if (!recompute_parse(recompute, &mode)) comm_fail_usage_all("unknown --recompute '%s'; use none, mlp or full", recompute);
+    // The plan's figure beyond the model (weights, grads, AdamW and the runtime are in the base below).
+    MemPlan plan = memplan(&cfg, 1, T / g.sp, g.sp, mode, sizeof(real), 256, 0);
+    double plan_beyond = (plan.total - plan.weights - plan.grads - plan.optimizer) / 1048576;
     GPT m;
     gpt_init(&m, &cfg, &BACKEND_CPU, 1);
+    m.recompute = mode;
     if (g.sp > 1) m.ring = ring_create(g.ring, &BACKEND_CPU);
     AdamW opt;
     adamw_init(&opt, &m, (AdamWConfig){0.9f, 0.95f, 1e-8f, 0.1f});
@@ -75,9 +85,10 @@ int main(int argc, char **argv) {
     // max over ranks: peak, base, activation peak, step time, wait, compute
     double v[6] = {peak_rss_mb(), base, peak_rss_mb() - base, step_s, st.wait_s, st.compute_s};
     comm_allreduce(g.world, v, 6, COMM_F64, COMM_MAX, "bench figures");
-    log_info("sp=%d T=%d layers=%d dim=%d heads=%d/%d peak_rss_mb=%.1f base_rss_mb=%.1f act_peak_mb=%.1f step_s=%.3f "
-             "ring_wait_s=%.3f ring_compute_s=%.3f\n",
-             g.sp, T, layers, dim, heads, kv_heads, v[0], v[1], v[2], v[3], v[4], v[5]);
+    log_info("sp=%d T=%d layers=%d dim=%d heads=%d/%d recompute=%s peak_rss_mb=%.1f base_rss_mb=%.1f act_peak_mb=%.1f "
+             "plan_act_mb=%.1f step_s=%.3f ring_wait_s=%.3f ring_compute_s=%.3f exchanges=%ld\n",
+             g.sp, T, layers, dim, heads, kv_heads, recompute, v[0], v[1], v[2], plan_beyond, v[3], v[4], v[5],
+             st.exchanges);
     free(sample);
     batch_free(&b);
     adamw_free(&opt, &m);

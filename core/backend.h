@@ -39,7 +39,7 @@ typedef struct Backend {
     void (*rope)(real *x, const int32_t *pos, int N, int nh, int hd, float theta, int inverse);
     // h (N, F) = silu(gate) * up
     void (*swiglu_forward)(real *h, const real *gate, const real *up, int N, int F);
-    // dgate, dup (N, F) from dh
+    // dgate, dup (N, F) from dh; they may be gate and up themselves (in place: recompute's arena does so)
     void (*swiglu_backward)(real *dgate, real *dup, const real *dh, const real *gate, const real *up, int N, int F);
     // y (n) += x (n)
     void (*add_inplace)(real *y, const real *x, size_t n);
@@ -73,6 +73,11 @@ typedef struct Backend {
     // One AdamW step over n elements: m, v moments; weight decay wd applied where decay != 0.
     void (*adamw)(real *w, const real *g, real *m, real *v, size_t n, float lr, float beta1, float beta2, float eps,
                   float wd, int step, int decay);
+
+    // Device memory figures in bytes for the memory plan (NULL on the CPU, whose figures are the
+    // process's RSS and /proc/meminfo): the allocator's high-water mark, and what is free now.
+    size_t (*mem_peak)(void);
+    size_t (*mem_free)(void);
 } Backend;
 
 extern const Backend BACKEND_CPU;

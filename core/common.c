@@ -60,15 +60,15 @@ void fail_data(const char *path, const char *fmt, ...) {
 
 void *xmalloc(size_t bytes, const char *what) {
     void *p = malloc(bytes ? bytes : 1);
-    if (!p) fail("out of memory allocating %.1f MiB for %s; use a shorter --seq-len, smaller --batch or more ranks (--sp)",
-                 bytes / 1048576.0, what);
+    if (!p) fail("rank %d: out of memory allocating %.1f MiB for %s; use --recompute full, a shorter --seq-len, smaller "
+                 "--batch or more ranks (--sp)", g_log_rank, bytes / 1048576.0, what);
     return p;
 }
 
 void *xcalloc(size_t count, size_t size, const char *what) {
     void *p = calloc(count ? count : 1, size ? size : 1);
-    if (!p) fail("out of memory allocating %.1f MiB for %s; use a shorter --seq-len, smaller --batch or more ranks (--sp)",
-                 (double)count * size / 1048576.0, what);
+    if (!p) fail("rank %d: out of memory allocating %.1f MiB for %s; use --recompute full, a shorter --seq-len, smaller "
+                 "--batch or more ranks (--sp)", g_log_rank, (double)count * size / 1048576.0, what);
     return p;
 }
 

@@ -29,17 +29,9 @@ void gpt_init(GPT *m, const ModelConfig *c, const Backend *be, uint64_t seed) {
 
 static void acts_free(GPT *m) {
     Activations *a = &m->act;
-    if (!a->layers) return;
-    const Backend *be = m->be;
-    for (int l = 0; l < m->cfg.n_layer; l++) {
-        LayerActs *L = &a->layers[l];
-        real *bufs[] = {L->x, L->rstd1, L->xn1, L->q, L->k, L->v, L->att, L->lse, L->xm, L->rstd2, L->xn2, L->gate, L->up};
-        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) be->release(bufs[i]);
-    }
+    for (int i = 0; i < a->n_owned; i++) m->be->release(a->owned[i]);
+    free(a->owned);
     free(a->layers);
-    real *shared[] = {a->x_final, a->rstd_f, a->xn_f, a->dx_f, a->res, a->d_c, a->d_q, a->d_k, a->d_v, a->h,
-                      a->d_gate, a->d_up, a->attn_tmp};
-    for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++) be->release(shared[i]);
     memset(a, 0, sizeof *a);
 }
 
@@ -56,46 +48,117 @@ void gpt_free(GPT *m) {
 
 void gpt_zero_grad(GPT *m) { m->be->zero(m->grads, m->table.total * sizeof(real)); }
 
-// Activation memory is linear in N = B·T: nothing here is (T × T) or (T × V).
+// Allocates n elements on the backend for the activations, counted in *bytes, released by acts_free.
+static real *act_alloc(GPT *m, size_t n, size_t *bytes, const char *what) {
+    Activations *a = &m->act;
+    real *p = m->be->alloc(n * sizeof(real), what);
+    a->owned = xrealloc(a->owned, (a->n_owned + 1) * sizeof *a->owned, "activation list");
+    a->owned[a->n_owned++] = p;
+    *bytes += n * sizeof(real);
+    return p;
+}
+
+// The arena: one layer's working set under recompute, laid out so that buffers never alive at
+// the same time share memory. Fills the arena's pointers into *L (the per-layer buffers that live
+// there) and into m->act (scratch), or only counts when base is NULL; returns its elements.
+//   mlp:  rstd2, xn2, gate, up (d_gate and d_up overwrite gate and up in place)
+//   full: [ h, then dh, then d_c ] followed by three overlays of one region:
+//         the MLP side  xm, rstd2, xn2, gate, up       (forward MLP; backward's MLP half)
+//         the attention side  rstd1, xn1, q, k, v, d_q, d_k, d_v, attn_tmp   (forward attention;
+//                             the backward's attention half, after d_c = d(att) is in place)
+//         the final norm  x_final, rstd_f, xn_f, dx_f over gate and up: written after the last
+//                         layer's MLP has read them, read by the backward before any recompute
+//         and, on a ring, its packets after the attention side: only attention uses them, while
+//         the MLP side and the final norm are dead (so they cost max(), not a sum)
+static size_t arena_layout(GPT *m, LayerActs *L, int B, int T, real *base) {
+    const ModelConfig *c = &m->cfg;
+    Activations *a = &m->act;
+    size_t N = (size_t)B * T, C = c->dim, Q = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head;
+    size_t off = 0, end = 0;
+    if (a->mode == RECOMPUTE_NONE) return 0;
+#define PIECE(ptr, n) ((ptr) = base ? base + off : NULL, off += ((n) + ACT_ALIGN - 1) / ACT_ALIGN * ACT_ALIGN, \
+                       end = off > end ? off : end)
+    bool full = a->mode == RECOMPUTE_FULL;
+    if (full) PIECE(a->h, N * (F > C ? F : C));
+    if (full) a->d_c = a->h;
+    size_t side = off;
+    if (full) PIECE(L->xm, N * C);
+    PIECE(L->rstd2, N);
+    PIECE(L->xn2, N * C);
+    size_t gate_at = off;
+    PIECE(L->gate, N * F);
+    PIECE(L->up, N * F);
+    a->d_gate = L->gate, a->d_up = L->up;
+    if (full) {
+        off = side;
+        PIECE(L->rstd1, N);
+        PIECE(L->xn1, N * C);
+        PIECE(L->q, N * Q);
+        PIECE(L->k, N * KV);
+        PIECE(L->v, N * KV);
+        PIECE(a->d_q, N * Q);
+        PIECE(a->d_k, N * KV);
+        PIECE(a->d_v, N * KV);
+        PIECE(a->attn_tmp, N * H);
+        if (m->ring) PIECE(a->ring_ws, ring_workspace_elems((size_t)T * KV));
+        off = gate_at;
+        PIECE(a->x_final, N * C);
+        PIECE(a->rstd_f, N);
+        PIECE(a->xn_f, N * C);
+        PIECE(a->dx_f, N * C);
+    }
+#undef PIECE
+    return end;
+}
+
+// Activation memory is linear in N = B·T: nothing here is (T × T) or (T × V). What the mode keeps
+// gets its own buffers per layer; the rest points into the arena (model/memplan.c counts the same).
 static void acts_ensure(GPT *m, int B, int T) {
     Activations *a = &m->act;
-    if (a->layers && a->B == B && a->T == T) return;
+    if (a->layers && a->B == B && a->T == T && a->mode == m->recompute) return;
     acts_free(m);
+    a->mode = m->recompute;
     const ModelConfig *c = &m->cfg;
-    const Backend *be = m->be;
     size_t N = (size_t)B * T, C = c->dim, Q = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head;
-#define ALLOC(n, what) ((real *)be->alloc((n) * sizeof(real), what))
     a->layers = xcalloc(c->n_layer, sizeof(LayerActs), "layer activations");
+    LayerActs work = {0};   // the layer buffers that live in the arena (NULL: kept per layer)
+    size_t arena = arena_layout(m, &work, B, T, NULL);
+    if (arena) arena_layout(m, &work, B, T, a->arena = act_alloc(m, arena, &a->work_bytes, "recompute working set"));
+    if (m->ring) ring_set_workspace(m->ring, a->ring_ws, a->ring_ws ? ring_workspace_elems((size_t)T * KV) : 0);
+#define KEEP(ptr, n) if (!(ptr)) (ptr) = act_alloc(m, (n), &a->kept_bytes, "activations")
     for (int l = 0; l < c->n_layer; l++) {
         LayerActs *L = &a->layers[l];
-        L->x = ALLOC(N * C, "activations");
-        L->rstd1 = ALLOC(N, "activations");
-        L->xn1 = ALLOC(N * C, "activations");
-        L->q = ALLOC(N * Q, "activations");
-        L->k = ALLOC(N * KV, "activations");
-        L->v = ALLOC(N * KV, "activations");
-        L->att = ALLOC(N * Q, "activations");
-        L->lse = ALLOC(N * H, "activations");
-        L->xm = ALLOC(N * C, "activations");
-        L->rstd2 = ALLOC(N, "activations");
-        L->xn2 = ALLOC(N * C, "activations");
-        L->gate = ALLOC(N * F, "activations");
-        L->up = ALLOC(N * F, "activations");
+        *L = work;
+        KEEP(L->x, N * C);
+        KEEP(L->rstd1, N);
+        KEEP(L->xn1, N * C);
+        KEEP(L->q, N * Q);
+        KEEP(L->k, N * KV);
+        KEEP(L->v, N * KV);
+        KEEP(L->att, N * Q);
+        KEEP(L->lse, N * H);
+        KEEP(L->xm, N * C);
+        KEEP(L->rstd2, N);
+        KEEP(L->xn2, N * C);
+        KEEP(L->gate, N * F);
+        KEEP(L->up, N * F);
     }
-    a->x_final = ALLOC(N * C, "activations");
-    a->rstd_f = ALLOC(N, "activations");
-    a->xn_f = ALLOC(N * C, "activations");
-    a->dx_f = ALLOC(N * C, "activation gradients");
-    a->res = ALLOC(N * C, "activation gradients");
-    a->d_c = ALLOC(N * C, "activation gradients");
-    a->d_q = ALLOC(N * Q, "activation gradients");
-    a->d_k = ALLOC(N * KV, "activation gradients");
-    a->d_v = ALLOC(N * KV, "activation gradients");
-    a->h = ALLOC(N * F, "activation gradients");
-    a->d_gate = ALLOC(N * F, "activation gradients");
-    a->d_up = ALLOC(N * F, "activation gradients");
-    a->attn_tmp = ALLOC(N * H, "attention scratch");
-#undef ALLOC
+#undef KEEP
+#define SHARED(ptr, n) if (!(ptr)) (ptr) = act_alloc(m, (n), &a->shared_bytes, "activation scratch")
+    SHARED(a->x_final, N * C);
+    SHARED(a->rstd_f, N);
+    SHARED(a->xn_f, N * C);
+    SHARED(a->dx_f, N * C);
+    SHARED(a->res, N * C);
+    SHARED(a->d_c, N * C);
+    SHARED(a->d_q, N * Q);
+    SHARED(a->d_k, N * KV);
+    SHARED(a->d_v, N * KV);
+    SHARED(a->h, N * F);
+    SHARED(a->d_gate, N * F);
+    SHARED(a->d_up, N * F);
+    SHARED(a->attn_tmp, N * H);
+#undef SHARED
     a->B = B;
     a->T = T;
 }
@@ -154,28 +217,53 @@ static void attention_backward(GPT *m, LayerActs *L, const real *datt, int B, in
     }
 }
 
-// One transformer block: x -> out, keeping what the backward needs in L.
-static void layer_forward(GPT *m, int l, const Batch *b, real *out) {
+// Attention norm, Q/K/V projections and RoPE of layer l: x -> rstd1, xn1, q, k, v (local: no ring).
+static void qkv_forward(GPT *m, int l, const Batch *b) {
     const ModelConfig *c = &m->cfg;
     const Backend *be = m->be;
     const LayerTensors *w = &m->w.layers[l];
     LayerActs *L = &m->act.layers[l];
-    int N = b->B * b->T, C = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, hd = cfg_head_dim(c);
+    int N = b->B * b->T, C = c->dim, KV = cfg_kv_dim(c), hd = cfg_head_dim(c);
     be->rmsnorm_forward(L->xn1, L->rstd1, L->x, w->attn_norm, N, C, c->norm_eps);
     be->matmul_forward(L->q, L->xn1, w->wq, N, C, C);
     be->matmul_forward(L->k, L->xn1, w->wk, N, C, KV);
     be->matmul_forward(L->v, L->xn1, w->wv, N, C, KV);
     be->rope(L->q, b->pos, N, c->n_head, hd, c->rope_theta, 0);
     be->rope(L->k, b->pos, N, c->n_kv_head, hd, c->rope_theta, 0);
-    attention_forward(m, L, b->B, b->T);
-    be->matmul_forward(L->xm, L->att, w->wo, N, C, C);          // xm = att @ woᵀ ...
-    be->add_inplace(L->xm, L->x, (size_t)N * C);                 // ... + x
+}
+
+// Output projection and residual: xm = x + att @ woᵀ.
+static void attn_out_forward(GPT *m, int l, const Batch *b) {
+    int N = b->B * b->T, C = m->cfg.dim;
+    LayerActs *L = &m->act.layers[l];
+    m->be->matmul_forward(L->xm, L->att, m->w.layers[l].wo, N, C, C);
+    m->be->add_inplace(L->xm, L->x, (size_t)N * C);
+}
+
+// MLP norm and the gate/up projections: xm -> rstd2, xn2, gate, up.
+static void mlp_in_forward(GPT *m, int l, const Batch *b) {
+    const ModelConfig *c = &m->cfg;
+    const Backend *be = m->be;
+    const LayerTensors *w = &m->w.layers[l];
+    LayerActs *L = &m->act.layers[l];
+    int N = b->B * b->T, C = c->dim, F = c->ffn_dim;
     be->rmsnorm_forward(L->xn2, L->rstd2, L->xm, w->mlp_norm, N, C, c->norm_eps);
     be->matmul_forward(L->gate, L->xn2, w->w_gate, N, C, F);
     be->matmul_forward(L->up, L->xn2, w->w_up, N, C, F);
+}
+
+// One transformer block: x -> out, keeping what the backward needs in L.
+static void layer_forward(GPT *m, int l, const Batch *b, real *out) {
+    const Backend *be = m->be;
+    LayerActs *L = &m->act.layers[l];
+    int N = b->B * b->T, C = m->cfg.dim, F = m->cfg.ffn_dim;
+    qkv_forward(m, l, b);
+    attention_forward(m, L, b->B, b->T);
+    attn_out_forward(m, l, b);
+    mlp_in_forward(m, l, b);
     be->swiglu_forward(m->act.h, L->gate, L->up, N, F);
-    be->matmul_forward(out, m->act.h, w->w_down, N, F, C);      // out = h @ w_downᵀ ...
-    be->add_inplace(out, L->xm, (size_t)N * C);                  // ... + xm
+    be->matmul_forward(out, m->act.h, m->w.layers[l].w_down, N, F, C);   // out = h @ w_downᵀ ...
+    be->add_inplace(out, L->xm, (size_t)N * C);                          // ... + xm
 }
 
 // Runs the blocks and the final norm; leaves xn_f (N, C) ready for the LM head.
@@ -209,6 +297,10 @@ static void layer_backward(GPT *m, int l, const Batch *b) {
     LayerActs *L = &m->act.layers[l];
     Activations *a = &m->act;
     int N = b->B * b->T, C = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, hd = cfg_head_dim(c);
+    // Recompute what the forward did not keep, with the forward's own ops and inputs, so the
+    // gradients are bit-identical to none's. Attention is never run again: O and LSE are kept.
+    if (a->mode == RECOMPUTE_FULL) attn_out_forward(m, l, b);   // xm
+    if (a->mode != RECOMPUTE_NONE) mlp_in_forward(m, l, b);     // rstd2, xn2, gate, up
     // MLP branch: out = xm + h @ w_downᵀ, h = swiglu(xn2 @ w_gateᵀ, xn2 @ w_upᵀ)
     be->swiglu_forward(a->h, L->gate, L->up, N, F);                       // recompute h (N, F)
     be->matmul_backward(NULL, g->w_down, a->res, a->h, w->w_down, N, F, C, 0);
@@ -219,6 +311,7 @@ static void layer_backward(GPT *m, int l, const Batch *b) {
     be->rmsnorm_backward(a->res, g->mlp_norm, a->d_c, L->xm, w->mlp_norm, L->rstd2, N, C);   // res = dL/dxm
     // attention branch: xm = x + att @ woᵀ
     be->matmul_backward(a->d_c, g->wo, a->res, L->att, w->wo, N, C, C, 0);  // d_c = d(att)
+    if (a->mode == RECOMPUTE_FULL) qkv_forward(m, l, b);                   // rstd1, xn1, q, k, v from x
     attention_backward(m, L, a->d_c, b->B, b->T);                          // d_q, d_k, d_v
     be->rope(a->d_q, b->pos, N, c->n_head, hd, c->rope_theta, 1);
     be->rope(a->d_k, b->pos, N, c->n_kv_head, hd, c->rope_theta, 1);

@@ -6,11 +6,14 @@
 #include "core/backend.h"
 #include "data/batch.h"
 #include "model/config.h"
+#include "model/memplan.h"
 #include "model/params.h"
 
 struct AttnRing;   // attention/ring.h: the ring of sp ranks this model's attention spans (NULL = one rank)
 
 // Saved for the backward, per layer, for a micro-batch of N = B·T rows (T = this rank's tokens).
+// Under recompute, the buffers a mode does not keep point into the one shared arena (the same
+// pointer in every layer) and are filled again from the kept x, O and LSE in the backward.
 typedef struct {
     real *x;        // (N, C) layer input (residual stream)
     real *rstd1;    // (N) 1/rms of x
@@ -39,7 +42,13 @@ typedef struct {
     real *h;            // (N, F) swiglu output / its gradient
     real *d_gate, *d_up;// (N, F)
     real *attn_tmp;     // (N, H) attention scratch (running sum, D)
+    real *arena;        // one layer's working set under recompute (NULL for none)
+    real *ring_ws;      // (10, T, Hkv·hd) the ring's packets, in the arena under full (else NULL: the ring's own)
+    void **owned;       // every buffer allocated for these activations (released by acts_free)
+    int n_owned;
+    size_t kept_bytes, work_bytes, shared_bytes;   // what acts_ensure allocated (the memory plan's figures)
     int B, T;           // the shape these buffers were sized for
+    Recompute mode;     // ... and the recompute mode
 } Activations;
 
 typedef struct {
@@ -55,6 +64,7 @@ typedef struct {
     bool doc_mask;       // attention stays inside each document of a packed window (--doc-mask; Batch doc_start)
     int32_t *doc_ids, *doc_ids_host;   // (B, T·sp) each sample's document ids in zigzag rank order (backend, host)
     size_t doc_ids_cap;  // elements the two buffers hold
+    Recompute recompute; // what the forward keeps for the backward (default none; may change between steps)
 } GPT;
 
 // Builds the table, allocates parameters and gradients on the backend, initialises from seed.

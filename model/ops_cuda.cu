@@ -183,6 +183,13 @@ static void cuda_release(void *p) {
     CUDA_CHECK(cudaFree(p));   // cudaFree waits for the device: no kernel still reads p
 }
 
+static size_t cuda_mem_free(void) {
+    ensure_init();
+    size_t free_b = 0, total_b = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    return free_b;
+}
+
 static void cuda_zero(void *p, size_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, G.stream)); }
 static void cuda_copy(void *dst, const void *src, size_t bytes) {
     if (dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, G.stream));
@@ -781,4 +788,6 @@ extern "C" const Backend BACKEND_CUDA = {
     .sumsq = sumsq,
     .scale = scale,
     .adamw = adamw,
+    .mem_peak = cuda_backend_bytes_peak,
+    .mem_free = cuda_mem_free,
 };

@@ -74,7 +74,9 @@ void metrics_log(MetricsLog *log, const StepMetrics *m, int print) {
     format_eta(m->eta_s, eta, sizeof eta);
     printf("step %5ld/%ld | loss %.4f", m->step, m->total_steps, m->loss);
     if (m->val_loss >= 0) printf(" | val %.4f", m->val_loss);
-    printf(" | lr %.2e | gnorm %.3f | %.1f ms | %.0f tok/s | %dx%d | rss %.0f MB | eta %s\n", m->lr, m->grad_norm,
-           m->step_ms, m->tokens_per_s, m->dp, m->sp, m->peak_rss_mb, eta);
+    printf(" | lr %.2e | gnorm %.3f | %.1f ms | %.0f tok/s | %dx%d | rss %.0f MB", m->lr, m->grad_norm, m->step_ms,
+           m->tokens_per_s, m->dp, m->sp, m->peak_rss_mb);
+    if (m->device_peak_mb >= 0) printf(" | dev %.0f MB", m->device_peak_mb);
+    printf(" | eta %s\n", eta);
     fflush(stdout);
 }

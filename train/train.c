@@ -50,6 +50,9 @@ typedef struct {
     bool sp_inherited;   // --sp came from the saved config of a resumed run (another world size may not hold it)
     char *config_json;   // the resolved flags, written to OUT/config.json
     char *same_json;     // the resolved flags every rank must share (this machine's --threads and --device aside)
+    const char *recompute;   // --recompute: none, mlp or full
+    Recompute recompute_mode;
+    float mem_budget;    // --mem-budget MiB per rank (0: the machine's available memory)
 } TrainConfig;
 
 static const ArgCommand TRAIN_CMD = {
@@ -67,7 +70,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
                        .eval_every = 0, .eval_batches = 4, .loss_chunk = 256, .lr = 1e-3f, .min_lr = 1e-4f,
                        .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .clip = 1.0f, .val_fraction = 0.1f,
                        .seed = 1337, .dp = 1, .sp = 1, .comm_timeout = 600,
-                       .debug_exit_rank = -1, .loss_on = "masked",
+                       .debug_exit_rank = -1, .loss_on = "masked", .recompute = "none",
                        .device = getenv("RINGGPT_DEVICE") ? getenv("RINGGPT_DEVICE") : "auto"};
     ModelConfig *mc = &t->model_cfg;
     int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0;
@@ -109,6 +112,9 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--doc-mask", ARG_BOOL, &t->doc_mask, "attention stays inside each document of a packed window (documents end at EOS)"},
         {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible)",
          .dflt = "$RINGGPT_DEVICE, else auto"},
+        {"--recompute", ARG_STRING, &t->recompute, "activations kept for the backward: none, mlp (recompute the MLP's) or "
+                                                   "full (keep x, O, LSE per layer; attention never re-runs)"},
+        {"--mem-budget", ARG_FLOAT, &t->mem_budget, "memory per rank in MiB the plan must fit", .dflt = "the available memory"},
         {"--sp", ARG_INT, &t->sp, "ring size: ranks that split one sequence (mpirun -np dp·sp)"},
         {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},
         {"--debug-exit-rank", ARG_INT, &t->debug_exit_rank, "(testing) this rank leaves the job at --debug-exit-step", .dflt = "none"},
@@ -137,6 +143,8 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0))
         t->init_vocab = train_adopt_source_shape(t->init_from, t->model, mc, given);
     t->threads_auto = !args_seen(specs, n, "--threads");
+    if (!recompute_parse(t->recompute, &t->recompute_mode))
+        fail_usage("unknown --recompute '%s'; use none, mlp or full", t->recompute);
     // The resolved flags: the shape as the model has it, so the file alone rebuilds this run.
     layers = mc->n_layer, dim = mc->dim, heads = mc->n_head, kv_heads = mc->n_kv_head, ffn = mc->ffn_dim;
     rope_theta = mc->rope_theta, t->tie_embeddings = mc->tie_embeddings;
@@ -168,6 +176,7 @@ static void check_train_config(const TrainConfig *t) {
     if (t->clip < 0) fail_usage("--clip must not be negative (got %g)", t->clip);
     if (!(t->val_fraction >= 0 && t->val_fraction < 1)) fail_usage("--val-fraction must be in [0, 1) (got %g)", t->val_fraction);
     if (strcmp(t->loss_on, "masked") && strcmp(t->loss_on, "all")) fail_usage("--loss-on must be masked or all, not '%s'", t->loss_on);
+    if (t->mem_budget < 0) fail_usage("--mem-budget must not be negative (got %g MiB)", t->mem_budget);
     ScheduleKind k;
     if (!schedule_parse(t->schedule, &k)) fail_usage("unknown --schedule '%s'; use cosine or constant", t->schedule);
     config_validate(&t->model_cfg);
@@ -289,6 +298,55 @@ static void device_comm_free(Comm *c) {
 #endif
 }
 
+// What would fit instead of a plan over the budget: more recompute, more ranks in the ring, a shorter T.
+static void fitting_options(const TrainConfig *t, double budget, double runtime, char *buf, size_t n) {
+    const ModelConfig *c = &t->model_cfg;
+    int len = 0;
+    for (int r = t->recompute_mode + 1; r <= RECOMPUTE_FULL; r++) {
+        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, r, sizeof(real), t->loss_chunk, runtime);
+        if (p.total <= budget && len < (int)n)
+            len += snprintf(buf + len, n - len, "--recompute %s (%.0f MiB), ", recompute_name(r), p.total / 1048576);
+    }
+    for (int sp = 2 * t->sp; sp <= 1024 && 2 * sp <= t->seq_len; sp *= 2) {
+        MemPlan p = memplan(c, t->batch, t->seq_len / sp, sp, t->recompute_mode, sizeof(real), t->loss_chunk, runtime);
+        if (p.total > budget) continue;
+        if (len < (int)n) len += snprintf(buf + len, n - len, "--sp %d (%.0f MiB per rank), ", sp, p.total / 1048576);
+        break;
+    }
+    long T = memplan_max_seq_len(c, t->batch, t->sp, t->recompute_mode, sizeof(real), t->loss_chunk, runtime, budget);
+    if (len < (int)n) {
+        if (T > 0) snprintf(buf + len, n - len, "--seq-len %ld or shorter", T);
+        else snprintf(buf + len, n - len, "no shorter --seq-len (the model alone does not fit)");
+    }
+}
+
+// The memory plan (model/memplan.c), printed before the model allocates anything. A run that
+// cannot fit is refused here with the options that would; the budget is --mem-budget, else the
+// device's free memory, else the host's MemAvailable shared among this node's ranks.
+static MemPlan plan_memory(const TrainConfig *t, const Backend *be, Comm *world) {
+    bool device = be->mem_free != NULL;
+    double runtime = device ? 0 : mem_rss_now_bytes();   // a device starts empty; the host holds libraries, data
+    MemPlan p = memplan(&t->model_cfg, t->batch, t->seq_len / t->sp, t->sp, t->recompute_mode, sizeof(real),
+                        t->loss_chunk, runtime);
+    memplan_print(&p, &t->model_cfg, t->recompute_mode, t->batch, t->seq_len, t->sp);
+    const char *source = "--mem-budget";
+    double avail = t->mem_budget * 1048576.0, need = p.total;
+    if (!(t->mem_budget > 0) && device) avail = (double)be->mem_free(), source = "free on the device";
+    else if (!(t->mem_budget > 0)) {
+        avail = runtime + mem_host_available_bytes() / comm_node_size();
+        source = "MemAvailable shared by this node's ranks, plus this process's own";
+    }
+    comm_allreduce(world, &avail, 1, COMM_F64, COMM_MIN, "available memory");   // every rank decides alike
+    comm_allreduce(world, &need, 1, COMM_F64, COMM_MAX, "planned memory");
+    if (avail <= 0 || need <= avail) return p;   // 0: unknown (no /proc/meminfo): let the allocator decide
+    char options[512];
+    fitting_options(t, avail, runtime, options, sizeof options);
+    comm_fail_usage_all("--seq-len %d does not fit: the memory plan needs %.0f MiB per rank (--recompute %s, --sp %d, "
+                        "--batch %d) and %.0f MiB is available (%s); would fit: %s",
+                        t->seq_len, need / 1048576, recompute_name(t->recompute_mode), t->sp, t->batch,
+                        avail / 1048576, source, options);
+}
+
 // Everything one training run holds, set up by run_open and released by run_close.
 typedef struct {
     TrainConfig t;
@@ -302,6 +360,7 @@ typedef struct {
     CkptHook ckpt;
     Batch batch;                   // (B, T/sp): this rank's slice of a validation batch
     Batch *micro;                  // (grad_accum) this rank's slices of the step's micro-batches
+    MemPlan plan;                  // this rank's predicted memory (model/memplan.c)
     long start;                    // first step (> 0 after --resume)
     double tokens_per_step;        // global tokens per optimizer step (B·T·accum·dp)
     double flops_per_token;        // training FLOPs per token (for MFU)
@@ -330,9 +389,11 @@ static void run_open(Run *r, int argc, char **argv) {
     const Backend *be = select_backend(t->device, r->grid.rank);
     r->grad_comm = device_comm(be, r->grid.world, "gradient communicator");
     r->ring_comm = t->sp > 1 ? device_comm(be, r->grid.ring, "ring communicator") : NULL;
+    r->plan = plan_memory(t, be, r->grid.world);
     gpt_init(&r->model, &t->model_cfg, be, (uint64_t)t->seed);
     r->model.loss_chunk = t->loss_chunk;
     r->model.doc_mask = t->doc_mask;
+    r->model.recompute = t->recompute_mode;
     if (t->sp > 1) r->model.ring = ring_create(r->ring_comm, be);   // attention spans the sp ranks
     adamw_init(&r->opt, &r->model, (AdamWConfig){t->beta1, t->beta2, 1e-8f, t->weight_decay});
     r->sched = (Schedule){.lr = t->lr, .min_lr = t->min_lr, .warmup = t->warmup, .total = t->steps};
@@ -421,6 +482,19 @@ static double accumulate_gradients(Run *r, double count) {
     return loss_sum;
 }
 
+// The device allocator's high-water mark in MiB; -1 on the CPU.
+static double device_peak_mb(const Backend *be) { return be->mem_peak ? be->mem_peak() / 1048576.0 : -1; }
+
+// The plan's predicted peak beside the measured one (rank 0's; on a device, device bytes only).
+static void report_memory(const Run *r) {
+    const Backend *be = r->model.be;
+    double predicted = (r->plan.total - r->plan.runtime) / 1048576, measured = device_peak_mb(be);
+    const char *what = "device allocator high-water mark";
+    if (!be->mem_peak) predicted = r->plan.total / 1048576, measured = peak_rss_mb(), what = "peak RSS";
+    log_info("memory: predicted peak %.1f MiB, measured %.1f MiB (%s, rank 0), prediction %+.1f%%\n", predicted,
+             measured, what, 100 * (predicted / measured - 1));
+}
+
 int cmd_train(int argc, char **argv) {
     comm_init(&argc, &argv);   // MPI when launched by mpirun/srun, else a one-rank world
     Run r;
@@ -462,6 +536,7 @@ int cmd_train(int argc, char **argv) {
     }
     log_info("done: %ld steps in %.1f s, peak RSS %.0f MB, metrics in %s\n", t->steps - r.start,
              now_seconds() - run_start, peak_rss_mb(), r.log.path);
+    report_memory(&r);
     run_close(&r);
     comm_finalize();
     return 0;

@@ -2,7 +2,10 @@
 set(E2E ${CMAKE_SOURCE_DIR}/tests/e2e)
 add_test(NAME e2e_overfit_repeated_text COMMAND ${E2E}/overfit.sh ${RINGGPT_BIN})
 add_test(NAME e2e_determinism COMMAND ${E2E}/determinism.sh ${RINGGPT_BIN})
-set_tests_properties(e2e_overfit_repeated_text e2e_determinism PROPERTIES LABELS e2e)
+add_test(NAME e2e_recompute_modes_and_resume COMMAND bash ${E2E}/recompute.sh ${RINGGPT_BIN})
+add_test(NAME e2e_memory_plan COMMAND bash ${E2E}/memplan.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
+set_tests_properties(e2e_overfit_repeated_text e2e_determinism e2e_recompute_modes_and_resume e2e_memory_plan
+                     PROPERTIES LABELS e2e)
 
 # Bad input: one test per case; each must exit 2 with one line naming the problem.
 set(BAD_DIR ${CMAKE_BINARY_DIR}/bad_input)
@@ -28,3 +31,4 @@ bad_input(seq_len_too_long "fewer than --seq-len" train --data ${BAD_DIR}/short.
 bad_input(no_data_flag "--data is required" train --model tiny)
 bad_input(unknown_model "unknown --model" train --data ${OK} --model huge)
 bad_input(unknown_command "unknown command" trian)
+bad_input(unknown_recompute "unknown --recompute 'some'" train --data ${OK} --model tiny --recompute some)

@@ -49,3 +49,18 @@ add_test(NAME ring_rank_exits COMMAND bash ${RING_SH}/rank_failure.sh ${RINGGPT_
 add_test(NAME ring_rank_stalls COMMAND bash ${RING_SH}/rank_failure.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE} stall)
 set_tests_properties(ring_loss_curve_20_steps ring_loss_mask_curve ring_learns_across_ranks_sp4 ring_rank_exits ring_rank_stalls
                      PROPERTIES LABELS ring TIMEOUT 180)
+
+# Activation recompute: mlp and full give gradients bit-identical to none (fp32), with the same ring
+# exchanges and the memory plan's byte counts; one rank, sp 2 and 3, dp×sp 2×2.
+add_executable(test_recompute ${CMAKE_SOURCE_DIR}/tests/ring/test_recompute.c)
+target_link_libraries(test_recompute PRIVATE ringgpt_core)
+add_test(NAME recompute_bit_identical_1rank COMMAND test_recompute 1)
+foreach(layout "2;2" "3;3" "4;2")
+  list(GET layout 0 np)
+  list(GET layout 1 sp)
+  math(EXPR dp "${np} / ${sp}")
+  add_test(NAME recompute_bit_identical_dp${dp}_sp${sp}
+           COMMAND ${RING_MPIEXEC} -np ${np} $<TARGET_FILE:test_recompute> ${sp})
+endforeach()
+set_tests_properties(recompute_bit_identical_1rank recompute_bit_identical_dp1_sp2 recompute_bit_identical_dp1_sp3
+                     recompute_bit_identical_dp2_sp2 PROPERTIES LABELS ring ENVIRONMENT "${RING_ENV}" TIMEOUT 120)
