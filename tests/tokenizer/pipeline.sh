@@ -28,6 +28,15 @@ n=$(wc -w <<< "$whole")
 pieces=$("$BIN" inspect "$W/dbig" --head $((n + 1)) | sed -nE 's/.*first [0-9]+ tokens: //p')
 check "a $(($(wc -c < "$W/big3.txt") / 1000000)) MB document cut in pieces gives the whole-file ids ($n tokens) + EOS" test "$pieces" = "$whole 256 "
 
+# JSONL prompt/completion records are encoded with the tokenizer, prompt and completion apart; only the
+# completion and its EOS carry the loss.
+printf '{"prompt": "Line 3: the quick", "completion": " brown fox jumps"}\n' > "$W/r.jsonl"
+want="$(printf 'Line 3: the quick' | "$BIN" tokenizer encode --tokenizer "$W/tok.json") $(printf ' brown fox jumps' | "$BIN" tokenizer encode --tokenizer "$W/tok.json") 256"
+"$BIN" prepare --quiet --out "$W/dj" --tokenizer "$W/tok.json" --val-fraction 0 "$W/r.jsonl" > /dev/null
+got=$("$BIN" inspect "$W/dj" --head 100 | sed -nE 's/.*first [0-9]+ tokens: //p')
+check "JSONL with --tokenizer: the record's ids are encode(prompt) encode(completion) EOS" test "$got" = "$want "
+check "JSONL with --tokenizer: the dataset has loss weights" grep -q "per-token loss weights" <("$BIN" inspect "$W/dj")
+
 # A tokenizer whose post-processor starts sequences with BOS: every document starts with it.
 python3 - "$W/tok.json" "$W/tok_bos.json" <<'PY'
 import json, sys
