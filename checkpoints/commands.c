@@ -12,7 +12,9 @@
 #include "checkpoints/fsio.h"
 #include "checkpoints/hf.h"
 #include "checkpoints/infer.h"
+#include "attention/ring.h"
 #include "core/args.h"
+#include "core/comm.h"
 #include "core/common.h"
 #include "core/rng.h"
 #include "data/tokenizer.h"
@@ -61,14 +63,17 @@ static void dump_logits(GPT *m, const Batch *b, const char *dir) {
 }
 
 static const ArgCommand EVAL_CMD = {
-    "eval", "ringgpt eval CKPT --data FILE|DIR [flags]",
+    "eval", "ringgpt eval CKPT --data FILE|DIR [flags]   (mpiexec -np dp·sp ringgpt eval ... --sp S for the ring)",
     "Loss and perplexity of a checkpoint (a step directory, a training --out directory or an HF Llama\n"
     "directory) on the first --batches batches of the data, in the order training would see them.\n"
-    "--dump-logits DIR also writes the first batch's tokens and logits as .npy files."};
+    "Over MPI, --sp ranks split each sequence (ring attention) and the dp = ranks / sp groups split the\n"
+    "batches: the same samples and the same loss as one rank.\n"
+    "--dump-logits DIR also writes the first batch's tokens and logits as .npy files (one rank only)."};
 
 int cmd_eval(int argc, char **argv) {
+    comm_init(&argc, &argv);   // MPI when launched by mpiexec, else a one-rank world
     const char *data = NULL, *split = "train", *dump = NULL, *pos[1];
-    int seq_len = 0, batch = 4, batches = 4, threads = omp_get_num_procs(), loss_chunk = 256;
+    int seq_len = 0, batch = 4, batches = 4, threads = omp_get_num_procs(), loss_chunk = 256, sp = 1;
     int64_t seed = -1;
     float rope_theta = 0, val_fraction = 0.1f;
     ArgSpec specs[] = {
@@ -77,11 +82,12 @@ int cmd_eval(int argc, char **argv) {
         {"--val-fraction", ARG_FLOAT, &val_fraction, "held-out tail of a text file (as in train)"},
         {"--seq-len", ARG_INT, &seq_len, "tokens per sequence (default: the checkpoint's)"},
         {"--batch", ARG_INT, &batch, "sequences per batch"},
-        {"--batches", ARG_INT, &batches, "batches to evaluate"},
+        {"--batches", ARG_INT, &batches, "batches to evaluate (a multiple of dp: the dp groups take turns)"},
         {"--seed", ARG_I64, &seed, "data order seed (default: the checkpoint's)"},
         {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base (context extension)"},
         {"--loss-chunk", ARG_INT, &loss_chunk, "rows per chunk of the fused LM head + loss"},
-        {"--threads", ARG_INT, &threads, "CPU threads"},
+        {"--threads", ARG_INT, &threads, "CPU threads (default: the cores shared by the ranks of a node)"},
+        {"--sp", ARG_INT, &sp, "ring size: ranks that split one sequence (mpiexec -np dp·sp)"},
         {"--dump-logits", ARG_STRING, &dump, "write tokens.npy, targets.npy, logits.npy of the first batch to DIR"},
     };
     int n = sizeof specs / sizeof specs[0];
@@ -90,6 +96,7 @@ int cmd_eval(int argc, char **argv) {
     if (access(data, R_OK) != 0) fail_usage("--data %s: cannot open; check the path", data);
     if (strcmp(split, "train") != 0 && strcmp(split, "val") != 0) fail_usage("--split must be train or val (got '%s')", split);
     if (batch < 1 || batches < 1 || loss_chunk < 1) fail_usage("--batch, --batches and --loss-chunk must be positive");
+    CommGrid g = infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
     set_threads(threads);
     GPT m;
     CkptState s;
@@ -97,22 +104,36 @@ int cmd_eval(int argc, char **argv) {
     m.loss_chunk = loss_chunk;
     if (seq_len <= 0) seq_len = s.run.seq_len > 0 ? s.run.seq_len : 256;
     if (seed < 0) seed = s.seed ? s.seed : 1337;
-    DataOptions o = {.seq_len = seq_len, .batch = batch, .seed = (uint64_t)seed, .dp = 1, .sp = 1, .val_fraction = val_fraction};
+    if (sp > 1 && seq_len % (2 * sp) != 0)
+        comm_fail_usage_all("--seq-len %d is not divisible by 2·sp = %d (the zigzag layout cuts each sequence into 2·sp equal"
+                            " chunks); use e.g. --seq-len %d", seq_len, 2 * sp, seq_len < 2 * sp ? 2 * sp : seq_len / (2 * sp) * (2 * sp));
+    if (batches % g.dp != 0)
+        comm_fail_usage_all("--batches %d is not a multiple of dp = %d (ranks / sp): the dp groups take the batches in turn;"
+                            " use e.g. --batches %d", batches, g.dp, (batches / g.dp + 1) * g.dp);
+    if (dump && g.world_size > 1) comm_fail_usage_all("--dump-logits runs on one rank; drop mpiexec or --dump-logits");
+    if (sp > 1) m.ring = ring_create(g.ring, m.be);   // attention spans the sp ranks
+    DataOptions o = {.seq_len = seq_len, .batch = batch, .seed = (uint64_t)seed, .dp = g.dp, .dp_index = g.dp_index,
+                     .sp = sp, .sp_index = g.sp_index, .val_fraction = val_fraction};
     DataSource *d = data_open(data, &o, strcmp(split, "val") == 0);
-    Batch b = batch_alloc(batch, seq_len);
-    double sum = 0, count = 0;
-    for (int i = 0; i < batches; i++) {
+    Batch b = batch_alloc(batch, seq_len / sp);   // this rank's slices of its group's batch
+    double sums[2] = {0, 0};                      // loss sum, target count: this rank's part
+    for (int i = 0; i < batches / g.dp; i++) {    // each call consumes batch × dp global samples
         data_next(d, &b);
         if (i == 0 && dump) dump_logits(&m, &b, dump);
-        sum += gpt_forward(&m, &b, 0, false, NULL);
-        for (int k = 0; k < b.B * b.T; k++) count += b.targets[k] >= 0;
+        sums[0] += gpt_forward(&m, &b, 0, false, NULL);
+        for (int k = 0; k < b.B * b.T; k++) sums[1] += b.targets[k] >= 0;
     }
-    double loss = count > 0 ? sum / count : 0;
-    printf("eval: loss %.6f  perplexity %.4f  over %.0f tokens (%d batches of %d x %d, %s split, seed %" PRId64 ")\n", loss,
-           exp(loss), count, batches, batch, seq_len, split, seed);
+    comm_allreduce(g.world, sums, 2, COMM_F64, COMM_SUM, "eval loss sum");
+    double loss = sums[1] > 0 ? sums[0] / sums[1] : 0, count = sums[1];
+    log_info("eval: loss %.6f  perplexity %.4f  over %.0f tokens (%d batches of %d x %d, %s split, seed %" PRId64 ", %dx%d ranks)\n",
+             loss, exp(loss), count, batches, batch, seq_len, split, seed, g.dp, sp);
     batch_free(&b);
     data_close(d);
+    ring_free(m.ring);
+    m.ring = NULL;
     gpt_free(&m);
+    comm_grid_free(&g);
+    comm_finalize();
     return 0;
 }
 
@@ -145,19 +166,52 @@ static int pick_token(const float *logits, int V, float temperature, int top_k, 
     return pick;
 }
 
+// The prompt's bytes: --prompt TEXT, or --prompt-file FILE (`-` = stdin), read by rank 0 (mpiexec gives
+// stdin to rank 0 only) and shared with the other ranks of the ring.
+static unsigned char *read_prompt(const char *text, const char *file, Comm *ring, size_t *len) {
+    unsigned char *p = NULL;
+    uint64_t n = 0;
+    if (comm_rank(ring) == 0) {
+        if (!file) p = (unsigned char *)xstrdup(text), n = strlen(text);
+        else if (strcmp(file, "-") != 0) {
+            size_t got;
+            p = read_whole_file(file, &got);
+            n = got;
+        } else {
+            size_t cap = 1 << 16, got;
+            p = xmalloc(cap, "the prompt");
+            while ((got = fread(p + n, 1, cap - n, stdin)) > 0)
+                if ((n += got) == cap) p = xrealloc(p, cap *= 2, "the prompt");
+            if (ferror(stdin)) fail("--prompt-file -: reading stdin failed");
+        }
+    }
+    comm_allreduce(ring, &n, 1, COMM_U64, COMM_MAX, "prompt length");
+    size_t words = (n + 7) / 8;
+    uint64_t *w = xcalloc(words + 1, sizeof(uint64_t), "the prompt");   // packed bytes: a sum with zeros is a copy
+    if (comm_rank(ring) == 0) memcpy(w, p, n);
+    comm_allreduce(ring, w, words, COMM_U64, COMM_SUM, "prompt bytes");
+    free(p);
+    *len = n;
+    return (unsigned char *)w;
+}
+
 static const ArgCommand SAMPLE_CMD = {
-    "sample", "ringgpt sample CKPT --prompt TEXT [flags]",
-    "Generates text from a checkpoint (or an HF Llama directory) with a KV cache: the prompt's bytes\n"
-    "are the byte-level tokens, then --tokens new tokens are drawn (temperature 0 = greedy)."};
+    "sample", "ringgpt sample CKPT --prompt TEXT | --prompt-file FILE|- [flags]   (mpiexec -np S ... --sp S for the ring)",
+    "Generates text from a checkpoint (or an HF Llama directory): the prompt's bytes are the byte-level tokens,\n"
+    "prefilled in one blockwise forward (the ring's with --sp), then --tokens new tokens are drawn with a KV\n"
+    "cache sharded over the ring's ranks (temperature 0 = greedy). --prompt is echoed before the continuation;\n"
+    "--prompt-file is not. Timings and memory go to stderr."};
 
 int cmd_sample(int argc, char **argv) {
-    const char *prompt = "", *pos[1];
-    int tokens = 200, top_k = 40, threads = 1;
+    comm_init(&argc, &argv);
+    const char *prompt = "", *prompt_file = NULL, *pos[1];
+    int tokens = 200, top_k = 40, threads = 1, sp = 1;
     float temperature = 0.8f, rope_theta = 0;
     int64_t seed = 1;
     bool stop_eos = true;
     ArgSpec specs[] = {
         {"--prompt", ARG_STRING, &prompt, "the text to continue"},
+        {"--prompt-file", ARG_STRING, &prompt_file, "read the text to continue from a file (- = stdin)"},
         {"--tokens", ARG_INT, &tokens, "tokens to generate"},
         {"--temperature", ARG_FLOAT, &temperature, "softmax temperature (0 = greedy)"},
         {"--top-k", ARG_INT, &top_k, "sample among the k most likely tokens (0 = all)"},
@@ -165,35 +219,59 @@ int cmd_sample(int argc, char **argv) {
         {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base"},
         {"--stop-at-eos", ARG_BOOL, &stop_eos, "stop at the end-of-document token (--stop-at-eos=false to go on)"},
         {"--threads", ARG_INT, &threads, "CPU threads"},
+        {"--sp", ARG_INT, &sp, "ring size: ranks that share the prompt and the KV cache (mpiexec -np sp)"},
     };
     int n = sizeof specs / sizeof specs[0];
     if (args_parse(&SAMPLE_CMD, specs, n, argc, argv, pos, 1) != 1)
         fail_usage("sample needs a checkpoint: ringgpt sample CKPT --prompt TEXT");
     if (tokens < 0 || top_k < 0 || temperature < 0) fail_usage("--tokens, --top-k and --temperature must not be negative");
+    if (prompt_file && args_seen(specs, n, "--prompt")) fail_usage("give --prompt or --prompt-file, not both");
+    if (prompt_file && strcmp(prompt_file, "-") != 0 && access(prompt_file, R_OK) != 0)
+        fail_usage("--prompt-file %s: cannot open; check the path (or - for stdin)", prompt_file);
+    CommGrid g = infer_grid(sp, false, &threads);
+    if (g.dp != 1) comm_fail_usage_all("sample continues one sequence: start sp = %d ranks (mpiexec -np %d), not %d", sp, sp, g.world_size);
     set_threads(threads);
     GPT m;
     infer_load(pos[0], &m, rope_theta, NULL);
-    size_t plen = strlen(prompt);
+    size_t plen;
+    unsigned char *text = read_prompt(prompt, prompt_file, g.ring, &plen);
+    int32_t *ids = xmalloc((plen + 1) * sizeof(int32_t), "prompt tokens");
+    ids[0] = TOK_BOS;
+    size_t n_ids = 1 + tok_encode(text, plen, ids + 1);
     Infer s;
-    infer_init(&s, &m, (int)plen + tokens + 1);
+    infer_init(&s, &m, g.ring, tokens);
     Rng rng;
     rng_seed(&rng, (uint64_t)seed);
-    const float *logits = infer_step(&s, TOK_BOS);
-    fputs(prompt, stdout);
-    for (size_t i = 0; i < plen; i++) logits = infer_step(&s, (unsigned char)prompt[i]);
+    bool out = g.rank == 0;
+    if (out && !prompt_file) fputs(prompt, stdout);
+    double t0 = now_seconds();
+    const float *logits = infer_prefill(&s, ids, (int)n_ids);
+    double t1 = now_seconds();
     char buf[16];
-    for (int i = 0; i < tokens; i++) {
-        int t = pick_token(logits, m.cfg.vocab_size, temperature, top_k, &rng);
+    int made = 0;
+    for (int i = 0; i < tokens; i++, made++) {
+        int t = infer_agree(&s, pick_token(logits, m.cfg.vocab_size, temperature, top_k, &rng));
         if (t == TOK_EOS && stop_eos) break;
-        if (t < TOK_VOCAB_SIZE) {
+        if (t < TOK_VOCAB_SIZE && out) {
             tok_decode(t, buf);
             fputs(buf, stdout);
         }
         if (i + 1 < tokens) logits = infer_step(&s, t);
     }
-    fputc('\n', stdout);
+    if (out) fputc('\n', stdout);
+    fflush(stdout);
+    double t2 = now_seconds(), rss = peak_rss_mb();
+    comm_allreduce(g.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");
+    if (out)
+        fprintf(stderr, "sample: prefill %zu tokens over %d rank%s in %.2f s (%.0f tokens/s), %d tokens decoded in %.2f s"
+                " (%.1f ms/token), peak RSS per rank %.0f MB\n", n_ids, sp, sp == 1 ? "" : "s", t1 - t0, n_ids / (t1 - t0), made,
+                t2 - t1, made ? (t2 - t1) * 1e3 / made : 0.0, rss);
     infer_free(&s);
+    free(ids);
+    free(text);
     gpt_free(&m);
+    comm_grid_free(&g);
+    comm_finalize();
     return 0;
 }
 

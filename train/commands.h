@@ -8,3 +8,4 @@ int cmd_eval(int argc, char **argv);      // checkpoints/commands.c
 int cmd_sample(int argc, char **argv);    // checkpoints/commands.c
 int cmd_export(int argc, char **argv);    // checkpoints/commands.c
 int cmd_import(int argc, char **argv);    // checkpoints/commands.c
+int cmd_passkey(int argc, char **argv);   // train/passkey.c

@@ -30,6 +30,16 @@ foreach(prec core64 core)
   endforeach()
 endforeach()
 
+# Inference: block prefill + decoding with the KV cache sharded over sp ∈ {1,2,3,4} ranks = one rank's logits.
+foreach(prec core64 core)
+  add_executable(test_ring_infer_${prec} ${CMAKE_SOURCE_DIR}/tests/ring/test_ring_infer.c)
+  target_link_libraries(test_ring_infer_${prec} PRIVATE ringgpt_${prec})
+  foreach(sp 1 2 3 4)
+    add_test(NAME ring_infer_sp${sp}_${prec} COMMAND ${RING_MPIEXEC} -np ${sp} $<TARGET_FILE:test_ring_infer_${prec}>)
+    set_tests_properties(ring_infer_sp${sp}_${prec} PROPERTIES LABELS ring ENVIRONMENT "${RING_ENV}" TIMEOUT 120)
+  endforeach()
+endforeach()
+
 # Through the binary: 20-step loss curves, learning across ranks, a rank that exits or stalls.
 set(RING_SH ${CMAKE_SOURCE_DIR}/tests/ring)
 add_test(NAME ring_loss_curve_20_steps COMMAND bash ${RING_SH}/loss_curve.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
