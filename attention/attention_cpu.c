@@ -10,7 +10,30 @@
 
 // Q and KV blocks are visited in (TILE × TILE) tiles: the scores of one tile are the most that
 // ever exist at once, and each tile is a handful of small GEMMs.
-enum { TILE = 128 };
+enum { TILE = ATTN_CPU_TILE };
+
+static long g_doc_tiles_skipped;   // forward tiles skipped by the document mask (all threads)
+
+long attn_cpu_doc_tiles_skipped(void) {
+    long n;
+#pragma omp atomic read
+    n = g_doc_tiles_skipped;
+    return n;
+}
+
+// True when no Q row i0.. (rows) can share a document with a K row j0.. (cols): their id ranges are disjoint.
+static bool docs_disjoint(AttnDocs d, int i0, int rows, int j0, int cols) {
+    int32_t qlo = d.q[i0], qhi = d.q[i0], klo = d.k[j0], khi = d.k[j0];
+    for (int i = 1; i < rows; i++) {
+        qlo = d.q[i0 + i] < qlo ? d.q[i0 + i] : qlo;
+        qhi = d.q[i0 + i] > qhi ? d.q[i0 + i] : qhi;
+    }
+    for (int j = 1; j < cols; j++) {
+        klo = d.k[j0 + j] < klo ? d.k[j0 + j] : klo;
+        khi = d.k[j0 + j] > khi ? d.k[j0 + j] : khi;
+    }
+    return qhi < klo || khi < qlo;
+}
 
 static inline real dot(const real *a, const real *b, int n) {
     real s = 0;
@@ -55,16 +78,20 @@ static inline void gemm_tn_acc(int m, int n, int k, const real *A, int lda, cons
 
 // Online softmax over one (rows × cols) tile of scores S (ld TILE) of query rows i0.. against
 // keys j0..: turns S into P = exp(S - m_new), updates m and l and rescales the rows of acc.
-static void softmax_tile(real *S, int rows, int cols, int i0, int j0, AttnMask mask, int nk, real *m, real *l,
-                         real *acc, int H, int hd) {
+// With document ids, keys of another document get score -inf first.
+static void softmax_tile(real *S, int rows, int cols, int i0, int j0, AttnMask mask, int nk, AttnDocs docs, real *m,
+                         real *l, real *acc, int H, int hd) {
     for (int r = 0; r < rows; r++) {
         real *sr = S + (size_t)r * TILE;
         int n = visible_keys(mask, i0 + r, nk) - j0;
         n = n < 0 ? 0 : n > cols ? cols : n;
         size_t row = (size_t)(i0 + r) * H;
+        if (docs.q)
+            for (int j = 0; j < n; j++)
+                if (docs.k[j0 + j] != docs.q[i0 + r]) sr[j] = -INFINITY;
         real mx = m[row];
         for (int j = 0; j < n; j++) mx = sr[j] > mx ? sr[j] : mx;
-        if (n == 0) {   // nothing visible in this tile: the row's state is unchanged
+        if (n == 0 || mx == -INFINITY) {   // nothing visible in this tile: the row's state is unchanged
             memset(sr, 0, cols * sizeof(real));
             continue;
         }
@@ -87,11 +114,17 @@ static void softmax_tile(real *S, int rows, int cols, int i0, int j0, AttnMask m
 
 void attn_cpu_forward_block(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
                             int nk, AttnMask mask) {
+    attn_cpu_forward_block_docs(s, st, q, nq, k, v, nk, mask, (AttnDocs){0});
+}
+
+void attn_cpu_forward_block_docs(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
+                                 int nk, AttnMask mask, AttnDocs docs) {
     const int H = s->n_head, hd = s->head_dim, group = H / s->n_kv_head;
     const int q_stride = H * hd, kv_stride = s->n_kv_head * hd;
     const real scale = (real)(1.0 / sqrt((double)hd));
     const int q_tiles = (nq + TILE - 1) / TILE;
-#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+    long skipped = 0;
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) reduction(+ : skipped)
     for (int h = 0; h < H; h++) {
         for (int qt = 0; qt < q_tiles; qt++) {
             real *S = tile_scratch(0);   // (TILE, TILE): one tile of scores, then of probabilities
@@ -102,11 +135,19 @@ void attn_cpu_forward_block(const AttnShape *s, AttnState st, const real *q, int
             real *acc = st.acc + (size_t)i0 * q_stride + h * hd;
             for (int j0 = 0; j0 < jmax; j0 += TILE) {
                 int cols = jmax - j0 < TILE ? jmax - j0 : TILE;
+                if (docs.q && docs_disjoint(docs, i0, rows, j0, cols)) {
+                    skipped++;
+                    continue;
+                }
                 gemm_nt(rows, cols, hd, scale, qh, q_stride, kh + (size_t)j0 * kv_stride, kv_stride, 0, S, TILE);
-                softmax_tile(S, rows, cols, i0, j0, mask, nk, st.m + h, st.l + h, st.acc + h * hd, H, hd);
+                softmax_tile(S, rows, cols, i0, j0, mask, nk, docs, st.m + h, st.l + h, st.acc + h * hd, H, hd);
                 gemm_nn_acc(rows, hd, cols, S, TILE, vh + (size_t)j0 * kv_stride, kv_stride, acc, q_stride);
             }
         }
+    }
+    if (skipped) {
+#pragma omp atomic
+        g_doc_tiles_skipped += skipped;
     }
 }
 
@@ -132,7 +173,7 @@ void attn_cpu_backward_prep(const AttnShape *s, real *D, const real *dout, const
 
 // P and dS of one (rows × cols) tile from the global lse and D: P = exp(S − lse) (0 where masked
 // or for rows with no key), dS = P ∘ (dP − D) · scale. S holds the scaled scores, dP = dO Vᵀ.
-static void backward_tile(real *S, real *dP, int rows, int cols, int i0, int j0, AttnMask mask, int nk,
+static void backward_tile(real *S, real *dP, int rows, int cols, int i0, int j0, AttnMask mask, int nk, AttnDocs docs,
                           const real *lse, const real *D, int H, real scale) {
     for (int r = 0; r < rows; r++) {
         real *sr = S + (size_t)r * TILE, *dr = dP + (size_t)r * TILE;
@@ -148,6 +189,9 @@ static void backward_tile(real *S, real *dP, int rows, int cols, int i0, int j0,
             dr[j] = p * (dr[j] - Di) * scale;
         }
         for (int j = n; j < cols; j++) sr[j] = dr[j] = 0;
+        if (docs.q)   // keys of another document: P = dS = 0
+            for (int j = 0; j < n; j++)
+                if (docs.k[j0 + j] != docs.q[i0 + r]) sr[j] = dr[j] = 0;
     }
 }
 
@@ -157,6 +201,7 @@ typedef struct {
     const real *q, *k, *v, *dout, *lse, *D;
     int nq, nk;
     AttnMask mask;
+    AttnDocs docs;
     real scale;
 } BwdArgs;
 
@@ -167,13 +212,18 @@ static void p_ds_tile(const BwdArgs *a, int h, int i0, int rows, int j0, int col
     const size_t qo = (size_t)i0 * qs + h * hd, ko = (size_t)j0 * ks + g * hd;
     gemm_nt(rows, cols, hd, a->scale, a->q + qo, qs, a->k + ko, ks, 0, S, TILE);
     gemm_nt(rows, cols, hd, 1, a->dout + qo, qs, a->v + ko, ks, 0, dP, TILE);
-    backward_tile(S, dP, rows, cols, i0, j0, a->mask, a->nk, a->lse + h, a->D + h, H, a->scale);
+    backward_tile(S, dP, rows, cols, i0, j0, a->mask, a->nk, a->docs, a->lse + h, a->D + h, H, a->scale);
 }
 
 // The keys of tile j0 that query tile (i0, rows) sees: 0 when none.
 static int tile_cols(const BwdArgs *a, int i0, int rows, int j0) {
     int jmax = visible_keys(a->mask, i0 + rows - 1, a->nk);
     return j0 >= jmax ? 0 : jmax - j0 < TILE ? jmax - j0 : TILE;
+}
+
+// A tile the document mask hides entirely: nothing to add.
+static bool doc_skip(const BwdArgs *a, int i0, int rows, int j0, int cols) {
+    return a->docs.q && docs_disjoint(a->docs, i0, rows, j0, cols);
 }
 
 // One pass, parallel over kv heads: each thread owns its kv head's dK/dV and the dQ of the query
@@ -189,6 +239,7 @@ static void backward_by_kv_head(const BwdArgs *a, real *dq, real *dk, real *dv) 
                 int rows = a->nq - i0 < TILE ? a->nq - i0 : TILE, cols;
                 const size_t qo = (size_t)i0 * qs + h * hd;
                 for (int j0 = 0; (cols = tile_cols(a, i0, rows, j0)) > 0; j0 += TILE) {
+                    if (doc_skip(a, i0, rows, j0, cols)) continue;
                     const size_t ko = (size_t)j0 * ks + g * hd;
                     p_ds_tile(a, h, i0, rows, j0, cols, S, dP);
                     gemm_nn_acc(rows, hd, cols, dP, TILE, a->k + ko, ks, dq + qo, qs);       // dQ += dS K
@@ -215,7 +266,7 @@ static void backward_by_tiles(const BwdArgs *a, real *dq, real *dk, real *dv) {
             for (int h = g * group; h < (g + 1) * group; h++)
                 for (int i0 = 0; i0 < a->nq; i0 += TILE) {
                     int rows = a->nq - i0 < TILE ? a->nq - i0 : TILE, cols = tile_cols(a, i0, rows, j0);
-                    if (cols == 0) continue;
+                    if (cols == 0 || doc_skip(a, i0, rows, j0, cols)) continue;
                     const size_t qo = (size_t)i0 * qs + h * hd;
                     p_ds_tile(a, h, i0, rows, j0, cols, S, dP);
                     gemm_tn_acc(cols, hd, rows, dP, TILE, a->q + qo, qs, dk + ko, ks);       // dK += dSᵀ Q
@@ -230,6 +281,7 @@ static void backward_by_tiles(const BwdArgs *a, real *dq, real *dk, real *dv) {
             const size_t qo = (size_t)i0 * qs + h * hd;
             int cols;
             for (int j0 = 0; (cols = tile_cols(a, i0, rows, j0)) > 0; j0 += TILE) {
+                if (doc_skip(a, i0, rows, j0, cols)) continue;
                 p_ds_tile(a, h, i0, rows, j0, cols, S, dP);
                 gemm_nn_acc(rows, hd, cols, dP, TILE, a->k + (size_t)j0 * ks + g * hd, ks, dq + qo, qs);   // dQ += dS K
             }
@@ -241,7 +293,13 @@ static void backward_by_tiles(const BwdArgs *a, real *dq, real *dk, real *dv) {
 void attn_cpu_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
                              const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
                              AttnMask mask) {
-    BwdArgs a = {.s = s, .q = q, .k = k, .v = v, .dout = dout, .lse = lse, .D = D, .nq = nq, .nk = nk, .mask = mask,
+    attn_cpu_backward_block_docs(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, mask, (AttnDocs){0});
+}
+
+void attn_cpu_backward_block_docs(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
+                                  const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
+                                  AttnMask mask, AttnDocs docs) {
+    BwdArgs a = {.s = s, .q = q, .k = k, .v = v, .dout = dout, .lse = lse, .D = D, .nq = nq, .nk = nk, .mask = mask, .docs = docs,
                  .scale = (real)(1.0 / sqrt((double)s->head_dim))};
     const char *force = getenv("RINGGPT_ATTN_BACKWARD");   // a few ns next to a tile's GEMMs; read per call so tests can switch
     bool tiles = force ? strcmp(force, "tiles") == 0 : s->n_kv_head < omp_get_max_threads();

@@ -15,6 +15,11 @@
 RINGGPT_EXTERN_C_BEGIN
 #include "attention/attention.h"
 #include "core/backend_cuda.h"
+void attn_cuda_forward_block_docs(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
+                                  int nk, AttnMask mask, AttnDocs docs);
+void attn_cuda_backward_block_docs(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
+                                   const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
+                                   AttnMask mask, AttnDocs docs);
 RINGGPT_EXTERN_C_END
 
 #define WARPS 4
@@ -108,7 +113,8 @@ __device__ __forceinline__ float quad_sum(float v) {
 template <int HD>
 __global__ void __launch_bounds__(THREADS) attn_fwd_kernel(float *acc, float *m_state, float *l_state, const float *q,
                                                            const float *k, const float *v, int nq, int nk, int H,
-                                                           int Hkv, int causal, float scale) {
+                                                           int Hkv, int causal, const int *qdoc, const int *kdoc,
+                                                           float scale) {
     constexpr int BK = 64, LD = HD + PAD, LDT = BK + PAD, NT = HD / 8;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *Qs = reinterpret_cast<__nv_bfloat16 *>(smem_raw);   // (BQ, HD)
@@ -164,7 +170,7 @@ __global__ void __launch_bounds__(THREADS) attn_fwd_kernel(float *acc, float *m_
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int j = j0 + nt * 8 + 2 * t + (e & 1), i = rows[e >> 1];
-                bool ok = j < nk && (!causal || j <= i);
+                bool ok = j < nk && (!causal || j <= i) && (!qdoc || (i < nq && qdoc[i] == kdoc[j]));
                 s[nt][e] = ok ? s[nt][e] * scale : -INFINITY;
                 mx[e >> 1] = fmaxf(mx[e >> 1], s[nt][e]);
             }
@@ -225,7 +231,7 @@ template <int HD>
 __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_kernel(float *dk, float *dv, const float *q, const float *k,
                                                                 const float *v, const float *dout, const float *lse,
                                                                 const float *D, int nq, int nk, int H, int Hkv,
-                                                                int causal, float scale) {
+                                                                int causal, const int *qdoc, const int *kdoc, float scale) {
     constexpr int BKV = 64, BQB = HD >= 128 ? 32 : 64, LD = HD + PAD, LDT = BQB + PAD, NT = HD / 8, MT = BQB / 8;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *Ks = reinterpret_cast<__nv_bfloat16 *>(smem_raw);   // (BKV, HD)
@@ -284,7 +290,7 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_kernel(float *dk, float
                 for (int e = 0; e < 4; e++) {
                     int col = nt * 8 + 2 * t + (e & 1), i = i0 + col, j = keys[e >> 1];
                     float L = lse_s[col];
-                    bool ok = i < nq && j < nk && (!causal || j <= i) && L != -INFINITY;
+                    bool ok = i < nq && j < nk && (!causal || j <= i) && L != -INFINITY && (!qdoc || qdoc[i] == kdoc[j]);
                     float p = ok ? __expf(st[nt][e] * scale - L) : 0.f;
                     st[nt][e] = p;
                     dpt[nt][e] = p * (dpt[nt][e] - D_s[col]) * scale;
@@ -326,7 +332,8 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_kernel(float *dk, float
 template <int HD>
 __global__ void __launch_bounds__(THREADS) attn_bwd_dq_kernel(float *dq, const float *q, const float *k, const float *v,
                                                               const float *dout, const float *lse, const float *D,
-                                                              int nq, int nk, int H, int Hkv, int causal, float scale) {
+                                                              int nq, int nk, int H, int Hkv, int causal, const int *qdoc,
+                                                              const int *kdoc, float scale) {
     constexpr int BKQ = HD >= 128 ? 32 : 64, LD = HD + PAD, LDT = BKQ + PAD, NT = HD / 8, MT = BKQ / 8;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __nv_bfloat16 *Qs = reinterpret_cast<__nv_bfloat16 *>(smem_raw);   // (BQ, HD)
@@ -379,7 +386,7 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dq_kernel(float *dq, const f
             for (int e = 0; e < 4; e++) {
                 int j = j0 + nt * 8 + 2 * t + (e & 1), i = rows[e >> 1];
                 float Li = L[e >> 1];
-                bool ok = i < nq && j < nk && (!causal || j <= i) && Li != -INFINITY;
+                bool ok = i < nq && j < nk && (!causal || j <= i) && Li != -INFINITY && (!qdoc || qdoc[i] == kdoc[j]);
                 float p = ok ? __expf(s[nt][e] * scale - Li) : 0.f;
                 dp[nt][e] = p * (dp[nt][e] - Dr[e >> 1]) * scale;   // dS
             }
@@ -474,20 +481,21 @@ static void allow_smem(const void *kernel, size_t bytes, bool *done) {
 
 template <int HD>
 static void launch_forward(const AttnShape *s, AttnState st, const float *q, int nq, const float *k, const float *v,
-                           int nk, int causal) {
+                           int nk, int causal, AttnDocs docs) {
     static bool ready;
     size_t smem = fwd_smem<HD>();
     allow_smem((const void *)attn_fwd_kernel<HD>, smem, &ready);
     dim3 grid((nq + BQ - 1) / BQ, s->n_head);
     attn_fwd_kernel<HD><<<grid, THREADS, smem, stream()>>>(st.acc, st.m, st.l, q, k, v, nq, nk, s->n_head,
-                                                           s->n_kv_head, causal, (float)(1.0 / sqrt((double)HD)));
+                                                           s->n_kv_head, causal, docs.q, docs.k,
+                                                           (float)(1.0 / sqrt((double)HD)));
     CUDA_CHECK_LAUNCH("attention forward");
 }
 
 template <int HD>
 static void launch_backward(const AttnShape *s, float *dq, float *dk, float *dv, const float *q, const float *k,
                             const float *v, const float *dout, const float *lse, const float *D, int nq, int nk,
-                            int causal) {
+                            int causal, AttnDocs docs) {
     static bool ready_kv, ready_q;
     float scale = (float)(1.0 / sqrt((double)HD));
     size_t smem_kv = dkdv_smem<HD>(), smem_q = dq_smem<HD>();
@@ -495,10 +503,10 @@ static void launch_backward(const AttnShape *s, float *dq, float *dk, float *dv,
     allow_smem((const void *)attn_bwd_dq_kernel<HD>, smem_q, &ready_q);
     dim3 grid_kv((nk + 63) / 64, s->n_kv_head), grid_q((nq + BQ - 1) / BQ, s->n_head);
     attn_bwd_dkdv_kernel<HD><<<grid_kv, THREADS, smem_kv, stream()>>>(dk, dv, q, k, v, dout, lse, D, nq, nk, s->n_head,
-                                                                      s->n_kv_head, causal, scale);
+                                                                      s->n_kv_head, causal, docs.q, docs.k, scale);
     CUDA_CHECK_LAUNCH("attention backward dK dV");
     attn_bwd_dq_kernel<HD><<<grid_q, THREADS, smem_q, stream()>>>(dq, q, k, v, dout, lse, D, nq, nk, s->n_head,
-                                                                  s->n_kv_head, causal, scale);
+                                                                  s->n_kv_head, causal, docs.q, docs.k, scale);
     CUDA_CHECK_LAUNCH("attention backward dQ");
 }
 
@@ -512,14 +520,21 @@ extern "C" void attn_cuda_state_reset(const AttnShape *s, AttnState st, int nq) 
 
 extern "C" void attn_cuda_forward_block(const AttnShape *s, AttnState st, const real *q, int nq, const real *k,
                                         const real *v, int nk, AttnMask mask) {
+    attn_cuda_forward_block_docs(s, st, q, nq, k, v, nk, mask, AttnDocs{nullptr, nullptr});
+}
+
+// Document ids (device memory) join the causal/full predicate in every kernel: a key of another
+// document gets score -inf (P = dS = 0). Whole masked ring steps are skipped by attention/ring.c.
+extern "C" void attn_cuda_forward_block_docs(const AttnShape *s, AttnState st, const real *q, int nq, const real *k,
+                                             const real *v, int nk, AttnMask mask, AttnDocs docs) {
     check_shape(s, "forward");
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;
     switch (s->head_dim) {
-    case 16: launch_forward<16>(s, st, q, nq, k, v, nk, causal); break;
-    case 32: launch_forward<32>(s, st, q, nq, k, v, nk, causal); break;
-    case 64: launch_forward<64>(s, st, q, nq, k, v, nk, causal); break;
-    case 128: launch_forward<128>(s, st, q, nq, k, v, nk, causal); break;
+    case 16: launch_forward<16>(s, st, q, nq, k, v, nk, causal, docs); break;
+    case 32: launch_forward<32>(s, st, q, nq, k, v, nk, causal, docs); break;
+    case 64: launch_forward<64>(s, st, q, nq, k, v, nk, causal, docs); break;
+    case 128: launch_forward<128>(s, st, q, nq, k, v, nk, causal, docs); break;
     }
 }
 
@@ -541,13 +556,19 @@ extern "C" void attn_cuda_backward_prep(const AttnShape *s, real *D, const real 
 extern "C" void attn_cuda_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
                                          const real *v, const real *dout, const real *lse, const real *D, int nq,
                                          int nk, AttnMask mask) {
+    attn_cuda_backward_block_docs(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, mask, AttnDocs{nullptr, nullptr});
+}
+
+extern "C" void attn_cuda_backward_block_docs(const AttnShape *s, real *dq, real *dk, real *dv, const real *q,
+                                              const real *k, const real *v, const real *dout, const real *lse,
+                                              const real *D, int nq, int nk, AttnMask mask, AttnDocs docs) {
     check_shape(s, "backward");
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;
     switch (s->head_dim) {
-    case 16: launch_backward<16>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal); break;
-    case 32: launch_backward<32>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal); break;
-    case 64: launch_backward<64>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal); break;
-    case 128: launch_backward<128>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal); break;
+    case 16: launch_backward<16>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs); break;
+    case 32: launch_backward<32>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs); break;
+    case 64: launch_backward<64>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs); break;
+    case 128: launch_backward<128>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs); break;
     }
 }

@@ -48,6 +48,8 @@ void ring_free(AttnRing *R) {
 }
 
 RingStats ring_stats(const AttnRing *R) { return R->stats; }
+int ring_size(const AttnRing *R) { return R->size; }
+int ring_rank(const AttnRing *R) { return R->rank; }
 void ring_stats_reset(AttnRing *R) { R->stats = (RingStats){0}; }
 
 // Sizes the buffers for blocks of kvn = L·Hkv·hd elements (once, unless T_local grows).
@@ -76,28 +78,77 @@ static void start_hop(AttnRing *R, CommRequest *req, const real *send, real *rec
 
 static void finish_hop(AttnRing *R, CommRequest *req) { R->stats.wait_s += comm_wait(req); }
 
+// Document ids of one step: this rank's Q rows and block j's K rows (NULL ids: no document mask).
+typedef struct {
+    const int32_t *dev, *host;   // (sp·L) zigzag rank order, see ring.h
+} RingDocs;
+
+static AttnDocs step_docs(RingDocs d, int L, int j, int r) {
+    if (!d.dev) return (AttnDocs){0};
+    return (AttnDocs){d.dev + (size_t)r * L, d.dev + (size_t)j * L};
+}
+
+// True when the step's rows (this rank's rows from q0, nq of them) share no document with block j's
+// keys k0.. (nk): ids are ranges, so disjoint [min, max] intervals mean nothing is visible.
+static bool step_hidden(RingDocs d, int L, int j, int r, int q0, int nq, int k0, int nk) {
+    if (!d.host) return false;
+    const int32_t *qd = d.host + (size_t)r * L + q0, *kd = d.host + (size_t)j * L + k0;
+    int32_t qlo = qd[0], qhi = qd[0], klo = kd[0], khi = kd[0];
+    for (int i = 1; i < nq; i++) qlo = qd[i] < qlo ? qd[i] : qlo, qhi = qd[i] > qhi ? qd[i] : qhi;
+    for (int i = 1; i < nk; i++) klo = kd[i] < klo ? kd[i] : klo, khi = kd[i] > khi ? kd[i] : khi;
+    return qhi < klo || khi < qlo;
+}
+
+// A block call with or without document ids (the plain kernel when there are none, as before).
+static void fwd_block(const Backend *be, const AttnShape *s, AttnState st, const real *q, int nq, const real *k,
+                      const real *v, int nk, AttnMask mask, AttnDocs docs) {
+    if (docs.q) be->attn_forward_block_docs(s, st, q, nq, k, v, nk, mask, docs);
+    else be->attn_forward_block(s, st, q, nq, k, v, nk, mask);
+}
+
+static void bwd_block(const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
+                      const real *v, const real *dout, const real *lse, const real *D, int nq, int nk, AttnMask mask,
+                      AttnDocs docs) {
+    if (docs.q) be->attn_backward_block_docs(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, mask, docs);
+    else be->attn_backward_block(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, mask);
+}
+
 // One forward step against the KV block of rank j (DESIGN.md, "Ring attention contract"), with
 // half = L/2 and the state rows of a Q block addressed by offset:
 //   j == r: both local chunks, causal (local order is increasing in global position);
 //   j <  r: every Q row × j's first chunk (entirely in the past; its second chunk is entirely in
 //           the future of both of ours, so it is skipped);
 //   j >  r: our second Q chunk × all of j's block; our first chunk sees none of it (no kernel).
-static void forward_step(const Backend *be, const AttnShape *s, AttnState st, const real *q, const real *kb,
-                         const real *vb, int L, int j, int r) {
+// With documents, a step whose rows share no document with the block's keys launches nothing (the
+// block still travels on). Returns whether it was skipped.
+static bool forward_step(const Backend *be, const AttnShape *s, AttnState st, const real *q, const real *kb,
+                         const real *vb, int L, int j, int r, RingDocs d) {
     int half = L / 2;
     size_t qoff = (size_t)half * s->n_head * s->head_dim, soff = (size_t)half * s->n_head;
+    AttnDocs docs = step_docs(d, L, j, r);
     if (j == r) {
-        be->attn_forward_block(s, st, q, L, kb, vb, L, ATTN_CAUSAL);
+        fwd_block(be, s, st, q, L, kb, vb, L, ATTN_CAUSAL, docs);
     } else if (j < r) {
-        be->attn_forward_block(s, st, q, L, kb, vb, half, ATTN_FULL);
+        if (step_hidden(d, L, j, r, 0, L, 0, half)) return true;
+        fwd_block(be, s, st, q, L, kb, vb, half, ATTN_FULL, docs);
     } else {
+        if (step_hidden(d, L, j, r, half, half, 0, L)) return true;
         AttnState late = {.acc = st.acc + qoff, .m = st.m + soff, .l = st.l + soff};
-        be->attn_forward_block(s, late, q + qoff, half, kb, vb, L, ATTN_FULL);
+        if (docs.q) docs.q += half;
+        fwd_block(be, s, late, q + qoff, half, kb, vb, L, ATTN_FULL, docs);
     }
+    return false;
 }
 
 void ring_attention_forward(AttnRing *R, const Backend *be, const AttnShape *s, real *out, real *lse,
                             real *scratch_l, const real *q, const real *k, const real *v, int L) {
+    ring_attention_forward_docs(R, be, s, out, lse, scratch_l, q, k, v, L, NULL, NULL);
+}
+
+void ring_attention_forward_docs(AttnRing *R, const Backend *be, const AttnShape *s, real *out, real *lse,
+                                 real *scratch_l, const real *q, const real *k, const real *v, int L, const int32_t *docs,
+                                 const int32_t *docs_host) {
+    const RingDocs d = {docs, docs ? docs_host : NULL};
     const int W = R->size, r = R->rank;
     const size_t kvn = (size_t)L * s->n_kv_head * s->head_dim;
     check_local_len(R, L);
@@ -115,7 +166,7 @@ void ring_attention_forward(AttnRing *R, const Backend *be, const AttnShape *s, 
         if (more) start_hop(R, &hop, R->pkt[a], R->pkt[1 - a], 2 * kvn, "ring KV exchange (forward)");
         if (more && !R->overlap) finish_hop(R, &hop);
         double t0 = now_seconds();
-        forward_step(be, s, st, q, R->pkt[a], R->pkt[a] + kvn, L, (r - step + W) % W, r);
+        R->stats.blocks_skipped += forward_step(be, s, st, q, R->pkt[a], R->pkt[a] + kvn, L, (r - step + W) % W, r, d);
         R->stats.compute_s += now_seconds() - t0;
         if (more) {
             if (R->overlap) finish_hop(R, &hop);
@@ -127,18 +178,23 @@ void ring_attention_forward(AttnRing *R, const Backend *be, const AttnShape *s, 
 
 // One backward step against block j, the same three cases as forward_step. dq accumulates over
 // all steps; dk, dv (this step's contribution to block j) are fresh.
-static void backward_step(const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv, const real *q,
+static bool backward_step(const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv, const real *q,
                           const real *kb, const real *vb, const real *dout, const real *lse, const real *D, int L,
-                          int j, int r) {
+                          int j, int r, RingDocs d) {
     int half = L / 2;
     size_t qoff = (size_t)half * s->n_head * s->head_dim, soff = (size_t)half * s->n_head;
-    if (j == r)
-        be->attn_backward_block(s, dq, dk, dv, q, kb, vb, dout, lse, D, L, L, ATTN_CAUSAL);
-    else if (j < r)
-        be->attn_backward_block(s, dq, dk, dv, q, kb, vb, dout, lse, D, L, half, ATTN_FULL);
-    else
-        be->attn_backward_block(s, dq + qoff, dk, dv, q + qoff, kb, vb, dout + qoff, lse + soff, D + soff, half, L,
-                                ATTN_FULL);
+    AttnDocs docs = step_docs(d, L, j, r);
+    if (j == r) {
+        bwd_block(be, s, dq, dk, dv, q, kb, vb, dout, lse, D, L, L, ATTN_CAUSAL, docs);
+    } else if (j < r) {
+        if (step_hidden(d, L, j, r, 0, L, 0, half)) return true;
+        bwd_block(be, s, dq, dk, dv, q, kb, vb, dout, lse, D, L, half, ATTN_FULL, docs);
+    } else {
+        if (step_hidden(d, L, j, r, half, half, 0, L)) return true;
+        if (docs.q) docs.q += half;
+        bwd_block(be, s, dq + qoff, dk, dv, q + qoff, kb, vb, dout + qoff, lse + soff, D + soff, half, L, ATTN_FULL, docs);
+    }
+    return false;
 }
 
 // Backward: at step s this rank computes with block j = r − s and sends on, in one packet, that
@@ -149,6 +205,14 @@ static void backward_step(const Backend *be, const AttnShape *s, real *dq, real 
 void ring_attention_backward(AttnRing *R, const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv,
                              real *scratch_D, const real *q, const real *k, const real *v, const real *out,
                              const real *lse, const real *dout, int L) {
+    ring_attention_backward_docs(R, be, s, dq, dk, dv, scratch_D, q, k, v, out, lse, dout, L, NULL, NULL);
+}
+
+void ring_attention_backward_docs(AttnRing *R, const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv,
+                                  real *scratch_D, const real *q, const real *k, const real *v, const real *out,
+                                  const real *lse, const real *dout, int L, const int32_t *docs,
+                                  const int32_t *docs_host) {
+    const RingDocs d = {docs, docs ? docs_host : NULL};
     const int W = R->size, r = R->rank;
     const size_t kvn = (size_t)L * s->n_kv_head * s->head_dim;
     check_local_len(R, L);
@@ -174,8 +238,8 @@ void ring_attention_backward(AttnRing *R, const Backend *be, const AttnShape *s,
         if (hop_now && !R->overlap) finish_hop(R, &hop);
         double t0 = now_seconds();
         be->zero(R->dkv_step, 2 * kvn * sizeof(real));
-        backward_step(be, s, dq, R->dkv_step, R->dkv_step + kvn, q, R->pkt[a], R->pkt[a] + kvn, dout, lse, scratch_D,
-                      L, (r - step + W) % W, r);
+        R->stats.blocks_skipped += backward_step(be, s, dq, R->dkv_step, R->dkv_step + kvn, q, R->pkt[a], R->pkt[a] + kvn,
+                                                 dout, lse, scratch_D, L, (r - step + W) % W, r, d);
         R->stats.compute_s += now_seconds() - t0;
         if (hop_now && R->overlap) finish_hop(R, &hop);
         // pkt[1-a] now holds the next block's K,V and (from step 1) block j's accumulator.

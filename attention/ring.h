@@ -14,6 +14,18 @@ void ring_attention_forward(AttnRing *ring, const struct Backend *be, const Attn
 void ring_attention_backward(AttnRing *ring, const struct Backend *be, const AttnShape *s, real *dq, real *dk,
                              real *dv, real *scratch_D, const real *q, const real *k, const real *v, const real *out,
                              const real *lse, const real *dout, int T_local);
+// With document masking: docs holds the document id of every position of the whole sequence in
+// zigzag rank order (rank j's T_local ids, in its local order, at docs + j·T_local), the same on every
+// rank: each computes it from its batch, so no id travels. docs is in backend memory (for the kernels),
+// docs_host the same ids in host memory (to skip whole steps whose block no Q row may see: counted in
+// RingStats.blocks_skipped). docs == NULL: the calls above.
+void ring_attention_forward_docs(AttnRing *ring, const struct Backend *be, const AttnShape *s, real *out, real *lse,
+                                 real *scratch_l, const real *q, const real *k, const real *v, int T_local,
+                                 const int32_t *docs, const int32_t *docs_host);
+void ring_attention_backward_docs(AttnRing *ring, const struct Backend *be, const AttnShape *s, real *dq, real *dk,
+                                  real *dv, real *scratch_D, const real *q, const real *k, const real *v, const real *out,
+                                  const real *lse, const real *dout, int T_local, const int32_t *docs,
+                                  const int32_t *docs_host);
 
 // ---- the ring object (attention/ring.c) ----
 struct Comm;
@@ -25,6 +37,7 @@ typedef struct {
     double compute_s;    // attention block kernels
     double bytes;        // bytes sent
     long exchanges;      // packets sent
+    long blocks_skipped; // block calls (forward and backward) skipped because the document mask hides the whole block
 } RingStats;
 
 // The ring of `ring_comm` (its size is sp, its rank this rank's sp_index). Buffers (two packets
@@ -34,4 +47,6 @@ typedef struct {
 AttnRing *ring_create(struct Comm *ring_comm, const struct Backend *be);
 void ring_free(AttnRing *ring);
 RingStats ring_stats(const AttnRing *ring);
+int ring_size(const AttnRing *ring);   // sp
+int ring_rank(const AttnRing *ring);   // this rank's sp_index
 void ring_stats_reset(AttnRing *ring);

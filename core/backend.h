@@ -59,6 +59,12 @@ typedef struct Backend {
     void (*attn_backward_block)(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
                                 const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
                                 AttnMask mask);
+    // The same two with document ids of the Q and K rows (attention.h, AttnDocs; docs.q NULL = the calls above).
+    void (*attn_forward_block_docs)(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
+                                    int nk, AttnMask mask, AttnDocs docs);
+    void (*attn_backward_block_docs)(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
+                                     const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
+                                     AttnMask mask, AttnDocs docs);
 
     // sum of squares of x (n), in double
     double (*sumsq)(const real *x, size_t n);

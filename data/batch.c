@@ -85,3 +85,24 @@ long batch_count_targets(const Batch *b) {
     for (size_t i = 0; i < (size_t)b->B * b->T; i++) n += b->targets[i] >= 0;
     return n;
 }
+
+// The document of global position p: the last start <= p.
+static int32_t doc_of(const int32_t *ds, int nd, int p) {
+    int lo = 0, hi = nd;
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        if (ds[mid] <= p) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+void batch_zigzag_docs(const Batch *b, int row, int sp, int32_t *out) {
+    const int32_t *ds = b->doc_start + (size_t)row * b->doc_cap;
+    int nd = b->n_docs[row], L = b->T, chunk = L / 2;
+    for (int j = 0; j < sp; j++)
+        for (int i = 0; i < L; i++) {
+            int p = sp == 1 ? i : i < chunk ? j * chunk + i : (2 * sp - 1 - j) * chunk + i - chunk;
+            out[(size_t)j * L + i] = doc_of(ds, nd, p);
+        }
+}

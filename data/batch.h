@@ -18,3 +18,8 @@ typedef struct {
     int32_t *doc_start; // (B, doc_cap) start positions of those documents, ascending, first = 0
     int doc_cap;        // full seq-len once a source has filled the batch (0 before)
 } Batch;
+
+// The document number of every position of row `row`'s full sample (T = b->T·sp tokens) in zigzag rank
+// order: rank j's b->T ids, in its local order, at out + j·b->T (sp = 1: position order). Every sp
+// rank computes the same array from its batch's document starts (ring.h, ring_attention_forward_docs).
+void batch_zigzag_docs(const Batch *b, int row, int sp, int32_t *out);

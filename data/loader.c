@@ -1,8 +1,14 @@
 // data/loader.c — the streaming shard loader: global deterministic samples, a prefetch thread, each rank's zigzag slices.
 //
 // Samples. The split's shards, in manifest order, form one token stream in which every document
-// ends with EOS. Sample j (0 <= j < N) is the T+1 tokens starting at stream token j·T, so
-// consecutive samples share one token and no target is lost; N = (tokens − 1) / T.
+// ends with EOS. Sample j (0 <= j < N) is the T+1 tokens starting at stream token s_j: s_0 is the
+// range's first token and s_{j+1} is the last document start in (s_j, s_j + T], or s_j + T when
+// the window holds no document start (a document longer than T continues in the next window). So
+// windows start at document starts wherever documents are shorter than T: every such document is
+// whole in the window that starts at it (the document cut off at a window's end is repeated whole
+// in the next); consecutive windows share at least one token and no target is lost. N counts the
+// s_j with s_j + T + 1 <= the range's end; the starts (8 bytes each) are computed once at open
+// from the document indexes alone, so they depend on the data and T only.
 // Order. Per epoch the samples are shuffled in two levels: consecutive samples are grouped by G
 // (about GROUP_BLOCKS compressed blocks of tokens, G = max(1, GROUP_BLOCKS·block_tokens / T)); the
 // order of the groups and the order inside each group are permutations seeded by (seed, epoch[,
@@ -65,6 +71,7 @@ typedef struct {
     int T;
     bool use_weights;           // the data has loss weights and --loss-on is not `all`
     uint64_t lo, hi;            // the split's stream token range
+    uint64_t *starts;           // (order.n) first stream token of each sample
     Order order;
     CachedBlock cache[MAX_CACHE];
     int n_cache;                // blocks one group can touch, plus slack
@@ -223,7 +230,7 @@ static void fill(Loader *L, Slot *sl, uint64_t k0) {
         DataErr e;
         sl->ids[r] = (int64_t)k;
         uint8_t *w = L->use_weights ? sl->weights + (size_t)r * (T + 1) : NULL;
-        if (read_range(L, L->lo + j * T, (uint64_t)T + 1, sl->samples + (size_t)r * (T + 1), w, &e)) {
+        if (read_range(L, L->starts[j], (uint64_t)T + 1, sl->samples + (size_t)r * (T + 1), w, &e)) {
             snprintf(sl->msg, sizeof sl->msg, "%s (while reading sample %" PRIu64 ")", e.msg, k);
             sl->failed = true;
         }
@@ -313,6 +320,39 @@ static void choose_range(Loader *L, const char *path, bool validation) {
                              path, L->o.val_fraction, total - cut);
 }
 
+// The last document start in (s, s + T], or s + T when there is none.
+static uint64_t next_window(const Dataset *d, uint64_t s, uint64_t T) {
+    uint64_t x = s + T;
+    for (size_t i = find_shard(d, x);; i--) {
+        const Shard *sh = d->shards[i];
+        uint64_t first = d->first[i];
+        if (x >= first && sh->h.num_docs) {
+            uint64_t lo = 0, hi = sh->h.num_docs;   // count of local starts <= x - first
+            while (lo < hi) {
+                uint64_t mid = (lo + hi) / 2;
+                if (sh->doc_start[mid] <= x - first) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo > 0) {
+                uint64_t g = first + sh->doc_start[lo - 1];
+                return g > s ? g : x;
+            }
+        }
+        if (i == 0 || first <= s) return x;   // earlier shards end before s
+    }
+}
+
+// Every sample's first token (see the top of this file).
+static uint64_t window_starts(Loader *L) {
+    size_t cap = 1024, n = 0;
+    L->starts = xmalloc(cap * sizeof(uint64_t), "the sample starts");
+    for (uint64_t s = L->lo; s + (uint64_t)L->T + 1 <= L->hi; s = next_window(&L->ds, s, (uint64_t)L->T)) {
+        if (n == cap) L->starts = xrealloc(L->starts, (cap *= 2) * sizeof(uint64_t), "the sample starts");
+        L->starts[n++] = s;
+    }
+    return n;
+}
+
 static void alloc_buffers(Loader *L) {
     size_t raw = 1, comp = 1;
     for (size_t i = 0; i < L->ds.n; i++) {
@@ -354,7 +394,7 @@ void *loader_open(const char *path, const DataOptions *o, bool validation) {
     if (L->hi - L->lo < (uint64_t)L->T + 1)
         fail_data(path, "the %s part has %" PRIu64 " tokens, fewer than --seq-len %d + 1; use a shorter --seq-len or more data",
                   validation ? "validation" : "training", L->hi - L->lo, L->T);
-    order_init(&L->order, (L->hi - L->lo - 1) / (uint64_t)L->T, L->ds.block_tokens, L->T, L->seed, o->no_shuffle);
+    order_init(&L->order, window_starts(L), L->ds.block_tokens, L->T, L->seed, o->no_shuffle);
     alloc_buffers(L);
     pthread_mutex_init(&L->mu, NULL);
     pthread_cond_init(&L->cv, NULL);
@@ -392,6 +432,7 @@ static void loader_close(void *impl) {
         free(L->slot[i].weights);
         free(L->slot[i].ids);
     }
+    free(L->starts);
     free(L->order.gperm);
     free(L->order.iperm);
     free(L->raw);

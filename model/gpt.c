@@ -45,6 +45,8 @@ static void acts_free(GPT *m) {
 
 void gpt_free(GPT *m) {
     acts_free(m);
+    if (m->doc_ids) m->be->release(m->doc_ids);
+    free(m->doc_ids_host);
     m->be->release(m->params);
     m->be->release(m->grads);
     tensors_free(&m->w);
@@ -102,6 +104,29 @@ static AttnShape attn_shape(const ModelConfig *c) {
     return (AttnShape){.n_head = c->n_head, .n_kv_head = c->n_kv_head, .head_dim = cfg_head_dim(c)};
 }
 
+// --doc-mask: every sample's document ids (from the batch's document starts), once per forward, in
+// the layout ring_attention_forward_docs reads; the backward of the same batch reuses them.
+static void docs_prepare(GPT *m, const Batch *b) {
+    int sp = m->ring ? ring_size(m->ring) : 1;
+    size_t n = (size_t)b->B * b->T * sp;
+    if (n > m->doc_ids_cap) {
+        if (m->doc_ids) m->be->release(m->doc_ids);
+        free(m->doc_ids_host);
+        m->doc_ids = m->be->alloc(n * sizeof(int32_t), "document ids");
+        m->doc_ids_host = xmalloc(n * sizeof(int32_t), "document ids");
+        m->doc_ids_cap = n;
+    }
+    for (int row = 0; row < b->B; row++) batch_zigzag_docs(b, row, sp, m->doc_ids_host + (size_t)row * b->T * sp);
+    m->be->to_device(m->doc_ids, m->doc_ids_host, n * sizeof(int32_t));
+}
+
+// Sample b's document ids (NULL without --doc-mask), backend and host copies.
+static const int32_t *sample_docs(const GPT *m, int b, int T, bool host) {
+    if (!m->doc_mask) return NULL;
+    size_t off = (size_t)b * T * (m->ring ? ring_size(m->ring) : 1);
+    return (host ? m->doc_ids_host : m->doc_ids) + off;
+}
+
 // Attention of every sequence of the batch: on this rank alone, or around the ring.
 static void attention_forward(GPT *m, LayerActs *L, int B, int T) {
     AttnShape s = attn_shape(&m->cfg);
@@ -109,8 +134,9 @@ static void attention_forward(GPT *m, LayerActs *L, int B, int T) {
     for (int b = 0; b < B; b++) {
         real *att = L->att + b * qs, *lse = L->lse + b * hs, *tmp = m->act.attn_tmp + b * hs;
         const real *q = L->q + b * qs, *k = L->k + b * kvs, *v = L->v + b * kvs;
-        if (m->ring) ring_attention_forward(m->ring, m->be, &s, att, lse, tmp, q, k, v, T);
-        else attention_causal_forward(m->be, &s, att, lse, tmp, q, k, v, T);
+        const int32_t *docs = sample_docs(m, b, T, false), *docs_host = sample_docs(m, b, T, true);
+        if (m->ring) ring_attention_forward_docs(m->ring, m->be, &s, att, lse, tmp, q, k, v, T, docs, docs_host);
+        else attention_causal_forward_docs(m->be, &s, att, lse, tmp, q, k, v, T, docs);
     }
 }
 
@@ -122,8 +148,9 @@ static void attention_backward(GPT *m, LayerActs *L, const real *datt, int B, in
         real *dq = a->d_q + b * qs, *dk = a->d_k + b * kvs, *dv = a->d_v + b * kvs, *tmp = a->attn_tmp + b * hs;
         const real *q = L->q + b * qs, *k = L->k + b * kvs, *v = L->v + b * kvs;
         const real *o = L->att + b * qs, *lse = L->lse + b * hs, *dout = datt + b * qs;
-        if (m->ring) ring_attention_backward(m->ring, m->be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T);
-        else attention_causal_backward(m->be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T);
+        const int32_t *docs = sample_docs(m, b, T, false), *docs_host = sample_docs(m, b, T, true);
+        if (m->ring) ring_attention_backward_docs(m->ring, m->be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, docs, docs_host);
+        else attention_causal_backward_docs(m->be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, docs);
     }
 }
 
@@ -157,6 +184,7 @@ static void trunk_forward(GPT *m, const Batch *b) {
     const Backend *be = m->be;
     int N = b->B * b->T, C = c->dim;
     acts_ensure(m, b->B, b->T);
+    if (m->doc_mask) docs_prepare(m, b);
     Activations *a = &m->act;
     be->embedding_forward(a->layers[0].x, b->tokens, m->w.tok_embeddings, N, C);
     for (int l = 0; l < c->n_layer; l++)

@@ -52,6 +52,9 @@ typedef struct {
     Activations act;
     struct AttnRing *ring;  // NULL: the whole sequence is on this rank
     int loss_chunk;      // rows per chunk of the fused LM head + loss
+    bool doc_mask;       // attention stays inside each document of a packed window (--doc-mask; Batch doc_start)
+    int32_t *doc_ids, *doc_ids_host;   // (B, T·sp) each sample's document ids in zigzag rank order (backend, host)
+    size_t doc_ids_cap;  // elements the two buffers hold
 } GPT;
 
 // Builds the table, allocates parameters and gradients on the backend, initialises from seed.

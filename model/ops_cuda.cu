@@ -21,6 +21,11 @@ void attn_cuda_backward_prep(const AttnShape *s, real *D, const real *dout, cons
 void attn_cuda_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
                               const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
                               AttnMask mask);
+void attn_cuda_forward_block_docs(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
+                                  int nk, AttnMask mask, AttnDocs docs);
+void attn_cuda_backward_block_docs(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
+                                   const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
+                                   AttnMask mask, AttnDocs docs);
 void cuda_backend_set_matmul(const char *mode);
 RINGGPT_EXTERN_C_END
 
@@ -758,6 +763,8 @@ extern "C" const Backend BACKEND_CUDA = {
     .attn_finalize = attn_cuda_finalize,
     .attn_backward_prep = attn_cuda_backward_prep,
     .attn_backward_block = attn_cuda_backward_block,
+    .attn_forward_block_docs = attn_cuda_forward_block_docs,
+    .attn_backward_block_docs = attn_cuda_backward_block_docs,
     .sumsq = sumsq,
     .scale = scale,
     .adamw = adamw,

@@ -42,6 +42,7 @@ typedef struct {
     bool threads_auto;   // --threads not given: share the cores among the ranks of a node
     const char *device;  // --device: cpu, cuda or auto
     const char *loss_on; // --loss-on: masked (the data's loss weights apply) or all
+    bool doc_mask;       // --doc-mask: attention does not cross document boundaries inside a window
 } TrainConfig;
 
 static const ArgCommand TRAIN_CMD = {
@@ -95,6 +96,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--eval-batches", ARG_INT, &t->eval_batches, "batches per validation"},
         {"--loss-chunk", ARG_INT, &t->loss_chunk, "rows per chunk of the fused LM head + loss"},
         {"--loss-on", ARG_STRING, &t->loss_on, "masked: only targets the data's loss weights select count (data without weights: all); all: every target"},
+        {"--doc-mask", ARG_BOOL, &t->doc_mask, "attention stays inside each document of a packed window (documents end at EOS)"},
         {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible; default $RINGGPT_DEVICE or auto)"},
         {"--sp", ARG_INT, &t->sp, "ring size: ranks that split one sequence (mpirun -np dp·sp)"},
         {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},
@@ -300,6 +302,7 @@ static void run_open(Run *r, int argc, char **argv) {
     r->ring_comm = t->sp > 1 ? device_comm(be, r->grid.ring, "ring communicator") : NULL;
     gpt_init(&r->model, &t->model_cfg, be, (uint64_t)t->seed);
     r->model.loss_chunk = t->loss_chunk;
+    r->model.doc_mask = t->doc_mask;
     if (t->sp > 1) r->model.ring = ring_create(r->ring_comm, be);   // attention spans the sp ranks
     adamw_init(&r->opt, &r->model, (AdamWConfig){t->beta1, t->beta2, 1e-8f, t->weight_decay});
     r->sched = (Schedule){.lr = t->lr, .min_lr = t->min_lr, .warmup = t->warmup, .total = t->steps};
@@ -326,6 +329,8 @@ static void run_close(Run *r) {
         RingStats rs = ring_stats(r->model.ring);
         log_info("ring (rank 0): %.2f s blocked waiting for KV, %.2f s attention compute, %.1f MiB sent in %ld hops\n",
                  rs.wait_s, rs.compute_s, rs.bytes / 1048576, rs.exchanges);
+        if (r->t.doc_mask) log_info("doc mask (rank 0): %ld ring block calls skipped (no row shares a document with the block)\n",
+                                    rs.blocks_skipped);
     }
     metrics_close(&r->log);
     batch_free(&r->batch);

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "data/dataset.h"
+#include "data/source.h"
 #include "data/synthetic.h"
 #include "train/commands.h"
 #include "testutil.h"
@@ -127,9 +128,51 @@ static void test_prepare_synthetic(void) {
     free(dir);
 }
 
+// --doc-len = --seq-len: every training window is exactly one whole document (the EOS last) whose
+// only counted targets are the answer's digits; shorter documents start windows at their starts.
+static void test_windows(void) {
+    char *dir = temp_dir("synthwin"), *ds = path_join(dir, "pk"), *ds2 = path_join(dir, "pk2");
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds, "--synthetic", "passkey", "--docs", "6", "--doc-len", "256", "--quiet", NULL) == 0,
+          "prepare passkey at doc-len 256");
+    DataOptions o = {.seq_len = 256, .batch = 1, .seed = 3, .dp = 1, .sp = 1};
+    DataSource *d = data_open(ds, &o, false);
+    Batch b = batch_alloc(1, 256);
+    int bad = 0;
+    for (uint64_t k = 0; k < data_num_samples(d); k++) {
+        data_next(d, &b);
+        int counted = 0;
+        for (int t = 0; t < 256; t++) counted += b.targets[t] >= 0;
+        bad += b.n_docs[0] != 1 || b.tokens[255] != 256 || b.tokens[0] != 'T' || counted != PASSKEY_KEY_DIGITS;
+    }
+    CHECK(data_num_samples(d) == 5 && bad == 0, "%" PRIu64 " windows of one whole document each, 5 counted targets (%d bad)",
+          data_num_samples(d), bad);
+    data_close(d);
+    // Documents of 150 tokens, windows of 512: every window starts at a document start and holds three
+    // whole documents and the beginning of a fourth (which the next window starts with).
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds2, "--synthetic", "passkey", "--docs", "20", "--doc-len", "150", "--quiet", NULL) == 0,
+          "prepare passkey at doc-len 150");
+    o.seq_len = 512;
+    d = data_open(ds2, &o, false);
+    Batch b2 = batch_alloc(1, 512);
+    bad = 0;
+    for (uint64_t k = 0; k < data_num_samples(d); k++) {
+        data_next(d, &b2);
+        bad += b2.tokens[0] != 'T' || b2.n_docs[0] != 4;
+    }
+    CHECK(data_num_samples(d) == 6 && bad == 0, "%" PRIu64 " windows, each starting at a document start (%d bad)", data_num_samples(d), bad);
+    data_close(d);
+    batch_free(&b2);
+    batch_free(&b);
+    rm_rf(dir);
+    free(ds);
+    free(ds2);
+    free(dir);
+}
+
 int main(void) {
     test_passkey();
     test_recall();
     test_prepare_synthetic();
+    test_windows();
     return test_finish();
 }

@@ -2,14 +2,42 @@
 // The ring's schedule is replayed in one process through the block API, for every rank r and every
 // step's KV owner j (the three cases of attention/ring.c: j == r causal, j < r full, j > r second
 // half of the rows), forward and backward, on both backends; outputs, LSE, dQ and the dK/dV each
-// block collects around the ring are compared (bf16 tensor cores: ~1e-2).
+// block collects around the ring are compared (bf16 tensor cores: ~1e-2). Cases with `docs` pass
+// document ids (--doc-mask) to both backends' kernels: the CUDA predicate must match the CPU's.
 #include <math.h>
 
 #include "tests/gpu/gpu_test.h"
 
 typedef struct {
     int H, Hkv, hd, sp, c;   // heads, kv heads, head dim, ring size, zigzag chunk length (T = 2·sp·c)
+    int docs;                // 1: documents start at 0, T/7, T/3, T/3+1 and 5T/6 (attention stays inside them)
 } Case;
+
+// Document ids of every position in zigzag rank order (rank r's L ids at + r·L), as ring.h lays them out.
+static int32_t *zigzag_docs(const Case *c) {
+    int T = 2 * c->sp * c->c, L = 2 * c->c, starts[] = {0, T / 7, T / 3, T / 3 + 1, 5 * T / 6};
+    int32_t *z = xmalloc((size_t)T * sizeof(int32_t), "doc ids");
+    for (int r = 0; r < c->sp; r++)
+        for (int i = 0; i < L; i++) {
+            int p = i < c->c ? r * c->c + i : (2 * c->sp - 1 - r) * c->c + i - c->c, d = 0;
+            while (d + 1 < 5 && starts[d + 1] <= p) d++;
+            z[(size_t)r * L + i] = d;
+        }
+    return z;
+}
+
+static void fwd(const Backend *be, const AttnShape *s, AttnState st, const float *q, int nq, const float *k, const float *v,
+                int nk, AttnMask mask, AttnDocs docs) {
+    if (docs.q) be->attn_forward_block_docs(s, st, q, nq, k, v, nk, mask, docs);
+    else be->attn_forward_block(s, st, q, nq, k, v, nk, mask);
+}
+
+static void bwd(const Backend *be, const AttnShape *s, float *dq, float *dk, float *dv, const float *q, const float *k,
+                const float *v, const float *dout, const float *lse, const float *D, int nq, int nk, AttnMask mask,
+                AttnDocs docs) {
+    if (docs.q) be->attn_backward_block_docs(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, mask, docs);
+    else be->attn_backward_block(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, mask);
+}
 
 typedef struct {
     float *out, *lse, *dq;   // (sp, L, H, hd), (sp, L, H), (sp, L, H, hd): every rank's rows, rank-major
@@ -44,6 +72,11 @@ static Result run_ring(const Backend *be, const Case *c, const float *q, const f
     float *dq = be->alloc((size_t)L * QW * 4, "dq"), *dk = be->alloc((size_t)L * KW * 4, "dk");
     float *dv = be->alloc((size_t)L * KW * 4, "dv");
     size_t qo = (size_t)half * QW, so = (size_t)half * c->H;
+    int32_t *zd = NULL, *hz = c->docs ? zigzag_docs(c) : NULL;   // document ids on the backend
+    if (hz) {
+        zd = be->alloc((size_t)sp * L * sizeof(int32_t), "doc ids");
+        be->to_device(zd, hz, (size_t)sp * L * sizeof(int32_t));
+    }
     for (int r = 0; r < sp; r++) {
         float *hq = local_rows(q, r, c, QW), *hdo = local_rows(dout, r, c, QW);
         float *ql = on(be, hq, (size_t)L * QW), *dol = on(be, hdo, (size_t)L * QW);
@@ -51,11 +84,13 @@ static Result run_ring(const Backend *be, const Case *c, const float *q, const f
         be->attn_state_reset(&s, st, L);
         for (int step = 0; step < sp; step++) {
             int j = (r - step + sp) % sp;
-            if (j == r) be->attn_forward_block(&s, st, ql, L, kb[j], vb[j], L, ATTN_CAUSAL);
-            else if (j < r) be->attn_forward_block(&s, st, ql, L, kb[j], vb[j], half, ATTN_FULL);
+            AttnDocs dd = zd ? (AttnDocs){zd + (size_t)r * L, zd + (size_t)j * L} : (AttnDocs){0};
+            AttnDocs late_d = zd ? (AttnDocs){dd.q + half, dd.k} : (AttnDocs){0};
+            if (j == r) fwd(be, &s, st, ql, L, kb[j], vb[j], L, ATTN_CAUSAL, dd);
+            else if (j < r) fwd(be, &s, st, ql, L, kb[j], vb[j], half, ATTN_FULL, dd);
             else {
                 AttnState late = {.acc = acc + qo, .m = m + so, .l = l + so};
-                be->attn_forward_block(&s, late, ql + qo, half, kb[j], vb[j], L, ATTN_FULL);
+                fwd(be, &s, late, ql + qo, half, kb[j], vb[j], L, ATTN_FULL, late_d);
             }
         }
         float *out = acc, *lse = m;   // finalize in place, as the ring does
@@ -69,12 +104,12 @@ static Result run_ring(const Backend *be, const Case *c, const float *q, const f
             int j = (r - step + sp) % sp;
             be->zero(dk, (size_t)L * KW * 4);
             be->zero(dv, (size_t)L * KW * 4);
-            if (j == r) be->attn_backward_block(&s, dq, dk, dv, ql, kb[j], vb[j], dol, lse, D, L, L, ATTN_CAUSAL);
-            else if (j < r)
-                be->attn_backward_block(&s, dq, dk, dv, ql, kb[j], vb[j], dol, lse, D, L, half, ATTN_FULL);
+            AttnDocs dd = zd ? (AttnDocs){zd + (size_t)r * L, zd + (size_t)j * L} : (AttnDocs){0};
+            AttnDocs late_d = zd ? (AttnDocs){dd.q + half, dd.k} : (AttnDocs){0};
+            if (j == r) bwd(be, &s, dq, dk, dv, ql, kb[j], vb[j], dol, lse, D, L, L, ATTN_CAUSAL, dd);
+            else if (j < r) bwd(be, &s, dq, dk, dv, ql, kb[j], vb[j], dol, lse, D, L, half, ATTN_FULL, dd);
             else
-                be->attn_backward_block(&s, dq + qo, dk, dv, ql + qo, kb[j], vb[j], dol + qo, lse + so, D + so, half,
-                                        L, ATTN_FULL);
+                bwd(be, &s, dq + qo, dk, dv, ql + qo, kb[j], vb[j], dol + qo, lse + so, D + so, half, L, ATTN_FULL, late_d);
             float *hk = back(be, dk, (size_t)L * KW), *hv = back(be, dv, (size_t)L * KW);
             for (size_t i = 0; i < (size_t)L * KW; i++) {
                 res.dk[(size_t)j * L * KW + i] += hk[i];
@@ -86,6 +121,8 @@ static Result run_ring(const Backend *be, const Case *c, const float *q, const f
         be->release(ql), be->release(dol);
         free(hq), free(hdo);
     }
+    if (zd) be->release(zd);
+    free(hz);
     for (int j = 0; j < sp; j++) be->release(kb[j]), be->release(vb[j]);
     free(kb), free(vb);
     be->release(acc), be->release(m), be->release(l), be->release(D), be->release(dq), be->release(dk), be->release(dv);
@@ -100,10 +137,10 @@ static void host_compare(const char *what, const Case *c, const float *g, const 
         smax = fmax(smax, fabs((double)ref[i]));
     }
     double err = dmax / smax;
-    CHECK(err <= tol, "H=%d Hkv=%d hd=%d sp=%d chunk=%d %s: relative error %.3e > %.0e", c->H, c->Hkv, c->hd, c->sp,
-          c->c, what, err, tol);
-    printf("  H=%d Hkv=%d hd=%3d sp=%d chunk=%3d %-4s rel err %.3e (tol %.0e)\n", c->H, c->Hkv, c->hd, c->sp, c->c,
-           what, err, tol);
+    CHECK(err <= tol, "H=%d Hkv=%d hd=%d sp=%d chunk=%d%s %s: relative error %.3e > %.0e", c->H, c->Hkv, c->hd, c->sp,
+          c->c, c->docs ? " docs" : "", what, err, tol);
+    printf("  H=%d Hkv=%d hd=%3d sp=%d chunk=%3d%s %-4s rel err %.3e (tol %.0e)\n", c->H, c->Hkv, c->hd, c->sp, c->c,
+           c->docs ? " docs" : "", what, err, tol);
 }
 
 static void free_result(Result r) { free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv); }
@@ -150,6 +187,10 @@ int main(int argc, char **argv) {
         {8, 2, 128, 3, 70},   // hd 128, GQA 4:1
         {2, 1, 16, 4, 64},    // hd 16 (the tiny preset), MQA, tile-aligned chunks
         {4, 4, 128, 2, 96},
+        {4, 4, 64, 1, 150, 1},   // --doc-mask: one causal block with documents
+        {4, 2, 32, 2, 37, 1},    // ... around a ring of 2, GQA, odd chunk
+        {8, 2, 128, 3, 70, 1},
+        {2, 1, 16, 4, 64, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) test_case(cases[i], 100 + 10 * i);
     test_empty_rows();

@@ -37,6 +37,16 @@ foreach(prec core64 core)
   foreach(sp 1 2 3 4)
     add_test(NAME ring_infer_sp${sp}_${prec} COMMAND ${RING_MPIEXEC} -np ${sp} $<TARGET_FILE:test_ring_infer_${prec}>)
     set_tests_properties(ring_infer_sp${sp}_${prec} PROPERTIES LABELS ring ENVIRONMENT "${RING_ENV}" TIMEOUT 120)
+    endforeach()
+endforeach()
+
+# --doc-mask: a packed window equals its documents trained alone, sp ∈ {1,2,3}; the ring skips the predicted block calls.
+foreach(prec core64 core)
+  add_executable(test_doc_mask_${prec} ${CMAKE_SOURCE_DIR}/tests/ring/test_doc_mask.c)
+  target_link_libraries(test_doc_mask_${prec} PRIVATE ringgpt_${prec})
+  foreach(sp 1 2 3)
+    add_test(NAME ring_doc_mask_sp${sp}_${prec} COMMAND ${RING_MPIEXEC} -np ${sp} $<TARGET_FILE:test_doc_mask_${prec}> ${sp})
+    set_tests_properties(ring_doc_mask_sp${sp}_${prec} PROPERTIES LABELS ring ENVIRONMENT "${RING_ENV}" TIMEOUT 120)
   endforeach()
 endforeach()
 

@@ -9,9 +9,10 @@
 
 static Rng rng;
 
-// Naive reference in double: materialises the (nq × nk) scores of one head; causal: j <= i.
-static void naive(const AttnShape *s, int T, int causal, const real *q, const real *k, const real *v, const real *dout,
-                  double *out, double *lse, double *dq, double *dk, double *dv) {
+// Naive reference in double: materialises the (nq × nk) scores of one head; causal: j <= i; with
+// document ids (doc != NULL) row i also needs doc[j] == doc[i].
+static void naive(const AttnShape *s, int T, int causal, const int32_t *doc, const real *q, const real *k, const real *v,
+                  const real *dout, double *out, double *lse, double *dq, double *dk, double *dv) {
     int H = s->n_head, hd = s->head_dim, group = H / s->n_kv_head, qs = H * hd, ks = s->n_kv_head * hd;
     double scale = 1.0 / sqrt(hd);
     double *p = xmalloc((size_t)T * sizeof(double), "test"), *dp = xmalloc((size_t)T * sizeof(double), "test");
@@ -23,10 +24,10 @@ static void naive(const AttnShape *s, int T, int causal, const real *q, const re
             for (int j = 0; j < n; j++) {
                 double sc = 0;
                 for (int d = 0; d < hd; d++) sc += (double)q[i * qs + h * hd + d] * k[j * ks + g * hd + d];
-                p[j] = sc * scale;
+                p[j] = doc && doc[j] != doc[i] ? -INFINITY : sc * scale;
                 mx = fmax(mx, p[j]);
             }
-            for (int j = 0; j < n; j++) sum += (p[j] = exp(p[j] - mx));
+            for (int j = 0; j < n; j++) sum += (p[j] = exp(p[j] - mx));   // exp(-inf) = 0: another document
             lse[i * H + h] = mx + log(sum);
             double *o = out + (size_t)i * qs + h * hd, Di = 0;
             for (int d = 0; d < hd; d++) o[d] = 0;
@@ -61,7 +62,8 @@ static double cmp(const real *a, const double *ref, size_t n) {
 }
 
 // KV split into `splits` blocks folded one after another into the same state: what the ring does.
-static void run_case(int H, int Hkv, int hd, int T, int causal, int splits) {
+// doc: document ids of the T rows (NULL: none), given to the kernels as the Q and K ids.
+static void run_case_docs(int H, int Hkv, int hd, int T, int causal, int splits, const int32_t *doc) {
     const Backend *be = &BACKEND_CPU;
     AttnShape s = {.n_head = H, .n_kv_head = Hkv, .head_dim = hd};
     size_t qn = (size_t)T * H * hd, kvn = (size_t)T * Hkv * hd, rows = (size_t)T * H;
@@ -71,12 +73,15 @@ static void run_case(int H, int Hkv, int hd, int T, int causal, int splits) {
     for (size_t i = 0; i < kvn; i++) k[i] = (real)rng_normal(&rng), v[i] = (real)rng_normal(&rng);
     double *ro = xcalloc(qn, sizeof(double), "ref"), *rl = xcalloc(rows, sizeof(double), "ref");
     double *rdq = xcalloc(qn, sizeof(double), "ref"), *rdk = xcalloc(kvn, sizeof(double), "ref"), *rdv = xcalloc(kvn, sizeof(double), "ref");
-    naive(&s, T, causal, q, k, v, dout, ro, rl, rdq, rdk, rdv);
+    naive(&s, T, causal, doc, q, k, v, dout, ro, rl, rdq, rdk, rdv);
 
     real *out = xmalloc(qn * sizeof(real), "out"), *lse = xmalloc(rows * sizeof(real), "lse"), *l = xmalloc(rows * sizeof(real), "l");
     real *dq = xcalloc(qn, sizeof(real), "dq"), *dk = xcalloc(kvn, sizeof(real), "dk"), *dv = xcalloc(kvn, sizeof(real), "dv");
     real *D = xmalloc(rows * sizeof(real), "D");
-    if (causal && splits == 1) {
+    if (causal && splits == 1 && doc) {
+        attention_causal_forward_docs(be, &s, out, lse, l, q, k, v, T, doc);
+        attention_causal_backward_docs(be, &s, dq, dk, dv, D, q, k, v, out, lse, dout, T, doc);
+    } else if (causal && splits == 1) {
         attention_causal_forward(be, &s, out, lse, l, q, k, v, T);
         attention_causal_backward(be, &s, dq, dk, dv, D, q, k, v, out, lse, dout, T);
     } else {   // full mask, KV in `splits` blocks
@@ -85,26 +90,65 @@ static void run_case(int H, int Hkv, int hd, int T, int causal, int splits) {
         int per = (T + splits - 1) / splits;
         for (int j0 = 0; j0 < T; j0 += per) {
             int nk = T - j0 < per ? T - j0 : per;
-            be->attn_forward_block(&s, st, q, T, k + (size_t)j0 * Hkv * hd, v + (size_t)j0 * Hkv * hd, nk, ATTN_FULL);
+            const real *kb = k + (size_t)j0 * Hkv * hd, *vb = v + (size_t)j0 * Hkv * hd;
+            if (doc) be->attn_forward_block_docs(&s, st, q, T, kb, vb, nk, ATTN_FULL, (AttnDocs){doc, doc + j0});
+            else be->attn_forward_block(&s, st, q, T, kb, vb, nk, ATTN_FULL);
         }
         be->attn_finalize(&s, st, out, lse, T);
         be->attn_backward_prep(&s, D, dout, out, T);
         for (int j0 = 0; j0 < T; j0 += per) {
             int nk = T - j0 < per ? T - j0 : per;
             size_t off = (size_t)j0 * Hkv * hd;
-            be->attn_backward_block(&s, dq, dk + off, dv + off, q, k + off, v + off, dout, lse, D, T, nk, ATTN_FULL);
+            if (doc)
+                be->attn_backward_block_docs(&s, dq, dk + off, dv + off, q, k + off, v + off, dout, lse, D, T, nk, ATTN_FULL,
+                                             (AttnDocs){doc, doc + j0});
+            else be->attn_backward_block(&s, dq, dk + off, dv + off, q, k + off, v + off, dout, lse, D, T, nk, ATTN_FULL);
         }
     }
     double tol = sizeof(real) == 4 ? 2e-5 : 1e-12;
     double e[5] = {cmp(out, ro, qn), cmp(lse, rl, rows), cmp(dq, rdq, qn), cmp(dk, rdk, kvn), cmp(dv, rdv, kvn)};
     const char *names[5] = {"O", "LSE", "dQ", "dK", "dV"};
     for (int i = 0; i < 5; i++)
-        CHECK(e[i] < tol, "%s H=%d Hkv=%d hd=%d T=%d %s splits=%d: %s rel err %.3e", causal ? "causal" : "full", H, Hkv,
-              hd, T, causal ? "causal" : "full", splits, names[i], e[i]);
-    printf("  %-6s H=%d Hkv=%d hd=%3d T=%3d kv-blocks=%d  max rel err O %.1e LSE %.1e dQ %.1e dK %.1e dV %.1e\n",
-           causal ? "causal" : "full", H, Hkv, hd, T, splits, e[0], e[1], e[2], e[3], e[4]);
+        CHECK(e[i] < tol, "%s H=%d Hkv=%d hd=%d T=%d %s splits=%d%s: %s rel err %.3e", causal ? "causal" : "full", H, Hkv,
+              hd, T, causal ? "causal" : "full", splits, doc ? " docs" : "", names[i], e[i]);
+    printf("  %-6s H=%d Hkv=%d hd=%3d T=%3d kv-blocks=%d%s  max rel err O %.1e LSE %.1e dQ %.1e dK %.1e dV %.1e\n",
+           causal ? "causal" : "full", H, Hkv, hd, T, splits, doc ? " docs" : "", e[0], e[1], e[2], e[3], e[4]);
     free(q), free(k), free(v), free(dout), free(ro), free(rl), free(rdq), free(rdk), free(rdv);
     free(out), free(lse), free(l), free(dq), free(dk), free(dv), free(D);
+}
+
+static void run_case(int H, int Hkv, int hd, int T, int causal, int splits) { run_case_docs(H, Hkv, hd, T, causal, splits, NULL); }
+
+// Document ids with starts at 0, 40, 41, 150, 260 (one single-token document): T = 300 spans three
+// CPU tiles; each (query tile, key tile) pair the causal mask allows and that shares no document is
+// skipped by the forward, H times (once per head) — counted by attn_cpu_doc_tiles_skipped.
+static void test_docs(void) {
+    enum { T = 300 };
+    int32_t doc[T];
+    const int starts[] = {0, 40, 41, 150, 260};
+    for (int t = 0, d = 0; t < T; t++) {
+        while (d + 1 < 5 && starts[d + 1] <= t) d++;
+        doc[t] = d;
+    }
+    long want = 0, tile = ATTN_CPU_TILE;
+    for (int qt = 0; qt * tile < T; qt++)
+        for (int kt = 0; kt <= qt; kt++) {   // causal: key tiles up to the diagonal
+            bool shared = false;
+            for (int i = qt * tile; i < (qt + 1) * tile && i < T; i++)
+                for (int j = kt * tile; j < (kt + 1) * tile && j <= i; j++) shared |= doc[i] == doc[j];
+            want += !shared;
+        }
+    long before = attn_cpu_doc_tiles_skipped();
+    run_case_docs(4, 2, 32, T, 1, 1, doc);   // causal, one call
+    long skipped = attn_cpu_doc_tiles_skipped() - before;
+    CHECK(want > 0 && skipped == 4 * want, "forward skipped %ld tiles, the layout predicts %ld x 4 heads", skipped, want);
+    printf("  doc mask: forward skipped %ld (query tile, key tile, head) triples, layout predicts %ld\n", skipped, 4 * want);
+    run_case_docs(6, 2, 64, T, 0, 3, doc);   // full mask, KV in 3 blocks (the ring's non-diagonal steps)
+    run_case_docs(6, 6, 16, 131, 1, 1, doc); // T inside one tile
+    setenv("RINGGPT_ATTN_BACKWARD", "tiles", 1);   // the two-pass backward skips the same tiles
+    run_case_docs(4, 2, 32, T, 1, 1, doc);
+    run_case_docs(6, 2, 64, T, 0, 3, doc);
+    unsetenv("RINGGPT_ATTN_BACKWARD");
 }
 
 // A row that sees no key (an empty state) finalises to out = 0, lse = -inf, and its backward adds nothing.
@@ -159,6 +203,7 @@ int main(void) {
         run_case(6, 2, dims[d], 77, 0, 1);     // full mask
         run_case(4, 1, dims[d], 90, 0, 3);     // full mask, KV folded in 3 blocks (MQA)
     }
+    test_docs();
     test_empty_rows();
     test_backward_variants();
     return check_summary();

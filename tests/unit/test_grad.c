@@ -159,23 +159,24 @@ static void test_lmhead(void) {
 }
 
 // ---- attention (one causal block, GQA) ---------------------------------------------------------
-typedef struct { AttnShape s; int T; real *q, *k, *v, *out, *lse, *tmp, *R; } AttCtx;
+typedef struct { AttnShape s; int T; real *q, *k, *v, *out, *lse, *tmp, *R; const int32_t *doc; } AttCtx;
 static double att_loss(void *p) {
     AttCtx *c = p;
-    attention_causal_forward(be, &c->s, c->out, c->lse, c->tmp, c->q, c->k, c->v, c->T);
+    attention_causal_forward_docs(be, &c->s, c->out, c->lse, c->tmp, c->q, c->k, c->v, c->T, c->doc);
     return dotp(c->out, c->R, (size_t)c->T * c->s.n_head * c->s.head_dim);
 }
-static void test_attention(void) {
-    AttCtx c = {.s = {.n_head = 4, .n_kv_head = 2, .head_dim = 8}, .T = 70};   // T spans two tiles
+// doc: document ids of the T rows (--doc-mask), or NULL.
+static void test_attention(const int32_t *doc) {
+    AttCtx c = {.s = {.n_head = 4, .n_kv_head = 2, .head_dim = 8}, .T = 70, .doc = doc};
     size_t qn = (size_t)c.T * 4 * 8, kvn = (size_t)c.T * 2 * 8;
     c.q = randn(qn, 1), c.k = randn(kvn, 1), c.v = randn(kvn, 1), c.out = zeros(qn), c.lse = zeros((size_t)c.T * 4);
     c.tmp = zeros((size_t)c.T * 4), c.R = randn(qn, 1);
     real *dq = zeros(qn), *dk = zeros(kvn), *dv = zeros(kvn), *D = zeros((size_t)c.T * 4);
     att_loss(&c);
-    attention_causal_backward(be, &c.s, dq, dk, dv, D, c.q, c.k, c.v, c.out, c.lse, c.R, c.T);
-    fd_check("attention dq", c.q, qn, dq, att_loss, &c, 60);
-    fd_check("attention dk", c.k, kvn, dk, att_loss, &c, 60);
-    fd_check("attention dv", c.v, kvn, dv, att_loss, &c, 60);
+    attention_causal_backward_docs(be, &c.s, dq, dk, dv, D, c.q, c.k, c.v, c.out, c.lse, c.R, c.T, doc);
+    fd_check(doc ? "attention (doc ids) dq" : "attention dq", c.q, qn, dq, att_loss, &c, 60);
+    fd_check(doc ? "attention (doc ids) dk" : "attention dk", c.k, kvn, dk, att_loss, &c, 60);
+    fd_check(doc ? "attention (doc ids) dv" : "attention dv", c.v, kvn, dv, att_loss, &c, 60);
 }
 
 // ---- the whole model ---------------------------------------------------------------------------
@@ -184,7 +185,8 @@ static double model_loss(void *p) {
     ModelCtx *c = p;
     return gpt_forward(c->m, c->b, 0, false, NULL) / c->n;
 }
-static void test_model(bool tied) {
+// doc_mask: the model with --doc-mask over rows packing documents (starts 0, 4, 5 and 0, 7).
+static void test_model(bool tied, bool doc_mask) {
     ModelConfig cfg;
     config_preset(&cfg, "tiny");
     cfg.n_layer = 2, cfg.dim = 16, cfg.n_head = 4, cfg.n_kv_head = 2, cfg.ffn_dim = 24, cfg.vocab_size = 11;
@@ -198,13 +200,16 @@ static void test_model(bool tied) {
     for (int i = 0; i < 24; i++) tok[i] = (int32_t)rng_below(&rng, 11), tgt[i] = (int32_t)rng_below(&rng, 11), pos[i] = 500 + i % 12;
     tgt[5] = -1;
     b.tokens = tok, b.targets = tgt, b.pos = pos;
+    int32_t starts[2][12] = {{0, 4, 5}, {0, 7}}, n_docs[2] = {3, 2};
+    b.doc_start = &starts[0][0], b.doc_cap = 12, b.n_docs = n_docs;
+    m.doc_mask = doc_mask;
     ModelCtx c = {.m = &m, .b = &b, .n = 23};
     gpt_zero_grad(&m);
     gpt_forward(&m, &b, 1.0 / c.n, true, NULL);
     gpt_backward(&m, &b);
     for (const ParamSpec *p = m.table.specs; p < m.table.specs + m.table.count; p++) {
         char what[96];
-        snprintf(what, sizeof what, "model%s %s", tied ? " (tied)" : "", p->name);
+        snprintf(what, sizeof what, "model%s%s %s", tied ? " (tied)" : "", doc_mask ? " (doc mask)" : "", p->name);
         fd_check(what, m.params + p->offset, p->numel, m.grads + p->offset, model_loss, &c, 6);
     }
     gpt_free(&m);
@@ -218,8 +223,12 @@ int main(void) {
     test_rope();
     test_swiglu();
     test_lmhead();
-    test_attention();
-    test_model(false);
-    test_model(true);
+    test_attention(NULL);
+    int32_t doc[70];
+    for (int t = 0; t < 70; t++) doc[t] = t < 20 ? 0 : t < 21 ? 1 : t < 52 ? 2 : 3;
+    test_attention(doc);
+    test_model(false, false);
+    test_model(true, false);
+    test_model(false, true);
     return check_summary();
 }
