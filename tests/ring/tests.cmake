@@ -37,7 +37,7 @@ foreach(prec core64 core)
   foreach(sp 1 2 3 4)
     add_test(NAME ring_infer_sp${sp}_${prec} COMMAND ${RING_MPIEXEC} -np ${sp} $<TARGET_FILE:test_ring_infer_${prec}>)
     set_tests_properties(ring_infer_sp${sp}_${prec} PROPERTIES LABELS ring ENVIRONMENT "${RING_ENV}" TIMEOUT 120)
-    endforeach()
+  endforeach()
 endforeach()
 
 # --doc-mask: a packed window equals its documents trained alone, sp ∈ {1,2,3}; the ring skips the predicted block calls.
