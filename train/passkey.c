@@ -82,14 +82,18 @@ static void parse_depths(Grid *g, const char *spec) {
 // The haystack texts for one length: trials windows of `filler` tokens from the dataset, in order.
 // Special tokens (EOS between documents) become spaces: the key must not sit behind a document break.
 static uint32_t *read_haystack(const char *path, uint64_t filler, int trials, uint64_t seed) {
-    DataOptions o = {.seq_len = (int)filler, .batch = 1, .seed = seed, .dp = 1, .sp = 1, .val_fraction = 0};
-    DataSource *d = data_open(path, &o, false);
+    DataOptions o = {.seq_len = 1, .batch = 1, .seed = seed, .dp = 1, .sp = 1, .val_fraction = 0};
+    DataSource *d = data_open(path, &o, false);   // first, how much text there is: one sample per token
+    uint64_t tokens = data_num_samples(d);
+    data_close(d);
+    if (tokens < filler + 1)
+        comm_fail_usage_all("--haystack %s is too short for length %" PRIu64 ": %" PRIu64 " tokens of text, %" PRIu64 " needed; give"
+                            " more text or shorter --lengths", path, filler + passkey_min_len() + 1, tokens, filler + 1);
+    o.seq_len = (int)filler;
+    d = data_open(path, &o, false);
     if (data_vocab_size(d) != TOK_VOCAB_SIZE)
         comm_fail_usage_all("--haystack %s: vocab %u is not the byte-level tokenizer's %d; prepare the haystack from text files",
                             path, data_vocab_size(d), TOK_VOCAB_SIZE);
-    if (data_num_samples(d) < 1)
-        comm_fail_usage_all("--haystack %s is too short for length %" PRIu64 " (needs %" PRIu64 " tokens of text); give more text"
-                            " or shorter --lengths", path, filler + passkey_min_len() + 1, filler + 1);
     uint32_t *hay = xmalloc((size_t)trials * filler * sizeof(uint32_t), "the haystack");
     Batch b = batch_alloc(1, (int)filler);
     for (int t = 0; t < trials; t++) {
