@@ -48,6 +48,13 @@ static void parse_lengths(Grid *g, const char *spec) {
     if (g->n_len == 0) comm_fail_usage_all("--lengths is empty; write e.g. --lengths 1K,4K,16K");
 }
 
+static void check_lengths(const Grid *g) {
+    for (int i = 0; i < g->n_len; i++)
+        if ((uint64_t)g->lengths[i] < passkey_min_len() + 2)
+            comm_fail_usage_all("--lengths: %" PRId64 " tokens is too short for a passkey document (at least %" PRIu64
+                                " with its EOS); use longer lengths", g->lengths[i], passkey_min_len() + 2);
+}
+
 // "0:1:0.1" (start:stop:step, stop included) or "0,0.5,1".
 static void parse_depths(Grid *g, const char *spec) {
     double a, b, step;
@@ -286,6 +293,41 @@ static void print_table(const Grid *g, const Results *r) {
     }
 }
 
+// Training documents instead of an evaluation: n passkey documents as JSONL prompt/completion records
+// (the prompt up to the answer, the key as the completion), cycling through the lengths, each at a random
+// depth, for `prepare` to mix with other records (loss on the key only). A record plus its EOS is one
+// document of the given length, as in `prepare --synthetic passkey --doc-len`.
+static void write_jsonl(const char *path, const Grid *g, int64_t n) {
+    FILE *f = xfopen(path, "w");
+    uint32_t *doc = xmalloc((size_t)g->lengths[0] * sizeof(uint32_t), "a passkey document");
+    for (int i = 1; i < g->n_len; i++)
+        if (g->lengths[i] > g->lengths[0]) doc = xrealloc(doc, (size_t)g->lengths[i] * sizeof(uint32_t), "a passkey document");
+    char *text = NULL;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t len = g->lengths[k % g->n_len];
+        PasskeyInfo info;
+        synth_passkey(g->seed, (uint64_t)k, (uint64_t)len - 1, -1, doc, &info);
+        text = xrealloc(text, (size_t)len + 1, "a passkey document");
+        for (int64_t i = 0; i < len - 1; i++) text[i] = (char)doc[i];   // the generator's text is ASCII
+        text[len - 1] = 0;
+        cJSON *rec = cJSON_CreateObject();
+        cJSON_AddStringToObject(rec, "completion", text + info.answer_pos);
+        text[info.answer_pos] = 0;
+        cJSON_AddStringToObject(rec, "prompt", text);
+        char *line = cJSON_PrintUnformatted(rec);
+        if (!line) fail("%s: out of memory while writing a record", path);
+        xfwrite(line, strlen(line), f, path);
+        xfwrite("\n", 1, f, path);
+        free(line);
+        cJSON_Delete(rec);
+    }
+    xfclose(f, path);
+    free(text);
+    free(doc);
+    log_info("passkey: %" PRId64 " training documents (lengths %s, random depths, seed %" PRIu64 ") in %s\n", n,
+             g->n_len == 1 ? "one" : "cycled", g->seed, path);
+}
+
 static const ArgCommand PASSKEY_CMD = {
     "passkey", "ringgpt passkey CKPT --lengths 1K,4K,16K --depths 0:1:0.1 --trials N [flags]   (mpiexec -np dp·sp ... --sp S)",
     "Passkey retrieval by length x depth: for every cell, --trials documents from the synthetic generator (the format\n"
@@ -293,11 +335,13 @@ static const ArgCommand PASSKEY_CMD = {
     "answer, prefilled through the model (the ring's forward with --sp) and the key's 5 digits decoded greedily with\n"
     "the KV cache sharded over the ring. A cell scores exact match (all 5 digits) and digit accuracy. --haystack hides\n"
     "the key in real text from a dataset instead of the generator's filler. Writes OUT.json and OUT.csv; the heatmap:\n"
-    "python3 scripts/plot_passkey.py OUT.json (several JSON files: one panel per stage)."};
+    "python3 scripts/plot_passkey.py OUT.json (several JSON files: one panel per stage).\n"
+    "--write-jsonl FILE --docs N writes N training documents of --lengths as JSONL records instead (no checkpoint)."};
 
 int cmd_passkey(int argc, char **argv) {
     comm_init(&argc, &argv);
-    const char *lengths = "1K", *depths = "0:1:0.25", *out = "passkey", *label = NULL, *pos[1];
+    const char *lengths = "1K", *depths = "0:1:0.25", *out = "passkey", *label = NULL, *jsonl = NULL, *pos[1] = {NULL};
+    int64_t docs = 1000;
     Grid g = {.trials = 5, .seed = 7};
     int64_t seed = 7;
     int sp = 1, threads = omp_get_num_procs();
@@ -313,10 +357,21 @@ int cmd_passkey(int argc, char **argv) {
         {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base"},
         {"--sp", ARG_INT, &sp, "ring size: ranks that split each document (mpiexec -np dp·sp; dp groups split the trials)"},
         {"--threads", ARG_INT, &threads, "CPU threads (default: the cores shared by the ranks of a node)"},
+        {"--write-jsonl", ARG_STRING, &jsonl, "write --docs training documents of --lengths as JSONL prompt/completion records"},
+        {"--docs", ARG_I64, &docs, "documents for --write-jsonl (use a --seed apart from the evaluation's)"},
     };
     int n = sizeof specs / sizeof specs[0];
-    if (args_parse(&PASSKEY_CMD, specs, n, argc, argv, pos, 1) != 1)
-        comm_fail_usage_all("passkey needs a checkpoint: ringgpt passkey CKPT --lengths 1K,4K --depths 0:1:0.1");
+    int n_pos = args_parse(&PASSKEY_CMD, specs, n, argc, argv, pos, 1);
+    if (jsonl) {
+        g.seed = (uint64_t)seed;
+        parse_lengths(&g, lengths);
+        check_lengths(&g);
+        if (docs < 1) comm_fail_usage_all("--docs must be at least 1 (got %" PRId64 ")", docs);
+        write_jsonl(jsonl, &g, docs);
+        comm_finalize();
+        return 0;
+    }
+    if (n_pos != 1) comm_fail_usage_all("passkey needs a checkpoint: ringgpt passkey CKPT --lengths 1K,4K --depths 0:1:0.1");
     CommGrid cg = infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
     omp_set_num_threads(threads);
     openblas_set_num_threads(threads);
@@ -324,10 +379,7 @@ int cmd_passkey(int argc, char **argv) {
     if (g.trials < 1) comm_fail_usage_all("--trials must be at least 1 (got %d)", g.trials);
     parse_lengths(&g, lengths);
     parse_depths(&g, depths);
-    for (int i = 0; i < g.n_len; i++)
-        if ((uint64_t)g.lengths[i] < passkey_min_len() + 2)
-            comm_fail_usage_all("--lengths: %" PRId64 " tokens is too short for a passkey document (at least %" PRIu64
-                                " with its EOS); use longer lengths", g.lengths[i], passkey_min_len() + 2);
+    check_lengths(&g);
     if (g.haystack && access(g.haystack, R_OK) != 0)
         comm_fail_usage_all("--haystack %s: cannot open; give a dataset directory (ringgpt prepare) or a text file", g.haystack);
     GPT m;
