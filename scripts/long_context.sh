@@ -20,7 +20,7 @@
 # a real text file instead (cut into documents of the stage's length).
 #
 # Environment (defaults = the measured 2-core run in README.md): OUT (out/long_context), STEPS1/2/3,
-# BATCH1/2/3, LR, THREADS, TRIALS (per cell), DEPTHS, PASSKEY_FRAC (share of passkey documents), TEXT,
+# BATCH1/2/3, LR, THREADS, TRIALS (per cell), DEPTHS, TEXT_FRAC (text records per passkey record), TEXT,
 # DIM/LAYERS/HEADS/KV_HEADS, SP (ring size for the 4K/8K stages and their evaluation; mpiexec -np SP).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,12 +31,20 @@ bin=build/ringgpt
 out=${OUT:-out/long_context}
 steps=(${STEPS1:-600} ${STEPS2:-150} ${STEPS3:-100})
 batch=(${BATCH1:-16} ${BATCH2:-4} ${BATCH3:-2})
-lens=(1024 4096 8192)
+lens=(${LENS:-1024 4096 8192})   # the three stages' training lengths
 lr=${LR:-3e-3}
 threads=${THREADS:-2}
 trials=${TRIALS:-10}
 depths=${DEPTHS:-0:1:0.1}
-frac=${PASSKEY_FRAC:-0.5}
+text_frac=${TEXT_FRAC:-0.3}   # text records per passkey record
+# Passkey lengths per stage: from short (the needle near the question: easy to find early on) to T.
+pk_lengths() {  # pk_lengths STAGE T
+  local T=$2 list="" f
+  for f in $( (($1 == 1)) && echo "0.14 0.19 0.25 0.375 0.5 0.75 1" || echo "0.25 0.5 0.75 1"); do
+    list+=$(awk -v t="$T" -v f="$f" 'BEGIN { n = int(t * f); print (n < 144 ? 144 : n) }'),
+  done
+  echo "${list%,}"
+}
 sp=${SP:-1}
 model=(--model tiny --dim "${DIM:-64}" --layers "${LAYERS:-2}" --heads "${HEADS:-4}" --kv-heads "${KV_HEADS:-2}")
 hd=$(( ${DIM:-64} / ${HEADS:-4} ))
@@ -47,29 +55,30 @@ launch() { if ((sp > 1)); then mpiexec --allow-run-as-root --oversubscribe -np "
 t_all=$(date +%s)
 log_time() { echo "$1 $(( $(date +%s) - $2 )) s" | tee -a "$out/timings.txt"; }
 
-# Documents of exactly T tokens (EOS included): passkey records from the generator (loss on the key) and
-# text records (loss on everything), interleaved, for `prepare` to pack one per training window.
-make_data() {  # make_data T DOCS DIR
+# Passkey records from the generator (loss on the key's digits) at several lengths up to T — short ones
+# make the needle easy to find early on, long ones teach the trained length — interleaved with text
+# records; `prepare` packs them into windows that start at document starts, and --doc-mask keeps each
+# document's attention to itself.
+make_data() {  # make_data T DOCS DIR PASSKEY_LENGTHS
   local T=$1 docs=$2 dir=$3
-  "$bin" passkey --write-jsonl "$out/passkey_$T.jsonl" --docs "$docs" --lengths "$T" --seed 1 >/dev/null
-  "$PY" - "$out/passkey_$T.jsonl" "$T" "$frac" "${TEXT:-}" > "$out/mix_$T.jsonl" <<'PYEOF'
+  "$bin" passkey --write-jsonl "$out/passkey_$T.jsonl" --docs "$docs" --lengths "$4" --seed 1 >/dev/null
+  "$PY" - "$out/passkey_$T.jsonl" "$T" "$text_frac" "${TEXT:-}" > "$out/mix_$T.jsonl" <<'PYEOF'
 import json, random, sys
 pk_path, T, frac, text_path = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 rng = random.Random(T)
 text = open(text_path, encoding="ascii", errors="replace").read() if text_path else None
-def text_doc():  # T-1 characters: a window of TEXT, or blocks of random letters each followed by its copy
-    if text is not None:
-        at = rng.randrange(0, max(1, len(text) - T))
-        return text[at:at + T - 1].ljust(T - 1)
-    s = ""
-    while len(s) < T - 1:
-        b = "".join(rng.choice("abcdefghijklmnop") for _ in range(rng.choice((16, 32, 64, 128))))
-        s += b + b + " "
-    return s[:T - 1]
+def text_record():
+    if text is not None:  # a window of the text, loss on every token
+        n = rng.randrange(256, T)
+        at = rng.randrange(0, max(1, len(text) - n))
+        return {"prompt": "", "completion": text[at:at + n]}
+    # copy text: random letters, then the same letters (the loss on the copy: predictable only by looking back)
+    b = "".join(rng.choice("abcdefghijklmnop") for _ in range(rng.choice((32, 64, 128, 256))))
+    return {"prompt": b, "completion": b}
 for line in open(pk_path):
     print(line.rstrip("\n"))
-    while rng.random() > frac:
-        print(json.dumps({"prompt": "", "completion": text_doc()}))
+    if rng.random() < frac:
+        print(json.dumps(text_record()))
 PYEOF
   "$bin" prepare --out "$dir" --val-fraction 0.02 --block-tokens 65536 --quiet "$out/mix_$T.jsonl" | head -1
 }
@@ -84,11 +93,11 @@ evaluate() {  # evaluate STAGE LENGTHS
 train_stage() {  # train_stage N [extra train flags]
   local n=$1; shift
   local T=${lens[$n-1]} t0; t0=$(date +%s)
-  make_data "$T" $(( steps[n-1] * batch[n-1] / 2 + 200 )) "$out/data$n"
+  make_data "$T" $(( steps[n-1] * batch[n-1] * 2 + 200 )) "$out/data$n" "$(pk_lengths "$n" "$T")"
   echo "== stage $n: T=$T, theta $theta, ${steps[$n-1]} steps of ${batch[$n-1]} sequences"
   launch train --data "$out/data$n" "${model[@]}" --rope-theta "$theta" --seq-len "$T" --batch "${batch[$n-1]}" \
     --steps "${steps[$n-1]}" --lr "$lr" --min-lr "$(awk -v l="$lr" 'BEGIN { print l / 10 }')" --warmup 20 --eval-every 0 \
-    --eval-batches 2 --log-every 50 --ckpt-every 0 --threads "$threads" --out "$out/stage$n" "$@" | grep -E "^step|^done"
+    --doc-mask --log-every 50 --ckpt-every 0 --threads "$threads" --out "$out/stage$n" "$@" | grep -E "^step|^done"
   log_time "stage $n training (T=$T, ${steps[$n-1]} steps):" "$t0"
 }
 
@@ -99,14 +108,14 @@ scale_theta() {  # θ · s^(d/(d−2))
 sp_save=$sp
 sp=1   # 1K fits one rank
 train_stage 1
-evaluate 1 1K,2K
+evaluate 1 "$(( lens[0] / 2 )),${lens[0]},$(( 2 * lens[0] ))"
 sp=$sp_save
-scale_theta 4
+scale_theta "$(( lens[1] / lens[0] ))"
 train_stage 2 --init-from "$out/stage1"
-evaluate 2 1K,2K,4K,8K
-scale_theta 2
+evaluate 2 "${lens[0]},${lens[1]},$(( 2 * lens[1] ))"
+scale_theta "$(( lens[2] / lens[1] ))"
 train_stage 3 --init-from "$out/stage2"
-evaluate 3 1K,2K,4K,8K,16K
+evaluate 3 "${lens[0]},${lens[1]},${lens[2]},$(( 2 * lens[2] ))"
 "$PY" scripts/plot_passkey.py "$out"/passkey_stage{1,2,3}.json -o "$out/passkey_stages.png" \
   --title "passkey exact match (%) after each stage (tiny model, $trials trials per cell)"
 log_time "total:" "$t_all"
