@@ -13,9 +13,9 @@ mpi() { local np=$1; shift; mpiexec --allow-run-as-root --oversubscribe -x OMP_N
 echo "long_infer: $CKPT on $(nproc) cores ($(sed -nE 's/^model name\s*:\s*//p' /proc/cpuinfo | head -1)), load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo "== passkey at $LEN, depths 0, 0.5, 1, 1 trial each: sp = 1 (one rank) vs sp = 4 (4 ranks)"
-/usr/bin/time -f "sp=1: %e s wall, peak RSS %M KB" "$BIN" passkey "$CKPT" --lengths "$LEN" --depths 0,0.5,1 --trials 1 --threads 1 \
+"$BIN" passkey "$CKPT" --lengths "$LEN" --depths 0,0.5,1 --trials 1 --threads 1 \
   --out "$W/sp1" | grep -vE "^passkey: length"
-/usr/bin/time -f "sp=4: %e s wall, peak RSS %M KB (mpiexec: the largest rank's)" mpi 4 "$BIN" passkey "$CKPT" --lengths "$LEN" \
+mpi 4 "$BIN" passkey "$CKPT" --lengths "$LEN" \
   --depths 0,0.5,1 --trials 1 --threads 1 --sp 4 --out "$W/sp4" | grep -vE "^passkey: length"
 a1=$(grep -E '"(keys|answers)"' "$W/sp1.json") a4=$(grep -E '"(keys|answers)"' "$W/sp4.json")
 echo "$a1" | tr -d '\t'

@@ -396,6 +396,9 @@ int cmd_passkey(int argc, char **argv) {
     RunInfo ri = {.ckpt = pos[0], .label = label ? label : pos[0], .model = &m.cfg, .trained_len = st.run.seq_len,
                   .sp = sp, .dp = cg.dp, .seconds = now_seconds() - t0};
     print_table(&g, &r);
+    double rss = peak_rss_mb();
+    comm_allreduce(cg.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");
+    log_info("passkey: peak RSS per rank %.0f MB (the largest rank's)\n", rss);
     if (cg.rank == 0) {
         char path[4200];
         snprintf(path, sizeof path, "%s.json", out);
