@@ -12,8 +12,10 @@
 #include "checkpoints/fsio.h"
 #include "checkpoints/hf.h"
 #include "checkpoints/infer.h"
+#include "attention/ring.h"
 #include "checkpoints/model_tokenizer.h"
 #include "core/args.h"
+#include "core/comm.h"
 #include "core/common.h"
 #include "core/rng.h"
 #include "data/tokenizer.h"
@@ -62,10 +64,12 @@ static void dump_logits(GPT *m, const Batch *b, const char *dir) {
 }
 
 static const ArgCommand EVAL_CMD = {
-    "eval", "ringgpt eval CKPT --data FILE|DIR [flags]",
+    "eval", "ringgpt eval CKPT --data FILE|DIR [flags]   (mpiexec -np dp·sp ringgpt eval ... --sp S for the ring)",
     "Loss and perplexity of a checkpoint (a step directory, a training --out directory or an HF Llama\n"
     "directory) on the first --batches batches of a split (or all of it), in the order training would see them.\n"
-    "--dump-logits DIR also writes the first batch's tokens and logits as .npy files."};
+    "Over MPI, --sp ranks split each sequence (ring attention) and the dp = ranks / sp groups split the\n"
+    "batches: the same samples and the same loss as one rank.\n"
+    "--dump-logits DIR also writes the first batch's tokens and logits as .npy files (one rank only)."};
 
 // --batches N|all against the split's size: a request beyond it is refused (it would wrap around into
 // samples already counted). Returns the full batches to run; *rest gets the samples of a last, partial one.
@@ -93,8 +97,9 @@ static void eval_batch(GPT *m, DataSource *d, Batch *b, double *sum, double *cou
 }
 
 int cmd_eval(int argc, char **argv) {
+    comm_init(&argc, &argv);   // MPI when launched by mpiexec, else a one-rank world
     const char *data = NULL, *split = "val", *dump = NULL, *batches_arg = "4", *pos[1];
-    int seq_len = 0, batch = 4, threads = omp_get_num_procs(), loss_chunk = 256;
+    int seq_len = 0, batch = 4, threads = omp_get_num_procs(), loss_chunk = 256, sp = 1;
     int64_t seed = -1;
     float rope_theta = 0, val_fraction = 0.1f;
     ArgSpec specs[] = {
@@ -103,11 +108,12 @@ int cmd_eval(int argc, char **argv) {
         {"--val-fraction", ARG_FLOAT, &val_fraction, "held-out tail of a text file (as in train)"},
         {"--seq-len", ARG_INT, &seq_len, "tokens per sequence", .dflt = "the checkpoint's"},
         {"--batch", ARG_INT, &batch, "sequences per batch"},
-        {"--batches", ARG_STRING, &batches_arg, "batches to evaluate, or all: the whole split"},
+        {"--batches", ARG_STRING, &batches_arg, "batches to evaluate (a multiple of dp: the dp groups take turns), or all: the whole split"},
         {"--seed", ARG_I64, &seed, "data order seed", .dflt = "the checkpoint's"},
         {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base (context extension)", .dflt = "the checkpoint's"},
         {"--loss-chunk", ARG_INT, &loss_chunk, "rows per chunk of the fused LM head + loss"},
-        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS)", .dflt = "all cores"},
+        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
+        {"--sp", ARG_INT, &sp, "ring size: ranks that split one sequence (mpiexec -np dp·sp)"},
         {"--dump-logits", ARG_STRING, &dump, "write tokens.npy, targets.npy, logits.npy of the first batch to DIR"},
     };
     int n = sizeof specs / sizeof specs[0];
@@ -117,6 +123,7 @@ int cmd_eval(int argc, char **argv) {
     if (strcmp(split, "train") != 0 && strcmp(split, "val") != 0) fail_usage("--split must be train or val (got '%s')", split);
     if (batch < 1 || loss_chunk < 1) fail_usage("--batch and --loss-chunk must be positive (got %d and %d)", batch, loss_chunk);
     if (seq_len < 0) fail_usage("--seq-len must be positive (got %d)", seq_len);
+    CommGrid g = infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
     set_threads(threads);
     GPT m;
     CkptState s;
@@ -124,39 +131,54 @@ int cmd_eval(int argc, char **argv) {
     m.loss_chunk = loss_chunk;
     if (seq_len <= 0) seq_len = s.run.seq_len > 0 ? s.run.seq_len : 256;
     if (seed < 0) seed = s.seed ? s.seed : 1337;
-    DataOptions o = {.seq_len = seq_len, .batch = batch, .seed = (uint64_t)seed, .dp = 1, .sp = 1, .val_fraction = val_fraction};
+    if (sp > 1 && seq_len % (2 * sp) != 0)
+        comm_fail_usage_all("--seq-len %d is not divisible by 2·sp = %d (the zigzag layout cuts each sequence into 2·sp equal"
+                            " chunks); use e.g. --seq-len %d", seq_len, 2 * sp, seq_len < 2 * sp ? 2 * sp : seq_len / (2 * sp) * (2 * sp));
+    if (dump && g.world_size > 1) comm_fail_usage_all("--dump-logits runs on one rank; drop mpiexec or --dump-logits");
+    if (sp > 1) m.ring = ring_create(g.ring, m.be);   // attention spans the sp ranks
+    DataOptions o = {.seq_len = seq_len, .batch = batch, .seed = (uint64_t)seed, .dp = g.dp, .dp_index = g.dp_index,
+                     .sp = sp, .sp_index = g.sp_index, .val_fraction = val_fraction};
     DataSource *d = data_open(data, &o, strcmp(split, "val") == 0);
     Tokenizer tok;
     model_tokenizer(pos[0], &m.cfg, &s, &tok);
     model_check_data(pos[0], &tok, m.cfg.vocab_size, data, data_tokenizer(d));   // ids past the model's rows would read out of bounds
     tokenizer_free(&tok);
-    uint64_t rest;
+    uint64_t rest;   // --batches all: samples past the last round of full batches, evaluated one by one
     int batches = eval_batches(batches_arg, data_num_samples(d), batch, split, data, &rest);
-    Batch b = batch_alloc(batch, seq_len);
-    double sum = 0, count = 0;
+    if (strcmp(batches_arg, "all") == 0) rest += (uint64_t)(batches % g.dp) * batch, batches -= batches % g.dp;
+    else if (batches % g.dp != 0)
+        comm_fail_usage_all("--batches %d is not a multiple of dp = %d (ranks / sp): the dp groups take the batches in turn;"
+                            " use e.g. --batches %d", batches, g.dp, (batches / g.dp + 1) * g.dp);
+    Batch b = batch_alloc(batch, seq_len / sp);   // this rank's slices of its group's batch
+    double sums[2] = {0, 0};                      // loss sum, target count: this rank's part
     if (dump) {
         data_next(d, &b);
         dump_logits(&m, &b, dump);
         data_restore(d, (DataState){.seed = data_state(d).seed, .consumed = 0});
     }
-    for (int i = 0; i < batches; i++) eval_batch(&m, d, &b, &sum, &count);
-    if (rest) {   // --batches all: the last samples, one at a time, from where the full batches stopped
+    for (int i = 0; i < batches / g.dp; i++) eval_batch(&m, d, &b, &sums[0], &sums[1]);   // batch × dp global samples a call
+    if (rest && g.dp_index == 0) {   // the last samples, one at a time, by the first dp group
         DataOptions one = o;
-        one.batch = 1;
+        one.batch = 1, one.dp = 1, one.dp_index = 0;
         DataSource *tail = data_open(data, &one, strcmp(split, "val") == 0);
         data_restore(tail, (DataState){.seed = data_state(d).seed, .consumed = (uint64_t)batches * batch});
-        Batch b1 = batch_alloc(1, seq_len);
-        for (uint64_t i = 0; i < rest; i++) eval_batch(&m, tail, &b1, &sum, &count);
+        Batch b1 = batch_alloc(1, seq_len / sp);
+        for (uint64_t i = 0; i < rest; i++) eval_batch(&m, tail, &b1, &sums[0], &sums[1]);
         batch_free(&b1);
         data_close(tail);
     }
-    double loss = count > 0 ? sum / count : 0;
-    printf("eval: loss %.6f  perplexity %.4f  over %.0f tokens (%d batches of %d x %d%s, %s split%s, seed %" PRId64 ")\n",
-           loss, exp(loss), count, batches, batch, seq_len, rest ? " + the last samples one by one" : "", split,
-           strcmp(batches_arg, "all") == 0 ? ", all of it" : "", seed);
+    comm_allreduce(g.world, sums, 2, COMM_F64, COMM_SUM, "eval loss sum");
+    double loss = sums[1] > 0 ? sums[0] / sums[1] : 0, count = sums[1];
+    log_info("eval: loss %.6f  perplexity %.4f  over %.0f tokens (%d batches of %d x %d%s, %s split%s, seed %" PRId64 ", %dx%d ranks)\n",
+             loss, exp(loss), count, batches, batch, seq_len, rest ? " + the last samples one by one" : "", split,
+             strcmp(batches_arg, "all") == 0 ? ", all of it" : "", seed, g.dp, sp);
     batch_free(&b);
     data_close(d);
+    ring_free(m.ring);
+    m.ring = NULL;
     gpt_free(&m);
+    comm_grid_free(&g);
+    comm_finalize();
     return 0;
 }
 
@@ -189,59 +211,113 @@ static int pick_token(const float *logits, int V, float temperature, int top_k, 
     return pick;
 }
 
+// The prompt's bytes: --prompt TEXT, or --prompt-file FILE (`-` = stdin), read by rank 0 (mpiexec gives
+// stdin to rank 0 only) and shared with the other ranks of the ring.
+static unsigned char *read_prompt(const char *text, const char *file, Comm *ring, size_t *len) {
+    unsigned char *p = NULL;
+    uint64_t n = 0;
+    if (comm_rank(ring) == 0) {
+        if (!file) p = (unsigned char *)xstrdup(text), n = strlen(text);
+        else if (strcmp(file, "-") != 0) {
+            size_t got;
+            p = read_whole_file(file, &got);
+            n = got;
+        } else {
+            size_t cap = 1 << 16, got;
+            p = xmalloc(cap, "the prompt");
+            while ((got = fread(p + n, 1, cap - n, stdin)) > 0)
+                if ((n += got) == cap) p = xrealloc(p, cap *= 2, "the prompt");
+            if (ferror(stdin)) fail("--prompt-file -: reading stdin failed");
+        }
+    }
+    comm_allreduce(ring, &n, 1, COMM_U64, COMM_MAX, "prompt length");
+    size_t words = (n + 7) / 8;
+    uint64_t *w = xcalloc(words + 1, sizeof(uint64_t), "the prompt");   // packed bytes: a sum with zeros is a copy
+    if (comm_rank(ring) == 0) memcpy(w, p, n);
+    comm_allreduce(ring, w, words, COMM_U64, COMM_SUM, "prompt bytes");
+    free(p);
+    *len = n;
+    return (unsigned char *)w;
+}
+
 static const ArgCommand SAMPLE_CMD = {
-    "sample", "ringgpt sample CKPT [--prompt TEXT] [flags]",
-    "Generates text from a checkpoint (or an HF Llama directory) with a KV cache: the prompt is encoded with\n"
-    "the model's tokenizer after the document-start token (BOS where its data has one, else EOS), then\n"
-    "--tokens new tokens are drawn (temperature 0 = greedy) and decoded with the same tokenizer."};
+    "sample", "ringgpt sample CKPT [--prompt TEXT] [--prompt-file FILE|-] [flags]   (mpiexec -np S ... --sp S for the ring)",
+    "Generates text from a checkpoint (or an HF Llama directory): the prompt is encoded with the model's\n"
+    "tokenizer after the document-start token (BOS where its data has one, else EOS), prefilled in one\n"
+    "blockwise forward (the ring's with --sp), then --tokens new tokens are drawn with a KV cache sharded over\n"
+    "the ring's ranks (temperature 0 = greedy) and decoded with the same tokenizer. --prompt is echoed before\n"
+    "the continuation; --prompt-file is not. Timings and memory go to stderr."};
 
 int cmd_sample(int argc, char **argv) {
-    const char *prompt = "", *pos[1];
-    int tokens = 200, top_k = 40, threads = omp_get_num_procs();
+    comm_init(&argc, &argv);
+    const char *prompt = "", *prompt_file = NULL, *pos[1];
+    int tokens = 200, top_k = 40, threads = omp_get_num_procs(), sp = 1;
     float temperature = 0.8f, rope_theta = 0;
     int64_t seed = 1337;
     bool stop_eos = true;
     ArgSpec specs[] = {
         {"--prompt", ARG_STRING, &prompt, "the text to continue"},
+        {"--prompt-file", ARG_STRING, &prompt_file, "read the text to continue from a file (- = stdin)"},
         {"--tokens", ARG_INT, &tokens, "tokens to generate"},
         {"--temperature", ARG_FLOAT, &temperature, "softmax temperature (0 = greedy)"},
         {"--top-k", ARG_INT, &top_k, "sample among the k most likely tokens (0 = all)"},
         {"--seed", ARG_I64, &seed, "sampling seed"},
         {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base", .dflt = "the checkpoint's"},
         {"--stop-at-eos", ARG_BOOL, &stop_eos, "stop at the end-of-document token"},
-        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS)", .dflt = "all cores"},
+        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
+        {"--sp", ARG_INT, &sp, "ring size: ranks that share the prompt and the KV cache (mpiexec -np sp)"},
     };
     int n = sizeof specs / sizeof specs[0];
     if (args_parse(&SAMPLE_CMD, specs, n, argc, argv, pos, 1) != 1)
         fail_usage("sample needs a checkpoint: ringgpt sample CKPT [--prompt TEXT]");
     if (tokens < 0 || top_k < 0 || temperature < 0 || rope_theta < 0)
         fail_usage("--tokens, --top-k, --temperature and --rope-theta must not be negative");
+    if (prompt_file && args_seen(specs, n, "--prompt")) fail_usage("give --prompt or --prompt-file, not both");
+    if (prompt_file && strcmp(prompt_file, "-") != 0 && access(prompt_file, R_OK) != 0)
+        fail_usage("--prompt-file %s: cannot open; check the path (or - for stdin)", prompt_file);
+    CommGrid g = infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
+    if (g.dp != 1) comm_fail_usage_all("sample continues one sequence: start sp = %d ranks (mpiexec -np %d), not %d", sp, sp, g.world_size);
     set_threads(threads);
     GPT m;
     CkptState state;
     infer_load(pos[0], &m, rope_theta, &state);
     Tokenizer tok;
     model_tokenizer(pos[0], &m.cfg, &state, &tok);
+    size_t plen;
+    unsigned char *text = read_prompt(prompt, prompt_file, g.ring, &plen);
     uint32_t *ids;
-    size_t plen = model_prompt_ids(&tok, prompt, &ids);
+    size_t n_ids = model_prompt_ids(&tok, text, plen, &ids);
     Infer s;
-    infer_init(&s, &m, (int)plen + tokens);
+    infer_init(&s, &m, g.ring, tokens);
     Rng rng;
     rng_seed(&rng, (uint64_t)seed);
-    const float *logits = NULL;
-    for (size_t i = 0; i < plen; i++) logits = infer_step(&s, (int)ids[i]);
-    fputs(prompt, stdout);
-    for (int i = 0; i < tokens; i++) {
-        int t = pick_token(logits, m.cfg.vocab_size, temperature, top_k, &rng);
+    bool out = g.rank == 0;
+    if (out && !prompt_file) fputs(prompt, stdout);
+    double t0 = now_seconds();
+    const float *logits = infer_prefill(&s, (const int32_t *)ids, (int)n_ids);   // ids < vocab < 2^31
+    double t1 = now_seconds();
+    int made = 0;
+    for (int i = 0; i < tokens; i++, made++) {
+        int t = infer_agree(&s, pick_token(logits, m.cfg.vocab_size, temperature, top_k, &rng));
         if (t == tok.eos && stop_eos) break;
-        model_write_token(&tok, (uint32_t)t, stdout);
+        if (out) model_write_token(&tok, (uint32_t)t, stdout);
         if (i + 1 < tokens) logits = infer_step(&s, t);
     }
-    fputc('\n', stdout);
+    if (out) fputc('\n', stdout);
+    fflush(stdout);
+    double t2 = now_seconds(), rss = peak_rss_mb();
+    comm_allreduce(g.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");
+    if (out)
+        fprintf(stderr, "sample: prefill %zu tokens over %d rank%s in %.2f s (%.0f tokens/s), %d tokens decoded in %.2f s"
+                " (%.1f ms/token), peak RSS per rank %.0f MB\n", n_ids, sp, sp == 1 ? "" : "s", t1 - t0, n_ids / (t1 - t0), made,
+                t2 - t1, made ? (t2 - t1) * 1e3 / made : 0.0, rss);
     free(ids);
+    free(text);
     tokenizer_free(&tok);
     infer_free(&s);
     gpt_free(&m);
+    comm_grid_free(&g);
+    comm_finalize();
     return 0;
 }
 

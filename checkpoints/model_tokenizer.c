@@ -130,8 +130,8 @@ void model_check_record(const char *state_path, const CkptTokenizer *saved, cons
                    state_path, saved->id, data->id);
 }
 
-size_t model_prompt_ids(const Tokenizer *t, const char *prompt, uint32_t **ids) {
-    size_t n = 0, cap = 0, len = strlen(prompt);
+size_t model_prompt_ids(const Tokenizer *t, const unsigned char *prompt, size_t len, uint32_t **ids) {
+    size_t n = 0, cap = 0;
     *ids = NULL;
     int64_t start = t->add_bos ? t->bos : t->eos >= 0 ? t->eos : t->bos;
     if (len && !tokenizer_can_encode(t))
@@ -145,7 +145,7 @@ size_t model_prompt_ids(const Tokenizer *t, const char *prompt, uint32_t **ids) 
     }
     if (len) {
         TokEncoder e = tokenizer_encoder(t);
-        tokenizer_encode(&e, (const unsigned char *)prompt, len, ids, &n, &cap);
+        tokenizer_encode(&e, prompt, len, ids, &n, &cap);
         tokenizer_encoder_free(&e);
     }
     if (!n) fail_usage("the model's tokenizer %s has neither BOS nor EOS to start from; give a --prompt", t->id);

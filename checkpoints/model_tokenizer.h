@@ -21,8 +21,8 @@ void model_check_data(const char *model_path, const Tokenizer *model, int model_
 void model_check_record(const char *state_path, const CkptTokenizer *saved, const Tokenizer *data);
 
 // The ids that start a generation: BOS where the model's data starts documents with it, else EOS (in
-// packed data every document follows one), then the prompt's ids. Returns the count; *ids is malloc'd.
-size_t model_prompt_ids(const Tokenizer *t, const char *prompt, uint32_t **ids);
+// packed data every document follows one), then the ids of prompt[0..len). Returns the count; *ids is malloc'd.
+size_t model_prompt_ids(const Tokenizer *t, const unsigned char *prompt, size_t len, uint32_t **ids);
 // Writes a generated token as text (its bytes; an id-only tokenizer prints "<id>").
 void model_write_token(const Tokenizer *t, uint32_t id, FILE *f);
 

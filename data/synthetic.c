@@ -35,7 +35,14 @@ uint64_t passkey_min_len(void) {
            PASSKEY_KEY_DIGITS;
 }
 
-void synth_passkey(uint64_t seed, uint64_t doc, uint64_t len, double depth, uint32_t *out, PasskeyInfo *info) {
+// n tokens of the haystack from its offset `from` (hay holds the whole filler).
+static void put_hay(uint32_t *out, uint64_t *p, const uint32_t *hay, uint64_t from, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) out[(*p)++] = hay[from + i];
+}
+
+// The passkey layout around a filler: the built-in sentences (hay NULL) or real text.
+static void passkey_doc(uint64_t seed, uint64_t doc, uint64_t len, double depth, const uint32_t *hay, uint32_t *out,
+                        PasskeyInfo *info) {
     if (len < passkey_min_len()) fail_usage("--doc-len %" PRIu64 " is too short for a passkey document (at least %" PRIu64 ")", len, passkey_min_len());
     Rng r;
     seed_doc(&r, seed, doc);
@@ -49,16 +56,27 @@ void synth_passkey(uint64_t seed, uint64_t doc, uint64_t len, double depth, uint
     if (before > filler) before = filler;
     *info = (PasskeyInfo){.key = key, .depth = depth};
     put_text(out, &p, INTRO, sizeof INTRO - 1);
-    put_filler(out, &p, 0, before);
+    if (hay) put_hay(out, &p, hay, 0, before);
+    else put_filler(out, &p, 0, before);
     info->needle_pos = p;
     put_text(out, &p, NEEDLE_PREFIX, sizeof NEEDLE_PREFIX - 1);
     info->key_pos = p;
     put_text(out, &p, digits, PASSKEY_KEY_DIGITS);
     put_text(out, &p, NEEDLE_SUFFIX, sizeof NEEDLE_SUFFIX - 1);
-    put_filler(out, &p, before, filler - before);
+    if (hay) put_hay(out, &p, hay, before, filler - before);
+    else put_filler(out, &p, before, filler - before);
     put_text(out, &p, QUESTION, sizeof QUESTION - 1);
     info->answer_pos = p;
     put_text(out, &p, digits, PASSKEY_KEY_DIGITS);
+}
+
+void synth_passkey(uint64_t seed, uint64_t doc, uint64_t len, double depth, uint32_t *out, PasskeyInfo *info) {
+    passkey_doc(seed, doc, len, depth, NULL, out, info);
+}
+
+void synth_passkey_in(uint64_t seed, uint64_t doc, uint64_t len, double depth, const uint32_t *hay, uint32_t *out,
+                      PasskeyInfo *info) {
+    passkey_doc(seed, doc, len, depth, hay, out, info);
 }
 
 uint64_t recall_min_len(int n_pairs, int n_queries) {

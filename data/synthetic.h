@@ -13,6 +13,10 @@ typedef struct {
     uint64_t answer_pos;   // first digit of the answer at the end (= len - 5)
 } PasskeyInfo;
 enum { PASSKEY_KEY_DIGITS = 5 };
+// The needle variant: the same document with the filler taken from real text, hay (len − passkey_min_len()
+// tokens): the key hides in a haystack that is not the generator's repeated sentences.
+void synth_passkey_in(uint64_t seed, uint64_t doc, uint64_t len, double depth, const uint32_t *hay, uint32_t *out,
+                      PasskeyInfo *info);
 // The shortest document the layout fits in.
 uint64_t passkey_min_len(void);
 // Document `doc` of the task seeded `seed`; depth < 0 draws it uniformly. out has len tokens.

@@ -123,7 +123,8 @@ static void test_conversions(void) {
     CHECK(strcmp(n, "model.layers.3.self_attn.k_proj.weight") == 0, "hf name %s", n);
 }
 
-// Greedy inference with the KV cache gives the logits of the full forward at every position.
+// Inference gives the logits of the full forward at every position: one-token prefill then KV-cache
+// steps, and a block prefill of every prefix length followed by steps.
 static void test_infer(void) {
     ModelConfig c;
     config_preset(&c, "tiny");
@@ -135,13 +136,16 @@ static void test_infer(void) {
     float *full = malloc((size_t)T * c.vocab_size * sizeof(float));
     gpt_logits(&m, &b, full);
     Infer s;
-    infer_init(&s, &m, T);
+    infer_init(&s, &m, NULL, T);
     double worst = 0;
-    for (int t = 0; t < T; t++) {
-        const float *lg = infer_step(&s, b.tokens[t]);
-        for (int v = 0; v < c.vocab_size; v++) worst = fmax(worst, rel_err(lg[v], full[(size_t)t * c.vocab_size + v], 1.0));
+    for (int p = 1; p <= T; p++) {   // prefill p tokens, then step through the rest
+        const float *lg = infer_prefill(&s, b.tokens, p);
+        for (int t = p - 1; t < T; t++) {
+            if (t >= p) lg = infer_step(&s, b.tokens[t]);
+            for (int v = 0; v < c.vocab_size; v++) worst = fmax(worst, rel_err(lg[v], full[(size_t)t * c.vocab_size + v], 1.0));
+        }
     }
-    CHECK(worst < 1e-4, "KV-cache logits differ from the full forward by %.2e", worst);
+    CHECK(worst < 1e-4, "prefill + KV-cache logits differ from the full forward by %.2e", worst);
     infer_free(&s);
     free(full);
     batch_free(&b);

@@ -30,6 +30,16 @@ foreach(prec core64 core)
   endforeach()
 endforeach()
 
+# Inference: block prefill + decoding with the KV cache sharded over sp ∈ {1,2,3,4} ranks = one rank's logits.
+foreach(prec core64 core)
+  add_executable(test_ring_infer_${prec} ${CMAKE_SOURCE_DIR}/tests/ring/test_ring_infer.c)
+  target_link_libraries(test_ring_infer_${prec} PRIVATE ringgpt_${prec})
+  foreach(sp 1 2 3 4)
+    add_test(NAME ring_infer_sp${sp}_${prec} COMMAND ${RING_MPIEXEC} -np ${sp} $<TARGET_FILE:test_ring_infer_${prec}>)
+    set_tests_properties(ring_infer_sp${sp}_${prec} PROPERTIES LABELS ring ENVIRONMENT "${RING_ENV}" TIMEOUT 120)
+  endforeach()
+endforeach()
+
 # --doc-mask: a packed window equals its documents trained alone, sp ∈ {1,2,3}; the ring skips the predicted block calls.
 foreach(prec core64 core)
   add_executable(test_doc_mask_${prec} ${CMAKE_SOURCE_DIR}/tests/ring/test_doc_mask.c)
@@ -45,6 +55,8 @@ set(RING_SH ${CMAKE_SOURCE_DIR}/tests/ring)
 add_test(NAME ring_loss_curve_20_steps COMMAND bash ${RING_SH}/loss_curve.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
 add_test(NAME ring_learns_across_ranks_sp4 COMMAND bash ${RING_SH}/learn_across_ranks.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
 add_test(NAME ring_loss_mask_curve COMMAND bash ${RING_SH}/loss_mask_curve.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
+add_test(NAME ring_infer_cli COMMAND bash ${RING_SH}/infer_cli.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
+set_tests_properties(ring_infer_cli PROPERTIES LABELS ring TIMEOUT 300)
 add_test(NAME ring_rank_exits COMMAND bash ${RING_SH}/rank_failure.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE} exit)
 add_test(NAME ring_rank_stalls COMMAND bash ${RING_SH}/rank_failure.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE} stall)
 set_tests_properties(ring_loss_curve_20_steps ring_loss_mask_curve ring_learns_across_ranks_sp4 ring_rank_exits ring_rank_stalls

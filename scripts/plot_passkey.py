@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+# scripts/plot_passkey.py — heatmaps of `ringgpt passkey` results: exact match by length × depth, one panel per JSON file (stage).
+"""Usage: plot_passkey.py RESULT.json [MORE.json ...] [-o OUT.png] [--title TEXT]
+
+Each JSON file is one `ringgpt passkey --out X` run (X.json); its "label" names the panel. With several
+files (the stages of a context-extension run) the panels share one colour scale and sit side by side.
+Default output: the first file's name with .png.
+"""
+import argparse
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def load(path):
+    with open(path) as f:
+        r = json.load(f)
+    lengths, depths = r["lengths"], r["depths"]
+    grid = np.full((len(lengths), len(depths)), np.nan)
+    for c in r["cells"]:
+        grid[lengths.index(c["length"]), depths.index(c["depth"])] = 100.0 * c["exact_match"]
+    return r, lengths, depths, grid
+
+
+def length_label(n):
+    return f"{n // 1024}K" if n % 1024 == 0 else str(n)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results", nargs="+")
+    ap.add_argument("-o", "--out")
+    ap.add_argument("--title", default="passkey retrieval: exact match (%)")
+    a = ap.parse_args()
+    runs = [load(p) for p in a.results]
+    fig, axes = plt.subplots(1, len(runs), figsize=(1.2 + 0.45 * max(len(r[2]) for r in runs) * len(runs) + 1.0 * len(runs),
+                                                    1.8 + 0.45 * max(len(r[1]) for r in runs)), squeeze=False,
+                             layout="constrained")
+    for k, (ax, (r, lengths, depths, grid)) in enumerate(zip(axes[0], runs)):
+        im = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=100, aspect="auto", origin="lower")
+        for i in range(len(lengths)):
+            for j in range(len(depths)):
+                if not np.isnan(grid[i, j]):
+                    ax.text(j, i, f"{grid[i, j]:.0f}", ha="center", va="center", fontsize=7)
+        ax.set_xticks(range(len(depths)), [f"{d:g}" for d in depths], fontsize=7)
+        ax.set_yticks(range(len(lengths)), [length_label(n) for n in lengths], fontsize=8)
+        trained = r.get("trained_seq_len", 0)
+        ax.set_title(f"{r.get('label', '')}\n(trained at {length_label(trained)}, θ={r.get('rope_theta', 0):g})", fontsize=9)
+        ax.set_xlabel("depth of the key")
+        if k == 0:
+            ax.set_ylabel("context length (tokens)")
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="exact match %")
+    fig.suptitle(a.title, fontsize=10)
+    out = a.out or a.results[0].rsplit(".", 1)[0] + ".png"
+    fig.savefig(out, dpi=120, bbox_inches="tight")
+    print(f"heatmap: {out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
