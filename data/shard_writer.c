@@ -96,18 +96,23 @@ static void compress_job(const ShardParams *p, BlockJob *j, size_t comp_cap) {
 }
 
 // A compression thread: deflates queued blocks in block order of pickup until the writer stops.
+// Takes the oldest queued block and deflates it. Call with the lock held (it is released meanwhile).
+static void compress_next(ShardWriter *w) {
+    BlockJob *j = &w->jobs[w->taken++ % w->n_jobs];
+    check_pthread(pthread_mutex_unlock(&w->mu), "pthread_mutex_unlock");
+    compress_job(&w->p, j, w->comp_cap);
+    check_pthread(pthread_mutex_lock(&w->mu), "pthread_mutex_lock");
+    j->state = JOB_DONE;
+    check_pthread(pthread_cond_broadcast(&w->done), "pthread_cond_broadcast");
+}
+
 static void *compress_thread(void *arg) {
     ShardWriter *w = arg;
     check_pthread(pthread_mutex_lock(&w->mu), "pthread_mutex_lock");
     for (;;) {
         while (!w->stop && w->taken == w->filled) check_pthread(pthread_cond_wait(&w->work, &w->mu), "pthread_cond_wait");
         if (w->taken == w->filled) break;   // stopping, nothing left
-        BlockJob *j = &w->jobs[w->taken++ % w->n_jobs];
-        check_pthread(pthread_mutex_unlock(&w->mu), "pthread_mutex_unlock");
-        compress_job(&w->p, j, w->comp_cap);
-        check_pthread(pthread_mutex_lock(&w->mu), "pthread_mutex_lock");
-        j->state = JOB_DONE;
-        check_pthread(pthread_cond_broadcast(&w->done), "pthread_cond_broadcast");
+        compress_next(w);
     }
     check_pthread(pthread_mutex_unlock(&w->mu), "pthread_mutex_unlock");
     return NULL;
@@ -181,7 +186,10 @@ static void unlock(ShardWriter *w) {
 // Writes the oldest unwritten block (waiting for its compression) and frees its job. Call with the lock held.
 static void write_next(ShardWriter *w) {
     BlockJob *j = &w->jobs[w->n_blocks % w->n_jobs];
-    while (j->state != JOB_DONE) check_pthread(pthread_cond_wait(&w->done, &w->mu), "pthread_cond_wait");
+    while (j->state != JOB_DONE) {   // rather than wait idle, the caller deflates queued blocks too
+        if (w->taken < w->filled) compress_next(w);
+        else check_pthread(pthread_cond_wait(&w->done, &w->mu), "pthread_cond_wait");
+    }
     if (j->zr != Z_OK) fail_data(w->tmp, "zlib %s failed (%s) at block %zu", j->zcall, zError(j->zr), w->n_blocks);
     if (w->n_blocks == w->cap_blocks) {
         w->cap_blocks = w->cap_blocks ? 2 * w->cap_blocks : 64;
