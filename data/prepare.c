@@ -394,7 +394,8 @@ static int input_kind(const PrepareArgs *a, const FileList *l, uint32_t *magic) 
 
 // Vocab, EOS, token width and tokenizer id of the dataset, from the input kind and the flags.
 static ShardParams shard_params(const PrepareArgs *a, int kind, uint32_t magic, const Tokenizer *tok) {
-    ShardParams sp = {.block_tokens = (uint32_t)a->block_tokens, .level = a->level, .byte_planes = a->byte_planes, .tokenizer = a->tokenizer};
+    ShardParams sp = {.block_tokens = (uint32_t)a->block_tokens, .level = a->level, .byte_planes = a->byte_planes, .tokenizer = a->tokenizer,
+                      .threads = a->threads};
     int64_t vocab = a->vocab, eos = a->eos;
     sp.weights = kind == KIND_SYNTH || kind == KIND_JSONL;   // answers / completions carry the loss
     if (tok->bpe) {   // a tokenizer.json: its id, vocab and EOS unless the flags say otherwise
@@ -478,7 +479,8 @@ int cmd_prepare(int argc, char **argv) {
         {"--vocab", ARG_I64, &a.vocab, "vocab size (every id is checked)", .dflt = "text 260, llm.c 50257/128256, u16 65536"},
         {"--tokenizer", ARG_STRING, &a.tokenizer, "a tokenizer.json (byte-level BPE) to encode text and JSONL with, copied into the "
                                                   "dataset; with token files, their tokenizer.json or just an id to record"},
-        {"--threads", ARG_INT, &a.threads, "threads encoding text with --tokenizer", .dflt = "all cores"},
+        {"--threads", ARG_INT, &a.threads, "threads compressing shard blocks (every input kind) and encoding text with --tokenizer",
+         .dflt = "all cores"},
         {"--shard-tokens", ARG_I64, &a.shard_tokens, "tokens per shard"},
         {"--block-tokens", ARG_I64, &a.block_tokens, "tokens per independently compressed block"},
         {"--level", ARG_INT, &a.level, "zlib compression level 0..9"},

@@ -18,6 +18,7 @@ enum {
     SHARD_FLAG_CONTINUES = 1,     // token 0 continues a document that started in the previous shard
     SHARD_FLAG_WEIGHTS = 2,       // (version 2) each block's raw bytes end with a loss-weight plane: one byte per token, 0 or 1
     SHARD_DEFAULT_BLOCK_TOKENS = 1 << 18,
+    SHARD_MAX_THREADS = 64,       // compression threads per shard writer (more are clamped)
 };
 
 // A library-style error: the reader fills msg ("block 3 at byte 4096: ...") and returns failure;
@@ -94,6 +95,8 @@ typedef struct {
     bool byte_planes;         // SHARD_CODEC_ZLIB_PLANES (true) or SHARD_CODEC_ZLIB
     bool weights;             // store a loss weight per token (SHARD_FLAG_WEIGHTS)
     const char *tokenizer;
+    int threads;              // threads deflating blocks (0 or 1: the caller, no threads; at most SHARD_MAX_THREADS).
+                              // The file is byte-identical whatever the count.
 } ShardParams;
 
 typedef struct {
