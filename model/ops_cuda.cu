@@ -182,7 +182,7 @@ static void *cuda_alloc(size_t bytes, const char *what) {
     G.in_use += bytes;
     if (G.in_use > G.peak) G.peak = G.in_use;
     // model/gpt.c allocates its parameter buffer under this name; the backend keeps a bf16 shadow of it.
-    if (!strcmp(what, "parameters")) params_registered(p, bytes);
+    if (what && !strcmp(what, "parameters")) params_registered(p, bytes);
     return p;
 }
 
@@ -568,7 +568,7 @@ static int g_nplans;
 static int pointer_alignment(const void *p) {
     uintptr_t a = (uintptr_t)p;
     int al = 256;
-    while (al > 4 && a % al) al /= 2;
+    while (al > 2 && a % al) al /= 2;   // 2: a bf16 weight at an odd element offset
     return al;
 }
 
