@@ -11,8 +11,9 @@
 // fp32 master weights, and the AdamW moments are fp32). The math is mixed precision inside the ops:
 // matmuls run on bf16 tensor cores with fp32 accumulation (cuBLASLt bf16 A/B, fp32 C/D, COMPUTE_32F;
 // weights come from a bf16 shadow of the parameter buffer that AdamW refreshes in its own kernel,
-// activations are converted per matmul; RINGGPT_CUDA_MATMUL=tf32 or fp32 keeps fp32 operands), attention loads Q, K, V as bf16 into shared memory
-// and runs mma.sync with fp32 accumulation and an fp32 softmax state; norms, softmax statistics,
+// activations are converted per matmul; RINGGPT_CUDA_MATMUL=tf32 or fp32 keeps fp32 operands),
+// attention loads Q, K, V as bf16 into shared memory and runs mma.sync with fp32 accumulation and
+// an fp32 softmax state; norms, softmax statistics,
 // losses and reductions are fp32 or fp64. Token ids, targets and positions may be host pointers
 // (model/gpt.c passes the Batch's): the ops copy them to the device themselves.
 extern const Backend BACKEND_CUDA;

@@ -235,7 +235,9 @@ static bool is_device_pointer(const void *p) {
 }
 
 // Grow-only scratch buffers owned by the backend, one per purpose.
-enum { SCR_PARTIAL, SCR_LOGITS, SCR_ROWLOSS, SCR_EMB_ORDER, SCR_EMB_STARTS, SCR_EMB_TOKENS, SCR_BF16_A, SCR_BF16_B, SCR_COUNT };
+// SCR_BF16_A/B: the bf16 copies of a matmul's two operands (activations; weights use the shadow).
+enum { SCR_PARTIAL, SCR_LOGITS, SCR_ROWLOSS, SCR_EMB_ORDER, SCR_EMB_STARTS, SCR_EMB_TOKENS, SCR_BF16_A, SCR_BF16_B,
+       SCR_COUNT };
 static void *scratch(int slot, size_t bytes) {
     static void *buf[SCR_COUNT];
     static size_t cap[SCR_COUNT];
