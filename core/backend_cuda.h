@@ -9,9 +9,11 @@
 // The CUDA backend keeps the table's contract exactly (model/gpt.c runs unchanged), with this storage
 // convention: every buffer the table sees is fp32 in device memory (parameters are therefore the
 // fp32 master weights, and the AdamW moments are fp32). The math is mixed precision inside the ops:
-// matmuls run on bf16 tensor cores with fp32 accumulation (cuBLASLt COMPUTE_32F_FAST_16BF; set
-// RINGGPT_CUDA_MATMUL=tf32 or fp32 to change), attention loads Q, K, V as bf16 into shared memory
-// and runs mma.sync with fp32 accumulation and an fp32 softmax state; norms, softmax statistics,
+// matmuls run on bf16 tensor cores with fp32 accumulation (cuBLASLt bf16 A/B, fp32 C/D, COMPUTE_32F;
+// weights come from a bf16 shadow of the parameter buffer that AdamW refreshes in its own kernel,
+// activations are converted per matmul; RINGGPT_CUDA_MATMUL=tf32 or fp32 keeps fp32 operands),
+// attention loads Q, K, V as bf16 into shared memory and runs mma.sync with fp32 accumulation and
+// an fp32 softmax state; norms, softmax statistics,
 // losses and reductions are fp32 or fp64. Token ids, targets and positions may be host pointers
 // (model/gpt.c passes the Batch's): the ops copy them to the device themselves.
 extern const Backend BACKEND_CUDA;
@@ -27,6 +29,12 @@ void cuda_device_describe(char *buf, size_t n);
 void *cuda_backend_stream(void);
 // Matmul precision: "bf16" (default), "tf32" or "fp32" (tests compare fp32 paths at 1e-5).
 void cuda_backend_set_matmul(const char *mode);
+// Names the fp32 parameter buffer (bytes) whose bf16 shadow the bf16 matmuls read for weights inside it
+// (ops_cuda.cu says why the shadow cannot be stale). cuda_alloc calls it for the allocation named
+// "parameters" (model/gpt.c's); one buffer at a time, a new one replaces the old.
+void cuda_backend_register_params(void *p, size_t bytes);
+// How many times the shadow was converted in full so far (tests).
+unsigned long cuda_backend_shadow_refreshes(void);
 // Waits for every op queued so far (timers, benchmarks).
 void cuda_backend_sync(void);
 // Dense bf16 peak of this GPU in TFLOP/s for MFU: $RINGGPT_PEAK_TFLOPS, else a table of known GPUs

@@ -1,7 +1,9 @@
 // model/ops_cuda.cu — the CUDA backend: device memory, every model op as kernels, matmuls through cuBLASLt.
-// Storage is fp32 (see core/backend_cuda.h for why); matmuls use bf16 tensor cores with fp32 accumulation.
+// Storage is fp32 (see core/backend_cuda.h for why); matmuls read bf16 operands (a bf16 shadow of the
+// parameters, activations converted per call) on tensor cores with fp32 accumulation.
 // Reductions that decide the loss or the gradients use fixed-order trees, never atomics: reruns are bit-equal.
 #include <cublasLt.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -50,6 +52,7 @@ static struct {
     cublasLtHandle_t lt;
     void *workspace;
     cublasComputeType_t compute;
+    bool bf16_operands;   // true: A, B are CUDA_R_16BF copies (the default); false: fp32 operands (tf32/fp32)
     const char *compute_name;
     cudaDeviceProp prop;
     size_t in_use, peak;
@@ -84,9 +87,14 @@ int cuda_local_rank(void) {
 }
 
 void cuda_backend_set_matmul(const char *mode) {
-    if (!mode || !strcmp(mode, "bf16")) G.compute = CUBLAS_COMPUTE_32F_FAST_16BF, G.compute_name = "bf16";
-    else if (!strcmp(mode, "tf32")) G.compute = CUBLAS_COMPUTE_32F_FAST_TF32, G.compute_name = "tf32";
-    else if (!strcmp(mode, "fp32")) G.compute = CUBLAS_COMPUTE_32F, G.compute_name = "fp32";
+    // bf16: bf16 A/B, fp32 C/D, COMPUTE_32F — true bf16 tensor-core GEMMs. (COMPUTE_32F_FAST_16BF with
+    // fp32 operands, the old default, ran TF32 kernels on an H100: issue 9.) tf32 and fp32 keep fp32 operands.
+    if (!mode || !*mode || !strcmp(mode, "bf16"))
+        G.compute = CUBLAS_COMPUTE_32F, G.bf16_operands = true, G.compute_name = "bf16 (bf16 operands, fp32 accumulate)";
+    else if (!strcmp(mode, "tf32"))
+        G.compute = CUBLAS_COMPUTE_32F_FAST_TF32, G.bf16_operands = false, G.compute_name = "tf32 (fp32 operands)";
+    else if (!strcmp(mode, "fp32"))
+        G.compute = CUBLAS_COMPUTE_32F, G.bf16_operands = false, G.compute_name = "fp32 (fp32 operands)";
     else fail_usage("RINGGPT_CUDA_MATMUL=%s: use bf16, tf32 or fp32", mode);
 }
 
@@ -146,6 +154,10 @@ size_t cuda_backend_bytes_peak(void) { return G.peak; }
 // ---------------------------------------------------------------------------------------------
 // Memory.
 
+static void params_registered(void *p, size_t bytes);
+static void params_released(void *p);
+static void params_written(const void *dst, size_t bytes);
+
 static void *cuda_alloc(size_t bytes, const char *what) {
     ensure_init();
     void *p = NULL;
@@ -169,11 +181,14 @@ static void *cuda_alloc(size_t bytes, const char *what) {
     G.allocs[G.n_allocs++] = Allocation{p, bytes};
     G.in_use += bytes;
     if (G.in_use > G.peak) G.peak = G.in_use;
+    // model/gpt.c allocates its parameter buffer under this name; the backend keeps a bf16 shadow of it.
+    if (what && !strcmp(what, "parameters")) params_registered(p, bytes);
     return p;
 }
 
 static void cuda_release(void *p) {
     if (!p) return;
+    params_released(p);
     for (int i = G.n_allocs - 1; i >= 0; i--)
         if (G.allocs[i].p == p) {
             G.in_use -= G.allocs[i].bytes;
@@ -190,13 +205,18 @@ static size_t cuda_mem_free(void) {
     return free_b;
 }
 
-static void cuda_zero(void *p, size_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, G.stream)); }
+static void cuda_zero(void *p, size_t bytes) {
+    params_written(p, bytes);
+    CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, G.stream));
+}
 static void cuda_copy(void *dst, const void *src, size_t bytes) {
+    params_written(dst, bytes);
     if (dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, G.stream));
 }
 // Synchronous on purpose: the caller may free or reuse its host buffer as soon as this returns.
 static void cuda_to_device(void *dst, const void *host, size_t bytes) {
     ensure_init();
+    params_written(dst, bytes);
     CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, G.stream));
     CUDA_CHECK(cudaStreamSynchronize(G.stream));
 }
@@ -215,7 +235,9 @@ static bool is_device_pointer(const void *p) {
 }
 
 // Grow-only scratch buffers owned by the backend, one per purpose.
-enum { SCR_PARTIAL, SCR_LOGITS, SCR_ROWLOSS, SCR_EMB_ORDER, SCR_EMB_STARTS, SCR_EMB_TOKENS, SCR_COUNT };
+// SCR_BF16_A/B: the bf16 copies of a matmul's two operands (activations; weights use the shadow).
+enum { SCR_PARTIAL, SCR_LOGITS, SCR_ROWLOSS, SCR_EMB_ORDER, SCR_EMB_STARTS, SCR_EMB_TOKENS, SCR_BF16_A, SCR_BF16_B,
+       SCR_COUNT };
 static void *scratch(int slot, size_t bytes) {
     static void *buf[SCR_COUNT];
     static size_t cap[SCR_COUNT];
@@ -302,6 +324,82 @@ __device__ float block_max(float v, float *sh) {
 static int blocks_for(size_t n, int threads) {
     size_t b = (n + threads - 1) / threads;
     return (int)(b > 65535 * 16 ? 65535 * 16 : b < 1 ? 1 : b);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bf16 shadow of the parameters: the weight copies the bf16 matmuls read (the fp32 master weights
+// stay the table's `params`). Why it is never stale: the shadow has a version, the fp32 buffer has one.
+// Every write into the parameter range through this backend (to_device: init, checkpoint load, import;
+// copy, zero, scale) bumps the buffer's version; AdamW writes the fp32 weight and its bf16 copy in the
+// same kernel, so it keeps equal versions equal and never makes them so. A matmul that reads a weight
+// inside the range first refreshes the whole shadow (one conversion pass) when the versions differ.
+// Nothing else in ringgpt writes the parameters (no collective does: ranks initialize alike and
+// all-reduce gradients), so every write is seen. cuda_backend_register_params names the buffer;
+// cuda_alloc does so itself for model/gpt.c's allocation called "parameters".
+
+static struct {
+    char *base;                 // the fp32 parameter buffer (numel floats)
+    size_t numel;
+    __nv_bfloat16 *shadow;      // (numel) bf16, allocated on the first bf16 matmul that reads a weight
+    unsigned long version;      // bumped by every write into the range that does not update the shadow
+    unsigned long shadow_version;   // the version the shadow was converted from
+    unsigned long refreshes;        // full conversions so far (for the tests)
+} P;
+
+static __global__ void params_to_bf16_kernel(__nv_bfloat16 *dst, const float *src, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = __float2bfloat16_rn(src[i]);
+}
+
+static void to_bf16(__nv_bfloat16 *dst, const float *src, size_t n) {
+    if (!n) return;
+    params_to_bf16_kernel<<<blocks_for(n, 256), 256, 0, G.stream>>>(dst, src, n);
+    CUDA_CHECK_LAUNCH("fp32 to bf16");
+}
+
+void cuda_backend_register_params(void *p, size_t bytes) { params_registered(p, bytes); }
+
+static void params_registered(void *p, size_t bytes) {
+    if (P.shadow) cuda_release(P.shadow);
+    P.base = (char *)p, P.numel = bytes / sizeof(float), P.shadow = NULL;
+    P.version++;
+}
+static void params_released(void *p) {
+    if (!P.base || p != (void *)P.base) return;
+    P.base = NULL, P.numel = 0;
+    __nv_bfloat16 *s = P.shadow;
+    P.shadow = NULL;
+    if (s) cuda_release(s);
+}
+static bool in_params(const void *p) {
+    return P.base && (const char *)p >= P.base && (const char *)p < P.base + P.numel * sizeof(float);
+}
+static void params_written(const void *dst, size_t bytes) {
+    if (!P.base || !bytes) return;
+    const char *d = (const char *)dst;
+    if (d < P.base + P.numel * sizeof(float) && d + bytes > P.base) P.version++;
+}
+// Number of shadow refreshes so far (tests: a stale shadow is refreshed exactly when it must be).
+unsigned long cuda_backend_shadow_refreshes(void) { return P.refreshes; }
+
+// The bf16 copy of a matmul operand of `n` floats at p: inside the parameters, the shadow (refreshed
+// when stale); elsewhere (activations, gradients) a conversion into the grow-only scratch `slot`.
+static const __nv_bfloat16 *bf16_operand(const float *p, size_t n, int slot) {
+    if (in_params(p)) {
+        if (!P.shadow) {
+            P.shadow = (__nv_bfloat16 *)cuda_alloc(P.numel * sizeof(__nv_bfloat16), "bf16 weight copies");
+            P.shadow_version = P.version - 1;
+        }
+        if (P.shadow_version != P.version) {
+            to_bf16(P.shadow, (const float *)P.base, P.numel);
+            P.shadow_version = P.version;
+            P.refreshes++;
+        }
+        return P.shadow + ((const float *)p - (const float *)P.base);
+    }
+    __nv_bfloat16 *b = (__nv_bfloat16 *)scratch(slot, n * sizeof(__nv_bfloat16));
+    to_bf16(b, p, n);
+    return b;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -459,6 +557,7 @@ typedef struct {
     cublasOperation_t ta, tb;
     int m, n, k, lda, ldb, ldc, align;
     cublasComputeType_t compute;
+    bool bf16;   // A, B are CUDA_R_16BF (C stays CUDA_R_32F)
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
@@ -471,7 +570,7 @@ static int g_nplans;
 static int pointer_alignment(const void *p) {
     uintptr_t a = (uintptr_t)p;
     int al = 256;
-    while (al > 4 && a % al) al /= 2;
+    while (al > 2 && a % al) al /= 2;   // 2: a bf16 weight at an odd element offset
     return al;
 }
 
@@ -480,7 +579,8 @@ static GemmPlan *gemm_plan(cublasOperation_t ta, cublasOperation_t tb, int m, in
     for (int i = 0; i < g_nplans; i++) {
         GemmPlan *p = &g_plans[i];
         if (p->ta == ta && p->tb == tb && p->m == m && p->n == n && p->k == k && p->lda == lda && p->ldb == ldb &&
-            p->ldc == ldc && p->align == align && p->compute == G.compute)
+            p->ldc == ldc && p->align == align && p->compute == G.compute &&
+            p->bf16 == G.bf16_operands)
             return p;
     }
     GemmPlan *p = &g_plans[g_nplans < MAX_PLANS ? g_nplans++ : MAX_PLANS - 1];   // the last slot is recycled
@@ -490,13 +590,14 @@ static GemmPlan *gemm_plan(cublasOperation_t ta, cublasOperation_t tb, int m, in
     }
     *p = GemmPlan{};
     p->ta = ta, p->tb = tb, p->m = m, p->n = n, p->k = k, p->lda = lda, p->ldb = ldb, p->ldc = ldc, p->align = align;
-    p->compute = G.compute;
+    p->compute = G.compute, p->bf16 = G.bf16_operands;
+    cudaDataType_t ab = p->bf16 ? CUDA_R_16BF : CUDA_R_32F;
     CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, G.compute, CUDA_R_32F));
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     // Stored shapes (column-major): A is m×k (or k×m transposed), B is k×n (or n×k), C is m×n.
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->la, CUDA_R_32F, ta == CUBLAS_OP_N ? m : k, ta == CUBLAS_OP_N ? k : m, lda));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->lb, CUDA_R_32F, tb == CUBLAS_OP_N ? k : n, tb == CUBLAS_OP_N ? n : k, ldb));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->la, ab, ta == CUBLAS_OP_N ? m : k, ta == CUBLAS_OP_N ? k : m, lda));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->lb, ab, tb == CUBLAS_OP_N ? k : n, tb == CUBLAS_OP_N ? n : k, ldb));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p->lc, CUDA_R_32F, m, n, ldc));
     cublasLtMatmulPreference_t pref;
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -518,13 +619,22 @@ static GemmPlan *gemm_plan(cublasOperation_t ta, cublasOperation_t tb, int m, in
     return p;
 }
 
+// Floats a stored row-major operand spans: rows rows of ld, the last one cols long.
+static size_t operand_span(int rows, int cols, int ld) { return (size_t)(rows - 1) * ld + cols; }
+
 // Row-major C (M, N) = alpha·op(A)·op(B) + beta·C, cblas-style arguments (A is (M, K) unless ta).
-static void gemm_rm(bool ta, bool tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float beta,
-                    float *C, int ldc) {
+// In bf16 mode A and B are read as bf16 copies (bf16_operand); C stays fp32 (beta = 1 accumulates in fp32).
+static void gemm_rm(bool ta, bool tb, int M, int N, int K, const float *A32, int lda, const float *B32, int ldb,
+                    float beta, float *C, int ldc) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {   // an empty sum: C = beta·C
         if (beta == 0) for (int i = 0; i < M; i++) cuda_zero(C + (size_t)i * ldc, (size_t)N * sizeof(float));
         return;
+    }
+    const void *A = A32, *B = B32;
+    if (G.bf16_operands) {   // A stored (M, K) or (K, M) when ta; B stored (K, N) or (N, K) when tb
+        A = bf16_operand(A32, ta ? operand_span(K, M, lda) : operand_span(M, K, lda), SCR_BF16_A);
+        B = bf16_operand(B32, tb ? operand_span(N, K, ldb) : operand_span(K, N, ldb), SCR_BF16_B);
     }
     // Row-major C = op(A) op(B) is column-major Cᵀ = op(B)ᵀ op(A)ᵀ: swap the operands.
     int align = pointer_alignment(A);
@@ -622,6 +732,7 @@ __global__ void scale_kernel(float *x, float a, size_t n) {
         x[i] *= a;
 }
 static void scale(real *x, float a, size_t n) {
+    params_written(x, n * sizeof(float));
     if (!n) return;
     scale_kernel<<<blocks_for(n, 256), 256, 0, G.stream>>>(x, a, n);
     CUDA_CHECK_LAUNCH("scale");
@@ -736,15 +847,18 @@ static double sumsq(const real *x, size_t n) {
 }
 
 // Decoupled weight decay (AdamW): w -= lr·(m̂/(√v̂+eps) + wd·w); bias corrections in double as on the CPU.
-__global__ void adamw_kernel(float *w, const float *g, float *m, float *v, size_t n, float lr, float beta1,
-                             float beta2, float eps, float wd, double bc1, double bc2) {
+// w16 (n), when not NULL, is w's bf16 copy in the parameter shadow: written with w, in the same pass.
+__global__ void adamw_kernel(float *w, __nv_bfloat16 *w16, const float *g, float *m, float *v, size_t n, float lr,
+                             float beta1, float beta2, float eps, float wd, double bc1, double bc2) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float gi = g[i];
         float mi = beta1 * m[i] + (1 - beta1) * gi;
         float vi = beta2 * v[i] + (1 - beta2) * gi * gi;
         m[i] = mi, v[i] = vi;
         float mh = (float)(mi / bc1), vh = (float)(vi / bc2);
-        w[i] -= lr * (mh / (sqrtf(vh) + eps) + wd * w[i]);
+        float wi = w[i] - lr * (mh / (sqrtf(vh) + eps) + wd * w[i]);
+        w[i] = wi;
+        if (w16) w16[i] = __float2bfloat16_rn(wi);
     }
 }
 
@@ -752,8 +866,15 @@ static void adamw(real *w, const real *g, real *m, real *v, size_t n, float lr, 
                   float wd, int step, int decay) {
     if (!n) return;
     double bc1 = 1.0 - pow(beta1, step), bc2 = 1.0 - pow(beta2, step);
-    adamw_kernel<<<blocks_for(n, 256), 256, 0, G.stream>>>(w, g, m, v, n, lr, beta1, beta2, eps, decay ? wd : 0.0f,
-                                                          bc1, bc2);
+    // Inside the parameters with a fresh shadow: update the bf16 copy too (keeps it fresh). With no
+    // shadow or a stale one there is nothing to keep: the next matmul converts the whole buffer anyway.
+    __nv_bfloat16 *w16 = NULL;
+    if (in_params(w)) {
+        if (!in_params(w + n - 1)) fail("adamw: a tensor of %zu elements runs past the parameter buffer", n);
+        if (P.shadow && P.shadow_version == P.version) w16 = P.shadow + (w - (float *)P.base);
+    } else params_written(w, n * sizeof(float));
+    adamw_kernel<<<blocks_for(n, 256), 256, 0, G.stream>>>(w, w16, g, m, v, n, lr, beta1, beta2, eps,
+                                                          decay ? wd : 0.0f, bc1, bc2);
     CUDA_CHECK_LAUNCH("adamw");
 }
 

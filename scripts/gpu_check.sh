@@ -67,7 +67,7 @@ block "$OUT/tests.txt"
 
 if [ $SANITIZE -eq 1 ]; then
   say "## compute-sanitizer (memcheck) on the attention and op tests"
-  for t in test_gpu_attention test_gpu_attention_sm90 test_gpu_ops; do
+  for t in test_gpu_attention test_gpu_attention_sm90 test_gpu_ops test_gpu_bf16; do
     compute-sanitizer --tool memcheck $BUILD/$t > "$OUT/sanitize_$t.log" 2>&1 && say "$t: clean" ||
       { say "$t: sanitizer reported problems"; tail -20 "$OUT/sanitize_$t.log" >> "$REPORT"; status=1; }
   done

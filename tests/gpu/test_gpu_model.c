@@ -2,7 +2,10 @@
 // Both backends start from the same weights (same seed) and see the same batches of a copy task
 // (the second half of each sequence repeats the first, so the loss only falls through attention).
 // Tolerances are for bf16 tensor cores against the fp32 CPU reference; they are first guesses to be
-// confirmed on a GPU (scripts/gpu_check.sh prints the measured errors).
+// confirmed on a GPU (scripts/gpu_check.sh prints the measured errors). Note: the H100 runs that passed
+// them used COMPUTE_32F_FAST_16BF with fp32 operands, which ran TF32 kernels (issue 9); with true bf16
+// operands (the default now) expect gradient errors ~3e-3 relative per matmul, compounding over layers
+// to ~1e-2: inside the 5e-2 grad and 1e-2 loss bounds, but recalibrate from the printed figures.
 #include <math.h>
 
 #include "data/source.h"

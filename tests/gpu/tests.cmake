@@ -1,8 +1,8 @@
-# tests/gpu/tests.cmake — GPU tests (label gpu): CUDA ops, attention (sm_80 and sm_90a kernels), a step and a loss curve vs the CPU, the ring on one GPU.
+# tests/gpu/tests.cmake — GPU tests (label gpu): CUDA ops, bf16 GEMMs and their weight shadow, attention (sm_80 and sm_90a kernels), a step and a loss curve vs the CPU, the ring on one GPU.
 # Each prints "SKIP: no CUDA device" and passes where no GPU is visible; a build without CUDA registers
 # one test that says so.
 if(RINGGPT_HAVE_CUDA)
-  foreach(t test_gpu_ops test_gpu_attention test_gpu_attention_sm90 test_gpu_model)
+  foreach(t test_gpu_ops test_gpu_bf16 test_gpu_attention test_gpu_attention_sm90 test_gpu_model)
     add_executable(${t} ${CMAKE_SOURCE_DIR}/tests/gpu/${t}.c)
     target_link_libraries(${t} PRIVATE ringgpt_core ringgpt_cuda)
     add_test(NAME gpu_${t} COMMAND ${t})
