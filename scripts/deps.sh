@@ -2,8 +2,8 @@
 RINGGPT_PACKAGES=(build-essential cmake pkg-config libopenblas-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin
                   libcjson-dev libpcre2-dev zlib1g-dev python3 python3-numpy python3-matplotlib python3-pip clang libclang-rt-14-dev)
 
-# Optional: tests/cli/slurm.sh starts a one-node Slurm from these and SKIPs without them (CI stays fast);
-# RINGGPT_WITH_SLURM=1 scripts/test.sh installs them.
+# tests/cli/slurm.sh starts a one-node Slurm from these (and SKIPs without them): scripts/test.sh installs
+# them (RINGGPT_WITH_SLURM=0 to skip), scripts/demo.sh does not.
 RINGGPT_SLURM_PACKAGES=(slurmd slurmctld slurm-client munge)
 
 ensure_deps() {

@@ -3,6 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
+export RINGGPT_WITH_SLURM=${RINGGPT_WITH_SLURM:-1}   # the srun test runs a one-node Slurm
 ensure_deps
 build_ringgpt
 cd build
