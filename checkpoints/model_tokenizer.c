@@ -10,6 +10,7 @@
 #include "checkpoints/fsio.h"
 #include "checkpoints/hf.h"
 #include "core/common.h"
+#include "data/bpe.h"
 
 static void id_only(Tokenizer *t, const char *id, uint32_t vocab, int64_t eos) {
     *t = (Tokenizer){.vocab_size = vocab, .eos = eos, .bos = -1, .pad = -1};
@@ -168,17 +169,7 @@ static char *byte260_json(void) {
     cJSON_AddStringToObject(root, "version", "1.0");
     cJSON_AddNullToObject(root, "truncation");
     cJSON_AddNullToObject(root, "padding");
-    for (int k = 0; k < 4; k++) {
-        cJSON *a = cJSON_CreateObject();
-        cJSON_AddNumberToObject(a, "id", TOK_EOS + k);
-        cJSON_AddStringToObject(a, "content", SPECIALS[k]);
-        cJSON_AddBoolToObject(a, "single_word", false);
-        cJSON_AddBoolToObject(a, "lstrip", false);
-        cJSON_AddBoolToObject(a, "rstrip", false);
-        cJSON_AddBoolToObject(a, "normalized", false);
-        cJSON_AddBoolToObject(a, "special", true);
-        cJSON_AddItemToArray(added, a);
-    }
+    for (int k = 0; k < 4; k++) bpe_json_add_special(added, TOK_EOS + k, SPECIALS[k]);
     cJSON_AddItemToObject(root, "added_tokens", added);
     cJSON_AddNullToObject(root, "normalizer");
     cJSON *pre = cJSON_CreateObject(), *dec = cJSON_CreateObject();

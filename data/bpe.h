@@ -56,4 +56,9 @@ typedef struct {
 
 // Learns merges over the files (each file split on its special-token text, then pre-tokenized) and
 // returns the text of an HF tokenizer.json (caller frees). Fails with a message on unreadable input.
+// Appends a special token {"id", "content", ..., "special": true} to a tokenizer.json's added_tokens
+// array, with the flags HF writes for special tokens (used by training and by byte260's export).
+struct cJSON;
+void bpe_json_add_special(struct cJSON *added_tokens, int id, const char *content);
+
 char *bpe_train(const char *const *files, size_t n_files, const BpeTrainOptions *o, BpeTrainStats *stats);

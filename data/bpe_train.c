@@ -17,6 +17,18 @@
 #include "core/common.h"
 #include "data/bpe.h"
 
+void bpe_json_add_special(cJSON *added_tokens, int id, const char *content) {
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddNumberToObject(t, "id", id);
+    cJSON_AddStringToObject(t, "content", content);
+    cJSON_AddBoolToObject(t, "single_word", false);
+    cJSON_AddBoolToObject(t, "lstrip", false);
+    cJSON_AddBoolToObject(t, "rstrip", false);
+    cJSON_AddBoolToObject(t, "normalized", false);
+    cJSON_AddBoolToObject(t, "special", true);
+    cJSON_AddItemToArray(added_tokens, t);
+}
+
 static const char GPT2_PATTERN[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 static const char LLAMA3_PATTERN[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
@@ -394,17 +406,7 @@ static char *write_json(const Vocab *v, const uint32_t (*merges)[2], size_t n_me
     cJSON_AddStringToObject(root, "version", "1.0");
     cJSON_AddNullToObject(root, "truncation");
     cJSON_AddNullToObject(root, "padding");
-    for (int k = 0; k < N_SPECIALS; k++) {
-        cJSON *t = cJSON_CreateObject();
-        cJSON_AddNumberToObject(t, "id", 256 + k);
-        cJSON_AddStringToObject(t, "content", SPECIALS[k]);
-        cJSON_AddBoolToObject(t, "single_word", false);
-        cJSON_AddBoolToObject(t, "lstrip", false);
-        cJSON_AddBoolToObject(t, "rstrip", false);
-        cJSON_AddBoolToObject(t, "normalized", false);
-        cJSON_AddBoolToObject(t, "special", true);
-        cJSON_AddItemToArray(added, t);
-    }
+    for (int k = 0; k < N_SPECIALS; k++) bpe_json_add_special(added, 256 + k, SPECIALS[k]);
     cJSON_AddItemToObject(root, "added_tokens", added);
     cJSON_AddNullToObject(root, "normalizer");
     if (pattern == LLAMA3_PATTERN) {
