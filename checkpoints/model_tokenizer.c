@@ -184,14 +184,7 @@ static char *byte260_json(void) {
     cJSON_AddBoolToObject(dec, "trim_offsets", false);
     cJSON_AddBoolToObject(dec, "use_regex", false);
     cJSON_AddItemToObject(root, "decoder", dec);
-    cJSON_AddStringToObject(model, "type", "BPE");
-    cJSON_AddNullToObject(model, "dropout");
-    cJSON_AddNullToObject(model, "unk_token");
-    cJSON_AddNullToObject(model, "continuing_subword_prefix");
-    cJSON_AddNullToObject(model, "end_of_word_suffix");
-    cJSON_AddBoolToObject(model, "fuse_unk", false);
-    cJSON_AddBoolToObject(model, "byte_fallback", false);
-    cJSON_AddBoolToObject(model, "ignore_merges", false);
+    bpe_json_model_fields(model);
     int n = 0;
     for (int b = 0; b < 256; b++) {
         bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);

@@ -60,5 +60,7 @@ typedef struct {
 // array, with the flags HF writes for special tokens (used by training and by byte260's export).
 struct cJSON;
 void bpe_json_add_special(struct cJSON *added_tokens, int id, const char *content);
+// Sets a tokenizer.json model object's fixed fields for a byte-level BPE (type, no dropout/unk/prefixes).
+void bpe_json_model_fields(struct cJSON *model);
 
 char *bpe_train(const char *const *files, size_t n_files, const BpeTrainOptions *o, BpeTrainStats *stats);

@@ -17,6 +17,17 @@
 #include "core/common.h"
 #include "data/bpe.h"
 
+void bpe_json_model_fields(cJSON *model) {
+    cJSON_AddStringToObject(model, "type", "BPE");
+    cJSON_AddNullToObject(model, "dropout");
+    cJSON_AddNullToObject(model, "unk_token");
+    cJSON_AddNullToObject(model, "continuing_subword_prefix");
+    cJSON_AddNullToObject(model, "end_of_word_suffix");
+    cJSON_AddBoolToObject(model, "fuse_unk", false);
+    cJSON_AddBoolToObject(model, "byte_fallback", false);
+    cJSON_AddBoolToObject(model, "ignore_merges", false);
+}
+
 void bpe_json_add_special(cJSON *added_tokens, int id, const char *content) {
     cJSON *t = cJSON_CreateObject();
     cJSON_AddNumberToObject(t, "id", id);
@@ -428,14 +439,7 @@ static char *write_json(const Vocab *v, const uint32_t (*merges)[2], size_t n_me
     }
     cJSON_AddItemToObject(root, "post_processor", byte_level_obj(true, false));
     cJSON_AddItemToObject(root, "decoder", byte_level_obj(true, true));
-    cJSON_AddStringToObject(model, "type", "BPE");
-    cJSON_AddNullToObject(model, "dropout");
-    cJSON_AddNullToObject(model, "unk_token");
-    cJSON_AddNullToObject(model, "continuing_subword_prefix");
-    cJSON_AddNullToObject(model, "end_of_word_suffix");
-    cJSON_AddBoolToObject(model, "fuse_unk", false);
-    cJSON_AddBoolToObject(model, "byte_fallback", false);
-    cJSON_AddBoolToObject(model, "ignore_merges", false);
+    bpe_json_model_fields(model);
     cJSON *vocab = cJSON_CreateObject(), *ml = cJSON_CreateArray();
     for (size_t id = 0; id < v->n; id++) {
         char *s = id >= 256 && id < 256 + N_SPECIALS ? xstrdup(SPECIALS[id - 256]) : byte_level(v->bytes[id], v->len[id]);

@@ -1,11 +1,5 @@
 # tests/cli/common.sh — shared by the CLI tests: a scratch directory, test text, pass/fail counting, exit-code checks.
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-passed=0 failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-bad() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-finish() { echo "$passed passed, $failed failed"; [[ $failed == 0 ]]; }
+. "$(dirname "${BASH_SOURCE[0]}")/../harness.sh"
 make_text() {
   for i in $(seq "${2:-300}"); do printf 'CLI test line %d: the quick brown fox jumps over the lazy dog %d times.\n' "$i" $((i * 7 % 13)); done > "$1"
 }

@@ -1,11 +1,5 @@
 # tests/tokenizer/common.sh — shared by the tokenizer tests: a work dir, pass/fail counting, a python3 with HF `tokenizers`.
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
-passed=0 failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-bad() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-finish() { echo "$passed passed, $failed failed"; [[ $failed == 0 ]]; }
+. "$(dirname "${BASH_SOURCE[0]}")/../harness.sh"
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # expect_fail CODE PATTERN CMD...: CMD exits with CODE and its stderr contains PATTERN.
 expect_fail() {
