@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "attention/attention_warp.cuh"
 #include "core/cuda_check.h"
 
 RINGGPT_EXTERN_C_BEGIN
@@ -43,10 +44,6 @@ __device__ __forceinline__ void mma_bf16(float d[4], const uint32_t a[4], uint32
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&v);
-}
 
 // Two bf16 at (row, col) of a shared tile with `ld` elements per row (col even).
 __device__ __forceinline__ uint32_t ld2(const __nv_bfloat16 *s, int ld, int row, int col) {
@@ -98,14 +95,6 @@ __device__ void load_tile(__nv_bfloat16 *dst, int ld, __nv_bfloat16 *dst_t, int 
     }
 }
 
-__device__ __forceinline__ float quad_max(float v) {
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-__device__ __forceinline__ float quad_sum(float v) {
-    v += __shfl_xor_sync(0xffffffffu, v, 1);
-    return v + __shfl_xor_sync(0xffffffffu, v, 2);
-}
 
 // Document masking: [lo, hi] of n ids. Every thread of a block reads the same ids, so decisions made
 // from these ranges are block-uniform and may skip a tile before its barriers.

@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention/attention_warp.cuh"
 #include "core/cuda_check.h"
 
 RINGGPT_EXTERN_C_BEGIN
@@ -202,18 +203,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
-}
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&v);
-}
-__device__ __forceinline__ float quad_max(float v) {
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-__device__ __forceinline__ float quad_sum(float v) {
-    v += __shfl_xor_sync(0xffffffffu, v, 1);
-    return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 // Accumulator (64 × 16·KS) → the KS A fragments of the next GEMM (bf16), as described at the top.
 template <int KS>
