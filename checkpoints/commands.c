@@ -1,5 +1,4 @@
 // checkpoints/commands.c — `ringgpt eval | sample | export | import`: commands over checkpoints and HF directories.
-#include <cblas.h>
 #include <inttypes.h>
 #include <math.h>
 #include <omp.h>
@@ -20,12 +19,6 @@
 #include "core/rng.h"
 #include "data/tokenizer.h"
 #include "train/commands.h"
-
-static void set_threads(int n) {
-    if (n < 1) fail_usage("--threads must be at least 1 (got %d)", n);
-    omp_set_num_threads(n);
-    openblas_set_num_threads(n);
-}
 
 // ---- eval --------------------------------------------------------------------------------------
 
@@ -124,7 +117,7 @@ int cmd_eval(int argc, char **argv) {
     if (batch < 1 || loss_chunk < 1) fail_usage("--batch and --loss-chunk must be positive (got %d and %d)", batch, loss_chunk);
     if (seq_len < 0) fail_usage("--seq-len must be positive (got %d)", seq_len);
     CommGrid g = infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
-    set_threads(threads);
+    cpu_threads(threads);
     GPT m;
     CkptState s;
     infer_load(pos[0], &m, rope_theta, &s);
@@ -277,7 +270,7 @@ int cmd_sample(int argc, char **argv) {
         fail_usage("--prompt-file %s: cannot open; check the path (or - for stdin)", prompt_file);
     CommGrid g = infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
     if (g.dp != 1) comm_fail_usage_all("sample continues one sequence: start sp = %d ranks (mpiexec -np %d), not %d", sp, sp, g.world_size);
-    set_threads(threads);
+    cpu_threads(threads);
     GPT m;
     CkptState state;
     infer_load(pos[0], &m, rope_theta, &state);

@@ -45,3 +45,5 @@ double peak_rss_mb(void);
 void set_log_rank(int rank);
 int log_rank(void);
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+// CPU threads for OpenMP and OpenBLAS (n >= 1, else a usage error); subnormal floats flushed to zero on each.
+void cpu_threads(int n);

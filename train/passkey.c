@@ -1,6 +1,5 @@
 // train/passkey.c — `ringgpt passkey`: greedy exact match of a hidden key for every (length, depth) cell, prefill + decode over the ring.
 #include <cjson/cJSON.h>
-#include <cblas.h>
 #include <inttypes.h>
 #include <math.h>
 #include <omp.h>
@@ -373,8 +372,7 @@ int cmd_passkey(int argc, char **argv) {
     }
     if (n_pos != 1) comm_fail_usage_all("passkey needs a checkpoint: ringgpt passkey CKPT --lengths 1K,4K --depths 0:1:0.1");
     CommGrid cg = infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
-    omp_set_num_threads(threads);
-    openblas_set_num_threads(threads);
+    cpu_threads(threads);
     g.seed = (uint64_t)seed;
     if (g.trials < 1) comm_fail_usage_all("--trials must be at least 1 (got %d)", g.trials);
     parse_lengths(&g, lengths);

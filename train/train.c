@@ -1,5 +1,4 @@
 // train/train.c — `ringgpt train`: flags, then the training loop (micro-batches, clip, AdamW, eval, metrics).
-#include <cblas.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -258,11 +257,6 @@ static CkptState ckpt_base(const TrainConfig *t) {
     return s;
 }
 
-static void set_threads(int n) {
-    omp_set_num_threads(n);
-    openblas_set_num_threads(n);
-}
-
 // --device: cpu, cuda, or auto (cuda when this binary has the CUDA backend and a GPU is visible).
 static const Backend *select_backend(const char *device, int rank) {
     bool cuda = !strcmp(device, "cuda");
@@ -372,7 +366,7 @@ static void run_open(Run *r, int argc, char **argv) {
     parse_train_flags(t, argc, argv);
     r->grid = setup_layout(t);
     check_train_config(t);
-    set_threads(t->threads);
+    cpu_threads(t->threads);
     check_readable("--data", t->data);
     if (t->val_data) check_readable("--val-data", t->val_data);
     make_dirs(t->out);
