@@ -93,6 +93,7 @@ int cmd_eval(int argc, char **argv) {
     comm_init(&argc, &argv);   // MPI when launched by mpiexec, else a one-rank world
     const char *data = NULL, *split = "val", *dump = NULL, *batches_arg = "4", *pos[1];
     int seq_len = 0, batch = 4, threads = omp_get_num_procs(), loss_chunk = 256, sp = 1;
+    bool doc_mask = false;
     int64_t seed = -1;
     float rope_theta = 0, val_fraction = 0.1f;
     ArgSpec specs[] = {
@@ -107,6 +108,7 @@ int cmd_eval(int argc, char **argv) {
         {"--loss-chunk", ARG_INT, &loss_chunk, "rows per chunk of the fused LM head + loss"},
         {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
         {"--sp", ARG_INT, &sp, "ring size: ranks that split one sequence (mpiexec -np dp·sp)"},
+        {"--doc-mask", ARG_BOOL, &doc_mask, "attention stays inside each document of a window, as train --doc-mask (give it for a model trained so)"},
         {"--dump-logits", ARG_STRING, &dump, "write tokens.npy, targets.npy, logits.npy of the first batch to DIR"},
     };
     int n = sizeof specs / sizeof specs[0];
@@ -122,6 +124,7 @@ int cmd_eval(int argc, char **argv) {
     CkptState s;
     infer_load(pos[0], &m, rope_theta, &s);
     m.loss_chunk = loss_chunk;
+    m.doc_mask = doc_mask;
     if (seq_len <= 0) seq_len = s.run.seq_len > 0 ? s.run.seq_len : 256;
     if (seed < 0) seed = s.seed ? s.seed : 1337;
     if (sp > 1 && seq_len % (2 * sp) != 0)
