@@ -22,12 +22,15 @@
 # local word order) are unchanged; a short fine-tune then only has to adapt the middle frequencies.
 #
 # The text: TEXT=FILE (default: this repository's README.md and docs/DESIGN.md, real English prose), cut
-# into records of 256..T characters with the loss on every token, TEXT_FRAC records per passkey record.
+# into records of 256..min(T, 1024) characters with the loss on every token, TEXT_FRAC records per passkey
+# record in stages 2 and 3 (TEXT_FRAC1 in stage 1: default 0 — measured: with 1-5 % text in stage 1 the
+# retrieval circuit had not formed by the end of the stage's budget; without it, it forms at ~900 steps).
 #
 # Environment (defaults = the measured 2-core run in README.md): OUT (out/long_context), STEPS1/2/3,
-# BATCH1/2/3, LENS (three training lengths), LR, THREADS, TRIALS (per cell), DEPTHS, LONG_FRAC, KEY_MAX,
-# TEXT, TEXT_FRAC, DIM/LAYERS/HEADS/KV_HEADS, SP (ring size for the 4K/8K stages and their evaluation;
-# mpiexec -np SP).
+# BATCH1/2/3, LENS (three training lengths), LR (stage 1), LR_EXT (stages 2-3), THREADS, TRIALS (per
+# cell), DEPTHS, LONG_FRAC1/LONG_FRAC, KEY_MAX, TEXT, TEXT_FRAC1/TEXT_FRAC, DIM/LAYERS/HEADS/KV_HEADS,
+# START (2 or 3: reuse OUT's earlier stages, trained with the same settings), SP (ring size for the
+# 4K/8K stages and their evaluation; mpiexec -np SP).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -35,22 +38,23 @@ ensure_deps
 build_ringgpt -DRINGGPT_CUDA=${RINGGPT_CUDA:-OFF} >/dev/null
 bin=build/ringgpt
 out=${OUT:-out/long_context}
-steps=(${STEPS1:-1800} ${STEPS2:-200} ${STEPS3:-120})
+steps=(${STEPS1:-1400} ${STEPS2:-300} ${STEPS3:-150})
 batch=(${BATCH1:-8} ${BATCH2:-2} ${BATCH3:-1})
 lens=(${LENS:-1024 4096 8192})   # the three stages' training lengths
-lr=${LR:-3e-3}
+lr=(${LR:-2e-3} ${LR_EXT:-6e-4} ${LR_EXT:-6e-4})   # per stage: the extensions fine-tune gently
 threads=${THREADS:-$(nproc)}
 trials=${TRIALS:-8}
 depths=${DEPTHS:-0:1:0.25}
-long_frac=${LONG_FRAC:-0.9}   # training documents whose key is lengthened
+long_frac=(${LONG_FRAC1:-1} ${LONG_FRAC:-0.9} ${LONG_FRAC:-0.9})   # per stage: training documents whose key is lengthened
 key_max=${KEY_MAX:-40}
-text_frac=${TEXT_FRAC:-0.01}   # text records per passkey record
+text_frac=(${TEXT_FRAC1:-0} ${TEXT_FRAC:-0.01} ${TEXT_FRAC:-0.01})   # per stage: text records per passkey record
 # Passkey lengths per stage (none longer than T: a cut document loses its answer). Stage 1 is mostly short
 # documents (many answers per window, the needle near the question); later stages go from T/4 to T.
 pk_lengths() {  # pk_lengths STAGE T
   local T=$2 list="" f
-  for f in $( (($1 == 1)) && echo "0.14 0.17 0.2 0.25 0.31 0.39 0.5" || echo "0.25 0.5 0.75 1"); do
-    list+=$(awk -v t="$T" -v f="$f" 'BEGIN { n = int(t * f); print (n < 144 ? 144 : n) }'),
+  for f in $( (($1 == 1)) && echo "0.14 0.17 0.2 0.25 0.31 0.39 0.5" || echo "0.125 0.25 0.5 0.75 1"); do
+    # a lengthened key adds 2·(KEY_MAX − 5) tokens: the longest documents stay within T
+    list+=$(awk -v t="$T" -v f="$f" -v k="$key_max" 'BEGIN { n = int(t * f); if (n > t - 2 * k) n = t - 2 * k; print (n < 144 ? 144 : n) }'),
   done
   echo "${list%,}"
 }
@@ -59,7 +63,15 @@ model=(--model tiny --dim "${DIM:-128}" --layers "${LAYERS:-3}" --heads "${HEADS
 hd=$(( ${DIM:-128} / ${HEADS:-4} ))
 theta=10000
 mkdir -p "$out"
-rm -rf "$out"/stage* "$out"/data* "$out"/*.json "$out"/*.jsonl "$out"/*.csv "$out"/*.png "$out"/timings.txt "$out"/text.txt   # only what a run writes
+start=${START:-1}   # START=2 or 3: keep OUT's earlier stages (same settings) and run from this one
+((start >= 1 && start <= 3)) || { echo "START must be 1, 2 or 3 (got $start)" >&2; exit 2; }
+((start == 1)) || [[ -f "$out/stage$((start - 1))/LATEST" ]] || { echo "START=$start needs $out/stage$((start - 1)) from an earlier run; run from START=1" >&2; exit 2; }
+if ((start == 1)); then   # only what a run writes
+  rm -rf "$out"/stage* "$out"/data* "$out"/*.json "$out"/*.jsonl "$out"/*.csv "$out"/*.png "$out"/timings.txt "$out"/text.txt
+else
+  for k in $(seq "$start" 3); do rm -rf "$out/stage$k" "$out/data$k" "$out/passkey_stage$k".*; done
+  [[ ! -f $out/timings.txt ]] || sed -i -E "/(^stage|after stage) [$start-3] |^total/d" "$out/timings.txt"   # the kept stages' lines stay
+fi
 text=${TEXT:-$out/text.txt}
 [[ -n ${TEXT:-} ]] || cat README.md docs/DESIGN.md > "$text"
 launch() { if ((sp > 1)); then mpiexec --allow-run-as-root --oversubscribe -np "$sp" -x OMP_NUM_THREADS=1 "$bin" "$@" --sp "$sp"; else "$bin" "$@"; fi; }
@@ -69,12 +81,13 @@ log_time() { echo "$1 $(( $(date +%s) - $2 )) s" | tee -a "$out/timings.txt"; }
 # Passkey records from the generator (loss on the key's digits), LONG_FRAC of them with a longer key,
 # interleaved with text records; `prepare` packs them into windows that start at document starts, and
 # --doc-mask keeps each document's attention to itself.
-make_data() {  # make_data T DIR PASSKEY_LENGTHS STEPS BATCH
+make_data() {  # make_data STAGE T DIR PASSKEY_LENGTHS STEPS BATCH
+  local n=$1; shift
   local T=$1 dir=$2 mean docs
   mean=$(echo "$3" | tr , '\n' | awk '{ s += $1 } END { print s / NR }')
   docs=$(awk -v t="$T" -v n="$4" -v b="$5" -v m="$mean" 'BEGIN { printf "%d", 1.2 * n * b * t / m + 200 }')
   "$bin" passkey --write-jsonl "$out/passkey_$T.jsonl" --docs "$docs" --lengths "$3" --seed 1 >/dev/null
-  "$PY" - "$out/passkey_$T.jsonl" "$T" "$long_frac" "$key_max" "$text_frac" "$text" > "$out/mix_$T.jsonl" <<'PYEOF'
+  "$PY" - "$out/passkey_$T.jsonl" "$T" "${long_frac[n-1]}" "$key_max" "${text_frac[n-1]}" "$text" > "$out/mix_$T.jsonl" <<'PYEOF'
 import json, random, sys
 pk_path, T, long_frac, key_max, frac, text_path = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
 rng = random.Random(T)
@@ -89,7 +102,7 @@ for line in open(pk_path):
         r["completion"] = longer
     print(json.dumps(r))
     if rng.random() < frac:   # a window of the text, loss on every token
-        n = rng.randrange(256, T)
+        n = rng.randrange(256, min(T, 1024))
         at = rng.randrange(0, max(1, len(text) - n))
         print(json.dumps({"prompt": "", "completion": text[at:at + n]}))
 PYEOF
@@ -106,10 +119,10 @@ evaluate() {  # evaluate STAGE LENGTHS
 train_stage() {  # train_stage N [extra train flags]
   local n=$1; shift
   local T=${lens[$n-1]} t0; t0=$(date +%s)
-  make_data "$T" "$out/data$n" "$(pk_lengths "$n" "$T")" "${steps[n-1]}" "${batch[n-1]}"
+  make_data "$n" "$T" "$out/data$n" "$(pk_lengths "$n" "$T")" "${steps[n-1]}" "${batch[n-1]}"
   echo "== stage $n: T=$T, theta $theta, ${steps[$n-1]} steps of ${batch[$n-1]} sequences"
   launch train --data "$out/data$n" "${model[@]}" --rope-theta "$theta" --seq-len "$T" --batch "${batch[$n-1]}" \
-    --steps "${steps[$n-1]}" --lr "$lr" --min-lr "$(awk -v l="$lr" 'BEGIN { print l / 10 }')" --warmup 30 --eval-every 0 \
+    --steps "${steps[$n-1]}" --lr "${lr[n-1]}" --min-lr "$(awk -v l="${lr[n-1]}" 'BEGIN { print l / 10 }')" --warmup 30 --eval-every 0 \
     --doc-mask --log-every 50 --ckpt-every 0 --threads "$threads" --out "$out/stage$n" "$@" | grep --line-buffered -E "^step|^done"
   log_time "stage $n training (T=$T, ${steps[$n-1]} steps):" "$t0"
 }
@@ -120,12 +133,10 @@ scale_theta() {  # θ · s^(d/(d−2))
 
 sp_save=$sp
 sp=1   # 1K fits one rank
-train_stage 1
-evaluate 1 "$(( lens[0] / 2 )),${lens[0]},$(( 2 * lens[0] ))"
+if ((start <= 1)); then train_stage 1; evaluate 1 "$(( lens[0] / 2 )),${lens[0]},$(( 2 * lens[0] ))"; fi
 sp=$sp_save
 scale_theta "$(( lens[1] / lens[0] ))"
-train_stage 2 --init-from "$out/stage1"
-evaluate 2 "${lens[0]},${lens[1]},$(( 2 * lens[1] ))"
+if ((start <= 2)); then train_stage 2 --init-from "$out/stage1"; evaluate 2 "${lens[0]},${lens[1]},$(( 2 * lens[1] ))"; fi
 scale_theta "$(( lens[2] / lens[1] ))"
 train_stage 3 --init-from "$out/stage2"
 evaluate 3 "${lens[0]},${lens[1]},${lens[2]},$(( 2 * lens[2] ))"
