@@ -28,7 +28,7 @@
 #
 # Environment (defaults = the measured 2-core run in README.md): OUT (out/long_context), STEPS1/2/3,
 # BATCH1/2/3, LENS (three training lengths), LR (stage 1), LR_EXT (stages 2-3), THREADS, TRIALS (per
-# cell), DEPTHS, LONG_FRAC1/LONG_FRAC, KEY_MAX, TEXT, TEXT_FRAC1/TEXT_FRAC, DIM/LAYERS/HEADS/KV_HEADS,
+# cell), DEPTHS, LONG_FRAC1/2/3, KEY_MAX, TEXT, TEXT_FRAC1/TEXT_FRAC, DIM/LAYERS/HEADS/KV_HEADS,
 # START (2 or 3: reuse OUT's earlier stages, trained with the same settings), SP (ring size for the
 # 4K/8K stages and their evaluation; mpiexec -np SP).
 set -euo pipefail
@@ -38,14 +38,14 @@ ensure_deps
 build_ringgpt -DRINGGPT_CUDA=${RINGGPT_CUDA:-OFF} >/dev/null
 bin=build/ringgpt
 out=${OUT:-out/long_context}
-steps=(${STEPS1:-1400} ${STEPS2:-300} ${STEPS3:-150})
+steps=(${STEPS1:-1400} ${STEPS2:-300} ${STEPS3:-200})
 batch=(${BATCH1:-8} ${BATCH2:-2} ${BATCH3:-1})
 lens=(${LENS:-1024 4096 8192})   # the three stages' training lengths
 lr=(${LR:-2e-3} ${LR_EXT:-6e-4} ${LR_EXT:-6e-4})   # per stage: the extensions fine-tune gently
 threads=${THREADS:-$(nproc)}
 trials=${TRIALS:-8}
 depths=${DEPTHS:-0:1:0.25}
-long_frac=(${LONG_FRAC1:-1} ${LONG_FRAC:-0.9} ${LONG_FRAC:-0.9})   # per stage: training documents whose key is lengthened
+long_frac=(${LONG_FRAC1:-1} ${LONG_FRAC2:-0.9} ${LONG_FRAC3:-0.5})   # per stage: training documents whose key is lengthened
 key_max=${KEY_MAX:-40}
 text_frac=(${TEXT_FRAC1:-0} ${TEXT_FRAC:-0.01} ${TEXT_FRAC:-0.01})   # per stage: text records per passkey record
 # Passkey lengths per stage (none longer than T: a cut document loses its answer). Stage 1 is mostly short
