@@ -1,4 +1,5 @@
 // checkpoints/commands.c — `ringgpt eval | sample | export | import`: commands over checkpoints and HF directories.
+#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
 #include <omp.h>
@@ -13,6 +14,7 @@
 #include "checkpoints/infer.h"
 #include "attention/ring.h"
 #include "checkpoints/model_tokenizer.h"
+#include "checkpoints/train_ckpt.h"
 #include "core/args.h"
 #include "core/comm.h"
 #include "core/common.h"
@@ -82,6 +84,22 @@ static int eval_batches(const char *arg, uint64_t samples, int batch, const char
     return (int)n;
 }
 
+// The --doc-mask of the run that trained ckpt (its OUT/config.json); false without one (an HF import).
+static bool trained_with_doc_mask(const char *ckpt) {
+    char path[4200];
+    if (!ckpt_run_config(ckpt, path, sizeof path)) return false;
+    CkErr e = {0};
+    size_t len = 0;
+    unsigned char *text = fs_read_file(path, &len, &e);
+    if (!text) fail("%s: %s", path, e.msg);
+    cJSON *root = cJSON_ParseWithLength((const char *)text, len);
+    if (!root) fail("%s: not valid JSON; restore the run's config.json or give --doc-mask=true|false", path);
+    bool on = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "doc-mask"));
+    cJSON_Delete(root);
+    free(text);
+    return on;
+}
+
 // Adds the loss sum and target count of one batch.
 static void eval_batch(GPT *m, DataSource *d, Batch *b, double *sum, double *count) {
     data_next(d, b);
@@ -108,7 +126,7 @@ int cmd_eval(int argc, char **argv) {
         {"--loss-chunk", ARG_INT, &loss_chunk, "rows per chunk of the fused LM head + loss"},
         {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
         {"--sp", ARG_INT, &sp, "ring size: ranks that split one sequence (mpiexec -np dp·sp)"},
-        {"--doc-mask", ARG_BOOL, &doc_mask, "attention stays inside each document of a window, as train --doc-mask (give it for a model trained so)"},
+        {"--doc-mask", ARG_BOOL, &doc_mask, "attention stays inside each document of a window, as train --doc-mask", .dflt = "the training run's"},
         {"--dump-logits", ARG_STRING, &dump, "write tokens.npy, targets.npy, logits.npy of the first batch to DIR"},
     };
     int n = sizeof specs / sizeof specs[0];
@@ -124,7 +142,7 @@ int cmd_eval(int argc, char **argv) {
     CkptState s;
     infer_load(pos[0], &m, rope_theta, &s);
     m.loss_chunk = loss_chunk;
-    m.doc_mask = doc_mask;
+    m.doc_mask = args_seen(specs, n, "--doc-mask") ? doc_mask : trained_with_doc_mask(pos[0]);
     if (seq_len <= 0) seq_len = s.run.seq_len > 0 ? s.run.seq_len : 256;
     if (seed < 0) seed = s.seed ? s.seed : 1337;
     if (sp > 1 && seq_len % (2 * sp) != 0)
