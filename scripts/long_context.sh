@@ -2,10 +2,10 @@
 # scripts/long_context.sh — the long-context recipe: train at 1K on passkey + text, extend to 4K and 8K with θ scaled, passkey heatmap per stage.
 #
 # Stages (each one `ringgpt train`, the next starting from the last one's weights with --init-from):
-#   1. from scratch at T = 1K on passkey documents of 144..512 tokens (loss on the key's digits only)
-#      mixed with text, packed into windows that start at document starts (--doc-mask);
-#   2. T = 4K, RoPE θ scaled, passkey documents of 1K..4K mixed with the same text;
-#   3. T = 8K, θ scaled again, documents of 2K..8K.
+#   1. from scratch at T = 1K on passkey documents of 144..512 tokens (loss on the key's digits only),
+#      packed into windows that start at document starts (--doc-mask); text only if TEXT_FRAC1 > 0;
+#   2. T = 4K, RoPE θ scaled, passkey documents of T/8..T (less room for a long key) mixed with text;
+#   3. T = 8K, θ scaled again, the same mix at 8K.
 # After every stage `ringgpt passkey` measures greedy exact match by length × depth up to 2× the trained
 # length, and scripts/plot_passkey.py draws the stages side by side in one heatmap.
 #
@@ -49,7 +49,7 @@ long_frac=(${LONG_FRAC1:-1} ${LONG_FRAC2:-0.9} ${LONG_FRAC3:-0.5})   # per stage
 key_max=${KEY_MAX:-40}
 text_frac=(${TEXT_FRAC1:-0} ${TEXT_FRAC:-0.01} ${TEXT_FRAC:-0.01})   # per stage: text records per passkey record
 # Passkey lengths per stage (none longer than T: a cut document loses its answer). Stage 1 is mostly short
-# documents (many answers per window, the needle near the question); later stages go from T/4 to T.
+# documents (many answers per window, the needle near the question); later stages go from T/8 to T.
 pk_lengths() {  # pk_lengths STAGE T
   local T=$2 list="" f
   for f in $( (($1 == 1)) && echo "0.14 0.17 0.2 0.25 0.31 0.39 0.5" || echo "0.125 0.25 0.5 0.75 1"); do
