@@ -84,20 +84,28 @@ static int eval_batches(const char *arg, uint64_t samples, int batch, const char
     return (int)n;
 }
 
-// The --doc-mask of the run that trained ckpt (its OUT/config.json); false without one (an HF import).
-static bool trained_with_doc_mask(const char *ckpt) {
+// What eval takes from the run that trained a checkpoint (its OUT/config.json): attention masked per document
+// and the loss on every target or on the data's weighted ones. Without a config (an HF import): neither.
+typedef struct {
+    bool doc_mask, loss_on_all;
+} RunFlags;
+
+static RunFlags training_run_flags(const char *ckpt) {
+    RunFlags f = {false, false};
     char path[4200];
-    if (!ckpt_run_config(ckpt, path, sizeof path)) return false;
+    if (!ckpt_run_config(ckpt, path, sizeof path)) return f;
     CkErr e = {0};
     size_t len = 0;
     unsigned char *text = fs_read_file(path, &len, &e);
     if (!text) fail("%s: %s", path, e.msg);
     cJSON *root = cJSON_ParseWithLength((const char *)text, len);
-    if (!root) fail("%s: not valid JSON; restore the run's config.json or give --doc-mask=true|false", path);
-    bool on = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "doc-mask"));
+    if (!root) fail("%s: not valid JSON; restore the run's config.json or give --doc-mask=true|false and --loss-on", path);
+    f.doc_mask = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "doc-mask"));
+    const char *loss_on = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "loss-on"));
+    f.loss_on_all = loss_on && !strcmp(loss_on, "all");
     cJSON_Delete(root);
     free(text);
-    return on;
+    return f;
 }
 
 // Adds the loss sum and target count of one batch.
@@ -109,7 +117,7 @@ static void eval_batch(GPT *m, DataSource *d, Batch *b, double *sum, double *cou
 
 int cmd_eval(int argc, char **argv) {
     comm_init(&argc, &argv);   // MPI when launched by mpiexec, else a one-rank world
-    const char *data = NULL, *split = "val", *dump = NULL, *batches_arg = "4", *pos[1];
+    const char *data = NULL, *split = "val", *dump = NULL, *batches_arg = "4", *loss_on = "masked", *pos[1];
     int seq_len = 0, batch = 4, threads = omp_get_num_procs(), loss_chunk = 256, sp = 1;
     bool doc_mask = false;
     int64_t seed = -1;
@@ -127,6 +135,8 @@ int cmd_eval(int argc, char **argv) {
         {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
         {"--sp", ARG_INT, &sp, "ring size: ranks that split one sequence (mpiexec -np dp·sp)"},
         {"--doc-mask", ARG_BOOL, &doc_mask, "attention stays inside each document of a window, as train --doc-mask", .dflt = "the training run's"},
+        {"--loss-on", ARG_STRING, &loss_on, "masked: the targets the data's loss weights select; all: every target (as train --loss-on)",
+         .dflt = "the training run's"},
         {"--dump-logits", ARG_STRING, &dump, "write tokens.npy, targets.npy, logits.npy of the first batch to DIR"},
     };
     int n = sizeof specs / sizeof specs[0];
@@ -136,13 +146,16 @@ int cmd_eval(int argc, char **argv) {
     if (strcmp(split, "train") != 0 && strcmp(split, "val") != 0) fail_usage("--split must be train or val (got '%s')", split);
     if (batch < 1 || loss_chunk < 1) fail_usage("--batch and --loss-chunk must be positive (got %d and %d)", batch, loss_chunk);
     if (seq_len < 0) fail_usage("--seq-len must be positive (got %d)", seq_len);
+    if (strcmp(loss_on, "masked") && strcmp(loss_on, "all")) fail_usage("--loss-on must be masked or all, not '%s'", loss_on);
     CommGrid g = infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
     cpu_threads(threads);
     GPT m;
     CkptState s;
     infer_load(pos[0], &m, rope_theta, &s);
     m.loss_chunk = loss_chunk;
-    m.doc_mask = args_seen(specs, n, "--doc-mask") ? doc_mask : trained_with_doc_mask(pos[0]);
+    RunFlags run = training_run_flags(pos[0]);
+    m.doc_mask = args_seen(specs, n, "--doc-mask") ? doc_mask : run.doc_mask;
+    bool loss_on_all = args_seen(specs, n, "--loss-on") ? !strcmp(loss_on, "all") : run.loss_on_all;
     if (seq_len <= 0) seq_len = s.run.seq_len > 0 ? s.run.seq_len : 256;
     if (seed < 0) seed = s.seed ? s.seed : 1337;
     if (sp > 1 && seq_len % (2 * sp) != 0)
@@ -151,7 +164,7 @@ int cmd_eval(int argc, char **argv) {
     if (dump && g.world_size > 1) comm_fail_usage_all("--dump-logits runs on one rank; drop mpiexec or --dump-logits");
     if (sp > 1) m.ring = ring_create(g.ring, m.be);   // attention spans the sp ranks
     DataOptions o = {.seq_len = seq_len, .batch = batch, .seed = (uint64_t)seed, .dp = g.dp, .dp_index = g.dp_index,
-                     .sp = sp, .sp_index = g.sp_index, .val_fraction = val_fraction};
+                     .sp = sp, .sp_index = g.sp_index, .val_fraction = val_fraction, .loss_on_all = loss_on_all};
     DataSource *d = data_open(data, &o, strcmp(split, "val") == 0);
     Tokenizer tok;
     model_tokenizer(pos[0], &m.cfg, &s, &tok);
@@ -182,7 +195,10 @@ int cmd_eval(int argc, char **argv) {
         data_close(tail);
     }
     comm_allreduce(g.world, sums, 2, COMM_F64, COMM_SUM, "eval loss sum");
-    double loss = sums[1] > 0 ? sums[0] / sums[1] : 0, count = sums[1];
+    if (sums[1] == 0)
+        comm_fail_usage_all("--data %s: the data's loss weights select no target in the %d evaluated batches; use --loss-on all or "
+                            "more --batches", data, batches);
+    double loss = sums[0] / sums[1], count = sums[1];
     log_info("eval: loss %.6f  perplexity %.4f  over %.0f tokens (%d batches of %d x %d%s, %s split%s, seed %" PRId64 ", %dx%d ranks)\n",
              loss, exp(loss), count, batches, batch, seq_len, rest ? " + the last samples one by one" : "", split,
              strcmp(batches_arg, "all") == 0 ? ", all of it" : "", seed, g.dp, sp);

@@ -32,7 +32,7 @@
 # retrieval circuit had not formed by the end of the stage's budget; without it, it forms at ~900 steps).
 #
 # Environment (defaults = the measured 2-core run in README.md): OUT (out/long_context), STEPS1/2/3,
-# BATCH1/2/3, LENS (three training lengths), LR (stage 1), LR_EXT (stages 2-3), THREADS, TRIALS (per
+# BATCH1/2/3, LENS (three training lengths), LR/LR2/LR3 (per stage), THREADS, TRIALS (per
 # cell), DEPTHS, LONG_FRAC1/2/3, KEY_MAX, EDGE_FRAC1/EDGE_FRAC, EDGE_SPAN, TEXT, TEXT_FRAC1/TEXT_FRAC, DIM/LAYERS/HEADS/KV_HEADS,
 # START (2 or 3: reuse OUT's earlier stages, trained with the same settings), SP (ring size for the
 # 4K/8K stages and their evaluation; mpiexec -np SP).
@@ -46,7 +46,8 @@ out=${OUT:-out/long_context}
 steps=(${STEPS1:-1400} ${STEPS2:-400} ${STEPS3:-300})
 batch=(${BATCH1:-8} ${BATCH2:-2} ${BATCH3:-2})
 lens=(${LENS:-1024 4096 8192})   # the three stages' training lengths
-lr=(${LR:-2e-3} ${LR_EXT:-6e-4} ${LR_EXT:-6e-4})   # per stage: the extensions fine-tune gently
+# per stage: the extensions fine-tune gently, stage 3 more so (at 6e-4 it cost the near edge: depth 1 100 -> 75 %)
+lr=(${LR:-2e-3} ${LR2:-6e-4} ${LR3:-3e-4})
 threads=${THREADS:-$(nproc)}
 trials=${TRIALS:-8}
 depths=${DEPTHS:-0:1:0.25}

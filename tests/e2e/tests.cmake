@@ -2,10 +2,10 @@
 set(E2E ${CMAKE_SOURCE_DIR}/tests/e2e)
 add_test(NAME e2e_overfit_repeated_text COMMAND ${E2E}/overfit.sh ${RINGGPT_BIN})
 add_test(NAME e2e_determinism COMMAND ${E2E}/determinism.sh ${RINGGPT_BIN})
-add_test(NAME e2e_eval_doc_mask COMMAND bash ${E2E}/eval_doc_mask.sh ${RINGGPT_BIN})
+add_test(NAME e2e_eval_run_flags COMMAND bash ${E2E}/eval_run_flags.sh ${RINGGPT_BIN})
 add_test(NAME e2e_recompute_modes_and_resume COMMAND bash ${E2E}/recompute.sh ${RINGGPT_BIN})
 add_test(NAME e2e_memory_plan COMMAND bash ${E2E}/memplan.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
-set_tests_properties(e2e_overfit_repeated_text e2e_determinism e2e_eval_doc_mask e2e_recompute_modes_and_resume e2e_memory_plan
+set_tests_properties(e2e_overfit_repeated_text e2e_determinism e2e_eval_run_flags e2e_recompute_modes_and_resume e2e_memory_plan
                      PROPERTIES LABELS e2e)
 
 # Bad input: one test per case; each must exit 2 with one line naming the problem.
