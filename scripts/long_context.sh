@@ -33,9 +33,9 @@
 #
 # Environment (defaults = the measured 2-core run in README.md): OUT (out/long_context), STEPS1/2/3,
 # BATCH1/2/3, LENS (three training lengths), LR/LR2/LR3 (per stage), THREADS, TRIALS (per
-# cell), DEPTHS, LONG_FRAC1/2/3, KEY_MAX, EDGE_FRAC1/EDGE_FRAC, EDGE_SPAN, TEXT, TEXT_FRAC1/TEXT_FRAC, DIM/LAYERS/HEADS/KV_HEADS,
-# START (2 or 3: reuse OUT's earlier stages, trained with the same settings), SP (ring size for the
-# 4K/8K stages and their evaluation; mpiexec -np SP).
+# cell), DEPTHS, LONG_FRAC1/2/3, KEY_MAX, EDGE_FRAC1/EDGE_FRAC, EDGE_SPAN, TEXT, TEXT_FRAC1/TEXT_FRAC,
+# DIM/LAYERS/HEADS/KV_HEADS, START (2 or 3: reuse OUT's earlier stages, trained with the same settings),
+# SP (ring size for the 4K/8K stages and their evaluation; mpiexec -np SP).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
