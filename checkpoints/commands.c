@@ -1,5 +1,4 @@
 // checkpoints/commands.c — `ringgpt eval | sample | export | import`: commands over checkpoints and HF directories.
-#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
 #include <omp.h>
@@ -84,29 +83,9 @@ static int eval_batches(const char *arg, uint64_t samples, int batch, const char
     return (int)n;
 }
 
-// What eval takes from the run that trained a checkpoint (its OUT/config.json): attention masked per document
-// and the loss on every target or on the data's weighted ones. Without a config (an HF import): neither.
-typedef struct {
-    bool doc_mask, loss_on_all;
-} RunFlags;
-
-static RunFlags training_run_flags(const char *ckpt) {
-    RunFlags f = {false, false};
-    char path[4200];
-    if (!ckpt_run_config(ckpt, path, sizeof path)) return f;
-    CkErr e = {0};
-    size_t len = 0;
-    unsigned char *text = fs_read_file(path, &len, &e);
-    if (!text) fail("%s: %s", path, e.msg);
-    cJSON *root = cJSON_ParseWithLength((const char *)text, len);
-    if (!root) fail("%s: not valid JSON; restore the run's config.json or give --doc-mask=true|false and --loss-on", path);
-    f.doc_mask = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "doc-mask"));
-    const char *loss_on = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "loss-on"));
-    f.loss_on_all = loss_on && !strcmp(loss_on, "all");
-    cJSON_Delete(root);
-    free(text);
-    return f;
-}
+// What eval takes from the run that trained a checkpoint (its OUT/config.json) unless given: attention masked per
+// document and the loss on every target or on the data's weighted ones. Without a config (an HF import): the defaults.
+static const char *const RUN_FLAGS[] = {"--doc-mask", "--loss-on", NULL};
 
 // Adds the loss sum and target count of one batch.
 static void eval_batch(GPT *m, DataSource *d, Batch *b, double *sum, double *count) {
@@ -146,6 +125,8 @@ int cmd_eval(int argc, char **argv) {
     if (strcmp(split, "train") != 0 && strcmp(split, "val") != 0) fail_usage("--split must be train or val (got '%s')", split);
     if (batch < 1 || loss_chunk < 1) fail_usage("--batch and --loss-chunk must be positive (got %d and %d)", batch, loss_chunk);
     if (seq_len < 0) fail_usage("--seq-len must be positive (got %d)", seq_len);
+    char run_config[4200];
+    if (ckpt_run_config(pos[0], run_config, sizeof run_config)) args_apply_json_only(&EVAL_CMD, specs, n, run_config, RUN_FLAGS);
     if (strcmp(loss_on, "masked") && strcmp(loss_on, "all")) fail_usage("--loss-on must be masked or all, not '%s'", loss_on);
     CommGrid g = infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
     cpu_threads(threads);
@@ -153,9 +134,8 @@ int cmd_eval(int argc, char **argv) {
     CkptState s;
     infer_load(pos[0], &m, rope_theta, &s);
     m.loss_chunk = loss_chunk;
-    RunFlags run = training_run_flags(pos[0]);
-    m.doc_mask = args_seen(specs, n, "--doc-mask") ? doc_mask : run.doc_mask;
-    bool loss_on_all = args_seen(specs, n, "--loss-on") ? !strcmp(loss_on, "all") : run.loss_on_all;
+    m.doc_mask = doc_mask;
+    bool loss_on_all = !strcmp(loss_on, "all");
     if (seq_len <= 0) seq_len = s.run.seq_len > 0 ? s.run.seq_len : 256;
     if (seed < 0) seed = s.seed ? s.seed : 1337;
     if (sp > 1 && seq_len % (2 * sp) != 0)

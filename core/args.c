@@ -158,7 +158,10 @@ static void apply_value(const ArgCommand *cmd, ArgSpec *s, const cJSON *v, const
     s->seen = true;
 }
 
-void args_apply_json(const ArgCommand *cmd, ArgSpec *specs, int n, const char *path, const char *const *skip) {
+// The keys of the JSON object at path into the flags not given yet: every key must be a flag unless `only`
+// names the flags to read (then other keys are passed over); flags in skip are left alone.
+static void apply_json(const ArgCommand *cmd, ArgSpec *specs, int n, const char *path, const char *const *skip,
+                       const char *const *only) {
     size_t len;
     char *text = (char *)read_whole_file(path, &len);
     const char *end = NULL;
@@ -169,6 +172,7 @@ void args_apply_json(const ArgCommand *cmd, ArgSpec *specs, int n, const char *p
     char name[128];
     for (const cJSON *v = root->child; v; v = v->next) {
         snprintf(name, sizeof name, "%s%s", strncmp(v->string, "--", 2) == 0 ? "" : "--", v->string);
+        if (only && !in_list(name, only)) continue;
         ArgSpec *s = args_find(specs, n, name);
         if (!s) fail_usage("%s: unknown key \"%s\": not a flag of `ringgpt %s` (see `ringgpt %s --help`)", path, v->string,
                            cmd->command, cmd->command);
@@ -176,6 +180,14 @@ void args_apply_json(const ArgCommand *cmd, ArgSpec *specs, int n, const char *p
     }
     cJSON_Delete(root);
     free(text);
+}
+
+void args_apply_json(const ArgCommand *cmd, ArgSpec *specs, int n, const char *path, const char *const *skip) {
+    apply_json(cmd, specs, n, path, skip, NULL);
+}
+
+void args_apply_json_only(const ArgCommand *cmd, ArgSpec *specs, int n, const char *path, const char *const *only) {
+    apply_json(cmd, specs, n, path, NULL, only);
 }
 
 // The shortest decimal that reads back as the same float (config.json says 0.001, not 0.0010000000474974513).

@@ -36,6 +36,9 @@ ArgSpec *args_find(ArgSpec *specs, int n_specs, const char *name);
 // left alone. An unknown key, a value of the wrong type or a file that is not one JSON object is a
 // usage error naming the file and the key (exit 2).
 void args_apply_json(const ArgCommand *cmd, ArgSpec *specs, int n_specs, const char *path, const char *const *skip);
+// The same for only the flags named in `only` (NULL-terminated); the file's other keys are passed over (another
+// command's config: eval reading the training run's --doc-mask and --loss-on).
+void args_apply_json_only(const ArgCommand *cmd, ArgSpec *specs, int n_specs, const char *path, const char *const *only);
 // The resolved flags as such a JSON object (malloc'ed text), every flag but those in skip; a string
 // flag without a value is left out.
 char *args_to_json(const ArgSpec *specs, int n_specs, const char *const *skip);

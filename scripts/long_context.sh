@@ -18,8 +18,10 @@
 #
 # Edge depths: the generator draws the needle's depth uniformly, so within a few hundred fine-tuning steps the
 # longest distance (the needle at the start of a T-long document) and the needle right before the question of
-# a long document are rare, and both failed (8K depth 0: 0 %). In stages 2-3 EDGE_FRAC of the documents move
-# their needle into the first or the last EDGE_SPAN of the filler (the rest keep the uniform depth).
+# a long document are rare, and both failed (8K depth 0: 0 %). In stages 2-3 EDGE_FRAC2/3 of the documents have
+# their needle in the first or the last EDGE_SPAN2/3 of the filler (`passkey --write-jsonl --edge-frac
+# --edge-span`; the rest keep the uniform depth); stage 3 more and nearer (0.6 within 2 %: with 0.4 within 3 %
+# at lr 6e-4 it lost the near edge once, depth 1 100 -> 75 %).
 #
 # θ rule (NTK-aware scaling): when the context grows by s = T_new / T_old, θ_new = θ_old · s^(d/(d−2)), d the
 # head dim. RoPE pair i turns at θ^(−2i/d) per token: this rule stretches the slowest pair's wavelength by s,
@@ -33,7 +35,7 @@
 #
 # Environment (defaults = the measured 2-core run in README.md): OUT (out/long_context), STEPS1/2/3,
 # BATCH1/2/3, LENS (three training lengths), LR/LR2/LR3 (per stage), THREADS, TRIALS (per
-# cell), DEPTHS, LONG_FRAC1/2/3, KEY_MAX, EDGE_FRAC1/EDGE_FRAC, EDGE_SPAN, TEXT, TEXT_FRAC1/TEXT_FRAC,
+# cell), DEPTHS, LONG_FRAC1/2/3, KEY_MAX, EDGE_FRAC1/2/3, EDGE_SPAN1/2/3, TEXT, TEXT_FRAC1/TEXT_FRAC,
 # DIM/LAYERS/HEADS/KV_HEADS, START (2 or 3: reuse OUT's earlier stages, trained with the same settings),
 # SP (ring size for the 4K/8K stages and their evaluation; mpiexec -np SP).
 set -euo pipefail
@@ -46,14 +48,14 @@ out=${OUT:-out/long_context}
 steps=(${STEPS1:-1400} ${STEPS2:-400} ${STEPS3:-300})
 batch=(${BATCH1:-8} ${BATCH2:-2} ${BATCH3:-2})
 lens=(${LENS:-1024 4096 8192})   # the three stages' training lengths
-# per stage: the extensions fine-tune gently, stage 3 more so (at 6e-4 it cost the near edge: depth 1 100 -> 75 %)
-lr=(${LR:-2e-3} ${LR2:-6e-4} ${LR3:-3e-4})
+lr=(${LR:-2e-3} ${LR2:-6e-4} ${LR3:-6e-4})   # per stage: the extensions fine-tune gently
 threads=${THREADS:-$(nproc)}
 trials=${TRIALS:-8}
 depths=${DEPTHS:-0:1:0.25}
 long_frac=(${LONG_FRAC1:-1} ${LONG_FRAC2:-0.9} ${LONG_FRAC3:-0.5})   # per stage: training documents whose key is lengthened
 key_max=${KEY_MAX:-40}
-edge_frac=(${EDGE_FRAC1:-0} ${EDGE_FRAC:-0.4} ${EDGE_FRAC:-0.4})   # per stage: documents whose needle moves to the first or last EDGE_SPAN of the filler
+edge_frac=(${EDGE_FRAC1:-0} ${EDGE_FRAC2:-0.4} ${EDGE_FRAC3:-0.6})   # per stage: documents whose needle sits in the first or last EDGE_SPAN of the filler
+edge_span=(${EDGE_SPAN1:-0.03} ${EDGE_SPAN2:-0.03} ${EDGE_SPAN3:-0.02})
 text_frac=(${TEXT_FRAC1:-0} ${TEXT_FRAC:-0.01} ${TEXT_FRAC:-0.01})   # per stage: text records per passkey record
 # Passkey lengths per stage (none longer than T: a cut document loses its answer). Stage 1 is mostly short
 # documents (many answers per window, the needle near the question); later stages go from T/8 to T.
@@ -93,31 +95,15 @@ make_data() {  # make_data STAGE T DIR PASSKEY_LENGTHS STEPS BATCH
   local T=$1 dir=$2 mean docs
   mean=$(echo "$3" | tr , '\n' | awk '{ s += $1 } END { print s / NR }')
   docs=$(awk -v t="$T" -v n="$4" -v b="$5" -v m="$mean" 'BEGIN { printf "%d", 1.2 * n * b * t / m + 200 }')
-  "$bin" passkey --write-jsonl "$out/passkey_$T.jsonl" --docs "$docs" --lengths "$3" --seed 1 >/dev/null
-  "$PY" - "$out/passkey_$T.jsonl" "$T" "${long_frac[n-1]}" "$key_max" "${text_frac[n-1]}" "$text" "${edge_frac[n-1]}" \
-    "${EDGE_SPAN:-0.03}" > "$out/mix_$T.jsonl" <<'PYEOF'
+  "$bin" passkey --write-jsonl "$out/passkey_$T.jsonl" --docs "$docs" --lengths "$3" --seed 1 --long-frac "${long_frac[n-1]}" \
+    --key-max "$key_max" --edge-frac "${edge_frac[n-1]}" --edge-span "${edge_span[n-1]}" >/dev/null
+  "$PY" - "$out/passkey_$T.jsonl" "$T" "${text_frac[n-1]}" "$text" > "$out/mix_$T.jsonl" <<'PYEOF'
 import json, random, sys
-pk_path, T, long_frac, key_max, frac, text_path = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
-edge_frac, edge_span = float(sys.argv[7]), float(sys.argv[8])
+pk_path, T, frac, text_path = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 rng = random.Random(T)
 text = open(text_path, encoding="ascii", errors="replace").read()
-NEEDLE = "The pass key is "
 for line in open(pk_path):
-    r = json.loads(line)
-    key = r["completion"]
-    if rng.random() < edge_frac:   # the needle moved to the start or the end of the filler (the far and the near edge)
-        needle = NEEDLE + key + ". Remember it. "
-        intro = r["prompt"].index("Remember it. ") + len("Remember it. ")
-        rest = r["prompt"].replace(needle, "", 1)
-        filler = len(rest) - intro - len("What is the pass key? ") - len(NEEDLE)
-        u = rng.uniform(0, edge_span)
-        at = intro + round((u if rng.random() < 0.5 else 1 - u) * filler)
-        r["prompt"] = rest[:at] + needle + rest[at:]
-    if rng.random() < long_frac:   # the same document with more digits after the key's 5
-        longer = key + "".join(rng.choice("0123456789") for _ in range(rng.randint(1, key_max - len(key))))
-        r["prompt"] = r["prompt"].replace(NEEDLE + key + ".", NEEDLE + longer + ".", 1)
-        r["completion"] = longer
-    print(json.dumps(r))
+    sys.stdout.write(line)
     if rng.random() < frac:   # a window of the text, loss on every token
         n = rng.randrange(256, min(T, 1024))
         at = rng.randrange(0, max(1, len(text) - n))

@@ -12,6 +12,7 @@
 #include "core/args.h"
 #include "core/comm.h"
 #include "core/common.h"
+#include "core/rng.h"
 #include "data/source.h"
 #include "data/synthetic.h"
 #include "data/tokenizer.h"
@@ -292,39 +293,96 @@ static void print_table(const Grid *g, const Results *r) {
     }
 }
 
+// How --write-jsonl varies the training documents (scripts/long_context.sh says why each helps).
+typedef struct {
+    double edge_frac;   // documents whose needle sits within edge_span of the filler's start or end
+    double edge_span;   // fraction of the filler
+    double long_frac;   // documents whose key is lengthened to 6..key_max digits (the first 5 unchanged)
+    int key_max;
+} DocMix;
+
+// A document's needle depth: in edge_frac of the documents within edge_span of either end of the filler
+// (the far and the near edge, equally often), else -1 (the generator's uniform draw).
+static double mix_depth(Rng *r, const DocMix *mx) {
+    if (!(rng_uniform(r) < mx->edge_frac)) return -1;
+    double u = rng_uniform(r) * mx->edge_span;
+    return rng_uniform(r) < 0.5 ? u : 1 - u;
+}
+
+// Appends tokens [from, to) of a generator document (ASCII) at *p.
+static void put_tokens(char *dst, size_t *p, const uint32_t *doc, uint64_t from, uint64_t to) {
+    for (uint64_t i = from; i < to; i++) dst[(*p)++] = (char)doc[i];
+}
+
+// Document k as a JSONL prompt/completion line: the generator's document of len tokens with `extra` more
+// key digits after the 5 in both the needle and the answer (2·extra tokens longer); the prompt ends before
+// the answer. doc holds len tokens, text len + 2·extra + 1 bytes.
+static char *jsonl_record(const uint32_t *doc, const PasskeyInfo *info, uint64_t len, const char *extra, char *text,
+                          const char *path) {
+    size_t n_extra = strlen(extra), p = 0;
+    uint64_t key_end = info->key_pos + PASSKEY_KEY_DIGITS;
+    put_tokens(text, &p, doc, 0, key_end);
+    memcpy(text + p, extra, n_extra), p += n_extra;
+    put_tokens(text, &p, doc, key_end, info->answer_pos);
+    size_t prompt_end = p;
+    put_tokens(text, &p, doc, info->answer_pos, len);
+    memcpy(text + p, extra, n_extra), p += n_extra;
+    text[p] = 0;
+    cJSON *rec = cJSON_CreateObject();
+    if (!rec || !cJSON_AddStringToObject(rec, "completion", text + prompt_end)) fail("%s: out of memory while writing a record", path);
+    text[prompt_end] = 0;
+    if (!cJSON_AddStringToObject(rec, "prompt", text)) fail("%s: out of memory while writing a record", path);
+    char *line = cJSON_PrintUnformatted(rec);
+    if (!line) fail("%s: out of memory while writing a record", path);
+    cJSON_Delete(rec);
+    return line;
+}
+
 // Training documents instead of an evaluation: n passkey documents as JSONL prompt/completion records
-// (the prompt up to the answer, the key as the completion), cycling through the lengths, each at a random
-// depth, for `prepare` to mix with other records (loss on the key only). A record plus its EOS is one
-// document of the given length, as in `prepare --synthetic passkey --doc-len`.
-static void write_jsonl(const char *path, const Grid *g, int64_t n) {
+// (the prompt up to the answer, the key as the completion), cycling through the lengths, at the depths and
+// key lengths DocMix draws, for `prepare` to mix with other records (loss on the key only). A record with
+// a 5-digit key plus its EOS is one document of the given length, as in `prepare --synthetic passkey
+// --doc-len`; each extra key digit adds 2 tokens.
+static void write_jsonl(const char *path, const Grid *g, const DocMix *mx, int64_t n) {
     FILE *f = xfopen(path, "w");
-    uint32_t *doc = xmalloc((size_t)g->lengths[0] * sizeof(uint32_t), "a passkey document");
-    for (int i = 1; i < g->n_len; i++)
-        if (g->lengths[i] > g->lengths[0]) doc = xrealloc(doc, (size_t)g->lengths[i] * sizeof(uint32_t), "a passkey document");
-    char *text = NULL;
+    int64_t longest = 0;
+    for (int i = 0; i < g->n_len; i++) longest = g->lengths[i] > longest ? g->lengths[i] : longest;
+    uint32_t *doc = xmalloc((size_t)longest * sizeof(uint32_t), "a passkey document");      // [len] tokens
+    char *text = xmalloc((size_t)longest + 2 * (size_t)mx->key_max + 1, "a passkey document");   // the record's text
+    int64_t n_edge = 0, n_long = 0;
     for (int64_t k = 0; k < n; k++) {
-        int64_t len = g->lengths[k % g->n_len];
+        uint64_t len = (uint64_t)g->lengths[k % g->n_len] - 1;   // the EOS is prepare's
+        Rng r;
+        rng_seed(&r, g->seed * 0xD1B54A32D192ED03ull ^ ((uint64_t)k + 0x8CB92BA72F3D8DD7ull));   // apart from the generator's stream
+        double depth = mix_depth(&r, mx);
+        char extra[64] = "";
+        if (mx->key_max > PASSKEY_KEY_DIGITS && rng_uniform(&r) < mx->long_frac) {
+            int m = 1 + (int)rng_below(&r, (uint64_t)(mx->key_max - PASSKEY_KEY_DIGITS));
+            for (int i = 0; i < m; i++) extra[i] = (char)('0' + rng_below(&r, 10));
+            extra[m] = 0;
+            n_long++;
+        }
+        n_edge += depth >= 0;
         PasskeyInfo info;
-        synth_passkey(g->seed, (uint64_t)k, (uint64_t)len - 1, -1, doc, &info);
-        text = xrealloc(text, (size_t)len + 1, "a passkey document");
-        for (int64_t i = 0; i < len - 1; i++) text[i] = (char)doc[i];   // the generator's text is ASCII
-        text[len - 1] = 0;
-        cJSON *rec = cJSON_CreateObject();
-        cJSON_AddStringToObject(rec, "completion", text + info.answer_pos);
-        text[info.answer_pos] = 0;
-        cJSON_AddStringToObject(rec, "prompt", text);
-        char *line = cJSON_PrintUnformatted(rec);
-        if (!line) fail("%s: out of memory while writing a record", path);
+        synth_passkey(g->seed, (uint64_t)k, len, depth, doc, &info);
+        char *line = jsonl_record(doc, &info, len, extra, text, path);
         xfwrite(line, strlen(line), f, path);
         xfwrite("\n", 1, f, path);
         free(line);
-        cJSON_Delete(rec);
     }
     xfclose(f, path);
     free(text);
     free(doc);
-    log_info("passkey: %" PRId64 " training documents (lengths %s, random depths, seed %" PRIu64 ") in %s\n", n,
-             g->n_len == 1 ? "one" : "cycled", g->seed, path);
+    log_info("passkey: %" PRId64 " training documents (lengths %s, %" PRId64 " with the needle at an edge, %" PRId64
+             " with a longer key, seed %" PRIu64 ") in %s\n", n, g->n_len == 1 ? "one" : "cycled", n_edge, n_long, g->seed, path);
+}
+
+static void check_mix(const DocMix *mx) {
+    if (!(mx->edge_frac >= 0 && mx->edge_frac <= 1)) comm_fail_usage_all("--edge-frac %g: give a fraction in 0..1", mx->edge_frac);
+    if (!(mx->edge_span > 0 && mx->edge_span <= 1)) comm_fail_usage_all("--edge-span %g: give a fraction in (0, 1]", mx->edge_span);
+    if (!(mx->long_frac >= 0 && mx->long_frac <= 1)) comm_fail_usage_all("--long-frac %g: give a fraction in 0..1", mx->long_frac);
+    if (mx->key_max < PASSKEY_KEY_DIGITS || mx->key_max > 60)
+        comm_fail_usage_all("--key-max %d: give %d..60 digits", mx->key_max, PASSKEY_KEY_DIGITS);
 }
 
 static const ArgCommand PASSKEY_CMD = {
@@ -335,12 +393,14 @@ static const ArgCommand PASSKEY_CMD = {
     "the KV cache sharded over the ring. A cell scores exact match (all 5 digits) and digit accuracy. --haystack hides\n"
     "the key in real text from a dataset instead of the generator's filler. Writes OUT.json and OUT.csv; the heatmap:\n"
     "python3 scripts/plot_passkey.py OUT.json (several JSON files: one panel per stage).\n"
-    "--write-jsonl FILE --docs N writes N training documents of --lengths as JSONL records instead (no checkpoint)."};
+    "--write-jsonl FILE --docs N writes N training documents of --lengths as JSONL records instead (no checkpoint);\n"
+    "--edge-frac/--edge-span move needles to the filler's edges, --long-frac/--key-max lengthen keys."};
 
 int cmd_passkey(int argc, char **argv) {
     comm_init(&argc, &argv);
     const char *lengths = "1K", *depths = "0:1:0.25", *out = "passkey", *label = NULL, *jsonl = NULL, *pos[1] = {NULL};
     int64_t docs = 1000;
+    DocMix mix = {.edge_frac = 0, .edge_span = 0.03, .long_frac = 0, .key_max = 40};
     Grid g = {.trials = 5, .seed = 7};
     int64_t seed = 7;
     int sp = 1, threads = omp_get_num_procs();
@@ -358,6 +418,10 @@ int cmd_passkey(int argc, char **argv) {
         {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
         {"--write-jsonl", ARG_STRING, &jsonl, "write --docs training documents of --lengths as JSONL prompt/completion records"},
         {"--docs", ARG_I64, &docs, "documents for --write-jsonl (use a --seed apart from the evaluation's)"},
+        {"--edge-frac", ARG_DOUBLE, &mix.edge_frac, "--write-jsonl: documents whose needle sits near the filler's start or end"},
+        {"--edge-span", ARG_DOUBLE, &mix.edge_span, "--write-jsonl: how near, as a fraction of the filler"},
+        {"--long-frac", ARG_DOUBLE, &mix.long_frac, "--write-jsonl: documents whose key gets 1..KEY_MAX-5 more digits"},
+        {"--key-max", ARG_INT, &mix.key_max, "--write-jsonl: the longest key, in digits (5..60)"},
     };
     int n = sizeof specs / sizeof specs[0];
     int n_pos = args_parse(&PASSKEY_CMD, specs, n, argc, argv, pos, 1);
@@ -366,10 +430,14 @@ int cmd_passkey(int argc, char **argv) {
         parse_lengths(&g, lengths);
         check_lengths(&g);
         if (docs < 1) comm_fail_usage_all("--docs must be at least 1 (got %" PRId64 ")", docs);
-        write_jsonl(jsonl, &g, docs);
+        check_mix(&mix);
+        write_jsonl(jsonl, &g, &mix, docs);
         comm_finalize();
         return 0;
     }
+    for (int i = 0; i < n; i++)   // the flags whose help starts "--write-jsonl:" shape only its documents
+        if (!strncmp(specs[i].help, "--write-jsonl:", 14) && args_seen(specs, n, specs[i].name))
+            comm_fail_usage_all("%s shapes training documents: use it with --write-jsonl FILE --docs N", specs[i].name);
     if (n_pos != 1) comm_fail_usage_all("passkey needs a checkpoint: ringgpt passkey CKPT --lengths 1K,4K --depths 0:1:0.1");
     CommGrid cg = infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
     cpu_threads(threads);
