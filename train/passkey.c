@@ -435,9 +435,10 @@ int cmd_passkey(int argc, char **argv) {
         comm_finalize();
         return 0;
     }
-    for (int i = 0; i < n; i++)   // the flags whose help starts "--write-jsonl:" shape only its documents
-        if (!strncmp(specs[i].help, "--write-jsonl:", 14) && args_seen(specs, n, specs[i].name))
-            comm_fail_usage_all("%s shapes training documents: use it with --write-jsonl FILE --docs N", specs[i].name);
+    static const char *const MIX_FLAGS[] = {"--docs", "--edge-frac", "--edge-span", "--long-frac", "--key-max"};
+    for (size_t i = 0; i < sizeof MIX_FLAGS / sizeof MIX_FLAGS[0]; i++)   // they shape only --write-jsonl's documents
+        if (args_seen(specs, n, MIX_FLAGS[i]))
+            comm_fail_usage_all("%s shapes training documents: use it with --write-jsonl FILE --docs N", MIX_FLAGS[i]);
     if (n_pos != 1) comm_fail_usage_all("passkey needs a checkpoint: ringgpt passkey CKPT --lengths 1K,4K --depths 0:1:0.1");
     CommGrid cg = infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
     cpu_threads(threads);
