@@ -35,19 +35,28 @@
 #
 # Environment (defaults = the measured 2-core run in README.md): OUT (out/long_context), STEPS1/2/3,
 # BATCH1/2/3, LENS (three training lengths), LR/LR2/LR3 (per stage), THREADS, TRIALS (per
-# cell), DEPTHS, LONG_FRAC1/2/3, KEY_MAX, EDGE_FRAC1/2/3, EDGE_SPAN1/2/3, TEXT, TEXT_FRAC1/TEXT_FRAC,
+# cell), DEPTHS, SEED (the draw of the training data: documents, text windows, order), LONG_FRAC1/2/3,
+# KEY_MAX, EDGE_FRAC1/2/3, EDGE_SPAN1/2/3, TEXT, TEXT_FRAC1/TEXT_FRAC,
 # DIM/LAYERS/HEADS/KV_HEADS, START (2 or 3: reuse OUT's earlier stages, trained with the same settings),
-# SP (ring size for the 4K/8K stages and their evaluation; mpiexec -np SP).
+# SP (ring size for the 4K/8K stages and their evaluation; mpiexec -np SP), RINGGPT_BIN (use this binary:
+# no install, no build; tests/cli/long_context.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/deps.sh
-ensure_deps
-build_ringgpt -DRINGGPT_CUDA=${RINGGPT_CUDA:-OFF} >/dev/null
-bin=build/ringgpt
+if [[ -n ${RINGGPT_BIN:-} ]]; then   # a built binary (the tests): no install, no build
+  bin=$RINGGPT_BIN PY=${PY:-python3}
+else
+  source scripts/deps.sh
+  ensure_deps
+  build_ringgpt -DRINGGPT_CUDA=${RINGGPT_CUDA:-OFF} >/dev/null
+  bin=build/ringgpt
+fi
 out=${OUT:-out/long_context}
 steps=(${STEPS1:-1400} ${STEPS2:-400} ${STEPS3:-300})
-batch=(${BATCH1:-16} ${BATCH2:-2} ${BATCH3:-3})   # at 8 (stage 1) and 2 (stage 3) windows gradient noise left keys miscopied in some draws
+batch=(${BATCH1:-16} ${BATCH2:-3} ${BATCH3:-3})   # at 8 (stage 1) and 2 (stages 2, 3) windows gradient noise left keys miscopied in some draws
 lens=(${LENS:-1024 4096 8192})   # the three stages' training lengths
+seed=${SEED:-1}   # the documents' generator, the text windows and (1336 + SEED) the data order; the evaluation's keys use 7
+[[ $seed =~ ^[0-9]+$ ]] || { echo "SEED must be a non-negative integer (got $seed)" >&2; exit 2; }
+((seed != 7)) || { echo "SEED=7 is the passkey evaluation's seed: the model would train on the keys it is tested on; pick another" >&2; exit 2; }
 lr=(${LR:-2e-3} ${LR2:-6e-4} ${LR3:-6e-4})   # per stage: the extensions fine-tune gently
 threads=${THREADS:-$(nproc)}
 trials=${TRIALS:-8}
@@ -95,12 +104,12 @@ make_data() {  # make_data STAGE T DIR PASSKEY_LENGTHS STEPS BATCH
   local T=$1 dir=$2 mean docs
   mean=$(echo "$3" | tr , '\n' | awk '{ s += $1 } END { print s / NR }')
   docs=$(awk -v t="$T" -v n="$4" -v b="$5" -v m="$mean" 'BEGIN { printf "%d", 1.2 * n * b * t / m + 200 }')
-  "$bin" passkey --write-jsonl "$out/passkey_$T.jsonl" --docs "$docs" --lengths "$3" --seed 1 --long-frac "${long_frac[n-1]}" \
+  "$bin" passkey --write-jsonl "$out/passkey_$T.jsonl" --docs "$docs" --lengths "$3" --seed "$seed" --long-frac "${long_frac[n-1]}" \
     --key-max "$key_max" --edge-frac "${edge_frac[n-1]}" --edge-span "${edge_span[n-1]}" >/dev/null
-  "$PY" - "$out/passkey_$T.jsonl" "$T" "${text_frac[n-1]}" "$text" > "$out/mix_$T.jsonl" <<'PYEOF'
+  "$PY" - "$out/passkey_$T.jsonl" "$T" "${text_frac[n-1]}" "$text" "$seed" > "$out/mix_$T.jsonl" <<'PYEOF'
 import json, random, sys
-pk_path, T, frac, text_path = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-rng = random.Random(T)
+pk_path, T, frac, text_path, seed = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+rng = random.Random(T * 1000 + seed)
 text = open(text_path, encoding="ascii", errors="replace").read()
 for line in open(pk_path):
     sys.stdout.write(line)
@@ -125,7 +134,7 @@ train_stage() {  # train_stage N [extra train flags]
   make_data "$n" "$T" "$out/data$n" "$(pk_lengths "$n" "$T")" "${steps[n-1]}" "${batch[n-1]}"
   echo "== stage $n: T=$T, theta $theta, ${steps[$n-1]} steps of ${batch[$n-1]} sequences"
   launch train --data "$out/data$n" "${model[@]}" --rope-theta "$theta" --seq-len "$T" --batch "${batch[$n-1]}" \
-    --steps "${steps[$n-1]}" --lr "${lr[n-1]}" --min-lr "$(awk -v l="${lr[n-1]}" 'BEGIN { print l / 10 }')" --warmup 30 --eval-every 0 \
+    --steps "${steps[$n-1]}" --lr "${lr[n-1]}" --min-lr "$(awk -v l="${lr[n-1]}" 'BEGIN { print l / 10 }')" --warmup 30 --eval-every 0 --seed $((1336 + seed)) \
     --doc-mask --log-every 50 --ckpt-every 0 --threads "$threads" --out "$out/stage$n" "$@" | grep --line-buffered -E "^step|^done"
   log_time "stage $n training (T=$T, ${steps[$n-1]} steps):" "$t0"
 }

@@ -9,5 +9,8 @@ set_tests_properties(cli_corruption_sweep PROPERTIES LABELS cli TIMEOUT 120)
 # A one-node Slurm started by the test; SKIP (77) with the reason where slurm-wlm is missing or cannot run.
 add_test(NAME cli_slurm_srun COMMAND bash ${CLI_T}/slurm.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
 set_tests_properties(cli_slurm_srun PROPERTIES LABELS cli TIMEOUT 120 SKIP_RETURN_CODE 77)
+# scripts/long_context.sh at toy sizes through the built binary; SKIP (77) without a Python that has matplotlib.
+add_test(NAME cli_long_context COMMAND bash ${CLI_T}/long_context.sh ${RINGGPT_BIN})
+set_tests_properties(cli_long_context PROPERTIES LABELS cli TIMEOUT 180 SKIP_RETURN_CODE 77)
 add_test(NAME cli_docs_links COMMAND python3 ${CLI_T}/docs_links.py ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli_docs_links PROPERTIES LABELS cli TIMEOUT 30)
