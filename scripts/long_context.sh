@@ -55,7 +55,7 @@ steps=(${STEPS1:-1400} ${STEPS2:-400} ${STEPS3:-300})
 batch=(${BATCH1:-16} ${BATCH2:-3} ${BATCH3:-3})   # at 8 (stage 1) and 2 (stages 2, 3) windows gradient noise left keys miscopied in some draws
 lens=(${LENS:-1024 4096 8192})   # the three stages' training lengths
 seed=${SEED:-1}   # the documents' generator, the text windows and (1336 + SEED) the data order; the evaluation's keys use 7
-[[ $seed =~ ^[0-9]+$ ]] || { echo "SEED must be a non-negative integer (got $seed)" >&2; exit 2; }
+[[ $seed =~ ^(0|[1-9][0-9]*)$ ]] || { echo "SEED must be a non-negative integer without leading zeros (got $seed)" >&2; exit 2; }
 ((seed != 7)) || { echo "SEED=7 is the passkey evaluation's seed: the model would train on the keys it is tested on; pick another" >&2; exit 2; }
 lr=(${LR:-2e-3} ${LR2:-6e-4} ${LR3:-6e-4})   # per stage: the extensions fine-tune gently
 threads=${THREADS:-$(nproc)}

@@ -31,6 +31,6 @@ rc=0; env "${toy[@]}" SEED=2 STEPS1=1 STEPS2=1 STEPS3=1 OUT="$W/lc2" bash "$S/lo
 check "SEED=2 draws other training documents (exit $rc)" bash -c "! cmp -s '$W/lc/mix_512.jsonl' '$W/lc2/mix_512.jsonl'"
 check "SEED=2 trains in another data order" grep -q '"seed":.*1338' "$W/lc2/stage1/config.json"
 expect_fail 2 "SEED=7 is the passkey evaluation's seed" env "${toy[@]}" SEED=7 bash "$S/long_context.sh"
-expect_fail 2 "SEED must be a non-negative integer" env "${toy[@]}" SEED=x bash "$S/long_context.sh"
+for bad in x 08; do expect_fail 2 "SEED must be a non-negative integer" env "${toy[@]}" SEED=$bad bash "$S/long_context.sh"; done
 expect_fail 2 "START=2 needs" env "${toy[@]}" OUT="$W/empty" START=2 bash "$S/long_context.sh"
 finish
