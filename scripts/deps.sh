@@ -6,6 +6,16 @@ RINGGPT_PACKAGES=(build-essential cmake pkg-config libopenblas-dev libopenblas-o
 # them (RINGGPT_WITH_SLURM=0 to skip), scripts/demo.sh does not.
 RINGGPT_SLURM_PACKAGES=(slurmd slurmctld slurm-client munge)
 
+# PY = the Python that runs our scripts: the first that has numpy and matplotlib (Debian's has both).
+find_python() {
+  PY=""
+  for cand in python3 /usr/bin/python3; do
+    if command -v "$cand" >/dev/null && "$cand" -c "import numpy, matplotlib" 2>/dev/null; then PY=$(command -v "$cand"); break; fi
+  done
+  export PY
+  [[ -n $PY ]]
+}
+
 ensure_deps() {
   local missing=() wanted=("${RINGGPT_PACKAGES[@]}")
   [[ ${RINGGPT_WITH_SLURM:-0} == 1 ]] && wanted+=("${RINGGPT_SLURM_PACKAGES[@]}")
@@ -22,13 +32,7 @@ ensure_deps() {
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
-  # The Python that runs our scripts: the first that has numpy and matplotlib (Debian's has both).
-  PY=""
-  for cand in python3 /usr/bin/python3; do
-    if command -v "$cand" >/dev/null && "$cand" -c "import numpy, matplotlib" 2>/dev/null; then PY=$(command -v "$cand"); break; fi
-  done
-  if [[ -z $PY ]]; then echo "ringgpt: no python3 with numpy and matplotlib found" >&2; exit 1; fi
-  export PY
+  find_python || { echo "ringgpt: no python3 with numpy and matplotlib found" >&2; exit 1; }
   # HF `tokenizers` (PyPI; no torch) is the reference the tokenizer tests compare ids with.
   if ! "$PY" -c "import tokenizers" 2>/dev/null; then
     "$PY" -m pip install -q --break-system-packages tokenizers >/dev/null 2>&1 || "$PY" -m pip install -q tokenizers >/dev/null 2>&1 ||

@@ -42,10 +42,11 @@
 # no install, no build; tests/cli/long_context.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/deps.sh
 if [[ -n ${RINGGPT_BIN:-} ]]; then   # a built binary (the tests): no install, no build
-  bin=$RINGGPT_BIN PY=${PY:-python3}
+  bin=$RINGGPT_BIN
+  find_python || { echo "no python3 with numpy and matplotlib for the heatmap: apt-get install python3-matplotlib, or run without RINGGPT_BIN" >&2; exit 1; }
 else
-  source scripts/deps.sh
   ensure_deps
   build_ringgpt -DRINGGPT_CUDA=${RINGGPT_CUDA:-OFF} >/dev/null
   bin=build/ringgpt
