@@ -36,7 +36,7 @@
 # Environment (defaults = the measured 2-core run in README.md): OUT (out/long_context), STEPS1/2/3,
 # BATCH1/2/3, LENS (three training lengths), LR/LR2/LR3 (per stage), THREADS, TRIALS (per
 # cell), DEPTHS, SEED (the draw of the training data: documents, text windows, order), LONG_FRAC1/2/3,
-# KEY_MAX, EDGE_FRAC1/2/3, EDGE_SPAN1/2/3, TEXT, TEXT_FRAC1/TEXT_FRAC,
+# KEY_MAX, EDGE_FRAC1/2/3, EDGE_SPAN1/2/3, EDGE_FAR1/2/3, TEXT, TEXT_FRAC1/TEXT_FRAC,
 # DIM/LAYERS/HEADS/KV_HEADS, START (2 or 3: reuse OUT's earlier stages, trained with the same settings),
 # SP (ring size for the 4K/8K stages and their evaluation; mpiexec -np SP), RINGGPT_BIN (use this binary:
 # no install, no build; tests/cli/long_context.sh).
@@ -66,6 +66,7 @@ long_frac=(${LONG_FRAC1:-1} ${LONG_FRAC2:-0.9} ${LONG_FRAC3:-0.5})   # per stage
 key_max=${KEY_MAX:-40}
 edge_frac=(${EDGE_FRAC1:-0} ${EDGE_FRAC2:-0.4} ${EDGE_FRAC3:-0.6})   # per stage: documents whose needle sits in the first or last EDGE_SPAN of the filler
 edge_span=(${EDGE_SPAN1:-0.03} ${EDGE_SPAN2:-0.03} ${EDGE_SPAN3:-0.02})
+edge_far=(${EDGE_FAR1:-0.5} ${EDGE_FAR2:-0.5} ${EDGE_FAR3:-0.5})   # per stage: the share of those at the far edge (the needle at the start)
 text_frac=(${TEXT_FRAC1:-0} ${TEXT_FRAC:-0.01} ${TEXT_FRAC:-0.01})   # per stage: text records per passkey record
 # Passkey lengths per stage (none longer than T: a cut document loses its answer). Stage 1 is mostly short
 # documents (many answers per window, the needle near the question); later stages go from T/8 to T.
@@ -106,7 +107,8 @@ make_data() {  # make_data STAGE T DIR PASSKEY_LENGTHS STEPS BATCH
   mean=$(echo "$3" | tr , '\n' | awk '{ s += $1 } END { print s / NR }')
   docs=$(awk -v t="$T" -v n="$4" -v b="$5" -v m="$mean" 'BEGIN { printf "%d", 1.2 * n * b * t / m + 200 }')
   "$bin" passkey --write-jsonl "$out/passkey_$T.jsonl" --docs "$docs" --lengths "$3" --seed "$seed" --long-frac "${long_frac[n-1]}" \
-    --key-max "$key_max" --edge-frac "${edge_frac[n-1]}" --edge-span "${edge_span[n-1]}" >/dev/null
+    --key-max "$key_max" --edge-frac "${edge_frac[n-1]}" --edge-span "${edge_span[n-1]}" \
+    --edge-far "${edge_far[n-1]}" >/dev/null
   "$PY" - "$out/passkey_$T.jsonl" "$T" "${text_frac[n-1]}" "$text" "$seed" > "$out/mix_$T.jsonl" <<'PYEOF'
 import json, random, sys
 pk_path, T, frac, text_path, seed = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], int(sys.argv[5])

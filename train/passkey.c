@@ -297,16 +297,17 @@ static void print_table(const Grid *g, const Results *r) {
 typedef struct {
     double edge_frac;   // documents whose needle sits within edge_span of the filler's start or end
     double edge_span;   // fraction of the filler
+    double edge_far;    // of those, the share at the far edge (the needle near the filler's start)
     double long_frac;   // documents whose key is lengthened to 6..key_max digits (the first 5 unchanged)
     int key_max;
 } DocMix;
 
 // A document's needle depth: in edge_frac of the documents within edge_span of either end of the filler
-// (the far and the near edge, equally often), else -1 (the generator's uniform draw).
+// (the far edge, depth ~0, in edge_far of them, else the near edge), else -1 (the generator's uniform draw).
 static double mix_depth(Rng *r, const DocMix *mx) {
     if (!(rng_uniform(r) < mx->edge_frac)) return -1;
     double u = rng_uniform(r) * mx->edge_span;
-    return rng_uniform(r) < 0.5 ? u : 1 - u;
+    return rng_uniform(r) < mx->edge_far ? u : 1 - u;
 }
 
 // Appends tokens [from, to) of a generator document (ASCII) at *p.
@@ -380,6 +381,7 @@ static void write_jsonl(const char *path, const Grid *g, const DocMix *mx, int64
 static void check_mix(const DocMix *mx) {
     if (!(mx->edge_frac >= 0 && mx->edge_frac <= 1)) comm_fail_usage_all("--edge-frac %g: give a fraction in 0..1", mx->edge_frac);
     if (!(mx->edge_span > 0 && mx->edge_span <= 1)) comm_fail_usage_all("--edge-span %g: give a fraction in (0, 1]", mx->edge_span);
+    if (!(mx->edge_far >= 0 && mx->edge_far <= 1)) comm_fail_usage_all("--edge-far %g: give a fraction in 0..1", mx->edge_far);
     if (!(mx->long_frac >= 0 && mx->long_frac <= 1)) comm_fail_usage_all("--long-frac %g: give a fraction in 0..1", mx->long_frac);
     if (mx->key_max < PASSKEY_KEY_DIGITS || mx->key_max > 60)
         comm_fail_usage_all("--key-max %d: give %d..60 digits", mx->key_max, PASSKEY_KEY_DIGITS);
@@ -394,13 +396,13 @@ static const ArgCommand PASSKEY_CMD = {
     "the key in real text from a dataset instead of the generator's filler. Writes OUT.json and OUT.csv; the heatmap:\n"
     "python3 scripts/plot_passkey.py OUT.json (several JSON files: one panel per stage).\n"
     "--write-jsonl FILE --docs N writes N training documents of --lengths as JSONL records instead (no checkpoint);\n"
-    "--edge-frac/--edge-span move needles to the filler's edges, --long-frac/--key-max lengthen keys."};
+    "--edge-frac/--edge-span/--edge-far move needles to the filler's edges, --long-frac/--key-max lengthen keys."};
 
 int cmd_passkey(int argc, char **argv) {
     comm_init(&argc, &argv);
     const char *lengths = "1K", *depths = "0:1:0.25", *out = "passkey", *label = NULL, *jsonl = NULL, *pos[1] = {NULL};
     int64_t docs = 1000;
-    DocMix mix = {.edge_frac = 0, .edge_span = 0.03, .long_frac = 0, .key_max = 40};
+    DocMix mix = {.edge_frac = 0, .edge_span = 0.03, .edge_far = 0.5, .long_frac = 0, .key_max = 40};
     Grid g = {.trials = 5, .seed = 7};
     int64_t seed = 7;
     int sp = 1, threads = omp_get_num_procs();
@@ -420,6 +422,7 @@ int cmd_passkey(int argc, char **argv) {
         {"--docs", ARG_I64, &docs, "documents for --write-jsonl (use a --seed apart from the evaluation's)"},
         {"--edge-frac", ARG_DOUBLE, &mix.edge_frac, "--write-jsonl: documents whose needle sits near the filler's start or end"},
         {"--edge-span", ARG_DOUBLE, &mix.edge_span, "--write-jsonl: how near, as a fraction of the filler"},
+        {"--edge-far", ARG_DOUBLE, &mix.edge_far, "--write-jsonl: of the edge documents, the share with the needle at the start"},
         {"--long-frac", ARG_DOUBLE, &mix.long_frac, "--write-jsonl: documents whose key gets 1..KEY_MAX-5 more digits"},
         {"--key-max", ARG_INT, &mix.key_max, "--write-jsonl: the longest key, in digits (5..60)"},
     };
@@ -435,7 +438,7 @@ int cmd_passkey(int argc, char **argv) {
         comm_finalize();
         return 0;
     }
-    static const char *const MIX_FLAGS[] = {"--docs", "--edge-frac", "--edge-span", "--long-frac", "--key-max"};
+    static const char *const MIX_FLAGS[] = {"--docs", "--edge-frac", "--edge-span", "--edge-far", "--long-frac", "--key-max"};
     for (size_t i = 0; i < sizeof MIX_FLAGS / sizeof MIX_FLAGS[0]; i++)   // they shape only --write-jsonl's documents
         if (args_seen(specs, n, MIX_FLAGS[i]))
             comm_fail_usage_all("%s shapes training documents: use it with --write-jsonl FILE --docs N", MIX_FLAGS[i]);
