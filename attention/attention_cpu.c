@@ -76,20 +76,42 @@ static inline void gemm_tn_acc(int m, int n, int k, const real *A, int lda, cons
     cblas_xgemm(CblasRowMajor, CblasTrans, CblasNoTrans, m, n, k, 1, A, lda, B, ldb, 1, C, ldc);
 }
 
+// Whether keys j0.. (cols) all belong to one document, *doc: then that document's query rows need no
+// masking in the tile (most tiles), and only the other rows are compared key by key.
+static bool keys_one_doc(AttnDocs d, int j0, int cols, int32_t *doc) {
+    *doc = d.k[j0];
+    for (int j = 1; j < cols; j++)
+        if (d.k[j0 + j] != *doc) return false;
+    return true;
+}
+
+// Sets a[j] (and b[j] when b) to `value` for the keys j < n of tile j0.. outside query row i's document.
+static inline void mask_other_docs(real *a, int n, AttnDocs d, int i, int j0, real value, real *b) {
+    const int32_t doc = d.q[i];
+    const int32_t *kd = d.k + j0;
+#pragma omp simd
+    for (int j = 0; j < n; j++) a[j] = kd[j] != doc ? value : a[j];
+    if (b) {
+#pragma omp simd
+        for (int j = 0; j < n; j++) b[j] = kd[j] != doc ? value : b[j];
+    }
+}
+
 // Online softmax over one (rows × cols) tile of scores S (ld TILE) of query rows i0.. against
 // keys j0..: turns S into P = exp(S - m_new), updates m and l and rescales the rows of acc.
 // With document ids, keys of another document get score -inf first.
 static void softmax_tile(real *S, int rows, int cols, int i0, int j0, AttnMask mask, int nk, AttnDocs docs, real *m,
                          real *l, real *acc, int H, int hd) {
+    int32_t doc = 0;
+    bool one = docs.q && keys_one_doc(docs, j0, cols, &doc);
     for (int r = 0; r < rows; r++) {
         real *sr = S + (size_t)r * TILE;
         int n = visible_keys(mask, i0 + r, nk) - j0;
         n = n < 0 ? 0 : n > cols ? cols : n;
         size_t row = (size_t)(i0 + r) * H;
-        if (docs.q)
-            for (int j = 0; j < n; j++)
-                if (docs.k[j0 + j] != docs.q[i0 + r]) sr[j] = -INFINITY;
+        if (docs.q && !(one && docs.q[i0 + r] == doc)) mask_other_docs(sr, n, docs, i0 + r, j0, -INFINITY, NULL);
         real mx = m[row];
+#pragma omp simd reduction(max : mx)
         for (int j = 0; j < n; j++) mx = sr[j] > mx ? sr[j] : mx;
         if (n == 0 || mx == -INFINITY) {   // nothing visible in this tile: the row's state is unchanged
             memset(sr, 0, cols * sizeof(real));
@@ -175,6 +197,8 @@ void attn_cpu_backward_prep(const AttnShape *s, real *D, const real *dout, const
 // or for rows with no key), dS = P ∘ (dP − D) · scale. S holds the scaled scores, dP = dO Vᵀ.
 static void backward_tile(real *S, real *dP, int rows, int cols, int i0, int j0, AttnMask mask, int nk, AttnDocs docs,
                           const real *lse, const real *D, int H, real scale) {
+    int32_t doc = 0;
+    bool one = docs.q && keys_one_doc(docs, j0, cols, &doc);
     for (int r = 0; r < rows; r++) {
         real *sr = S + (size_t)r * TILE, *dr = dP + (size_t)r * TILE;
         size_t row = (size_t)(i0 + r) * H;
@@ -189,9 +213,7 @@ static void backward_tile(real *S, real *dP, int rows, int cols, int i0, int j0,
             dr[j] = p * (dr[j] - Di) * scale;
         }
         for (int j = n; j < cols; j++) sr[j] = dr[j] = 0;
-        if (docs.q)   // keys of another document: P = dS = 0
-            for (int j = 0; j < n; j++)
-                if (docs.k[j0 + j] != docs.q[i0 + r]) sr[j] = dr[j] = 0;
+        if (docs.q && !(one && docs.q[i0 + r] == doc)) mask_other_docs(sr, n, docs, i0 + r, j0, 0, dr);   // another document's keys: P = dS = 0
     }
 }
 
