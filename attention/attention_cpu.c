@@ -85,16 +85,11 @@ static bool keys_one_doc(AttnDocs d, int j0, int cols, int32_t *doc) {
     return true;
 }
 
-// Sets a[j] (and b[j] when b) to `value` for the keys j < n of tile j0.. outside query row i's document.
-static inline void mask_other_docs(real *a, int n, AttnDocs d, int i, int j0, real value, real *b) {
-    const int32_t doc = d.q[i];
-    const int32_t *kd = d.k + j0;
+// Sets a[j] to `value` for the keys j < n of tile j0.. outside query row i's document.
+static inline void mask_other_docs(real *a, int n, AttnDocs d, int i, int j0, real value) {
+    const int32_t doc = d.q[i], *kd = d.k + j0;
 #pragma omp simd
     for (int j = 0; j < n; j++) a[j] = kd[j] != doc ? value : a[j];
-    if (b) {
-#pragma omp simd
-        for (int j = 0; j < n; j++) b[j] = kd[j] != doc ? value : b[j];
-    }
 }
 
 // Online softmax over one (rows × cols) tile of scores S (ld TILE) of query rows i0.. against
@@ -109,7 +104,7 @@ static void softmax_tile(real *S, int rows, int cols, int i0, int j0, AttnMask m
         int n = visible_keys(mask, i0 + r, nk) - j0;
         n = n < 0 ? 0 : n > cols ? cols : n;
         size_t row = (size_t)(i0 + r) * H;
-        if (docs.q && !(one && docs.q[i0 + r] == doc)) mask_other_docs(sr, n, docs, i0 + r, j0, -INFINITY, NULL);
+        if (docs.q && !(one && docs.q[i0 + r] == doc)) mask_other_docs(sr, n, docs, i0 + r, j0, -INFINITY);
         real mx = m[row];
 #pragma omp simd reduction(max : mx)
         for (int j = 0; j < n; j++) mx = sr[j] > mx ? sr[j] : mx;
@@ -213,7 +208,10 @@ static void backward_tile(real *S, real *dP, int rows, int cols, int i0, int j0,
             dr[j] = p * (dr[j] - Di) * scale;
         }
         for (int j = n; j < cols; j++) sr[j] = dr[j] = 0;
-        if (docs.q && !(one && docs.q[i0 + r] == doc)) mask_other_docs(sr, n, docs, i0 + r, j0, 0, dr);   // another document's keys: P = dS = 0
+        if (docs.q && !(one && docs.q[i0 + r] == doc)) {   // another document's keys: P = dS = 0
+            mask_other_docs(sr, n, docs, i0 + r, j0, 0);
+            mask_other_docs(dr, n, docs, i0 + r, j0, 0);
+        }
     }
 }
 

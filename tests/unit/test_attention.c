@@ -119,17 +119,24 @@ static void run_case_docs(int H, int Hkv, int hd, int T, int causal, int splits,
 
 static void run_case(int H, int Hkv, int hd, int T, int causal, int splits) { run_case_docs(H, Hkv, hd, T, causal, splits, NULL); }
 
-// Document ids with starts at 0, 40, 41, 150, 260 (one single-token document): T = 300 spans three
-// CPU tiles; each (query tile, key tile) pair the causal mask allows and that shares no document is
-// skipped by the forward, H times (once per head) — counted by attn_cpu_doc_tiles_skipped.
-static void test_docs(void) {
-    enum { T = 300 };
-    int32_t doc[T];
-    const int starts[] = {0, 40, 41, 150, 260};
+// Document ids from document starts (ascending, the first 0) over T rows.
+static void doc_ids(int32_t *doc, int T, const int *starts, int n_starts) {
     for (int t = 0, d = 0; t < T; t++) {
-        while (d + 1 < 5 && starts[d + 1] <= t) d++;
+        while (d + 1 < n_starts && starts[d + 1] <= t) d++;
         doc[t] = d;
     }
+}
+
+// Document ids with starts at 0, 40, 41, 150, 260 (one single-token document): T = 300 spans three
+// CPU tiles; each (query tile, key tile) pair the causal mask allows and that shares no document is
+// skipped by the forward, H times (once per head) — counted by attn_cpu_doc_tiles_skipped. Every key
+// tile there mixes documents; starts 0, 10, 300 over T = 420 give key tiles of one document (rows
+// 128..255 and 384..419) seen by query tiles that mix it with another, the kernels' unmasked rows.
+static void test_docs(void) {
+    enum { T = 300, T2 = 420 };
+    int32_t doc[T], doc2[T2];
+    doc_ids(doc, T, (const int[]){0, 40, 41, 150, 260}, 5);
+    doc_ids(doc2, T2, (const int[]){0, 10, 300}, 3);
     long want = 0, tile = ATTN_CPU_TILE;
     for (int qt = 0; qt * tile < T; qt++)
         for (int kt = 0; kt <= qt; kt++) {   // causal: key tiles up to the diagonal
@@ -145,9 +152,12 @@ static void test_docs(void) {
     printf("  doc mask: forward skipped %ld (query tile, key tile, head) triples, layout predicts %ld\n", skipped, 4 * want);
     run_case_docs(6, 2, 64, T, 0, 3, doc);   // full mask, KV in 3 blocks (the ring's non-diagonal steps)
     run_case_docs(6, 6, 16, 131, 1, 1, doc); // T inside one tile
+    run_case_docs(4, 2, 32, T2, 1, 1, doc2);   // key tiles of one document
+    run_case_docs(4, 4, 32, T2, 0, 3, doc2);
     setenv("RINGGPT_ATTN_BACKWARD", "tiles", 1);   // the two-pass backward skips the same tiles
     run_case_docs(4, 2, 32, T, 1, 1, doc);
     run_case_docs(6, 2, 64, T, 0, 3, doc);
+    run_case_docs(4, 2, 32, T2, 1, 1, doc2);
     unsetenv("RINGGPT_ATTN_BACKWARD");
 }
 
