@@ -36,7 +36,7 @@
 # Environment (defaults = the measured 2-core run in README.md): OUT (out/long_context), STEPS1/2/3,
 # BATCH1/2/3, LENS (three training lengths), LR/LR2/LR3 (per stage), THREADS, TRIALS (per
 # cell), DEPTHS, SEED (the draw of the training data: documents, text windows, order), LONG_FRAC1/2/3,
-# KEY_MAX, EDGE_FRAC1/2/3, EDGE_SPAN1/2/3, EDGE_FAR1/2/3, TEXT, TEXT_FRAC1/TEXT_FRAC,
+# KEY_MAX, THETA (stage 1's RoPE base), EDGE_FRAC1/2/3, EDGE_SPAN1/2/3, EDGE_FAR1/2/3, TEXT, TEXT_FRAC1/TEXT_FRAC,
 # DIM/LAYERS/HEADS/KV_HEADS, START (2 or 3: reuse OUT's earlier stages, trained with the same settings),
 # SP (ring size for the 4K/8K stages and their evaluation; mpiexec -np SP), RINGGPT_BIN (use this binary:
 # no install, no build; tests/cli/long_context.sh).
@@ -81,7 +81,8 @@ pk_lengths() {  # pk_lengths STAGE T
 sp=${SP:-1}
 model=(--model tiny --dim "${DIM:-128}" --layers "${LAYERS:-3}" --heads "${HEADS:-4}" --kv-heads "${KV_HEADS:-4}")
 hd=$(( ${DIM:-128} / ${HEADS:-4} ))
-theta=10000
+theta=${THETA:-10000}   # stage 1's RoPE base; the extensions scale it (scale_theta)
+[[ $theta =~ ^[1-9][0-9]*$ ]] || { echo "THETA must be a positive integer (got $theta)" >&2; exit 2; }
 mkdir -p "$out"
 start=${START:-1}   # START=2 or 3: keep OUT's earlier stages (same settings) and run from this one
 ((start >= 1 && start <= 3)) || { echo "START must be 1, 2 or 3 (got $start)" >&2; exit 2; }
