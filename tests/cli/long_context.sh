@@ -26,9 +26,12 @@ kept=$(sum12)
 rc=0; env "${toy[@]}" START=3 bash "$S/long_context.sh" > "$W/log3" 2>&1 || rc=$?
 check "START=3 reruns stage 3 only (exit $rc)" test $rc = 0 -a "$(grep -c '^== stage' "$W/log3")" = 1
 check "START=3 keeps stages 1-2 (weights and tables)" test "$(sum12)" = "$kept"
-rc=0; env "${toy[@]}" SEED=2 OUT="$W/lc2" bash "$S/long_context.sh" > "$W/log2" 2>&1 || rc=$?
+rc=0; env "${toy[@]}" SEED=2 THETA=20000 OUT="$W/lc2" bash "$S/long_context.sh" > "$W/log2" 2>&1 || rc=$?
 check "SEED=2 draws other training documents (exit $rc)" test "$(head -3 "$W/lc/mix_512.jsonl")" != "$(head -3 "$W/lc2/mix_512.jsonl")"
 check "SEED=2 trains in another data order" grep -q '"seed":.*1338' "$W/lc2/stage1/config.json"
+check "THETA=20000 is stage 1's base, scaled by the same rule (20000 -> 44164 -> 97522)" \
+  grep -qzE "stage 1: T=512, theta 20000,.*stage 2: T=1024, theta 44164,.*stage 3: T=2048, theta 97522," "$W/log2"
+for bad in 1e6 0 -5; do expect_fail 2 "THETA must be a positive integer" env "${toy[@]}" THETA=$bad bash "$S/long_context.sh"; done
 expect_fail 2 "SEED=7 is the passkey evaluation's seed" env "${toy[@]}" SEED=7 bash "$S/long_context.sh"
 for bad in x 08; do expect_fail 2 "SEED must be a non-negative integer" env "${toy[@]}" SEED=$bad bash "$S/long_context.sh"; done
 expect_fail 2 "START=2 needs" env "${toy[@]}" OUT="$W/empty" START=2 bash "$S/long_context.sh"
