@@ -23,7 +23,7 @@
 # --edge-span`; the rest keep the uniform depth); stage 3 more and nearer (0.6 within 2 %: with 0.4 within 3 %
 # at lr 6e-4 it lost the near edge once, depth 1 100 -> 75 %).
 #
-# θ rule: θ_new = θ_old · s^THETA_POW with s = T_new / the longest document the previous stage trained on
+# θ rule: θ_new = θ_old · s^THETA_POW with s = T_new / the longest passkey document the previous stage trained on
 # (stage 1's documents end at T/2, so 4K is s = 8 from 512; 8K is s ≈ 2 from stage 2's 4016) and THETA_POW 2:
 # 10000 -> 640000 at 4K -> ~2.7M at 8K. RoPE pair i turns at θ^(−2i/d) per token; a larger base slows every
 # pair but the fastest (local word order), so a copy head that matches the needle's content keeps matching it at
@@ -148,7 +148,7 @@ train_stage() {  # train_stage N [extra train flags]
   log_time "stage $n training (T=$T, ${steps[$n-1]} steps):" "$t0"
 }
 
-scale_theta() {  # scale_theta STAGE: θ · (T_STAGE / the previous stage's longest document)^THETA_POW
+scale_theta() {  # scale_theta STAGE: θ · (T_STAGE / the previous stage's longest passkey document)^THETA_POW
   local longest; longest=$(pk_lengths "$(($1 - 1))" "${lens[$1-2]}" | tr , '\n' | sort -n | tail -1)
   theta=$(awk -v t="$theta" -v T="${lens[$1-1]}" -v l="$longest" -v p="$theta_pow" 'BEGIN { printf "%.0f", t * exp(log(T / l) * p) }')
 }
