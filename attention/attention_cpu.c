@@ -130,12 +130,8 @@ static void softmax_tile(real *S, int rows, int cols, int i0, int j0, AttnMask m
 }
 
 void attn_cpu_forward_block(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
-                            int nk, AttnMask mask) {
-    attn_cpu_forward_block_docs(s, st, q, nq, k, v, nk, mask, (AttnDocs){0});
-}
-
-void attn_cpu_forward_block_docs(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
-                                 int nk, AttnMask mask, AttnDocs docs) {
+                            int nk, AttnMask mask, const AttnDocs *doc_ids) {
+    const AttnDocs docs = doc_ids ? *doc_ids : (AttnDocs){0};   // docs.q == NULL: no document mask
     const int H = s->n_head, hd = s->head_dim, group = H / s->n_kv_head;
     const int q_stride = H * hd, kv_stride = s->n_kv_head * hd;
     const real scale = (real)(1.0 / sqrt((double)hd));
@@ -312,14 +308,9 @@ static void backward_by_tiles(const BwdArgs *a, real *dq, real *dk, real *dv) {
 // one-pass version unless there are fewer kv heads than threads.
 void attn_cpu_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
                              const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
-                             AttnMask mask) {
-    attn_cpu_backward_block_docs(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, mask, (AttnDocs){0});
-}
-
-void attn_cpu_backward_block_docs(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
-                                  const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
-                                  AttnMask mask, AttnDocs docs) {
-    BwdArgs a = {.s = s, .q = q, .k = k, .v = v, .dout = dout, .lse = lse, .D = D, .nq = nq, .nk = nk, .mask = mask, .docs = docs,
+                             AttnMask mask, const AttnDocs *docs) {
+    BwdArgs a = {.s = s, .q = q, .k = k, .v = v, .dout = dout, .lse = lse, .D = D, .nq = nq, .nk = nk, .mask = mask,
+                 .docs = docs ? *docs : (AttnDocs){0},
                  .scale = (real)(1.0 / sqrt((double)s->head_dim))};
     const char *force = getenv("RINGGPT_ATTN_BACKWARD");   // a few ns next to a tile's GEMMs; read per call so tests can switch
     bool tiles = force ? strcmp(force, "tiles") == 0 : s->n_kv_head < omp_get_max_threads();

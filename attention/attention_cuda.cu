@@ -14,14 +14,9 @@
 #include "core/cuda_check.h"
 
 RINGGPT_EXTERN_C_BEGIN
-#include "attention/attention.h"
+#include "attention/attention_cuda.h"
 #include "attention/attention_sm90.h"
 #include "core/backend_cuda.h"
-void attn_cuda_forward_block_docs(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
-                                  int nk, AttnMask mask, AttnDocs docs);
-void attn_cuda_backward_block_docs(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
-                                   const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
-                                   AttnMask mask, AttnDocs docs);
 RINGGPT_EXTERN_C_END
 
 #define WARPS 4
@@ -532,20 +527,16 @@ extern "C" void attn_cuda_state_reset(const AttnShape *s, AttnState st, int nq) 
     CUDA_CHECK_LAUNCH("attention state reset");
 }
 
-extern "C" void attn_cuda_forward_block(const AttnShape *s, AttnState st, const real *q, int nq, const real *k,
-                                        const real *v, int nk, AttnMask mask) {
-    attn_cuda_forward_block_docs(s, st, q, nq, k, v, nk, mask, AttnDocs{nullptr, nullptr});
-}
-
 // Document ids (device memory) join the causal/full predicate in every kernel: a key of another
 // document gets score -inf (P = dS = 0), and (query tile, key tile) pairs whose id ranges are
 // disjoint are skipped. Whole masked ring steps are skipped by attention/ring.c.
-extern "C" void attn_cuda_forward_block_docs(const AttnShape *s, AttnState st, const real *q, int nq, const real *k,
-                                             const real *v, int nk, AttnMask mask, AttnDocs docs) {
+extern "C" void attn_cuda_forward_block(const AttnShape *s, AttnState st, const real *q, int nq, const real *k,
+                                        const real *v, int nk, AttnMask mask, const AttnDocs *doc_ids) {
+    const AttnDocs docs = doc_ids ? *doc_ids : AttnDocs{nullptr, nullptr};   // docs.q == nullptr: no document mask
     check_shape(s, "forward");
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;
-    // RINGGPT_ATTN=sm90: the Hopper kernels (attention/attention_sm90.cu) for hd 64/128 on sm_90; off by
+    // --attn sm90: the Hopper kernels (attention/attention_sm90.cu) for hd 64/128 on sm_90; off by
     // default until a GPU session has verified them (tests/gpu/test_gpu_attention_sm90.c). Document masks: sm_80.
     if (!docs.q && attn_sm90_selected(s->head_dim)) return attn_sm90_forward_block(s, st, q, nq, k, v, nk, causal);
     switch (s->head_dim) {
@@ -573,13 +564,8 @@ extern "C" void attn_cuda_backward_prep(const AttnShape *s, real *D, const real 
 
 extern "C" void attn_cuda_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
                                          const real *v, const real *dout, const real *lse, const real *D, int nq,
-                                         int nk, AttnMask mask) {
-    attn_cuda_backward_block_docs(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, mask, AttnDocs{nullptr, nullptr});
-}
-
-extern "C" void attn_cuda_backward_block_docs(const AttnShape *s, real *dq, real *dk, real *dv, const real *q,
-                                              const real *k, const real *v, const real *dout, const real *lse,
-                                              const real *D, int nq, int nk, AttnMask mask, AttnDocs docs) {
+                                         int nk, AttnMask mask, const AttnDocs *doc_ids) {
+    const AttnDocs docs = doc_ids ? *doc_ids : AttnDocs{nullptr, nullptr};
     check_shape(s, "backward");
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;

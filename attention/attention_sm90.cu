@@ -1,7 +1,7 @@
 // attention/attention_sm90.cu — Hopper (sm_90a) flash attention block kernels: TMA into an mbarrier pipeline, warp-specialised wgmma.
 // Same contract as attention/attention_cuda.cu (see attention/attention.h): a Q block × KV block, causal
 // diagonal or full, fp32 running state {acc, m, l} read and written in global memory, GQA by indexing.
-// Only head dims 64 and 128; chosen by attention_cuda.cu's entry points when RINGGPT_ATTN=sm90 on an
+// Only head dims 64 and 128; chosen by attention_cuda.cu's entry points with --attn sm90 on an
 // sm_90 device (OFF by default: these kernels were written without a GPU and wait for an H100 session to
 // pass tests/gpu/test_gpu_attention_sm90.c). Operands are bf16 (fp32 inputs are converted once per call
 // into a scratch buffer, so bf16 storage can later hand them over directly).
@@ -711,9 +711,9 @@ static __nv_bfloat16 *scratch_bf16(size_t elems) {
     static __nv_bfloat16 *buf;
     static size_t cap;
     if (elems > cap) {
-        if (buf) BACKEND_CUDA.release(buf);
+        if (buf) cuda_mem_release(buf);
         cap = elems + elems / 4;
-        buf = (__nv_bfloat16 *)BACKEND_CUDA.alloc(cap * sizeof(__nv_bfloat16), "sm90 attention bf16 operands");
+        buf = (__nv_bfloat16 *)cuda_mem_alloc(cap * sizeof(__nv_bfloat16), "sm90 attention bf16 operands");
     }
     return buf;
 }
@@ -733,8 +733,8 @@ static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled(void) {
         cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
         CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q));
         if (q != cudaDriverEntryPointSuccess || !p)
-            fail("RINGGPT_ATTN=sm90: the CUDA driver has no cuTensorMapEncodeTiled (needs a driver for CUDA >= 12.0); "
-                 "update the driver or unset RINGGPT_ATTN");
+            fail("--attn sm90: the CUDA driver has no cuTensorMapEncodeTiled (needs a driver for CUDA >= 12.0); "
+                 "update the driver or use --attn flash");
         fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
     }
     return fn;
@@ -751,8 +751,8 @@ static CUtensorMap tensor_map(const __nv_bfloat16 *base, int rows, int heads, in
                                 elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                 CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
-        fail("sm90 attention: cuTensorMapEncodeTiled failed (error %d) for a (%d, %d, %d) tensor; unset RINGGPT_ATTN "
-             "to use the sm_80 kernels",
+        fail("sm90 attention: cuTensorMapEncodeTiled failed (error %d) for a (%d, %d, %d) tensor; use --attn flash "
+             "for the sm_80 kernels",
              (int)r, rows, heads, hd);
     return map;
 }
@@ -764,10 +764,16 @@ static void allow_smem(const void *kernel, int bytes, bool *done) {
     *done = true;
 }
 
+static bool want_sm90;   // --attn sm90 (attn_cuda_set_impl); tests and benchmarks switch it between calls
+
+extern "C" void attn_cuda_set_impl(const char *name) {
+    if (!name || !*name || !strcmp(name, "flash")) want_sm90 = false;
+    else if (!strcmp(name, "sm90")) want_sm90 = true;
+    else fail_usage("--attn %s: use flash (the sm_80 kernels, the default) or sm90", name);
+}
+
 extern "C" bool attn_sm90_selected(int head_dim) {
-    const char *env = getenv("RINGGPT_ATTN");   // read per call: tests and benchmarks switch it
-    if (!env || !*env || !strcmp(env, "sm80")) return false;
-    if (strcmp(env, "sm90")) fail_usage("RINGGPT_ATTN=%s: use sm80 (the default) or sm90", env);
+    if (!want_sm90) return false;
     static int sm90 = -1;   // the device is compute capability 9.0 exactly (sm_90a code runs nowhere else)
     if (sm90 < 0) {
         int dev = 0, major = 0, minor = 0;
@@ -777,7 +783,7 @@ extern "C" bool attn_sm90_selected(int head_dim) {
         CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
         sm90 = major == 9 && minor == 0;
         if (!sm90)
-            fprintf(stderr, "ringgpt: RINGGPT_ATTN=sm90 but the GPU is sm_%d%d; attention runs the sm_80 kernels\n",
+            fprintf(stderr, "ringgpt: --attn sm90 but the GPU is sm_%d%d; attention runs the sm_80 kernels\n",
                     major, minor);
     }
     return sm90 && (head_dim == 64 || head_dim == 128);

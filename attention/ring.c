@@ -25,14 +25,13 @@ struct AttnRing {
     RingStats stats;
 };
 
-AttnRing *ring_create(Comm *ring_comm, const Backend *be) {
+AttnRing *ring_create(Comm *ring_comm, const Backend *be, bool overlap) {
     AttnRing *R = xcalloc(1, sizeof *R, "ring attention");
     R->comm = ring_comm;
     R->be = be;
     R->rank = comm_rank(ring_comm);
     R->size = comm_size(ring_comm);
-    const char *no = getenv("RINGGPT_RING_NO_OVERLAP");
-    R->overlap = !(no && no[0] == '1');
+    R->overlap = overlap;
     return R;
 }
 
@@ -103,6 +102,9 @@ static AttnDocs step_docs(RingDocs d, int L, int j, int r) {
     return (AttnDocs){d.dev + (size_t)r * L, d.dev + (size_t)j * L};
 }
 
+// The block call's optional ids: NULL when the step has none.
+static const AttnDocs *opt(const AttnDocs *docs) { return docs->q ? docs : NULL; }
+
 // True when the step's rows (this rank's rows from q0, nq of them) share no document with block j's
 // keys k0.. (nk): ids are ranges, so disjoint [min, max] intervals mean nothing is visible.
 static bool step_hidden(RingDocs d, int L, int j, int r, int q0, int nq, int k0, int nk) {
@@ -112,20 +114,6 @@ static bool step_hidden(RingDocs d, int L, int j, int r, int q0, int nq, int k0,
     for (int i = 1; i < nq; i++) qlo = qd[i] < qlo ? qd[i] : qlo, qhi = qd[i] > qhi ? qd[i] : qhi;
     for (int i = 1; i < nk; i++) klo = kd[i] < klo ? kd[i] : klo, khi = kd[i] > khi ? kd[i] : khi;
     return qhi < klo || khi < qlo;
-}
-
-// A block call with or without document ids (the plain kernel when there are none, as before).
-static void fwd_block(const Backend *be, const AttnShape *s, AttnState st, const real *q, int nq, const real *k,
-                      const real *v, int nk, AttnMask mask, AttnDocs docs) {
-    if (docs.q) be->attn_forward_block_docs(s, st, q, nq, k, v, nk, mask, docs);
-    else be->attn_forward_block(s, st, q, nq, k, v, nk, mask);
-}
-
-static void bwd_block(const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
-                      const real *v, const real *dout, const real *lse, const real *D, int nq, int nk, AttnMask mask,
-                      AttnDocs docs) {
-    if (docs.q) be->attn_backward_block_docs(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, mask, docs);
-    else be->attn_backward_block(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, mask);
 }
 
 // One forward step against the KV block of rank j (DESIGN.md, "Ring attention contract"), with
@@ -142,27 +130,22 @@ static bool forward_step(const Backend *be, const AttnShape *s, AttnState st, co
     size_t qoff = (size_t)half * s->n_head * s->head_dim, soff = (size_t)half * s->n_head;
     AttnDocs docs = step_docs(d, L, j, r);
     if (j == r) {
-        fwd_block(be, s, st, q, L, kb, vb, L, ATTN_CAUSAL, docs);
+        be->attn_forward_block(s, st, q, L, kb, vb, L, ATTN_CAUSAL, opt(&docs));
     } else if (j < r) {
         if (step_hidden(d, L, j, r, 0, L, 0, half)) return true;
-        fwd_block(be, s, st, q, L, kb, vb, half, ATTN_FULL, docs);
+        be->attn_forward_block(s, st, q, L, kb, vb, half, ATTN_FULL, opt(&docs));
     } else {
         if (step_hidden(d, L, j, r, half, half, 0, L)) return true;
         AttnState late = {.acc = st.acc + qoff, .m = st.m + soff, .l = st.l + soff};
         if (docs.q) docs.q += half;
-        fwd_block(be, s, late, q + qoff, half, kb, vb, L, ATTN_FULL, docs);
+        be->attn_forward_block(s, late, q + qoff, half, kb, vb, L, ATTN_FULL, opt(&docs));
     }
     return false;
 }
 
 void ring_attention_forward(AttnRing *R, const Backend *be, const AttnShape *s, real *out, real *lse,
-                            real *scratch_l, const real *q, const real *k, const real *v, int L) {
-    ring_attention_forward_docs(R, be, s, out, lse, scratch_l, q, k, v, L, NULL, NULL);
-}
-
-void ring_attention_forward_docs(AttnRing *R, const Backend *be, const AttnShape *s, real *out, real *lse,
-                                 real *scratch_l, const real *q, const real *k, const real *v, int L, const int32_t *docs,
-                                 const int32_t *docs_host) {
+                            real *scratch_l, const real *q, const real *k, const real *v, int L, const int32_t *docs,
+                            const int32_t *docs_host) {
     const RingDocs d = {docs, docs ? docs_host : NULL};
     const int W = R->size, r = R->rank;
     const size_t kvn = (size_t)L * s->n_kv_head * s->head_dim;
@@ -200,14 +183,15 @@ static bool backward_step(const Backend *be, const AttnShape *s, real *dq, real 
     size_t qoff = (size_t)half * s->n_head * s->head_dim, soff = (size_t)half * s->n_head;
     AttnDocs docs = step_docs(d, L, j, r);
     if (j == r) {
-        bwd_block(be, s, dq, dk, dv, q, kb, vb, dout, lse, D, L, L, ATTN_CAUSAL, docs);
+        be->attn_backward_block(s, dq, dk, dv, q, kb, vb, dout, lse, D, L, L, ATTN_CAUSAL, opt(&docs));
     } else if (j < r) {
         if (step_hidden(d, L, j, r, 0, L, 0, half)) return true;
-        bwd_block(be, s, dq, dk, dv, q, kb, vb, dout, lse, D, L, half, ATTN_FULL, docs);
+        be->attn_backward_block(s, dq, dk, dv, q, kb, vb, dout, lse, D, L, half, ATTN_FULL, opt(&docs));
     } else {
         if (step_hidden(d, L, j, r, half, half, 0, L)) return true;
         if (docs.q) docs.q += half;
-        bwd_block(be, s, dq + qoff, dk, dv, q + qoff, kb, vb, dout + qoff, lse + soff, D + soff, half, L, ATTN_FULL, docs);
+        be->attn_backward_block(s, dq + qoff, dk, dv, q + qoff, kb, vb, dout + qoff, lse + soff, D + soff, half, L, ATTN_FULL,
+                               opt(&docs));
     }
     return false;
 }
@@ -219,14 +203,8 @@ static bool backward_step(const Backend *be, const AttnShape *s, real *dq, real 
 // hop (step W) every block's dK/dV is home, so no reduction is needed.
 void ring_attention_backward(AttnRing *R, const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv,
                              real *scratch_D, const real *q, const real *k, const real *v, const real *out,
-                             const real *lse, const real *dout, int L) {
-    ring_attention_backward_docs(R, be, s, dq, dk, dv, scratch_D, q, k, v, out, lse, dout, L, NULL, NULL);
-}
-
-void ring_attention_backward_docs(AttnRing *R, const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv,
-                                  real *scratch_D, const real *q, const real *k, const real *v, const real *out,
-                                  const real *lse, const real *dout, int L, const int32_t *docs,
-                                  const int32_t *docs_host) {
+                             const real *lse, const real *dout, int L, const int32_t *docs,
+                             const int32_t *docs_host) {
     const RingDocs d = {docs, docs ? docs_host : NULL};
     const int W = R->size, r = R->rank;
     const size_t kvn = (size_t)L * s->n_kv_head * s->head_dim;

@@ -4,30 +4,24 @@
 
 #include "attention/attention.h"
 
-struct Backend;
 typedef struct AttnRing AttnRing;   // defined in attention/ring.c
 
 // Causal attention of this rank's zigzag slice (T_local = T/sp tokens: chunk r then chunk
 // 2·sp−1−r) against the whole sequence, same contract as attention_causal_forward:
 // out (T_local, H, hd), lse (T_local, H), scratch_l (T_local, H).
-void ring_attention_forward(AttnRing *ring, const struct Backend *be, const AttnShape *s, real *out, real *lse,
-                            real *scratch_l, const real *q, const real *k, const real *v, int T_local);
+// Document masking (optional, NULL = none): docs holds the document id of every position of the whole
+// sequence in zigzag rank order (rank j's T_local ids, in its local order, at docs + j·T_local), the same
+// on every rank: each computes it from its batch, so no id travels. docs is in backend memory (for the
+// kernels), docs_host the same ids in host memory (to skip whole steps whose block no Q row may see:
+// counted in RingStats.blocks_skipped).
+void ring_attention_forward(AttnRing *ring, const Backend *be, const AttnShape *s, real *out, real *lse,
+                            real *scratch_l, const real *q, const real *k, const real *v, int T_local,
+                            const int32_t *docs, const int32_t *docs_host);
 // Same contract as attention_causal_backward: dq, dk, dv overwritten with this rank's gradients.
-void ring_attention_backward(AttnRing *ring, const struct Backend *be, const AttnShape *s, real *dq, real *dk,
+void ring_attention_backward(AttnRing *ring, const Backend *be, const AttnShape *s, real *dq, real *dk,
                              real *dv, real *scratch_D, const real *q, const real *k, const real *v, const real *out,
-                             const real *lse, const real *dout, int T_local);
-// With document masking: docs holds the document id of every position of the whole sequence in
-// zigzag rank order (rank j's T_local ids, in its local order, at docs + j·T_local), the same on every
-// rank: each computes it from its batch, so no id travels. docs is in backend memory (for the kernels),
-// docs_host the same ids in host memory (to skip whole steps whose block no Q row may see: counted in
-// RingStats.blocks_skipped). docs == NULL: the calls above.
-void ring_attention_forward_docs(AttnRing *ring, const struct Backend *be, const AttnShape *s, real *out, real *lse,
-                                 real *scratch_l, const real *q, const real *k, const real *v, int T_local,
-                                 const int32_t *docs, const int32_t *docs_host);
-void ring_attention_backward_docs(AttnRing *ring, const struct Backend *be, const AttnShape *s, real *dq, real *dk,
-                                  real *dv, real *scratch_D, const real *q, const real *k, const real *v, const real *out,
-                                  const real *lse, const real *dout, int T_local, const int32_t *docs,
-                                  const int32_t *docs_host);
+                             const real *lse, const real *dout, int T_local, const int32_t *docs,
+                             const int32_t *docs_host);
 
 // ---- the ring object (attention/ring.c) ----
 struct Comm;
@@ -44,9 +38,9 @@ typedef struct {
 
 // The ring of `ring_comm` (its size is sp, its rank this rank's sp_index). Buffers (two packets
 // of K, V and their dK, dV accumulators) are allocated on the backend at first use, O(T_local).
-// Setting RINGGPT_RING_NO_OVERLAP=1 in the environment waits for each exchange right after starting
-// it (the serial baseline of the overlap measurement).
-AttnRing *ring_create(struct Comm *ring_comm, const struct Backend *be);
+// overlap false waits for each exchange right after starting it (train --ring-overlap=false: the serial
+// baseline of the overlap measurement).
+AttnRing *ring_create(struct Comm *ring_comm, const Backend *be, bool overlap);
 // Lends the ring `elems` elements of backend memory for its packets instead of its own, memory the
 // caller knows is dead while attention runs (model/gpt.c's recompute arena); NULL returns to its
 // own buffers. Used when it holds ring_workspace_elems(kvn) for blocks of kvn = T_local·Hkv·hd.

@@ -7,6 +7,7 @@
 #include "core/backend.h"
 #include "core/common.h"
 #include "core/rng.h"
+#include "model/ops.h"
 
 // usage: attention_bench [--doc-len D] [T ...]   (heads 4, head dim 64: the `small` model's attention)
 // --doc-len D: documents of D tokens (--doc-mask); FLOP/s are still counted for the whole causal square.
@@ -37,9 +38,9 @@ int main(int argc, char **argv) {
         int32_t *doc = doc_len > 0 ? xmalloc((size_t)T * sizeof(int32_t), "doc ids") : NULL;
         for (int t = 0; doc && t < T; t++) doc[t] = t / doc_len;
         double t0 = now_seconds();
-        attention_causal_forward_docs(be, &s, o, lse, tmp, q, k, v, T, doc);
+        attention_causal_forward(be, &s, o, lse, tmp, q, k, v, T, doc);
         double t1 = now_seconds();
-        attention_causal_backward_docs(be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, doc);
+        attention_causal_backward(be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, doc);
         double t2 = now_seconds();
         // causal: half of the 4·T²·hd·H forward FLOPs; the backward does 2.5× the forward.
         double fwd_flops = 2.0 * T * (double)T * s.head_dim * s.n_head;

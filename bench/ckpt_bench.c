@@ -8,6 +8,7 @@
 #include "checkpoints/checkpoint.h"
 #include "checkpoints/fsio.h"
 #include "core/common.h"
+#include "model/ops.h"
 
 static void bench(const char *root, const char *preset) {
     ModelConfig c;

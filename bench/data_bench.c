@@ -14,7 +14,7 @@
 #include "core/rng.h"
 #include "data/dataset.h"
 #include "data/source.h"
-#include "train/commands.h"
+#include "cli/commands.h"
 
 static const char *WORDS[] = {
     "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not", "he", "this",

@@ -2,7 +2,7 @@
 // Prints one line per shape in the same format as bench/gpu_attention_torch.py, so the two can be
 // set side by side (scripts/gpu_check.sh does). FLOPs are counted as FlashAttention does: causal
 // forward = 2·T²·hd·H (half of 4·T²·hd·H), backward = 2.5 × forward. --sm90 times the Hopper kernels
-// instead (RINGGPT_ATTN=sm90, attention/attention_sm90.cu; impl=ringgpt-sm90): a separate run, so a
+// instead (--attn sm90, attention/attention_sm90.cu; impl=ringgpt-sm90): a separate run, so a
 // failure there never costs the sm_80 figures.
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #include "core/backend_cuda.h"
 #include "core/common.h"
 #include "core/rng.h"
+#include "model/ops.h"
 
 // One shape: B=1, H heads of head dim hd (H·hd = 2048, a ~1B-model's width), H = Hkv.
 static void bench(const char *impl, int T, int hd, int reps) {
@@ -33,10 +34,10 @@ static void bench(const char *impl, int T, int hd, int reps) {
     for (int rep = 0; rep < reps + 1; rep++) {   // the first run warms up and is not counted
         cuda_backend_sync();
         double t0 = now_seconds();
-        attention_causal_forward(be, &s, o, lse, tmp, q, k, v, T);
+        attention_causal_forward(be, &s, o, lse, tmp, q, k, v, T, NULL);
         cuda_backend_sync();
         double t1 = now_seconds();
-        attention_causal_backward(be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T);
+        attention_causal_backward(be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, NULL);
         cuda_backend_sync();
         double t2 = now_seconds();
         if (rep > 0 && t1 - t0 < fwd) fwd = t1 - t0;
@@ -70,7 +71,7 @@ int main(int argc, char **argv) {
         n = argc - 1 < 16 ? argc - 1 : 16;
         for (int i = 0; i < n; i++) lens[i] = atoi(argv[i + 1]);
     }
-    setenv("RINGGPT_ATTN", sm90 ? "sm90" : "sm80", 1);
+    attn_cuda_set_impl(sm90 ? "sm90" : "flash");
     if (sm90 && !attn_sm90_selected(64)) {
         printf("# --sm90: not a compute capability 9.0 device; nothing to time\n");
         return 0;

@@ -1,8 +1,8 @@
 // bench/ring_bench.c — one ring of sp = world ranks: per-rank peak memory beyond the model, step time, ring wait vs compute.
 // Usage: mpirun -np SP ring_bench [--seq-len T] [--steps N] [--layers L] [--dim C] [--heads H] [--kv-heads K]
-//        [--recompute none|mlp|full]
+//        [--recompute none|mlp|full] [--ring-overlap=false]
 // Each rank prints nothing; rank 0 prints one line of key=value figures (max over ranks) for bench/ring_bench.sh.
-// Set RINGGPT_RING_NO_OVERLAP=1 to wait for each exchange right after starting it (the serial baseline).
+// --ring-overlap=false waits for each exchange right after starting it (the serial baseline).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +15,7 @@
 #include "data/source.h"
 #include "model/adamw.h"
 #include "model/gpt.h"
+#include "model/ops.h"
 #include "model/memplan.h"
 
 // Current resident set of this process in MiB (/proc/self/status VmRSS).
@@ -33,6 +34,7 @@ int main(int argc, char **argv) {
     comm_init(&argc, &argv);
     int T = 32768, steps = 2, layers = 2, dim = 64, heads = 4, kv_heads = 2;
     const char *recompute = "none";
+    bool overlap = true;
     ArgSpec specs[] = {
         {"--seq-len", ARG_INT, &T, "global tokens per sequence"},
         {"--steps", ARG_INT, &steps, "training steps (the last one is timed)"},
@@ -41,6 +43,7 @@ int main(int argc, char **argv) {
         {"--heads", ARG_INT, &heads, "query heads"},
         {"--kv-heads", ARG_INT, &kv_heads, "key/value heads"},
         {"--recompute", ARG_STRING, &recompute, "none, mlp or full"},
+        {"--ring-overlap", ARG_BOOL, &overlap, "start each KV hop before computing the block (=false: the serial baseline)"},
     };
     ArgCommand cmd = {"ring_bench", "mpirun -np SP ring_bench [flags]", "Ring attention memory and time per rank."};
     args_parse(&cmd, specs, sizeof specs / sizeof specs[0], argc, argv, NULL, 0);
@@ -57,7 +60,7 @@ int main(int argc, char **argv) {
     GPT m;
     gpt_init(&m, &cfg, &BACKEND_CPU, 1);
     m.recompute = mode;
-    if (g.sp > 1) m.ring = ring_create(g.ring, &BACKEND_CPU);
+    if (g.sp > 1) m.ring = ring_create(g.ring, &BACKEND_CPU, overlap);
     AdamW opt;
     adamw_init(&opt, &m, (AdamWConfig){0.9f, 0.95f, 1e-8f, 0.1f});
     Batch b = batch_alloc(1, T / g.sp);

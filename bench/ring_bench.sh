@@ -7,22 +7,21 @@ BUILD=${1:-build} T=${2:-32768} STEPS=${3:-1}
 BENCH=$BUILD/ring_bench
 [ -x "$BENCH" ] || { echo "ring_bench.sh: $BENCH not found; build first (cmake --build $BUILD --target ring_bench)" >&2; exit 2; }
 CORES=$(nproc)
-run() {   # run SP [env...]: one line of key=value figures
+run() {   # run SP [flags...]: one line of key=value figures
   local sp=$1; shift
   local threads=$(( CORES / sp > 0 ? CORES / sp : 1 ))
-  env "$@" mpiexec --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=$threads -x RINGGPT_RING_NO_OVERLAP \
-    -np "$sp" "$BENCH" --seq-len "$T" --steps "$STEPS"
+  mpiexec --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=$threads -np "$sp" "$BENCH" --seq-len "$T" --steps "$STEPS" "$@"
 }
 field() { sed -nE "s/.*[ ]$1=([-0-9.]+).*/\1/p" <<< "$2"; }
 
 echo "ring bench: T=$T, $CORES cores ($(sed -nE 's/^model name\s*:\s*//p' /proc/cpuinfo | head -1)), 2 layers, dim 64, 4/2 heads"
 declare -A act step wait_on wait_off peak
 for sp in 1 2 4; do
-  line=$(RINGGPT_RING_NO_OVERLAP=0 run $sp); echo "  $line" >&2
+  line=$(run $sp); echo "  $line" >&2
   act[$sp]=$(field act_peak_mb "$line"); step[$sp]=$(field step_s "$line"); wait_on[$sp]=$(field ring_wait_s "$line")
   peak[$sp]=$(field peak_rss_mb "$line")
   if [ $sp -gt 1 ]; then
-    line=$(run $sp RINGGPT_RING_NO_OVERLAP=1); echo "  (no overlap) $line" >&2
+    line=$(run $sp --ring-overlap=false); echo "  (no overlap) $line" >&2
     wait_off[$sp]=$(field ring_wait_s "$line")
   fi
 done

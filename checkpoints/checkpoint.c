@@ -13,6 +13,7 @@
 #include "checkpoints/fsio.h"
 #include "core/common.h"
 #include "core/json_strict.h"
+#include "model/ops.h"
 
 // The files a checkpoint may hold, and MANIFEST.json's keys: one table each (a new file or key adds a row).
 static const char *const CKPT_FILES[] = {"model.safetensors", "optim.safetensors", "state.json", "tokenizer.json"};

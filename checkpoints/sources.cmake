@@ -1,4 +1,3 @@
-# checkpoints/sources.cmake — safetensors, checkpoint directories, the training hooks, HF Llama, inference, commands, model tokenizers.
-list(APPEND RINGGPT_SOURCES checkpoints/fsio.c checkpoints/safetensors.c checkpoints/checkpoint.c
-     checkpoints/train_ckpt.c checkpoints/hf.c checkpoints/infer.c checkpoints/commands.c
-     checkpoints/model_tokenizer.c)
+# checkpoints/sources.cmake — checked file I/O, safetensors, checkpoint directories, the training hooks, HF Llama, loading for inference, model tokenizers.
+set(RINGGPT_checkpoints_SOURCES checkpoints/fsio.c checkpoints/safetensors.c checkpoints/checkpoint.c checkpoints/train_ckpt.c
+    checkpoints/hf.c checkpoints/load.c checkpoints/model_tokenizer.c)

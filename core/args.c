@@ -221,3 +221,23 @@ char *args_to_json(const ArgSpec *specs, int n, const char *const *skip) {
     if (!text) fail("out of memory writing the flags as JSON");
     return text;
 }
+
+int args_parse_lengths(const char *flag, const char *spec, int64_t *out, int max) {
+    const char *p = spec;
+    int n = 0;
+    while (*p) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p) fail_usage("%s '%s': '%s' is not a number; write e.g. %s 1K,4K,16K", flag, spec, p, flag);
+        if (*end == 'K' || *end == 'k') v *= 1024, end++;
+        else if (*end == 'M' || *end == 'm') v *= 1024 * 1024, end++;
+        if (*end != ',' && *end) fail_usage("%s '%s': unexpected '%s'; write e.g. %s 1K,4K,16K", flag, spec, end, flag);
+        if (n == max) fail_usage("%s: at most %d lengths", flag, max);
+        if (v != floor(v) || v < 1 || v > INT32_MAX / 2)
+            fail_usage("%s: %g is not a whole number of tokens in 1..%d", flag, v, INT32_MAX / 2);
+        out[n++] = (int64_t)v;
+        p = *end ? end + 1 : end;
+    }
+    if (n == 0) fail_usage("%s is empty; write e.g. %s 1K,4K,16K", flag, flag);
+    return n;
+}

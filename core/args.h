@@ -42,3 +42,8 @@ void args_apply_json_only(const ArgCommand *cmd, ArgSpec *specs, int n_specs, co
 // The resolved flags as such a JSON object (malloc'ed text), every flag but those in skip; a string
 // flag without a value is left out.
 char *args_to_json(const ArgSpec *specs, int n_specs, const char *const *skip);
+
+// A comma-separated list of token counts ("1K,4K,16K", "144,177,1000"; K = 1024, M = 1024²) from flag `flag`
+// into out (at most max); each a whole number in 1..INT32_MAX/2. A bad list is a usage error naming the flag.
+// Returns the count (at least 1).
+int args_parse_lengths(const char *flag, const char *spec, int64_t *out, int max);

@@ -1,10 +1,40 @@
-// core/backend.h — the backend table: memory and every op the model orchestration calls (CPU now, CUDA next).
+// core/backend.h — the backend table: memory and every op the model and the attention drivers call (CPU, CUDA).
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
 
-#include "attention/attention.h"
 #include "core/real.h"
+
+// ---- the attention block contract (attention/attention.h documents the kernels) ----
+// Layout: token-major. A Q block of nq tokens is q (nq, H, hd) with row stride H*hd; a KV block of
+// nk tokens is k, v (nk, Hkv, hd) with row stride Hkv*hd. Query head h reads kv head h / (H/Hkv)
+// (GQA: KV is never repeated). Per-row statistics are (nq, H).
+typedef struct {
+    int n_head;      // H
+    int n_kv_head;   // Hkv, divides H
+    int head_dim;    // hd
+} AttnShape;
+
+typedef enum {
+    ATTN_FULL,     // every q row sees every k row (a KV block entirely in the past)
+    ATTN_CAUSAL,   // q and k blocks start at the same position: q row i sees k rows j <= i (nq == nk)
+} AttnMask;
+
+// Document masking (--doc-mask): the document id of every Q row (nq) and every K row (nk) of a
+// block call, in the backend's memory. Row i sees key j only when q[i] == k[j] (and the AttnMask
+// allows it). The block calls take a pointer to one, NULL for no document mask. Kernels skip
+// (tile × tile) pieces whose Q and K ids cannot match (the ids are ranges: min/max per tile).
+typedef struct {
+    const int32_t *q;   // (nq)
+    const int32_t *k;   // (nk)
+} AttnDocs;
+
+// The running softmax state of one Q block, fp32 in the product build, normalised once at the end.
+typedef struct {
+    real *acc;   // (nq, H, hd) sum_j exp(s_ij - m_i) v_j, unnormalised
+    real *m;     // (nq, H) running row max of the scaled scores, -inf before any key
+    real *l;     // (nq, H) running sum of exp(s_ij - m_i)
+} AttnState;
 
 // The orchestration (model/gpt.c) and the attention drivers call ops only through this table, so
 // a second backend plugs in without touching them. Shapes: N rows (tokens), C model width,
@@ -50,21 +80,15 @@ typedef struct Backend {
     double (*lmhead_ce)(real *dx, real *dw, real *losses, const real *x, const real *w, const int32_t *targets, int N,
                         int C, int V, int chunk, double grad_scale);
 
-    // attention block API (attention/attention.h)
+    // attention block API (attention/attention.h); docs: the rows' document ids, NULL for none
     void (*attn_state_reset)(const AttnShape *s, AttnState st, int nq);
     void (*attn_forward_block)(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
-                               int nk, AttnMask mask);
+                               int nk, AttnMask mask, const AttnDocs *docs);
     void (*attn_finalize)(const AttnShape *s, AttnState st, real *out, real *lse, int nq);
     void (*attn_backward_prep)(const AttnShape *s, real *D, const real *dout, const real *out, int nq);
     void (*attn_backward_block)(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
                                 const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
-                                AttnMask mask);
-    // The same two with document ids of the Q and K rows (attention.h, AttnDocs; docs.q NULL = the calls above).
-    void (*attn_forward_block_docs)(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
-                                    int nk, AttnMask mask, AttnDocs docs);
-    void (*attn_backward_block_docs)(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
-                                     const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
-                                     AttnMask mask, AttnDocs docs);
+                                AttnMask mask, const AttnDocs *docs);
 
     // sum of squares of x (n), in double
     double (*sumsq)(const real *x, size_t n);
@@ -80,4 +104,3 @@ typedef struct Backend {
     size_t (*mem_free)(void);
 } Backend;
 
-extern const Backend BACKEND_CPU;

@@ -1,7 +1,7 @@
 // core/comm_nccl.c — the comm backend for device buffers: NCCL (bootstrapped over MPI) or MPI with host staging.
 // A wrapper Comm over an MPI comm (same ranks): device buffers go through NCCL on a communication
 // stream ordered after the compute stream by an event, or, when ranks share a GPU (NCCL refuses two
-// ranks on one device) or RINGGPT_COMM=mpi, through pinned host buffers and the MPI parent. Host
+// ranks on one device) or --comm mpi, through pinned host buffers and the MPI parent. Host
 // buffers (losses, config checks) always take the parent's path. core/comm.c polls `test` with the
 // deadline, so a dead peer ends the job with a message instead of a hang, whichever path is used.
 #include <stdint.h>
@@ -11,6 +11,7 @@
 #include "core/backend_cuda.h"
 #include "core/comm_impl.h"
 #include "core/cuda_check.h"
+#include "core/real.h"
 
 typedef enum { PATH_PARENT, PATH_NCCL, PATH_STAGED } Path;
 
@@ -224,8 +225,16 @@ static const CommBackend COMM_CUDA = {
 };
 
 // Every rank of parent must make the same choice: take the most cautious one over the ranks.
+static const char *g_comm_kind;   // --comm: NULL or "auto", "nccl", "mpi"
+
+void comm_cuda_set_kind(const char *kind) {
+    if (kind && strcmp(kind, "auto") && strcmp(kind, "nccl") && strcmp(kind, "mpi"))
+        fail_usage("--comm %s: use auto, nccl or mpi", kind);
+    g_comm_kind = kind;
+}
+
 static bool choose_nccl(Comm *parent) {
-    const char *env = getenv("RINGGPT_COMM");
+    const char *env = g_comm_kind;
     int64_t want = 0;
 #ifdef RINGGPT_HAVE_NCCL
     int devices = cuda_device_count();
@@ -233,7 +242,7 @@ static bool choose_nccl(Comm *parent) {
     if (env && !strcmp(env, "mpi")) want = 0;
 #endif
     if (env && !strcmp(env, "nccl") && !want)
-        fail("RINGGPT_COMM=nccl, but %s", comm_node_size() > cuda_device_count()
+        fail("--comm nccl, but %s", comm_node_size() > cuda_device_count()
                                               ? "ranks share a GPU on this node (NCCL needs one GPU per rank)"
                                               : "this binary was built without NCCL");
     comm_allreduce(parent, &want, 1, COMM_I64, COMM_MIN, "NCCL choice");
@@ -260,14 +269,14 @@ static void nccl_bootstrap(CudaComm *cc, Comm *parent) {
 // One exchange around the ring and one all-reduce, so that NCCL's lazy connection setup (or a
 // peer that is missing) shows up now, under the deadline, not in the middle of the first step.
 static void warm_up(Comm *c, const char *what) {
-    float *buf = BACKEND_CUDA.alloc(2 * sizeof(float), "comm warm-up");
-    BACKEND_CUDA.zero(buf, 2 * sizeof(float));
+    float *buf = cuda_mem_alloc(2 * sizeof(float), "comm warm-up");
+    cuda_mem_zero(buf, 2 * sizeof(float));
     CommRequest r;
     comm_sendrecv_start(c, &r, buf, buf + 1, sizeof(float), (c->rank + 1) % c->size, (c->rank - 1 + c->size) % c->size,
                         what);
     comm_wait(&r);
     comm_allreduce(c, buf, 1, COMM_F32, COMM_SUM, what);
-    BACKEND_CUDA.release(buf);
+    cuda_mem_release(buf);
 }
 
 Comm *comm_cuda_wrap(Comm *parent, const char *what) {

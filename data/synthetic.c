@@ -70,13 +70,46 @@ static void passkey_doc(uint64_t seed, uint64_t doc, uint64_t len, double depth,
     put_text(out, &p, digits, PASSKEY_KEY_DIGITS);
 }
 
-void synth_passkey(uint64_t seed, uint64_t doc, uint64_t len, double depth, uint32_t *out, PasskeyInfo *info) {
-    passkey_doc(seed, doc, len, depth, NULL, out, info);
+void synth_passkey(uint64_t seed, uint64_t doc, uint64_t len, double depth, const uint32_t *hay, uint32_t *out,
+                   PasskeyInfo *info) {
+    passkey_doc(seed, doc, len, depth, hay, out, info);
 }
 
-void synth_passkey_in(uint64_t seed, uint64_t doc, uint64_t len, double depth, const uint32_t *hay, uint32_t *out,
-                      PasskeyInfo *info) {
-    passkey_doc(seed, doc, len, depth, hay, out, info);
+// The needle's depth of training document k: fixed, or within edge_span of either end of the filler in
+// edge_frac of the documents (the far edge, depth ~0, in edge_far of them, else the near edge), else -1
+// (the generator's uniform draw).
+static double mix_depth(Rng *r, const PasskeyMix *mx) {
+    if (mx->depth >= 0) return mx->depth;
+    if (!(rng_uniform(r) < mx->edge_frac)) return -1;
+    double u = rng_uniform(r) * mx->edge_span;
+    return rng_uniform(r) < mx->edge_far ? u : 1 - u;
+}
+
+// Inserts the m digits of extra at position at of out (n tokens), shifting the tail right.
+static void insert_digits(uint32_t *out, uint64_t n, uint64_t at, const char *extra, int m) {
+    memmove(out + at + m, out + at, (size_t)(n - at) * sizeof *out);
+    for (int i = 0; i < m; i++) out[at + i] = (unsigned char)extra[i];
+}
+
+uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const PasskeyMix *mix, const uint32_t *hay,
+                             uint32_t *out, uint8_t *weight, PasskeyInfo *info) {
+    Rng r;
+    rng_seed(&r, seed * 0xD1B54A32D192ED03ull ^ (k + 0x8CB92BA72F3D8DD7ull));   // apart from the document's stream
+    double depth = mix_depth(&r, mix);
+    char extra[PASSKEY_KEY_MAX];
+    int m = 0;
+    if (mix->key_max > PASSKEY_KEY_DIGITS && rng_uniform(&r) < mix->long_frac) {
+        m = 1 + (int)rng_below(&r, (uint64_t)(mix->key_max - PASSKEY_KEY_DIGITS));
+        for (int i = 0; i < m; i++) extra[i] = (char)('0' + rng_below(&r, 10));
+    }
+    passkey_doc(seed, k, len, depth, hay, out, info);
+    insert_digits(out, len, info->key_pos + PASSKEY_KEY_DIGITS, extra, m);   // the needle's key ...
+    info->answer_pos += (uint64_t)m;
+    insert_digits(out, len + (uint64_t)m, len + (uint64_t)m, extra, m);      // ... and the answer's, at the end
+    uint64_t n = len + 2 * (uint64_t)m;
+    memset(weight, 0, (size_t)n);
+    memset(weight + info->answer_pos, 1, (size_t)(n - info->answer_pos));
+    return n;
 }
 
 uint64_t recall_min_len(int n_pairs, int n_queries) {

@@ -168,7 +168,7 @@ static AttnShape attn_shape(const ModelConfig *c) {
 }
 
 // --doc-mask: every sample's document ids (from the batch's document starts), once per forward, in
-// the layout ring_attention_forward_docs reads; the backward of the same batch reuses them.
+// the layout ring_attention_forward reads; the backward of the same batch reuses them.
 static void docs_prepare(GPT *m, const Batch *b) {
     int sp = m->ring ? ring_size(m->ring) : 1;
     size_t n = (size_t)b->B * b->T * sp;
@@ -190,18 +190,22 @@ static const int32_t *sample_docs(const GPT *m, int b, int T, bool host) {
     return (host ? m->doc_ids_host : m->doc_ids) + off;
 }
 
-// Attention of every sequence of the batch: on this rank alone, or around the ring.
-static void attention_forward(GPT *m, LayerActs *L, int B, int T) {
+// The training forward's attention step: every sequence of the batch whole, on this rank alone or
+// around the ring (with document ids under --doc-mask).
+static void whole_sequence_attention(AttnStep *self, GPT *m, int layer, LayerActs *L, Rows r) {
+    (void)self, (void)layer;
     AttnShape s = attn_shape(&m->cfg);
-    size_t qs = (size_t)T * m->cfg.dim, kvs = (size_t)T * cfg_kv_dim(&m->cfg), hs = (size_t)T * m->cfg.n_head;
-    for (int b = 0; b < B; b++) {
+    size_t qs = (size_t)r.T * m->cfg.dim, kvs = (size_t)r.T * cfg_kv_dim(&m->cfg), hs = (size_t)r.T * m->cfg.n_head;
+    for (int b = 0; b < r.B; b++) {
         real *att = L->att + b * qs, *lse = L->lse + b * hs, *tmp = m->act.attn_tmp + b * hs;
         const real *q = L->q + b * qs, *k = L->k + b * kvs, *v = L->v + b * kvs;
-        const int32_t *docs = sample_docs(m, b, T, false), *docs_host = sample_docs(m, b, T, true);
-        if (m->ring) ring_attention_forward_docs(m->ring, m->be, &s, att, lse, tmp, q, k, v, T, docs, docs_host);
-        else attention_causal_forward_docs(m->be, &s, att, lse, tmp, q, k, v, T, docs);
+        const int32_t *docs = sample_docs(m, b, r.T, false), *docs_host = sample_docs(m, b, r.T, true);
+        if (m->ring) ring_attention_forward(m->ring, m->be, &s, att, lse, tmp, q, k, v, r.T, docs, docs_host);
+        else attention_causal_forward(m->be, &s, att, lse, tmp, q, k, v, r.T, docs);
     }
 }
+
+static AttnStep WHOLE_SEQUENCE = {whole_sequence_attention};
 
 static void attention_backward(GPT *m, LayerActs *L, const real *datt, int B, int T) {
     AttnShape s = attn_shape(&m->cfg);
@@ -212,72 +216,77 @@ static void attention_backward(GPT *m, LayerActs *L, const real *datt, int B, in
         const real *q = L->q + b * qs, *k = L->k + b * kvs, *v = L->v + b * kvs;
         const real *o = L->att + b * qs, *lse = L->lse + b * hs, *dout = datt + b * qs;
         const int32_t *docs = sample_docs(m, b, T, false), *docs_host = sample_docs(m, b, T, true);
-        if (m->ring) ring_attention_backward_docs(m->ring, m->be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, docs, docs_host);
-        else attention_causal_backward_docs(m->be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, docs);
+        if (m->ring) ring_attention_backward(m->ring, m->be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, docs, docs_host);
+        else attention_causal_backward(m->be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, docs);
     }
 }
 
 // Attention norm, Q/K/V projections and RoPE of layer l: x -> rstd1, xn1, q, k, v (local: no ring).
-static void qkv_forward(GPT *m, int l, const Batch *b) {
+static void qkv_forward(GPT *m, int l, LayerActs *L, Rows r) {
     const ModelConfig *c = &m->cfg;
     const Backend *be = m->be;
     const LayerTensors *w = &m->w.layers[l];
-    LayerActs *L = &m->act.layers[l];
-    int N = b->B * b->T, C = c->dim, KV = cfg_kv_dim(c), hd = cfg_head_dim(c);
+    int N = r.B * r.T, C = c->dim, KV = cfg_kv_dim(c), hd = cfg_head_dim(c);
     be->rmsnorm_forward(L->xn1, L->rstd1, L->x, w->attn_norm, N, C, c->norm_eps);
     be->matmul_forward(L->q, L->xn1, w->wq, N, C, C);
     be->matmul_forward(L->k, L->xn1, w->wk, N, C, KV);
     be->matmul_forward(L->v, L->xn1, w->wv, N, C, KV);
-    be->rope(L->q, b->pos, N, c->n_head, hd, c->rope_theta, 0);
-    be->rope(L->k, b->pos, N, c->n_kv_head, hd, c->rope_theta, 0);
+    be->rope(L->q, r.pos, N, c->n_head, hd, c->rope_theta, 0);
+    be->rope(L->k, r.pos, N, c->n_kv_head, hd, c->rope_theta, 0);
 }
 
 // Output projection and residual: xm = x + att @ woᵀ.
-static void attn_out_forward(GPT *m, int l, const Batch *b) {
-    int N = b->B * b->T, C = m->cfg.dim;
-    LayerActs *L = &m->act.layers[l];
+static void attn_out_forward(GPT *m, int l, LayerActs *L, Rows r) {
+    int N = r.B * r.T, C = m->cfg.dim;
     m->be->matmul_forward(L->xm, L->att, m->w.layers[l].wo, N, C, C);
     m->be->add_inplace(L->xm, L->x, (size_t)N * C);
 }
 
 // MLP norm and the gate/up projections: xm -> rstd2, xn2, gate, up.
-static void mlp_in_forward(GPT *m, int l, const Batch *b) {
+static void mlp_in_forward(GPT *m, int l, LayerActs *L, Rows r) {
     const ModelConfig *c = &m->cfg;
     const Backend *be = m->be;
     const LayerTensors *w = &m->w.layers[l];
-    LayerActs *L = &m->act.layers[l];
-    int N = b->B * b->T, C = c->dim, F = c->ffn_dim;
+    int N = r.B * r.T, C = c->dim, F = c->ffn_dim;
     be->rmsnorm_forward(L->xn2, L->rstd2, L->xm, w->mlp_norm, N, C, c->norm_eps);
     be->matmul_forward(L->gate, L->xn2, w->w_gate, N, C, F);
     be->matmul_forward(L->up, L->xn2, w->w_up, N, C, F);
 }
 
-// One transformer block: x -> out, keeping what the backward needs in L.
-static void layer_forward(GPT *m, int l, const Batch *b, real *out) {
+void gpt_layer_forward(GPT *m, int l, LayerActs *L, real *h, Rows r, AttnStep *attn, real *out) {
     const Backend *be = m->be;
-    LayerActs *L = &m->act.layers[l];
-    int N = b->B * b->T, C = m->cfg.dim, F = m->cfg.ffn_dim;
-    qkv_forward(m, l, b);
-    attention_forward(m, L, b->B, b->T);
-    attn_out_forward(m, l, b);
-    mlp_in_forward(m, l, b);
-    be->swiglu_forward(m->act.h, L->gate, L->up, N, F);
-    be->matmul_forward(out, m->act.h, m->w.layers[l].w_down, N, F, C);   // out = h @ w_downᵀ ...
-    be->add_inplace(out, L->xm, (size_t)N * C);                          // ... + xm
+    int N = r.B * r.T, C = m->cfg.dim, F = m->cfg.ffn_dim;
+    qkv_forward(m, l, L, r);
+    attn->forward(attn, m, l, L, r);
+    attn_out_forward(m, l, L, r);
+    mlp_in_forward(m, l, L, r);
+    be->swiglu_forward(h, L->gate, L->up, N, F);
+    be->matmul_forward(out, h, m->w.layers[l].w_down, N, F, C);   // out = h @ w_downᵀ ...
+    be->add_inplace(out, L->xm, (size_t)N * C);                   // ... + xm
 }
+
+void gpt_embed(GPT *m, real *x, const int32_t *tokens, int N) {
+    m->be->embedding_forward(x, tokens, m->w.tok_embeddings, N, m->cfg.dim);
+}
+
+void gpt_final_norm(GPT *m, real *xn, real *rstd, const real *x, int N) {
+    m->be->rmsnorm_forward(xn, rstd, x, m->w.norm, N, m->cfg.dim, m->cfg.norm_eps);
+}
+
+static Rows batch_rows(const Batch *b) { return (Rows){.B = b->B, .T = b->T, .pos = b->pos}; }
 
 // Runs the blocks and the final norm; leaves xn_f (N, C) ready for the LM head.
 static void trunk_forward(GPT *m, const Batch *b) {
     const ModelConfig *c = &m->cfg;
-    const Backend *be = m->be;
-    int N = b->B * b->T, C = c->dim;
+    int N = b->B * b->T;
     acts_ensure(m, b->B, b->T);
     if (m->doc_mask) docs_prepare(m, b);
     Activations *a = &m->act;
-    be->embedding_forward(a->layers[0].x, b->tokens, m->w.tok_embeddings, N, C);
+    gpt_embed(m, a->layers[0].x, b->tokens, N);
     for (int l = 0; l < c->n_layer; l++)
-        layer_forward(m, l, b, l + 1 < c->n_layer ? a->layers[l + 1].x : a->x_final);
-    be->rmsnorm_forward(a->xn_f, a->rstd_f, a->x_final, m->w.norm, N, C, c->norm_eps);
+        gpt_layer_forward(m, l, &a->layers[l], a->h, batch_rows(b), &WHOLE_SEQUENCE,
+                          l + 1 < c->n_layer ? a->layers[l + 1].x : a->x_final);
+    gpt_final_norm(m, a->xn_f, a->rstd_f, a->x_final, N);
 }
 
 double gpt_forward(GPT *m, const Batch *b, double grad_scale, bool want_grad, real *losses) {
@@ -299,8 +308,8 @@ static void layer_backward(GPT *m, int l, const Batch *b) {
     int N = b->B * b->T, C = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, hd = cfg_head_dim(c);
     // Recompute what the forward did not keep, with the forward's own ops and inputs, so the
     // gradients are bit-identical to none's. Attention is never run again: O and LSE are kept.
-    if (a->mode == RECOMPUTE_FULL) attn_out_forward(m, l, b);   // xm
-    if (a->mode != RECOMPUTE_NONE) mlp_in_forward(m, l, b);     // rstd2, xn2, gate, up
+    if (a->mode == RECOMPUTE_FULL) attn_out_forward(m, l, L, batch_rows(b));   // xm
+    if (a->mode != RECOMPUTE_NONE) mlp_in_forward(m, l, L, batch_rows(b));     // rstd2, xn2, gate, up
     // MLP branch: out = xm + h @ w_downᵀ, h = swiglu(xn2 @ w_gateᵀ, xn2 @ w_upᵀ)
     be->swiglu_forward(a->h, L->gate, L->up, N, F);                       // recompute h (N, F)
     be->matmul_backward(NULL, g->w_down, a->res, a->h, w->w_down, N, F, C, 0);
@@ -311,7 +320,7 @@ static void layer_backward(GPT *m, int l, const Batch *b) {
     be->rmsnorm_backward(a->res, g->mlp_norm, a->d_c, L->xm, w->mlp_norm, L->rstd2, N, C);   // res = dL/dxm
     // attention branch: xm = x + att @ woᵀ
     be->matmul_backward(a->d_c, g->wo, a->res, L->att, w->wo, N, C, C, 0);  // d_c = d(att)
-    if (a->mode == RECOMPUTE_FULL) qkv_forward(m, l, b);                   // rstd1, xn1, q, k, v from x
+    if (a->mode == RECOMPUTE_FULL) qkv_forward(m, l, L, batch_rows(b));    // rstd1, xn1, q, k, v from x
     attention_backward(m, L, a->d_c, b->B, b->T);                          // d_q, d_k, d_v
     be->rope(a->d_q, b->pos, N, c->n_head, hd, c->rope_theta, 1);
     be->rope(a->d_k, b->pos, N, c->n_kv_head, hd, c->rope_theta, 1);

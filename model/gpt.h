@@ -79,3 +79,27 @@ double gpt_forward(GPT *m, const Batch *b, double grad_scale, bool want_grad, re
 void gpt_backward(GPT *m, const Batch *b);
 // Logits of every row (B·T, V) into out (host memory), for evaluation and export checks.
 void gpt_logits(GPT *m, const Batch *b, float *out);
+
+// ---- the transformer block, written once: training, evaluation, sampling and the ring call it ----
+
+// The rows one block call runs on: B sequences of T tokens on this rank (N = B·T rows).
+typedef struct {
+    int B, T;
+    const int32_t *pos;   // (N) global positions (RoPE)
+} Rows;
+
+// How a layer attends: reads L->q, L->k, L->v (after RoPE) and writes L->att and L->lse (N rows).
+// Training and evaluation attend over whole sequences (one rank, or the ring); decoding attends one
+// new row to a KV cache (model/decode.c). The step embeds its own state (first member).
+typedef struct AttnStep {
+    void (*forward)(struct AttnStep *self, GPT *m, int layer, LayerActs *L, Rows r);
+} AttnStep;
+
+// One transformer block of layer l: L->x (N, C) -> out (N, C), leaving in L what the backward needs:
+// x -> RMSNorm -> Q, K, V -> RoPE -> attn -> out-proj -> +x = xm -> RMSNorm -> SwiGLU(gate, up) -> down -> +xm.
+// h (N, F) is scratch. out may be L->x (decoding updates its one row in place).
+void gpt_layer_forward(GPT *m, int l, LayerActs *L, real *h, Rows r, AttnStep *attn, real *out);
+// x (N, C) = the token embeddings of tokens (N).
+void gpt_embed(GPT *m, real *x, const int32_t *tokens, int N);
+// xn (N, C), rstd (N) = the final RMSNorm of x, the LM head's input.
+void gpt_final_norm(GPT *m, real *xn, real *rstd, const real *x, int N);

@@ -8,6 +8,7 @@
 #include "attention/attention.h"
 #include "core/backend.h"
 #include "core/common.h"
+#include "model/ops.h"
 
 static void *cpu_alloc(size_t bytes, const char *what) { return xmalloc(bytes, what); }
 static void cpu_release(void *p) { free(p); }
@@ -227,8 +228,6 @@ const Backend BACKEND_CPU = {
     .attn_finalize = attn_cpu_finalize,
     .attn_backward_prep = attn_cpu_backward_prep,
     .attn_backward_block = attn_cpu_backward_block,
-    .attn_forward_block_docs = attn_cpu_forward_block_docs,
-    .attn_backward_block_docs = attn_cpu_backward_block_docs,
     .sumsq = sumsq,
     .scale = scale,
     .adamw = adamw,

@@ -1,5 +1,5 @@
-// model/ops_cuda.cu — the CUDA backend: device memory, every model op as kernels, matmuls through cuBLASLt.
-// Storage is fp32 (see core/backend_cuda.h for why); matmuls read bf16 operands (a bf16 shadow of the
+// model/ops_cuda.cu — the CUDA backend table: every model op as kernels, matmuls through cuBLASLt, the bf16 parameter shadow.
+// Storage is fp32 (see model/ops.h for why); matmuls read bf16 operands (a bf16 shadow of the
 // parameters, activations converted per call) on tensor cores with fp32 accumulation.
 // Reductions that decide the loss or the gradients use fixed-order trees, never atomics: reruns are bit-equal.
 #include <cublasLt.h>
@@ -13,22 +13,9 @@
 #include "core/cuda_check.h"
 
 RINGGPT_EXTERN_C_BEGIN
+#include "attention/attention_cuda.h"
 #include "core/backend_cuda.h"
-// The attention block kernels (attention/attention_cuda.cu).
-void attn_cuda_state_reset(const AttnShape *s, AttnState st, int nq);
-void attn_cuda_forward_block(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
-                             int nk, AttnMask mask);
-void attn_cuda_finalize(const AttnShape *s, AttnState st, real *out, real *lse, int nq);
-void attn_cuda_backward_prep(const AttnShape *s, real *D, const real *dout, const real *out, int nq);
-void attn_cuda_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
-                              const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
-                              AttnMask mask);
-void attn_cuda_forward_block_docs(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
-                                  int nk, AttnMask mask, AttnDocs docs);
-void attn_cuda_backward_block_docs(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
-                                   const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
-                                   AttnMask mask, AttnDocs docs);
-void cuda_backend_set_matmul(const char *mode);
+#include "model/ops.h"
 RINGGPT_EXTERN_C_END
 
 #ifdef RINGGPT_F64
@@ -36,17 +23,12 @@ RINGGPT_EXTERN_C_END
 #endif
 
 // ---------------------------------------------------------------------------------------------
-// Device, stream, cuBLASLt handle, allocation bookkeeping.
+// cuBLASLt handle and matmul settings; the device, its stream and memory are core/cuda_device.c's.
 
 enum { WORKSPACE_BYTES = 32 << 20 };   // cuBLASLt workspace (llm.c uses the same)
 
-typedef struct {
-    void *p;
-    size_t bytes;
-} Allocation;
-
 static struct {
-    int device, rank;
+    int rank;
     bool ready;
     cudaStream_t stream;
     cublasLtHandle_t lt;
@@ -55,36 +37,7 @@ static struct {
     bool bf16_operands;   // true: A, B are CUDA_R_16BF copies (the default); false: fp32 operands (tf32/fp32)
     const char *compute_name;
     cudaDeviceProp prop;
-    size_t in_use, peak;
-    Allocation *allocs;   // live allocations (few: tens per layer), for the byte counts
-    int n_allocs, cap_allocs;
-} G = {.device = -1};
-
-int cuda_current_device(void) { return G.device; }
-
-void cuda_fail_call(const char *call, const char *error, const char *file, int line) {
-    const char *name = G.device >= 0 ? G.prop.name : "none selected";
-    fail("rank %d, GPU %d (%s): %s failed: %s (%s:%d)", G.rank, G.device, name, call, error, file, line);
-}
-
-int cuda_device_count(void) {
-    int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess) {
-        cudaGetLastError();   // no driver / no device: clear the sticky error, report none
-        return 0;
-    }
-    return n;
-}
-
-int cuda_local_rank(void) {
-    const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID", "PMI_LOCAL_RANK",
-                          "LOCAL_RANK"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v) return atoi(v);
-    }
-    return 0;
-}
+} G;
 
 void cuda_backend_set_matmul(const char *mode) {
     // bf16: bf16 A/B, fp32 C/D, COMPUTE_32F — true bf16 tensor-core GEMMs. (COMPUTE_32F_FAST_16BF with
@@ -95,24 +48,18 @@ void cuda_backend_set_matmul(const char *mode) {
         G.compute = CUBLAS_COMPUTE_32F_FAST_TF32, G.bf16_operands = false, G.compute_name = "tf32 (fp32 operands)";
     else if (!strcmp(mode, "fp32"))
         G.compute = CUBLAS_COMPUTE_32F, G.bf16_operands = false, G.compute_name = "fp32 (fp32 operands)";
-    else fail_usage("RINGGPT_CUDA_MATMUL=%s: use bf16, tf32 or fp32", mode);
+    else fail_usage("--matmul %s: use bf16, tf32 or fp32", mode);
 }
 
 void cuda_backend_init(int local_rank, int world_rank) {
     if (G.ready) return;
+    cuda_device_init(local_rank, world_rank);
     G.rank = world_rank;
-    int n = cuda_device_count();
-    if (n == 0)
-        fail("rank %d: --device cuda: no CUDA device is visible to this process (check nvidia-smi and "
-             "CUDA_VISIBLE_DEVICES); use --device cpu",
-             world_rank);
-    G.device = local_rank % n;
-    CUDA_CHECK(cudaSetDevice(G.device));
-    CUDA_CHECK(cudaGetDeviceProperties(&G.prop, G.device));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&G.stream, cudaStreamNonBlocking));
+    G.stream = (cudaStream_t)cuda_backend_stream();
+    CUDA_CHECK(cudaGetDeviceProperties(&G.prop, cuda_current_device()));
     CUBLAS_CHECK(cublasLtCreate(&G.lt));
-    CUDA_CHECK(cudaMalloc(&G.workspace, WORKSPACE_BYTES));
-    cuda_backend_set_matmul(getenv("RINGGPT_CUDA_MATMUL"));
+    G.workspace = cuda_mem_alloc(WORKSPACE_BYTES, "cuBLASLt workspace");
+    if (!G.compute_name) cuda_backend_set_matmul(NULL);   // the default, unless --matmul came first
     G.ready = true;
 }
 
@@ -126,13 +73,11 @@ void cuda_device_describe(char *buf, size_t n) {
     cudaDriverGetVersion(&drv);
     cudaRuntimeGetVersion(&rt);
     snprintf(buf, n, "%s (GPU %d, %.1f GiB, sm_%d%d, %d SMs), driver %d.%d, runtime %d.%d, matmul %s", G.prop.name,
-             G.device, G.prop.totalGlobalMem / 1073741824.0, G.prop.major, G.prop.minor, G.prop.multiProcessorCount,
-             drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, G.compute_name);
+             cuda_current_device(), G.prop.totalGlobalMem / 1073741824.0, G.prop.major, G.prop.minor,
+             G.prop.multiProcessorCount, drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10, G.compute_name);
 }
 
 double cuda_device_peak_tflops(void) {
-    const char *env = getenv("RINGGPT_PEAK_TFLOPS");
-    if (env && *env) return strtod(env, NULL);
     ensure_init();
     static const struct {
         const char *name;   // a part of cudaDeviceProp.name; the first match wins
@@ -143,16 +88,9 @@ double cuda_device_peak_tflops(void) {
     return 0;
 }
 
-void *cuda_backend_stream(void) {
-    ensure_init();
-    return (void *)G.stream;
-}
-void cuda_backend_sync(void) { CUDA_CHECK(cudaStreamSynchronize(G.stream)); }
-size_t cuda_backend_bytes_in_use(void) { return G.in_use; }
-size_t cuda_backend_bytes_peak(void) { return G.peak; }
-
 // ---------------------------------------------------------------------------------------------
-// Memory.
+// Memory: the table's entries are core's counted device memory plus the bookkeeping of the bf16
+// parameter shadow (below), which must see every write into the parameters.
 
 static void params_registered(void *p, size_t bytes);
 static void params_released(void *p);
@@ -160,27 +98,7 @@ static void params_written(const void *dst, size_t bytes);
 
 static void *cuda_alloc(size_t bytes, const char *what) {
     ensure_init();
-    void *p = NULL;
-    if (bytes == 0) bytes = 1;
-    cudaError_t err = cudaMalloc(&p, bytes);
-    if (err == cudaErrorMemoryAllocation) {
-        cudaGetLastError();
-        size_t free_b = 0, total_b = 0;
-        cudaMemGetInfo(&free_b, &total_b);
-        fail("rank %d, GPU %d (%s): out of device memory allocating %.1f MiB for %s: %.1f MiB free of %.1f MiB, "
-             "%.1f MiB already held by ringgpt; lower --batch or --seq-len, or spread the sequence over more GPUs "
-             "(--sp)",
-             G.rank, G.device, G.prop.name, bytes / 1048576.0, what, free_b / 1048576.0, total_b / 1048576.0,
-             G.in_use / 1048576.0);
-    }
-    CUDA_CHECK(err);
-    if (G.n_allocs == G.cap_allocs) {
-        G.cap_allocs = G.cap_allocs ? 2 * G.cap_allocs : 256;
-        G.allocs = (Allocation *)xrealloc(G.allocs, G.cap_allocs * sizeof(Allocation), "device allocation list");
-    }
-    G.allocs[G.n_allocs++] = Allocation{p, bytes};
-    G.in_use += bytes;
-    if (G.in_use > G.peak) G.peak = G.in_use;
+    void *p = cuda_mem_alloc(bytes, what);
     // model/gpt.c allocates its parameter buffer under this name; the backend keeps a bf16 shadow of it.
     if (what && !strcmp(what, "parameters")) params_registered(p, bytes);
     return p;
@@ -189,41 +107,25 @@ static void *cuda_alloc(size_t bytes, const char *what) {
 static void cuda_release(void *p) {
     if (!p) return;
     params_released(p);
-    for (int i = G.n_allocs - 1; i >= 0; i--)
-        if (G.allocs[i].p == p) {
-            G.in_use -= G.allocs[i].bytes;
-            G.allocs[i] = G.allocs[--G.n_allocs];
-            break;
-        }
-    CUDA_CHECK(cudaFree(p));   // cudaFree waits for the device: no kernel still reads p
+    cuda_mem_release(p);
 }
 
-static size_t cuda_mem_free(void) {
-    ensure_init();
-    size_t free_b = 0, total_b = 0;
-    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-    return free_b;
-}
+static size_t cuda_mem_free(void) { return cuda_mem_free_bytes(); }
 
 static void cuda_zero(void *p, size_t bytes) {
     params_written(p, bytes);
-    CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, G.stream));
+    cuda_mem_zero(p, bytes);
 }
 static void cuda_copy(void *dst, const void *src, size_t bytes) {
     params_written(dst, bytes);
-    if (dst != src) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, G.stream));
+    cuda_mem_copy(dst, src, bytes);
 }
-// Synchronous on purpose: the caller may free or reuse its host buffer as soon as this returns.
 static void cuda_to_device(void *dst, const void *host, size_t bytes) {
     ensure_init();
     params_written(dst, bytes);
-    CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, G.stream));
-    CUDA_CHECK(cudaStreamSynchronize(G.stream));
+    cuda_mem_to_device(dst, host, bytes);
 }
-static void cuda_to_host(void *host, const void *src, size_t bytes) {
-    CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, G.stream));
-    CUDA_CHECK(cudaStreamSynchronize(G.stream));
-}
+static void cuda_to_host(void *host, const void *src, size_t bytes) { cuda_mem_to_host(host, src, bytes); }
 
 static bool is_device_pointer(const void *p) {
     cudaPointerAttributes a;
@@ -614,7 +516,7 @@ static GemmPlan *gemm_plan(cublasOperation_t ta, cublasOperation_t tb, int m, in
     cublasLtMatmulPreferenceDestroy(pref);
     if (found == 0)
         fail("rank %d, GPU %d: cuBLASLt has no algorithm for a %d×%d×%d matmul (compute %s, alignment %d)", G.rank,
-             G.device, m, n, k, G.compute_name, align);
+             cuda_current_device(), m, n, k, G.compute_name, align);
     p->algo = res.algo;
     return p;
 }
@@ -771,13 +673,19 @@ __global__ void ce_rows_kernel(double *row_loss, float *logits, const int32_t *t
     for (int j = threadIdx.x; j < V; j += blockDim.x) lr[j] = expf(lr[j] - lse_f) * gs - (j == t ? gs : 0.0f);
 }
 
+static long g_logits_mb = 512;
+
+void cuda_backend_set_logits_mb(long mb) {
+    if (mb < 0) fail_usage("--logits-mb must not be negative (got %ld)", mb);
+    g_logits_mb = mb;
+}
+
 static double lmhead_ce(real *dx, real *dw, real *losses, const real *x, const real *w, const int32_t *targets, int N,
                         int C, int V, int chunk, double grad_scale) {
     if (N <= 0) return 0;
     // The GPU wants big chunks to keep the matmuls busy: at least `chunk` rows, up to 512 MiB of logits
-    // (RINGGPT_CUDA_LOGITS_MB changes the budget; 0 keeps `chunk` as given, for tests).
-    const char *env = getenv("RINGGPT_CUDA_LOGITS_MB");
-    size_t budget_mb = env ? (size_t)atol(env) : 512;
+    // (--logits-mb changes the budget; 0 keeps `chunk` as given, for tests).
+    size_t budget_mb = (size_t)g_logits_mb;
     size_t cap_rows = (budget_mb << 20) / ((size_t)V * sizeof(float));
     int rows_max = (int)(cap_rows < 1 ? 1 : cap_rows);
     if (chunk < rows_max) chunk = rows_max;
@@ -904,8 +812,6 @@ extern "C" const Backend BACKEND_CUDA = {
     .attn_finalize = attn_cuda_finalize,
     .attn_backward_prep = attn_cuda_backward_prep,
     .attn_backward_block = attn_cuda_backward_block,
-    .attn_forward_block_docs = attn_cuda_forward_block_docs,
-    .attn_backward_block_docs = attn_cuda_backward_block_docs,
     .sumsq = sumsq,
     .scale = scale,
     .adamw = adamw,

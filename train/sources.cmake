@@ -1,2 +1,2 @@
-# train/sources.cmake — the commands (main.c is the executable's own), training loop, schedule, metrics.
-list(APPEND RINGGPT_SOURCES train/train.c train/train_config.c train/schedule.c train/metrics.c train/passkey.c)
+# train/sources.cmake — a training run (layout, data, model, the loop), the LR schedule, metrics.
+set(RINGGPT_train_SOURCES train/train.c train/schedule.c train/metrics.c)

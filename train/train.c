@@ -1,8 +1,9 @@
-// train/train.c — `ringgpt train`: flags, then the training loop (micro-batches, clip, AdamW, eval, metrics).
+// train/train.c — a training run: layout, data, model, then the loop (micro-batches, clip, AdamW, eval, metrics, checkpoints).
+#include "train/train.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,148 +12,20 @@
 #include "attention/ring.h"
 #include "checkpoints/model_tokenizer.h"
 #include "checkpoints/train_ckpt.h"
-#include "core/args.h"
 #include "core/comm.h"
 #include "core/common.h"
 #include "data/source.h"
 #include "model/adamw.h"
 #include "model/gpt.h"
-#include "train/commands.h"
+#include "model/ops.h"
 #include "train/metrics.h"
 #include "train/schedule.h"
-#include "train/train_config.h"
 #ifdef RINGGPT_HAVE_CUDA
+#include "attention/attention_cuda.h"
 #include "core/backend_cuda.h"
 #endif
 
-typedef struct {
-    const char *data, *val_data, *out, *model, *schedule;
-    ModelConfig model_cfg;
-    int seq_len, batch, grad_accum, steps, warmup, threads, log_every, eval_every, eval_batches, loss_chunk;
-    float lr, min_lr, weight_decay, beta1, beta2, clip, val_fraction;
-    int64_t seed;
-    bool tie_embeddings;
-    bool no_shuffle;     // samples in stream order
-    int dp, sp;          // layout (one rank: 1×1); world = dp·sp ranks
-    int dp_index, sp_index;
-    float comm_timeout;  // seconds any wait for another rank may take before the job is aborted
-    int debug_exit_rank, debug_exit_step;   // tests: that rank leaves (or stalls) at that step
-    bool debug_stall;
-    const char *resume, *init_from;   // checkpoints: --resume [auto|PATH], --init-from CKPT|HF_DIR
-    int ckpt_every, keep;
-    bool threads_auto;   // --threads not given: share the cores among the ranks of a node
-    const char *device;  // --device: cpu, cuda or auto
-    const char *loss_on; // --loss-on: masked (the data's loss weights apply) or all
-    bool doc_mask;       // --doc-mask: attention does not cross document boundaries inside a window
-    const char *config;  // --config FILE: flags as JSON (the command line wins)
-    int init_vocab;      // the --init-from source's vocab (0 without one): the data must use the same tokenizer
-    bool sp_inherited;   // --sp came from the saved config of a resumed run (another world size may not hold it)
-    char *config_json;   // the resolved flags, written to OUT/config.json
-    char *same_json;     // the resolved flags every rank must share (this machine's --threads and --device aside)
-    const char *recompute;   // --recompute: none, mlp or full
-    Recompute recompute_mode;
-    float mem_budget;    // --mem-budget MiB per rank (0: the machine's available memory)
-} TrainConfig;
-
-static const ArgCommand TRAIN_CMD = {
-    "train", "ringgpt train --data FILE.txt|DIR [flags]",
-    "Trains a Llama-style model (CPU or GPU, one rank or a ring under mpirun/srun). A text file is read\n"
-    "with the byte-level tokenizer (the last --val-fraction is held out for validation unless --val-data\n"
-    "is given). --config FILE gives flags as JSON; every run writes the resolved flags to OUT/config.json,\n"
-    "which --resume and --init-from read back, so neither needs the flags again. Writes OUT/metrics.jsonl\n"
-    "(one JSON object per step); scripts/plot_metrics.py plots it."};
-
-// Fills *t from argv. Model-shape flags override the preset named by --model.
-static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
-    *t = (TrainConfig){.out = "out", .model = "small", .schedule = "cosine", .seq_len = 256, .batch = 4,
-                       .grad_accum = 1, .steps = 100, .warmup = 10, .threads = omp_get_num_procs(), .log_every = 1,
-                       .eval_every = 0, .eval_batches = 4, .loss_chunk = 256, .lr = 1e-3f, .min_lr = 1e-4f,
-                       .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .clip = 1.0f, .val_fraction = 0.1f,
-                       .seed = 1337, .dp = 1, .sp = 1, .comm_timeout = 600,
-                       .debug_exit_rank = -1, .loss_on = "masked", .recompute = "none",
-                       .device = getenv("RINGGPT_DEVICE") ? getenv("RINGGPT_DEVICE") : "auto"};
-    ModelConfig *mc = &t->model_cfg;
-    int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0;
-    float rope_theta = 0;
-    ArgSpec specs[] = {
-        {"--data", ARG_STRING, &t->data, "training data: a text file or a dataset directory (ringgpt prepare)"},
-        {"--config", ARG_STRING, &t->config, "flags as a JSON object {\"seq-len\": 1024, ...}; the command line overrides it"},
-        {"--val-data", ARG_STRING, &t->val_data, "validation data", .dflt = "the held-out tail of --data"},
-        {"--val-fraction", ARG_FLOAT, &t->val_fraction, "fraction of a text file held out for validation"},
-        {"--out", ARG_STRING, &t->out, "output directory (metrics.jsonl)"},
-        {"--model", ARG_STRING, &t->model, "preset: tiny, small, base, 125m"},
-        {"--layers", ARG_INT, &layers, "layer count", .dflt = "preset"},
-        {"--dim", ARG_INT, &dim, "model width", .dflt = "preset"},
-        {"--heads", ARG_INT, &heads, "query head count", .dflt = "preset"},
-        {"--kv-heads", ARG_INT, &kv_heads, "key/value head count (GQA; divides --heads)", .dflt = "preset"},
-        {"--ffn-dim", ARG_INT, &ffn, "SwiGLU hidden width", .dflt = "preset"},
-        {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base", .dflt = "preset"},
-        {"--tie-embeddings", ARG_BOOL, &t->tie_embeddings, "share the token embedding with the LM head"},
-        {"--seq-len", ARG_INT, &t->seq_len, "tokens per sequence T"},
-        {"--batch", ARG_INT, &t->batch, "sequences per micro-step B (per data-parallel group)"},
-        {"--grad-accum", ARG_INT, &t->grad_accum, "micro-steps per optimizer step"},
-        {"--steps", ARG_INT, &t->steps, "optimizer steps"},
-        {"--lr", ARG_FLOAT, &t->lr, "peak learning rate"},
-        {"--min-lr", ARG_FLOAT, &t->min_lr, "final learning rate of the cosine schedule"},
-        {"--warmup", ARG_INT, &t->warmup, "linear warmup steps"},
-        {"--schedule", ARG_STRING, &t->schedule, "cosine or constant (after warmup)"},
-        {"--weight-decay", ARG_FLOAT, &t->weight_decay, "AdamW decoupled weight decay (2-D weights only)"},
-        {"--beta1", ARG_FLOAT, &t->beta1, "AdamW beta1"},
-        {"--beta2", ARG_FLOAT, &t->beta2, "AdamW beta2"},
-        {"--clip", ARG_FLOAT, &t->clip, "global gradient-norm clip (0 = off)"},
-        {"--seed", ARG_I64, &t->seed, "seed of the initial weights and of the data order"},
-        {"--no-shuffle", ARG_BOOL, &t->no_shuffle, "read samples in stream order every epoch (no shuffle)"},
-        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
-        {"--log-every", ARG_INT, &t->log_every, "print a progress line every N steps"},
-        {"--eval-every", ARG_INT, &t->eval_every, "validation loss every N steps (0 = only at the end)"},
-        {"--eval-batches", ARG_INT, &t->eval_batches, "batches per validation"},
-        {"--loss-chunk", ARG_INT, &t->loss_chunk, "rows per chunk of the fused LM head + loss"},
-        {"--loss-on", ARG_STRING, &t->loss_on, "masked: only targets the data's loss weights select count (data without weights: all); all: every target"},
-        {"--doc-mask", ARG_BOOL, &t->doc_mask, "attention stays inside each document of a packed window (documents end at EOS)"},
-        {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible)",
-         .dflt = "$RINGGPT_DEVICE, else auto"},
-        {"--recompute", ARG_STRING, &t->recompute, "activations kept for the backward: none, mlp (recompute the MLP's) or "
-                                                   "full (keep x, O, LSE per layer; attention never re-runs)"},
-        {"--mem-budget", ARG_FLOAT, &t->mem_budget, "memory per rank in MiB the plan must fit", .dflt = "the available memory"},
-        {"--sp", ARG_INT, &t->sp, "ring size: ranks that split one sequence (mpirun -np dp·sp)"},
-        {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},
-        {"--debug-exit-rank", ARG_INT, &t->debug_exit_rank, "(testing) this rank leaves the job at --debug-exit-step", .dflt = "none"},
-        {"--debug-exit-step", ARG_INT, &t->debug_exit_step, "(testing) the step at which --debug-exit-rank leaves"},
-        {"--debug-stall", ARG_BOOL, &t->debug_stall, "(testing) the --debug-exit-rank rank stalls instead of exiting"},
-        {"--ckpt-every", ARG_INT, &t->ckpt_every, "checkpoint every N steps and at the end (0 = only at the end, -1 = never)"},
-        {"--keep", ARG_INT, &t->keep, "keep the newest K checkpoints (0 = all)"},
-        {"--resume", ARG_STRING, &t->resume, "continue from the newest valid checkpoint in --out (bare), `auto` (if any), or PATH"},
-        {"--init-from", ARG_STRING, &t->init_from, "start a new run from the weights (and architecture) of a checkpoint or HF Llama directory"},
-    };
-    int n = sizeof specs / sizeof specs[0];
-    const char *pos[1];
-    args_parse(&TRAIN_CMD, specs, n, argc, argv, pos, 0);
-    ShapeGiven given = train_apply_config_files(&TRAIN_CMD, specs, n);
-    t->sp_inherited = !given.sp && args_seen(specs, n, "--sp");
-    if (!config_preset(mc, t->model))
-        fail_usage("unknown --model '%s'; choose one of %s", t->model, config_preset_names());
-    if (args_seen(specs, n, "--layers")) mc->n_layer = layers;
-    if (args_seen(specs, n, "--dim")) mc->dim = dim;
-    if (args_seen(specs, n, "--heads")) mc->n_head = heads;
-    if (args_seen(specs, n, "--kv-heads")) mc->n_kv_head = kv_heads;
-    else if (args_seen(specs, n, "--heads")) mc->n_kv_head = heads;
-    if (args_seen(specs, n, "--ffn-dim")) mc->ffn_dim = ffn;
-    if (args_seen(specs, n, "--rope-theta")) mc->rope_theta = rope_theta;
-    mc->tie_embeddings = t->tie_embeddings;
-    if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0))
-        t->init_vocab = train_adopt_source_shape(t->init_from, t->model, mc, given);
-    t->threads_auto = !args_seen(specs, n, "--threads");
-    if (!recompute_parse(t->recompute, &t->recompute_mode))
-        fail_usage("unknown --recompute '%s'; use none, mlp or full", t->recompute);
-    // The resolved flags: the shape as the model has it, so the file alone rebuilds this run.
-    layers = mc->n_layer, dim = mc->dim, heads = mc->n_head, kv_heads = mc->n_kv_head, ffn = mc->ffn_dim;
-    rope_theta = mc->rope_theta, t->tie_embeddings = mc->tie_embeddings;
-    t->config_json = args_to_json(specs, n, TRAIN_NOT_SAVED);
-    const char *const per_node[] = {"--threads", "--device", NULL};
-    t->same_json = args_to_json(specs, n, per_node);
-}
-
-static void check_train_config(const TrainConfig *t) {
+void train_check_config(const TrainConfig *t) {
     if (!t->data) fail_usage("--data is required: a text file or a dataset directory (see `ringgpt train --help`)");
     if (t->seq_len < 1) fail_usage("--seq-len must be at least 1 (got %d)", t->seq_len);
     if (t->batch < 1) fail_usage("--batch must be at least 1 (got %d)", t->batch);
@@ -176,6 +49,13 @@ static void check_train_config(const TrainConfig *t) {
     if (!(t->val_fraction >= 0 && t->val_fraction < 1)) fail_usage("--val-fraction must be in [0, 1) (got %g)", t->val_fraction);
     if (strcmp(t->loss_on, "masked") && strcmp(t->loss_on, "all")) fail_usage("--loss-on must be masked or all, not '%s'", t->loss_on);
     if (t->mem_budget < 0) fail_usage("--mem-budget must not be negative (got %g MiB)", t->mem_budget);
+    if (t->peak_tflops < 0) fail_usage("--peak-tflops must not be negative (got %g)", t->peak_tflops);
+    if (t->logits_mb < 0) fail_usage("--logits-mb must not be negative (got %d)", t->logits_mb);
+    if (t->matmul && strcmp(t->matmul, "bf16") && strcmp(t->matmul, "tf32") && strcmp(t->matmul, "fp32"))
+        fail_usage("--matmul %s: use bf16, tf32 or fp32", t->matmul);
+    if (t->attn && strcmp(t->attn, "flash") && strcmp(t->attn, "sm90")) fail_usage("--attn %s: use flash or sm90", t->attn);
+    if (t->comm && strcmp(t->comm, "auto") && strcmp(t->comm, "nccl") && strcmp(t->comm, "mpi"))
+        fail_usage("--comm %s: use auto, nccl or mpi", t->comm);
     ScheduleKind k;
     if (!schedule_parse(t->schedule, &k)) fail_usage("unknown --schedule '%s'; use cosine or constant", t->schedule);
     config_validate(&t->model_cfg);
@@ -258,14 +138,19 @@ static CkptState ckpt_base(const TrainConfig *t) {
 }
 
 // --device: cpu, cuda, or auto (cuda when this binary has the CUDA backend and a GPU is visible).
-static const Backend *select_backend(const char *device, int rank) {
+static const Backend *select_backend(const TrainConfig *t, int rank) {
+    const char *device = t->device;
     bool cuda = !strcmp(device, "cuda");
     if (strcmp(device, "cpu") && strcmp(device, "cuda") && strcmp(device, "auto"))
         comm_fail_usage_all("--device %s: use cpu, cuda or auto", device);
 #ifdef RINGGPT_HAVE_CUDA
     if (!strcmp(device, "auto")) cuda = cuda_device_count() > 0;
     if (!cuda) return &BACKEND_CPU;
+    cuda_backend_set_matmul(t->matmul);
     cuda_backend_init(cuda_local_rank(), rank);   // fails with one clear line when no GPU is visible
+    attn_cuda_set_impl(t->attn);
+    comm_cuda_set_kind(t->comm);
+    cuda_backend_set_logits_mb(t->logits_mb);
     char desc[256];
     cuda_device_describe(desc, sizeof desc);
     log_info("device: %s\n", desc);
@@ -360,12 +245,11 @@ typedef struct {
     double flops_per_token;        // training FLOPs per token (for MFU)
 } Run;
 
-static void run_open(Run *r, int argc, char **argv) {
+static void run_open(Run *r, const TrainConfig *cfg) {
+    r->t = *cfg;
     TrainConfig *t = &r->t;
-    ckpt_normalize_resume_flag(argc, argv);   // a bare --resume means the newest checkpoint
-    parse_train_flags(t, argc, argv);
     r->grid = setup_layout(t);
-    check_train_config(t);
+    train_check_config(t);
     cpu_threads(t->threads);
     check_readable("--data", t->data);
     if (t->val_data) check_readable("--val-data", t->val_data);
@@ -380,7 +264,7 @@ static void run_open(Run *r, int argc, char **argv) {
                    strcmp(data_tokenizer(r->val)->id, data_tokenizer(r->train)->id) != 0))
         fail_usage("--val-data has vocab %u (tokenizer %s) but --data has %u (%s); both must come from the same tokenizer",
                    data_vocab_size(r->val), data_tokenizer(r->val)->id, data_vocab_size(r->train), data_tokenizer(r->train)->id);
-    const Backend *be = select_backend(t->device, r->grid.rank);
+    const Backend *be = select_backend(t, r->grid.rank);
     r->grad_comm = device_comm(be, r->grid.world, "gradient communicator");
     r->ring_comm = t->sp > 1 ? device_comm(be, r->grid.ring, "ring communicator") : NULL;
     r->plan = plan_memory(t, be, r->grid.world);
@@ -388,7 +272,7 @@ static void run_open(Run *r, int argc, char **argv) {
     r->model.loss_chunk = t->loss_chunk;
     r->model.doc_mask = t->doc_mask;
     r->model.recompute = t->recompute_mode;
-    if (t->sp > 1) r->model.ring = ring_create(r->ring_comm, be);   // attention spans the sp ranks
+    if (t->sp > 1) r->model.ring = ring_create(r->ring_comm, be, t->ring_overlap);   // attention spans the sp ranks
     adamw_init(&r->opt, &r->model, (AdamWConfig){t->beta1, t->beta2, 1e-8f, t->weight_decay});
     r->sched = (Schedule){.lr = t->lr, .min_lr = t->min_lr, .warmup = t->warmup, .total = t->steps};
     schedule_parse(t->schedule, &r->sched.kind);
@@ -443,7 +327,7 @@ static void device_metrics(const Run *r, StepMetrics *sm) {
     double mem[2] = {cuda_backend_bytes_in_use() / 1048576.0, cuda_backend_bytes_peak() / 1048576.0};
     comm_allreduce(r->grid.world, mem, 2, COMM_F64, COMM_MAX, "device memory");
     sm->device_mb = mem[0], sm->device_peak_mb = mem[1];
-    double peak = cuda_device_peak_tflops() * 1e12 * r->grid.world_size;
+    double peak = (r->t.peak_tflops > 0 ? r->t.peak_tflops : cuda_device_peak_tflops()) * 1e12 * r->grid.world_size;
     if (peak > 0) sm->mfu = sm->tokens_per_s * r->flops_per_token / peak;
 #else
     (void)r;
@@ -489,10 +373,9 @@ static void report_memory(const Run *r) {
              measured, what, 100 * (predicted / measured - 1));
 }
 
-int cmd_train(int argc, char **argv) {
-    comm_init(&argc, &argv);   // MPI when launched by mpirun/srun, else a one-rank world
+void train_run(TrainConfig *cfg) {
     Run r;
-    run_open(&r, argc, argv);
+    run_open(&r, cfg);
     const TrainConfig *t = &r.t;
     double run_start = now_seconds();
     for (long step = r.start; step < t->steps; step++) {
@@ -532,6 +415,4 @@ int cmd_train(int argc, char **argv) {
              now_seconds() - run_start, peak_rss_mb(), r.log.path);
     report_memory(&r);
     run_close(&r);
-    comm_finalize();
-    return 0;
 }

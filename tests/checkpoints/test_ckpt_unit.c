@@ -1,4 +1,4 @@
-// tests/checkpoints/test_ckpt_unit.c — safetensors round trip and every malformed header, bf16/f16, RoPE row permutation, KV-cache inference, save/verify/fallback.
+// tests/checkpoints/test_ckpt_unit.c — safetensors round trip and every malformed header, bf16/f16, RoPE row permutation, save/verify/fallback.
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -7,9 +7,9 @@
 #include "checkpoints/checkpoint.h"
 #include "checkpoints/fsio.h"
 #include "checkpoints/hf.h"
-#include "checkpoints/infer.h"
 #include "core/common.h"
 #include "tests/check.h"
+#include "model/ops.h"
 
 static char dir[256];
 
@@ -123,35 +123,6 @@ static void test_conversions(void) {
     CHECK(strcmp(n, "model.layers.3.self_attn.k_proj.weight") == 0, "hf name %s", n);
 }
 
-// Inference gives the logits of the full forward at every position: one-token prefill then KV-cache
-// steps, and a block prefill of every prefix length followed by steps.
-static void test_infer(void) {
-    ModelConfig c;
-    config_preset(&c, "tiny");
-    GPT m;
-    gpt_init(&m, &c, &BACKEND_CPU, 7);
-    int T = 12;
-    Batch b = batch_alloc(1, T);
-    for (int t = 0; t < T; t++) b.tokens[t] = (t * 37 + 5) % c.vocab_size, b.targets[t] = -1, b.pos[t] = t;
-    float *full = malloc((size_t)T * c.vocab_size * sizeof(float));
-    gpt_logits(&m, &b, full);
-    Infer s;
-    infer_init(&s, &m, NULL, T);
-    double worst = 0;
-    for (int p = 1; p <= T; p++) {   // prefill p tokens, then step through the rest
-        const float *lg = infer_prefill(&s, b.tokens, p);
-        for (int t = p - 1; t < T; t++) {
-            if (t >= p) lg = infer_step(&s, b.tokens[t]);
-            for (int v = 0; v < c.vocab_size; v++) worst = fmax(worst, rel_err(lg[v], full[(size_t)t * c.vocab_size + v], 1.0));
-        }
-    }
-    CHECK(worst < 1e-4, "prefill + KV-cache logits differ from the full forward by %.2e", worst);
-    infer_free(&s);
-    free(full);
-    batch_free(&b);
-    gpt_free(&m);
-}
-
 // Save twice, damage the newer checkpoint in several ways: verification names the file, the fallback picks the older.
 static void test_save_verify(void) {
     ModelConfig c;
@@ -198,7 +169,6 @@ int main(void) {
     test_roundtrip();
     test_bad_files();
     test_conversions();
-    test_infer();
     test_save_verify();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

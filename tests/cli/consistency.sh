@@ -38,7 +38,7 @@ T=("$BIN" train --data "$W/text.txt" --model tiny --seq-len 32 --steps 1 --out "
 expect_fail 2 "--keep must not be negative" "${T[@]}" --keep -1
 expect_fail 2 "--ckpt-every must be" "${T[@]}" --ckpt-every -5
 expect_fail 2 "must not be negative" "$BIN" sample "$W/run" --tokens -3
-expect_fail 2 "--docs and --doc-len must be positive" "$BIN" prepare --out "$W/p" --synthetic passkey --docs -2
+expect_fail 2 "--docs must be positive" "$BIN" prepare --out "$W/p" --synthetic passkey --docs -2
 # -- bad input exits 2: a directory without a manifest, seq-len longer than a dataset
 mkdir -p "$W/empty"
 expect_fail 2 "manifest.json: cannot open" "$BIN" train --data "$W/empty" --steps 1 --out "$W/x"

@@ -64,51 +64,19 @@ expect_fail "synthetic unknown" "passkey or recall" -- "$BIN" prepare --out "$DI
     && ok || bad "synthetic passkey dataset verifies"
 "$BIN" prepare --help | grep -q -- "--synthetic" && ok || bad "prepare --help"
 
-# passkey --write-jsonl: every record is the generator's document (the key in the needle = the completion), its
-# length is the asked one plus 2 per extra key digit; --edge-frac 1 puts every needle within --edge-span of an edge,
-# both edges used (--edge-far: the share at the start); --long-frac 0 keeps 5-digit keys and the depths spread; the
-# shaping flags need --write-jsonl.
-check_pk() {  # check_pk FILE LENGTHS EDGE_SPAN(0 = uniform) MIN_DIGITS MAX_DIGITS [FAR_SHARE]
-    python3 - "$@" <<'PYEOF'
-import json, sys
-path, lens, span, lo, hi = sys.argv[1], [int(x) for x in sys.argv[2].split(",")], float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-far_share = float(sys.argv[6]) if len(sys.argv) > 6 else None
-intro, needle, question = "There is a pass key hidden in this text. Remember it. ", "The pass key is ", "What is the pass key? The pass key is "
-fixed = len(intro) + len(needle) + 5 + len(". Remember it. ") + len(question) + 5
-near, far, depths = 0, 0, []
-for i, line in enumerate(open(path)):
-    r = json.loads(line); p, c = r["prompt"], r["completion"]
-    at = p.index(needle, len(intro)); key = p[at + len(needle):p.index(".", at)]
-    assert p.startswith(intro) and p.endswith(question) and key == c and c.isdigit() and lo <= len(c) <= hi, (i, c, key)
-    L = lens[i % len(lens)]
-    assert len(p) + len(c) + 1 == L + 2 * (len(c) - 5), (i, len(p) + len(c) + 1, L)
-    d = (at - len(intro)) / (L - 1 - fixed); depths.append(d)
-    if span: assert d <= span + 0.01 or d >= 1 - span - 0.01, (i, d); near += d > 0.5; far += d < 0.5
-assert not span or far_share is not None or (near > 10 and far > 10), (near, far)
-assert far_share is None or abs(far / (near + far) - far_share) < 0.1, (near, far, far_share)
-assert span or (min(depths) < 0.1 and max(depths) > 0.9 and 0.3 < sum(depths) / len(depths) < 0.7), depths[:10]
-PYEOF
-}
-"$BIN" passkey --write-jsonl "$DIR/pk_edge.jsonl" --docs 90 --lengths 200,1000,3000 --edge-frac 1 --edge-span 0.02 --long-frac 1 \
-    --key-max 12 > /dev/null 2>&1 && check_pk "$DIR/pk_edge.jsonl" 200,1000,3000 0.02 6 12 && ok || bad "passkey --write-jsonl edges + long keys"
-for far in 1 0.75 0; do
-  "$BIN" passkey --write-jsonl "$DIR/pk_far.jsonl" --docs 300 --lengths 300,900 --edge-frac 1 --edge-span 0.03 --edge-far $far > /dev/null 2>&1 \
-      && check_pk "$DIR/pk_far.jsonl" 300,900 0.03 5 5 $far && ok || bad "passkey --write-jsonl --edge-far $far: that share at the start"
-done
-# The draw is pinned: the recipe's measured runs (README "Long context") depend on it. The digest is this
-# generator's, which rewrote byte for byte the 2,264 stage-3 documents the r4 run wrote before --edge-far existed.
-"$BIN" passkey --write-jsonl "$DIR/pk_pin.jsonl" --docs 40 --lengths 300,700 --seed 1 --edge-frac 0.6 --edge-span 0.02 --long-frac 0.5 \
-    --key-max 12 > /dev/null 2>&1
-test "$(md5sum < "$DIR/pk_pin.jsonl" | cut -d' ' -f1)" = 1d717f7525a4b7e17f4193b65280475c \
-    && ok || bad "passkey --write-jsonl: the training documents' draw changed (the recipe's measured runs would not repeat)"
-"$BIN" passkey --write-jsonl "$DIR/pk_uni.jsonl" --docs 90 --lengths 500,2000 > /dev/null 2>&1 \
-    && check_pk "$DIR/pk_uni.jsonl" 500,2000 0 5 5 && ok || bad "passkey --write-jsonl uniform depths, 5-digit keys"
-"$BIN" prepare --out "$DIR/pkj" --quiet "$DIR/pk_edge.jsonl" > /dev/null && "$BIN" inspect --verify "$DIR/pkj" > /dev/null \
-    && ok || bad "passkey --write-jsonl records prepare into a dataset"
-expect_fail "passkey --edge-frac without --write-jsonl" "use it with --write-jsonl" -- "$BIN" passkey ckpt --edge-frac 0.5
-expect_fail "passkey --edge-span 0" "edge-span 0: give a fraction" -- "$BIN" passkey --write-jsonl "$DIR/x.jsonl" --edge-span 0
-expect_fail "passkey --edge-far 2" "edge-far 2: give a fraction" -- "$BIN" passkey --write-jsonl "$DIR/x.jsonl" --edge-far 2
-expect_fail "passkey --key-max 99" "key-max 99: give 5..60" -- "$BIN" passkey --write-jsonl "$DIR/x.jsonl" --key-max 99
+# prepare --synthetic passkey as the recipe uses it: lengths cycled, edge depths, long keys, text records mixed in
+# (tests/data/test_synthetic.c checks the documents themselves); its bad values exit 2 naming the flag.
+python3 -c "print('Some prose for the text records. ' * 400)" > "$DIR/prose.txt"
+"$BIN" prepare --out "$DIR/pkmix" --synthetic passkey --docs 60 --doc-len 300,1K --edge-frac 0.5 --long-frac 1 --key-max 12 \
+    --text "$DIR/prose.txt" --text-frac 0.5 --quiet > /dev/null && "$BIN" inspect --verify "$DIR/pkmix" > "$DIR/pkmix.log" \
+    && grep -q "text_frac" "$DIR/pkmix/manifest.json" && ok || bad "prepare --synthetic passkey with a mix and text records verifies"
+expect_fail "prepare --edge-span 0" "edge-span 0: give a fraction" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --edge-span 0
+expect_fail "prepare --edge-far 2" "edge-far 2: give a fraction" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --edge-far 2
+expect_fail "prepare --key-max 99" "key-max 99: give 5..60" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --key-max 99
+expect_fail "prepare --long-frac with recall" "drop them for --synthetic recall" -- "$BIN" prepare --out "$DIR/x" --synthetic recall --long-frac 0.5
+expect_fail "prepare --text-frac without --text" "needs --text FILE" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --text-frac 0.1
+expect_fail "prepare --text missing" "cannot open" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --text "$DIR/none.txt" --text-frac 0.1
+expect_fail "prepare --doc-len list with a bad entry" "not a number" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --doc-len 300,x
 
 # JSONL prompt/completion records: a clean dataset with loss weights; a bad record names its line (exit 2).
 printf '{"prompt": "Q: 1+1? A: ", "completion": "2"}\n\n{"prompt": "say hi ", "completion": "hi"}\n' > "$DIR/ok.jsonl"

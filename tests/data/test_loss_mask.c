@@ -5,8 +5,9 @@
 #include "data/dataset.h"
 #include "data/source.h"
 #include "model/gpt.h"
+#include "model/ops.h"
 #include "testutil.h"
-#include "train/commands.h"
+#include "cli/commands.h"
 
 enum { T = 64, B = 2, RECORDS = 40 };
 

@@ -3,7 +3,7 @@
 #include <sys/stat.h>
 
 #include "data/dataset.h"
-#include "train/commands.h"
+#include "cli/commands.h"
 #include "testutil.h"
 
 typedef struct {

@@ -5,7 +5,7 @@
 #include "data/dataset.h"
 #include "data/source.h"
 #include "data/synthetic.h"
-#include "train/commands.h"
+#include "cli/commands.h"
 #include "testutil.h"
 
 static bool digits_at(const uint32_t *doc, uint64_t pos, const char *want, int n) {
@@ -25,7 +25,7 @@ static void test_passkey(void) {
         for (size_t d = 0; d < sizeof depths / sizeof depths[0]; d++) {
             uint64_t len = lens[l];
             PasskeyInfo info;
-            synth_passkey(5, l * 10 + d, len, depths[d], doc, &info);
+            synth_passkey(5, l * 10 + d, len, depths[d], NULL, doc, &info);
             char key[8];
             snprintf(key, sizeof key, "%05u", info.key);
             uint64_t filler = len - passkey_min_len(), digits = 0;
@@ -44,12 +44,12 @@ static void test_passkey(void) {
     // Seeded: the same (seed, doc) gives the same document; another seed another key.
     PasskeyInfo a, b;
     uint32_t *doc2 = malloc(4096 * sizeof *doc2);
-    synth_passkey(9, 3, 4096, -1, doc, &a);
-    synth_passkey(9, 3, 4096, -1, doc2, &b);
+    synth_passkey(9, 3, 4096, -1, NULL, doc, &a);
+    synth_passkey(9, 3, 4096, -1, NULL, doc2, &b);
     CHECK(a.key == b.key && a.depth == b.depth && memcmp(doc, doc2, 4096 * 4) == 0, "passkey is deterministic");
     int differ = 0;
     for (int s = 0; s < 10; s++) {
-        synth_passkey(100 + s, 3, 4096, -1, doc2, &b);
+        synth_passkey(100 + s, 3, 4096, -1, NULL, doc2, &b);
         differ += b.key != a.key;
     }
     CHECK(differ >= 9, "seeds change the key");
@@ -82,7 +82,7 @@ static void test_recall(void) {
 }
 
 // Through `prepare --synthetic`: the stored documents are the generator's, --doc-len counts the EOS,
-// and the loss weights select exactly the answer's digits.
+// and the loss weights select exactly the answer's digits and the EOS that ends it.
 static void test_prepare_synthetic(void) {
     char *dir = temp_dir("synth"), *ds = path_join(dir, "pk");
     CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds, "--synthetic", "passkey", "--docs", "4", "--doc-len", "5000", "--depth", "0.5",
@@ -93,7 +93,7 @@ static void test_prepare_synthetic(void) {
           "synthetic dataset: 4 documents of 5000 tokens (EOS included) with loss weights: %s", e.msg);
     uint32_t *doc = malloc(4999 * sizeof *doc);
     PasskeyInfo info;
-    synth_passkey(9, 2, 4999, 0.5, doc, &info);
+    synth_passkey(9, 2, 4999, 0.5, NULL, doc, &info);
     // Document 2 starts at token 2·5000; read the blocks holding its key and its answer.
     const Shard *s = d.shards[0];
     void *raw = malloc(shard_raw_bytes(&s->h, 1024)), *comp = malloc(shard_max_comp_bytes(s));
@@ -116,7 +116,8 @@ static void test_prepare_synthetic(void) {
             ones_at_answer += w[i] && t >= answer && t < answer + PASSKEY_KEY_DIGITS;
         }
     }
-    CHECK(ones == 4 * PASSKEY_KEY_DIGITS && ones_at_answer == PASSKEY_KEY_DIGITS, "weight 1 on the answers' digits only (%d ones)", ones);
+    CHECK(ones == 4 * (PASSKEY_KEY_DIGITS + 1) && ones_at_answer == PASSKEY_KEY_DIGITS,
+          "weight 1 on the answers' digits and their EOS only (%d ones)", ones);
     CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds, "--synthetic", "recall", "--docs", "2", "--doc-len", "50", "--quiet", NULL) == 2,
           "a document too short for the task is a usage error");
     dataset_close(&d);
@@ -129,7 +130,7 @@ static void test_prepare_synthetic(void) {
 }
 
 // --doc-len = --seq-len: every training window is exactly one whole document (the EOS last) whose
-// only counted targets are the answer's digits; shorter documents start windows at their starts.
+// only counted targets are the answer's digits and the EOS; shorter documents start windows at their starts.
 static void test_windows(void) {
     char *dir = temp_dir("synthwin"), *ds = path_join(dir, "pk"), *ds2 = path_join(dir, "pk2");
     CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds, "--synthetic", "passkey", "--docs", "6", "--doc-len", "256", "--val-fraction", "0", "--quiet", NULL) == 0,
@@ -142,9 +143,9 @@ static void test_windows(void) {
         data_next(d, &b);
         int counted = 0;
         for (int t = 0; t < 256; t++) counted += b.targets[t] >= 0;
-        bad += b.n_docs[0] != 1 || b.tokens[255] != 256 || b.tokens[0] != 'T' || counted != PASSKEY_KEY_DIGITS;
+        bad += b.n_docs[0] != 1 || b.tokens[255] != 256 || b.tokens[0] != 'T' || counted != PASSKEY_KEY_DIGITS + 1;
     }
-    CHECK(data_num_samples(d) == 5 && bad == 0, "%" PRIu64 " windows of one whole document each, 5 counted targets (%d bad)",
+    CHECK(data_num_samples(d) == 5 && bad == 0, "%" PRIu64 " windows of one whole document each, 6 counted targets (%d bad)",
           data_num_samples(d), bad);
     data_close(d);
     // Documents of 150 tokens, windows of 512: every window starts at a document start and holds three
@@ -169,10 +170,95 @@ static void test_windows(void) {
     free(dir);
 }
 
+// Training documents (prepare --synthetic passkey with a mix): the needle's key equals the answer, both
+// lengthened alike to 6..key_max digits; the document is its length plus 2 per extra digit; edge depths sit
+// within edge_span of an end, edge_far of them at the start; the weights cover exactly the whole answer.
+typedef struct {
+    int near, far, long_keys, bad;
+    double depth_sum, depth_min, depth_max;
+} MixStats;
+
+static const char INTRO_TEXT[] = "There is a pass key hidden in this text. Remember it. ";
+
+static MixStats mix_docs(const PasskeyMix *mx, const uint64_t *lens, int n_lens, int docs) {
+    MixStats st = {.depth_min = 1, .depth_max = 0};
+    uint32_t *doc = malloc((4000 + 2 * PASSKEY_KEY_MAX) * sizeof *doc);
+    uint8_t *w = malloc(4000 + 2 * PASSKEY_KEY_MAX);
+    for (int k = 0; k < docs; k++) {
+        uint64_t len = lens[k % n_lens];
+        PasskeyInfo info;
+        uint64_t n = synth_passkey_train(21, (uint64_t)k, len, mx, NULL, doc, w, &info);
+        uint64_t digits = n - info.answer_pos, extra = digits - PASSKEY_KEY_DIGITS;
+        int ok = n == len + 2 * extra && digits >= PASSKEY_KEY_DIGITS && (int)digits <= mx->key_max;
+        for (uint64_t i = 0; ok && i < digits; i++) ok = doc[info.key_pos + i] == doc[info.answer_pos + i] && doc[info.answer_pos + i] >= '0' && doc[info.answer_pos + i] <= '9';
+        for (uint64_t i = 0; ok && i < n; i++) ok = w[i] == (i >= info.answer_pos);
+        for (size_t i = 0; ok && i < sizeof INTRO_TEXT - 1; i++) ok = doc[i] == (unsigned char)INTRO_TEXT[i];
+        st.bad += !ok;
+        st.long_keys += extra > 0;
+        double d = info.depth;
+        st.depth_sum += d, st.depth_min = fmin(st.depth_min, d), st.depth_max = fmax(st.depth_max, d);
+        if (mx->edge_frac >= 1 && !(d <= mx->edge_span + 1e-9 || d >= 1 - mx->edge_span - 1e-9)) st.bad++;
+        st.near += d > 0.5, st.far += d < 0.5;
+    }
+    free(doc);
+    free(w);
+    return st;
+}
+
+static void test_train_mix(void) {
+    const uint64_t lens[] = {199, 999, 2999};
+    PasskeyMix edges = {.depth = -1, .edge_frac = 1, .edge_span = 0.02, .edge_far = 0.5, .long_frac = 1, .key_max = 12};
+    MixStats st = mix_docs(&edges, lens, 3, 90);
+    CHECK(st.bad == 0 && st.long_keys == 90 && st.near > 10 && st.far > 10,
+          "edges + long keys: %d bad documents, %d long keys, %d near / %d far", st.bad, st.long_keys, st.near, st.far);
+    for (double far = 0; far <= 1; far += 0.25) {
+        PasskeyMix mx = {.depth = -1, .edge_frac = 1, .edge_span = 0.03, .edge_far = far, .key_max = 5};
+        st = mix_docs(&mx, lens, 2, 300);
+        CHECK(st.bad == 0 && fabs((double)st.far / 300 - far) < 0.1, "--edge-far %.2f: %d of 300 at the start (%d bad)", far, st.far, st.bad);
+    }
+    PasskeyMix plain = {.depth = -1, .edge_span = 0.03, .edge_far = 0.5, .key_max = 40};
+    st = mix_docs(&plain, lens, 3, 90);
+    CHECK(st.bad == 0 && st.long_keys == 0 && st.depth_min < 0.1 && st.depth_max > 0.9 && fabs(st.depth_sum / 90 - 0.5) < 0.2,
+          "the zero mix: uniform depths, 5-digit keys (%d bad, %d long)", st.bad, st.long_keys);
+    // The zero mix is synth_passkey's document, token for token.
+    uint32_t a[999 + 2 * PASSKEY_KEY_MAX], b[999];
+    uint8_t w[999 + 2 * PASSKEY_KEY_MAX];
+    PasskeyInfo ia, ib;
+    synth_passkey_train(21, 4, 999, &plain, NULL, a, w, &ia);
+    synth_passkey(21, 4, 999, -1, NULL, b, &ib);
+    CHECK(memcmp(a, b, sizeof b) == 0 && ia.key == ib.key, "the zero mix gives synth_passkey's document");
+}
+
+// The draw is pinned: the long-context recipe's measured runs depend on it. The digest is that of the JSONL
+// records `passkey --write-jsonl` wrote before the generator moved into data/ (md5 1d717f75... of the same text):
+// 40 documents of 300 and 700 tokens, seed 1, edge-frac 0.6, edge-span 0.02, long-frac 0.5, key-max 12.
+static void test_pinned_draw(void) {
+    PasskeyMix mx = {.depth = -1, .edge_frac = 0.6, .edge_span = 0.02, .edge_far = 0.5, .long_frac = 0.5, .key_max = 12};
+    uint32_t doc[700 + 2 * PASSKEY_KEY_MAX];
+    uint8_t w[700 + 2 * PASSKEY_KEY_MAX];
+    uint64_t h = 0xcbf29ce484222325ull, bytes = 0;
+    char line[2048];
+    for (int k = 0; k < 40; k++) {
+        PasskeyInfo info;
+        uint64_t n = synth_passkey_train(1, (uint64_t)k, k % 2 ? 699 : 299, &mx, NULL, doc, w, &info);
+        int p = snprintf(line, sizeof line, "{\"completion\":\"");
+        for (uint64_t i = info.answer_pos; i < n; i++) line[p++] = (char)doc[i];
+        p += snprintf(line + p, sizeof line - p, "\",\"prompt\":\"");
+        for (uint64_t i = 0; i < info.answer_pos; i++) line[p++] = (char)doc[i];
+        p += snprintf(line + p, sizeof line - p, "\"}\n");
+        for (int i = 0; i < p; i++) h = (h ^ (unsigned char)line[i]) * 0x100000001b3ull;
+        bytes += (uint64_t)p;
+    }
+    CHECK(h == 0x056957ea7b6c3dc9ull && bytes == 21298, "the training documents' draw changed (digest %016" PRIx64 ", %" PRIu64
+          " bytes): the recipe's measured runs would not repeat", h, bytes);
+}
+
 int main(void) {
     test_passkey();
     test_recall();
     test_prepare_synthetic();
     test_windows();
+    test_train_mix();
+    test_pinned_draw();
     return test_finish();
 }

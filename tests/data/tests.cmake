@@ -1,13 +1,19 @@
-# tests/data/tests.cmake — data tests (label `data`): shard format, corruption, loader layouts and resume, prepare, synthetic tasks.
-foreach(t test_shard test_loader test_prepare test_synthetic test_loss_mask)
-  if(EXISTS ${CMAKE_SOURCE_DIR}/tests/data/${t}.c)
-    add_executable(${t} tests/data/${t}.c)
-    target_link_libraries(${t} PRIVATE ringgpt_core)
-    add_test(NAME data_${t} COMMAND ${t})
-    set_tests_properties(data_${t} PROPERTIES LABELS data TIMEOUT 120)
-  endif()
+# tests/data/tests.cmake — data/: shard format and corruption, loader layouts and resume, prepare, synthetic tasks, loss masks,
+# tokenizers (ids = HF tokenizers), and libFuzzer on the shard reader and the tokenizer.json parser.
+foreach(t shard loader prepare synthetic loss_mask)
+  add_executable(test_${t} ${CMAKE_SOURCE_DIR}/tests/data/test_${t}.c)
+  target_link_libraries(test_${t} PRIVATE ringgpt_lib)
+  add_test(NAME data_${t} COMMAND test_${t})
+  set_tests_properties(data_${t} PROPERTIES LABELS data TIMEOUT 120)
 endforeach()
-add_test(NAME data_cli COMMAND bash ${CMAKE_SOURCE_DIR}/tests/data/test_cli.sh ${RINGGPT_BIN})
-set_tests_properties(data_cli PROPERTIES LABELS data TIMEOUT 120)
-add_test(NAME data_threads COMMAND bash ${CMAKE_SOURCE_DIR}/tests/data/test_threads.sh ${RINGGPT_BIN})
-set_tests_properties(data_threads PROPERTIES LABELS data TIMEOUT 120)
+foreach(script test_cli test_threads tokenizer_compat tokenizer_bad_input tokenizer_pipeline)
+  string(REGEX REPLACE "^test_" "" name ${script})
+  add_test(NAME data_${name} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/data/${script}.sh ${RINGGPT_BIN})
+  set_tests_properties(data_${name} PROPERTIES LABELS data TIMEOUT 180 SKIP_RETURN_CODE 77)
+endforeach()
+# libFuzzer for ~20 s and ~15 s (label fuzz); SKIP (77) without clang's libFuzzer runtime.
+add_test(NAME data_fuzz_shard_reader
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/data/fuzz_shard.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR} 20 ${RINGGPT_BIN})
+add_test(NAME data_fuzz_tokenizer_json
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/data/fuzz_tokenizer.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR} 15 ${RINGGPT_BIN})
+set_tests_properties(data_fuzz_shard_reader data_fuzz_tokenizer_json PROPERTIES LABELS "data;fuzz" TIMEOUT 180 SKIP_RETURN_CODE 77)

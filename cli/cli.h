@@ -1,0 +1,9 @@
+// cli/cli.h — what the commands share: the dp × sp grid of the inference commands.
+#pragma once
+#include <stdbool.h>
+
+#include "core/comm.h"
+
+// The dp × sp grid of an inference command (eval, sample, passkey): sp must be at least 1 and divide
+// the world (one line from rank 0 otherwise). With auto_threads, *threads is shared among the ranks of a node.
+CommGrid cli_infer_grid(int sp, bool auto_threads, int *threads);

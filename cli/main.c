@@ -1,0 +1,58 @@
+// cli/main.c — the ringgpt binary: dispatches to a subcommand (train, prepare, inspect, ...).
+#include <stdio.h>
+#include <string.h>
+
+#include "core/common.h"
+#include "cli/commands.h"
+#include "version.h"   // generated at build time: RINGGPT_VERSION, RINGGPT_COMMIT
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} Command;
+
+static const Command COMMANDS[] = {
+    {"train", cmd_train, "train a model (CPU; `mpirun -np N ringgpt train --sp S` for the ring)"},
+    {"prepare", cmd_prepare, "text, token files, llm.c shards or a synthetic task -> compressed, checksummed shards"},
+    {"inspect", cmd_inspect, "summary of a dataset or shard; --verify checks every CRC and index"},
+    {"eval", cmd_eval, "loss and perplexity of a checkpoint on data; --dump-logits for export checks"},
+    {"sample", cmd_sample, "generate text from a checkpoint (KV cache; temperature, top-k, seed)"},
+    {"passkey", cmd_passkey, "passkey retrieval by length x depth: greedy exact match, JSON + CSV (ring with --sp)"},
+    {"export", cmd_export, "checkpoint -> Hugging Face Llama directory (config.json + model.safetensors)"},
+    {"import", cmd_import, "Hugging Face Llama directory (safetensors, sharded or not) -> ringgpt checkpoint"},
+    {"tokenizer", cmd_tokenizer, "byte-level BPE: train a tokenizer.json, encode text to ids, decode ids to text"},
+};
+enum { N_COMMANDS = sizeof COMMANDS / sizeof COMMANDS[0] };
+
+// Every switch is a flag; these variables are test hooks only (docs/usage.md, "Environment").
+static const char ENVIRONMENT[] =
+    "environment (test hooks, not settings; docs/usage.md):\n"
+    "  RINGGPT_DEVICE=cpu|cuda|auto    the default of --device where it is not given (ctest sets cpu)\n"
+    "  RINGGPT_DEBUG_CKPT_KILL=S:P     (testing) SIGKILL at kill point P of the S-th checkpoint save\n"
+    "  RINGGPT_ATTN_BACKWARD=heads|tiles  (testing) force one of the two CPU attention backward schedules\n";
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: ringgpt COMMAND [flags]   (ringgpt COMMAND --help for its flags)\n"
+               "       ringgpt --version\n\ncommands:\n");
+    for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+    fprintf(f, "\n%s", ENVIRONMENT);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("ringgpt %s (commit %s)\n", RINGGPT_VERSION, RINGGPT_COMMIT);
+        return 0;
+    }
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (strcmp(argv[1], COMMANDS[i].name) == 0) return COMMANDS[i].run(argc - 1, argv + 1);
+    fail_usage("unknown command '%s'; run `ringgpt --help` for the list", argv[1]);
+}

@@ -1,0 +1,353 @@
+// cli/passkey.c — `ringgpt passkey`: greedy exact match of a hidden key for every (length, depth) cell, prefill + decode over the ring.
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkpoints/load.h"
+#include "cli/cli.h"
+#include "core/args.h"
+#include "core/comm.h"
+#include "core/common.h"
+#include "core/rng.h"
+#include "data/source.h"
+#include "data/synthetic.h"
+#include "data/tokenizer.h"
+#include "model/decode.h"
+#include "cli/commands.h"
+
+enum { MAX_LENGTHS = 64, MAX_DEPTHS = 1001 };
+
+typedef struct {
+    int n_len, n_depth, trials;
+    int64_t lengths[MAX_LENGTHS];   // document tokens, its EOS included (= the training --doc-len / --seq-len)
+    double depths[MAX_DEPTHS];      // where the key sits in the filler: 0 = start, 1 = end
+    uint64_t seed;
+    const char *haystack;           // NULL: the generator's filler sentences
+} Grid;
+
+static void parse_lengths(Grid *g, const char *spec) { g->n_len = args_parse_lengths("--lengths", spec, g->lengths, MAX_LENGTHS); }
+
+static void check_lengths(const Grid *g) {
+    for (int i = 0; i < g->n_len; i++)
+        if ((uint64_t)g->lengths[i] < passkey_min_len() + 2)
+            comm_fail_usage_all("--lengths: %" PRId64 " tokens is too short for a passkey document (at least %" PRIu64
+                                " with its EOS); use longer lengths", g->lengths[i], passkey_min_len() + 2);
+}
+
+// "0:1:0.1" (start:stop:step, stop included) or "0,0.5,1".
+static void parse_depths(Grid *g, const char *spec) {
+    double a, b, step;
+    int used = 0;
+    g->n_depth = 0;
+    if (sscanf(spec, "%lf:%lf:%lf%n", &a, &b, &step, &used) == 3 && spec[used] == 0) {
+        if (!(step > 0) || !(b >= a)) comm_fail_usage_all("--depths %s: need start <= stop and step > 0, e.g. 0:1:0.1", spec);
+        double n = floor((b - a) / step + 1e-9) + 1;
+        if (n > MAX_DEPTHS) comm_fail_usage_all("--depths %s: %.0f depths, at most %d; use a larger step", spec, n, MAX_DEPTHS);
+        for (int i = 0; i < (int)n; i++) g->depths[g->n_depth++] = a + i * step;
+    } else {
+        const char *p = spec;
+        while (*p) {
+            char *end;
+            double v = strtod(p, &end);
+            if (end == p || (*end != ',' && *end))
+                comm_fail_usage_all("--depths %s: write start:stop:step (0:1:0.1) or a list (0,0.5,1)", spec);
+            if (g->n_depth == MAX_DEPTHS) comm_fail_usage_all("--depths: at most %d depths", MAX_DEPTHS);
+            g->depths[g->n_depth++] = v;
+            p = *end ? end + 1 : end;
+        }
+    }
+    if (g->n_depth == 0) comm_fail_usage_all("--depths is empty; write e.g. --depths 0:1:0.1");
+    for (int i = 0; i < g->n_depth; i++) {
+        if (fabs(g->depths[i] - 1) < 1e-9) g->depths[i] = 1;   // 0:1:0.1 lands on 1 up to rounding
+        if (!(g->depths[i] >= 0 && g->depths[i] <= 1))
+            comm_fail_usage_all("--depths %s: depth %g is outside 0..1 (0 = the key right after the intro, 1 = just before the"
+                                " question)", spec, g->depths[i]);
+    }
+}
+
+// The haystack texts for one length: trials windows of `filler` tokens from the dataset, in order.
+// Special tokens (EOS between documents) become spaces: the key must not sit behind a document break.
+static uint32_t *read_haystack(const char *path, uint64_t filler, int trials, uint64_t seed) {
+    DataOptions o = {.seq_len = 1, .batch = 1, .seed = seed, .dp = 1, .sp = 1, .val_fraction = 0};
+    DataSource *d = data_open(path, &o, false);   // first, how much text there is: one sample per token
+    uint64_t tokens = data_num_samples(d);
+    data_close(d);
+    if (tokens < filler + 1)
+        comm_fail_usage_all("--haystack %s is too short for length %" PRIu64 ": %" PRIu64 " tokens of text, %" PRIu64 " needed; give"
+                            " more text or shorter --lengths", path, filler + passkey_min_len() + 1, tokens, filler + 1);
+    o.seq_len = (int)filler;
+    d = data_open(path, &o, false);
+    if (data_vocab_size(d) != TOK_VOCAB_SIZE)
+        comm_fail_usage_all("--haystack %s: vocab %u is not the byte-level tokenizer's %d; prepare the haystack from text files",
+                            path, data_vocab_size(d), TOK_VOCAB_SIZE);
+    uint32_t *hay = xmalloc((size_t)trials * filler * sizeof(uint32_t), "the haystack");
+    Batch b = batch_alloc(1, (int)filler);
+    for (int t = 0; t < trials; t++) {
+        data_next(d, &b);   // wraps around (a new epoch) when the text is shorter than trials windows
+        for (uint64_t i = 0; i < filler; i++) hay[t * filler + i] = b.tokens[i] < 256 ? (uint32_t)b.tokens[i] : ' ';
+    }
+    batch_free(&b);
+    data_close(d);
+    return hay;
+}
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+// One trial: the prompt up to the answer, prefilled; then the key's digits decoded greedily. answer
+// gets PASSKEY_KEY_DIGITS tokens; returns the true key.
+static uint32_t run_trial(Decoder *s, const Grid *g, int64_t len, double depth, int trial, const uint32_t *hay,
+                          uint32_t *doc, int32_t *prompt, int32_t *answer) {
+    PasskeyInfo info;
+    uint64_t content = (uint64_t)len - 1;   // the training document's tokens before its EOS
+    synth_passkey(g->seed, (uint64_t)trial, content, depth, hay, doc, &info);
+    for (uint64_t i = 0; i < info.answer_pos; i++) prompt[i] = (int32_t)doc[i];
+    int V = s->m->cfg.vocab_size;
+    const float *logits = decode_prefill(s, prompt, (int)info.answer_pos);
+    for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) {
+        answer[d] = decode_agree(s, argmax(logits, V));
+        if (d + 1 < PASSKEY_KEY_DIGITS) logits = decode_step(s, answer[d]);
+    }
+    return info.key;
+}
+
+typedef struct {
+    int64_t *answers;   // (cells, trials, digits) decoded tokens
+    int64_t *keys;      // (cells, trials) the true keys
+    double *seconds;    // (cells) prefill + decode time, summed over trials
+} Results;
+
+// Every (length, depth, trial) job; the dp groups take them in turn, each over its ring.
+static Results run_grid(GPT *m, const Grid *g, const CommGrid *cg) {
+    int cells = g->n_len * g->n_depth, D = PASSKEY_KEY_DIGITS;
+    size_t jobs = (size_t)cells * g->trials;
+    Results r = {xcalloc(jobs * D, sizeof(int64_t), "passkey answers"), xcalloc(jobs, sizeof(int64_t), "passkey keys"),
+                 xcalloc((size_t)cells, sizeof(double), "timings")};
+    Decoder s;
+    decoder_init(&s, m, cg->ring, D);
+    bool reporter = cg->sp_index == 0;   // one rank per ring writes a job's numbers; the sums below share them
+    size_t job = 0;
+    for (int li = 0; li < g->n_len; li++) {
+        int64_t len = g->lengths[li];
+        uint64_t filler = (uint64_t)len - 1 - passkey_min_len();
+        uint32_t *hay = g->haystack ? read_haystack(g->haystack, filler, g->trials, g->seed) : NULL;
+        uint32_t *doc = xmalloc((size_t)len * sizeof(uint32_t), "a passkey document");
+        int32_t *prompt = xmalloc((size_t)len * sizeof(int32_t), "a passkey prompt");
+        double t_len = now_seconds();
+        for (int di = 0; di < g->n_depth; di++) {
+            int c = li * g->n_depth + di;
+            for (int t = 0; t < g->trials; t++, job++) {
+                if ((int)(job % cg->dp) != cg->dp_index) continue;
+                double t0 = now_seconds();
+                int32_t ans[PASSKEY_KEY_DIGITS];
+                uint32_t key = run_trial(&s, g, len, g->depths[di], t, hay ? hay + (size_t)t * filler : NULL, doc, prompt, ans);
+                if (!reporter) continue;
+                r.keys[job] = key;
+                for (int d = 0; d < D; d++) r.answers[job * D + d] = ans[d];
+                r.seconds[c] += now_seconds() - t0;
+            }
+        }
+        log_info("passkey: length %" PRId64 ": %d depths x %d trials in %.1f s\n", len, g->n_depth, g->trials, now_seconds() - t_len);
+        free(hay);
+        free(doc);
+        free(prompt);
+    }
+    decoder_free(&s);
+    comm_allreduce(cg->world, r.answers, jobs * D, COMM_I64, COMM_SUM, "passkey answers");
+    comm_allreduce(cg->world, r.keys, jobs, COMM_I64, COMM_SUM, "passkey keys");
+    comm_allreduce(cg->world, r.seconds, (size_t)cells, COMM_F64, COMM_SUM, "passkey timings");
+    return r;
+}
+
+// Exact matches and right digits of one cell.
+static void cell_score(const Grid *g, const Results *r, int c, int *exact, int *digits) {
+    *exact = *digits = 0;
+    for (int t = 0; t < g->trials; t++) {
+        size_t job = (size_t)c * g->trials + t;
+        char key[8];
+        snprintf(key, sizeof key, "%05d", (int)r->keys[job]);
+        int right = 0;
+        for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) right += r->answers[job * PASSKEY_KEY_DIGITS + d] == key[d];
+        *digits += right;
+        *exact += right == PASSKEY_KEY_DIGITS;
+    }
+}
+
+// The decoded answer as text ("12345"; a token that is not a printable byte shows as '?').
+static void answer_text(const Results *r, size_t job, char *out) {
+    for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) {
+        int64_t t = r->answers[job * PASSKEY_KEY_DIGITS + d];
+        out[d] = t >= 32 && t < 127 ? (char)t : '?';
+    }
+    out[PASSKEY_KEY_DIGITS] = 0;
+}
+
+typedef struct {
+    const char *ckpt, *label, *out;
+    const ModelConfig *model;
+    int64_t trained_len;
+    int sp, dp;
+    double seconds;
+} RunInfo;
+
+static void write_json(const char *path, const Grid *g, const Results *r, const RunInfo *ri) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "checkpoint", ri->ckpt);
+    cJSON_AddStringToObject(root, "label", ri->label);
+    cJSON_AddNumberToObject(root, "trained_seq_len", (double)ri->trained_len);
+    cJSON_AddNumberToObject(root, "rope_theta", ri->model->rope_theta);
+    cJSON_AddNumberToObject(root, "params", (double)config_num_params(ri->model));
+    cJSON_AddStringToObject(root, "haystack", g->haystack ? g->haystack : "generator filler");
+    cJSON_AddNumberToObject(root, "seed", (double)g->seed);
+    cJSON_AddNumberToObject(root, "trials", g->trials);
+    cJSON_AddNumberToObject(root, "sp", ri->sp);
+    cJSON_AddNumberToObject(root, "dp", ri->dp);
+    cJSON_AddNumberToObject(root, "seconds", ri->seconds);
+    cJSON *lens = cJSON_AddArrayToObject(root, "lengths"), *deps = cJSON_AddArrayToObject(root, "depths");
+    for (int i = 0; i < g->n_len; i++) cJSON_AddItemToArray(lens, cJSON_CreateNumber((double)g->lengths[i]));
+    for (int i = 0; i < g->n_depth; i++) cJSON_AddItemToArray(deps, cJSON_CreateNumber(g->depths[i]));
+    cJSON *cells = cJSON_AddArrayToObject(root, "cells");
+    for (int c = 0; c < g->n_len * g->n_depth; c++) {
+        int exact, digits;
+        cell_score(g, r, c, &exact, &digits);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "length", (double)g->lengths[c / g->n_depth]);
+        cJSON_AddNumberToObject(o, "depth", g->depths[c % g->n_depth]);
+        cJSON_AddNumberToObject(o, "exact_match", (double)exact / g->trials);
+        cJSON_AddNumberToObject(o, "digit_accuracy", (double)digits / (g->trials * PASSKEY_KEY_DIGITS));
+        cJSON_AddNumberToObject(o, "seconds", r->seconds[c]);
+        cJSON *ks = cJSON_AddArrayToObject(o, "keys"), *as = cJSON_AddArrayToObject(o, "answers");
+        for (int t = 0; t < g->trials; t++) {
+            char key[8], ans[8];
+            snprintf(key, sizeof key, "%05d", (int)r->keys[(size_t)c * g->trials + t]);
+            answer_text(r, (size_t)c * g->trials + t, ans);
+            cJSON_AddItemToArray(ks, cJSON_CreateString(key));
+            cJSON_AddItemToArray(as, cJSON_CreateString(ans));
+        }
+        cJSON_AddItemToArray(cells, o);
+    }
+    char *text = cJSON_Print(root);
+    if (!text) fail("%s: out of memory while writing the results", path);
+    FILE *f = xfopen(path, "w");
+    xfwrite(text, strlen(text), f, path);
+    xfwrite("\n", 1, f, path);
+    xfclose(f, path);
+    free(text);
+    cJSON_Delete(root);
+}
+
+static void write_csv(const char *path, const Grid *g, const Results *r) {
+    FILE *f = xfopen(path, "w");
+    if (fprintf(f, "length,depth,trials,exact_match,digit_accuracy,seconds\n") < 0) fail("%s: write failed", path);
+    for (int c = 0; c < g->n_len * g->n_depth; c++) {
+        int exact, digits;
+        cell_score(g, r, c, &exact, &digits);
+        if (fprintf(f, "%" PRId64 ",%.4g,%d,%.4f,%.4f,%.3f\n", g->lengths[c / g->n_depth], g->depths[c % g->n_depth], g->trials,
+                    (double)exact / g->trials, (double)digits / (g->trials * PASSKEY_KEY_DIGITS), r->seconds[c]) < 0)
+            fail("%s: write failed", path);
+    }
+    xfclose(f, path);
+}
+
+// The table on the console: one row per length, one column per depth, exact match in percent.
+static void print_table(const Grid *g, const Results *r) {
+    log_info("exact match %% (%d trials per cell; rows: length, columns: depth)\n%8s", g->trials, "");
+    for (int d = 0; d < g->n_depth; d++) log_info(" %5.2f", g->depths[d]);
+    log_info("   mean\n");
+    for (int l = 0; l < g->n_len; l++) {
+        int sum = 0;
+        log_info("%8" PRId64, g->lengths[l]);
+        for (int d = 0; d < g->n_depth; d++) {
+            int exact, digits;
+            cell_score(g, r, l * g->n_depth + d, &exact, &digits);
+            sum += exact;
+            log_info(" %5.0f", 100.0 * exact / g->trials);
+        }
+        log_info(" %6.1f\n", 100.0 * sum / (g->trials * g->n_depth));
+    }
+}
+
+static const ArgCommand PASSKEY_CMD = {
+    "passkey", "ringgpt passkey CKPT --lengths 1K,4K,16K --depths 0:1:0.1 --trials N [flags]   (mpiexec -np dp·sp ... --sp S)",
+    "Passkey retrieval by length x depth: for every cell, --trials documents from the synthetic generator (the format\n"
+    "`prepare --synthetic passkey` trains on; a length counts the document's EOS, like --doc-len) are cut before the\n"
+    "answer, prefilled through the model (the ring's forward with --sp) and the key's 5 digits decoded greedily with\n"
+    "the KV cache sharded over the ring. A cell scores exact match (all 5 digits) and digit accuracy. --haystack hides\n"
+    "the key in real text from a dataset instead of the generator's filler. Writes OUT.json and OUT.csv; the heatmap:\n"
+    "python3 scripts/plot_passkey.py OUT.json (several JSON files: one panel per stage). Training documents of the\n"
+    "same task come from `ringgpt prepare --synthetic passkey`."};
+
+int cmd_passkey(int argc, char **argv) {
+    comm_init(&argc, &argv);
+    const char *lengths = "1K", *depths = "0:1:0.25", *out = "passkey", *label = NULL, *pos[1] = {NULL};
+    Grid g = {.trials = 5, .seed = 7};
+    int64_t seed = 7;
+    int sp = 1, threads = omp_get_num_procs();
+    float rope_theta = 0;
+    ArgSpec specs[] = {
+        {"--lengths", ARG_STRING, &lengths, "document lengths in tokens, EOS included (K = 1024, M = 1024²), comma-separated"},
+        {"--depths", ARG_STRING, &depths, "key depths in 0..1: start:stop:step (stop included) or a comma list"},
+        {"--trials", ARG_INT, &g.trials, "documents (keys) per cell"},
+        {"--seed", ARG_I64, &seed, "seed of the documents (keys); keep it apart from the training data's"},
+        {"--haystack", ARG_STRING, &g.haystack, "hide the key in text from this dataset or text file (needle in a haystack)"},
+        {"--out", ARG_STRING, &out, "results: OUT.json and OUT.csv"},
+        {"--label", ARG_STRING, &label, "name of this run in the JSON and the heatmap (default: the checkpoint path)"},
+        {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base"},
+        {"--sp", ARG_INT, &sp, "ring size: ranks that split each document (mpiexec -np dp·sp; dp groups split the trials)"},
+        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
+    };
+    int n = sizeof specs / sizeof specs[0];
+    int n_pos = args_parse(&PASSKEY_CMD, specs, n, argc, argv, pos, 1);
+    if (n_pos != 1) comm_fail_usage_all("passkey needs a checkpoint: ringgpt passkey CKPT --lengths 1K,4K --depths 0:1:0.1");
+    CommGrid cg = cli_infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
+    cpu_threads(threads);
+    g.seed = (uint64_t)seed;
+    if (g.trials < 1) comm_fail_usage_all("--trials must be at least 1 (got %d)", g.trials);
+    parse_lengths(&g, lengths);
+    parse_depths(&g, depths);
+    check_lengths(&g);
+    if (g.haystack && access(g.haystack, R_OK) != 0)
+        comm_fail_usage_all("--haystack %s: cannot open; give a dataset directory (ringgpt prepare) or a text file", g.haystack);
+    GPT m;
+    CkptState st;
+    load_model(pos[0], &m, rope_theta, &st);
+    if (m.cfg.vocab_size != TOK_VOCAB_SIZE)
+        comm_fail_usage_all("%s: vocab %d is not the byte-level tokenizer's %d; passkey documents are byte tokens", pos[0],
+                            m.cfg.vocab_size, TOK_VOCAB_SIZE);
+    log_info("passkey: %s (%.2fM parameters, trained at %d tokens, rope theta %g), %d lengths x %d depths x %d trials, "
+             "%dx%d ranks (dp x sp), %d threads\n", pos[0], config_num_params(&m.cfg) / 1e6, st.run.seq_len, m.cfg.rope_theta,
+             g.n_len, g.n_depth, g.trials, cg.dp, sp, threads);
+    double t0 = now_seconds();
+    Results r = run_grid(&m, &g, &cg);
+    RunInfo ri = {.ckpt = pos[0], .label = label ? label : pos[0], .model = &m.cfg, .trained_len = st.run.seq_len,
+                  .sp = sp, .dp = cg.dp, .seconds = now_seconds() - t0};
+    print_table(&g, &r);
+    double rss = peak_rss_mb();
+    comm_allreduce(cg.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");
+    log_info("passkey: peak RSS per rank %.0f MB (the largest rank's)\n", rss);
+    if (cg.rank == 0) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s.json", out);
+        write_json(path, &g, &r, &ri);
+        snprintf(path, sizeof path, "%s.csv", out);
+        write_csv(path, &g, &r);
+        log_info("passkey: %.1f s; results in %s.json and %s.csv; heatmap: python3 scripts/plot_passkey.py %s.json\n",
+                 ri.seconds, out, out, out);
+    }
+    free(r.answers);
+    free(r.keys);
+    free(r.seconds);
+    gpt_free(&m);
+    comm_grid_free(&cg);
+    comm_finalize();
+    return 0;
+}

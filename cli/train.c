@@ -1,0 +1,129 @@
+// cli/train.c — `ringgpt train`: the flags (command line, --config, a saved run's config.json), then the run (train/train.c).
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoints/train_ckpt.h"
+#include "cli/commands.h"
+#include "cli/train_config.h"
+#include "core/args.h"
+#include "core/comm.h"
+#include "core/common.h"
+#include "train/train.h"
+
+static const ArgCommand TRAIN_CMD = {
+    "train", "ringgpt train --data FILE.txt|DIR [flags]",
+    "Trains a Llama-style model (CPU or GPU, one rank or a ring under mpirun/srun). A text file is read\n"
+    "with the byte-level tokenizer (the last --val-fraction is held out for validation unless --val-data\n"
+    "is given). --config FILE gives flags as JSON; every run writes the resolved flags to OUT/config.json,\n"
+    "which --resume and --init-from read back, so neither needs the flags again. Writes OUT/metrics.jsonl\n"
+    "(one JSON object per step); scripts/plot_metrics.py plots it."};
+
+// Fills *t from argv. Model-shape flags override the preset named by --model.
+static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
+    *t = (TrainConfig){.out = "out", .model = "small", .schedule = "cosine", .seq_len = 256, .batch = 4,
+                       .grad_accum = 1, .steps = 100, .warmup = 10, .threads = omp_get_num_procs(), .log_every = 1,
+                       .eval_every = 0, .eval_batches = 4, .loss_chunk = 256, .lr = 1e-3f, .min_lr = 1e-4f,
+                       .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .clip = 1.0f, .val_fraction = 0.1f,
+                       .seed = 1337, .dp = 1, .sp = 1, .comm_timeout = 600,
+                       .debug_exit_rank = -1, .loss_on = "masked", .recompute = "none",
+                       .device = getenv("RINGGPT_DEVICE") ? getenv("RINGGPT_DEVICE") : "auto", .ring_overlap = true,
+                       .logits_mb = 512};
+    ModelConfig *mc = &t->model_cfg;
+    int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0;
+    float rope_theta = 0;
+    ArgSpec specs[] = {
+        {"--data", ARG_STRING, &t->data, "training data: a text file or a dataset directory (ringgpt prepare)"},
+        {"--config", ARG_STRING, &t->config, "flags as a JSON object {\"seq-len\": 1024, ...}; the command line overrides it"},
+        {"--val-data", ARG_STRING, &t->val_data, "validation data", .dflt = "the held-out tail of --data"},
+        {"--val-fraction", ARG_FLOAT, &t->val_fraction, "fraction of a text file held out for validation"},
+        {"--out", ARG_STRING, &t->out, "output directory (metrics.jsonl)"},
+        {"--model", ARG_STRING, &t->model, "preset: tiny, small, base, 125m"},
+        {"--layers", ARG_INT, &layers, "layer count", .dflt = "preset"},
+        {"--dim", ARG_INT, &dim, "model width", .dflt = "preset"},
+        {"--heads", ARG_INT, &heads, "query head count", .dflt = "preset"},
+        {"--kv-heads", ARG_INT, &kv_heads, "key/value head count (GQA; divides --heads)", .dflt = "preset"},
+        {"--ffn-dim", ARG_INT, &ffn, "SwiGLU hidden width", .dflt = "preset"},
+        {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base", .dflt = "preset"},
+        {"--tie-embeddings", ARG_BOOL, &t->tie_embeddings, "share the token embedding with the LM head"},
+        {"--seq-len", ARG_INT, &t->seq_len, "tokens per sequence T"},
+        {"--batch", ARG_INT, &t->batch, "sequences per micro-step B (per data-parallel group)"},
+        {"--grad-accum", ARG_INT, &t->grad_accum, "micro-steps per optimizer step"},
+        {"--steps", ARG_INT, &t->steps, "optimizer steps"},
+        {"--lr", ARG_FLOAT, &t->lr, "peak learning rate"},
+        {"--min-lr", ARG_FLOAT, &t->min_lr, "final learning rate of the cosine schedule"},
+        {"--warmup", ARG_INT, &t->warmup, "linear warmup steps"},
+        {"--schedule", ARG_STRING, &t->schedule, "cosine or constant (after warmup)"},
+        {"--weight-decay", ARG_FLOAT, &t->weight_decay, "AdamW decoupled weight decay (2-D weights only)"},
+        {"--beta1", ARG_FLOAT, &t->beta1, "AdamW beta1"},
+        {"--beta2", ARG_FLOAT, &t->beta2, "AdamW beta2"},
+        {"--clip", ARG_FLOAT, &t->clip, "global gradient-norm clip (0 = off)"},
+        {"--seed", ARG_I64, &t->seed, "seed of the initial weights and of the data order"},
+        {"--no-shuffle", ARG_BOOL, &t->no_shuffle, "read samples in stream order every epoch (no shuffle)"},
+        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
+        {"--log-every", ARG_INT, &t->log_every, "print a progress line every N steps"},
+        {"--eval-every", ARG_INT, &t->eval_every, "validation loss every N steps (0 = only at the end)"},
+        {"--eval-batches", ARG_INT, &t->eval_batches, "batches per validation"},
+        {"--loss-chunk", ARG_INT, &t->loss_chunk, "rows per chunk of the fused LM head + loss"},
+        {"--loss-on", ARG_STRING, &t->loss_on, "masked: only targets the data's loss weights select count (data without weights: all); all: every target"},
+        {"--doc-mask", ARG_BOOL, &t->doc_mask, "attention stays inside each document of a packed window (documents end at EOS)"},
+        {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible)",
+         .dflt = "$RINGGPT_DEVICE, else auto"},
+        {"--recompute", ARG_STRING, &t->recompute, "activations kept for the backward: none, mlp (recompute the MLP's) or "
+                                                   "full (keep x, O, LSE per layer; attention never re-runs)"},
+        {"--mem-budget", ARG_FLOAT, &t->mem_budget, "memory per rank in MiB the plan must fit", .dflt = "the available memory"},
+        {"--sp", ARG_INT, &t->sp, "ring size: ranks that split one sequence (mpirun -np dp·sp)"},
+        {"--ring-overlap", ARG_BOOL, &t->ring_overlap, "start each KV hop before computing the block (=false: wait for it first,"
+                                                        " the serial baseline of the overlap measurement)"},
+        {"--peak-tflops", ARG_FLOAT, &t->peak_tflops, "dense bf16 peak per GPU for MFU", .dflt = "a table of known GPUs"},
+        {"--matmul", ARG_STRING, &t->matmul, "CUDA matmul operands: bf16, tf32 or fp32", .dflt = "bf16"},
+        {"--attn", ARG_STRING, &t->attn, "CUDA attention kernels: flash (sm_80 mma.sync) or sm90 (Hopper, hd 64/128)",
+         .dflt = "flash"},
+        {"--comm", ARG_STRING, &t->comm, "CUDA ring and gradient exchange: auto, nccl or mpi (host staging)", .dflt = "auto"},
+        {"--logits-mb", ARG_INT, &t->logits_mb, "CUDA: MiB of logits per chunk of the fused LM head (0: --loss-chunk rows)"},
+        {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},
+        {"--debug-exit-rank", ARG_INT, &t->debug_exit_rank, "(testing) this rank leaves the job at --debug-exit-step", .dflt = "none"},
+        {"--debug-exit-step", ARG_INT, &t->debug_exit_step, "(testing) the step at which --debug-exit-rank leaves"},
+        {"--debug-stall", ARG_BOOL, &t->debug_stall, "(testing) the --debug-exit-rank rank stalls instead of exiting"},
+        {"--ckpt-every", ARG_INT, &t->ckpt_every, "checkpoint every N steps and at the end (0 = only at the end, -1 = never)"},
+        {"--keep", ARG_INT, &t->keep, "keep the newest K checkpoints (0 = all)"},
+        {"--resume", ARG_STRING, &t->resume, "continue from the newest valid checkpoint in --out (bare), `auto` (if any), or PATH"},
+        {"--init-from", ARG_STRING, &t->init_from, "start a new run from the weights (and architecture) of a checkpoint or HF Llama directory"},
+    };
+    int n = sizeof specs / sizeof specs[0];
+    const char *pos[1];
+    args_parse(&TRAIN_CMD, specs, n, argc, argv, pos, 0);
+    ShapeGiven given = train_apply_config_files(&TRAIN_CMD, specs, n);
+    t->sp_inherited = !given.sp && args_seen(specs, n, "--sp");
+    if (!config_preset(mc, t->model))
+        fail_usage("unknown --model '%s'; choose one of %s", t->model, config_preset_names());
+    if (args_seen(specs, n, "--layers")) mc->n_layer = layers;
+    if (args_seen(specs, n, "--dim")) mc->dim = dim;
+    if (args_seen(specs, n, "--heads")) mc->n_head = heads;
+    if (args_seen(specs, n, "--kv-heads")) mc->n_kv_head = kv_heads;
+    else if (args_seen(specs, n, "--heads")) mc->n_kv_head = heads;
+    if (args_seen(specs, n, "--ffn-dim")) mc->ffn_dim = ffn;
+    if (args_seen(specs, n, "--rope-theta")) mc->rope_theta = rope_theta;
+    mc->tie_embeddings = t->tie_embeddings;
+    if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0))
+        t->init_vocab = train_adopt_source_shape(t->init_from, t->model, mc, given);
+    t->threads_auto = !args_seen(specs, n, "--threads");
+    if (!recompute_parse(t->recompute, &t->recompute_mode))
+        fail_usage("unknown --recompute '%s'; use none, mlp or full", t->recompute);
+    // The resolved flags: the shape as the model has it, so the file alone rebuilds this run.
+    layers = mc->n_layer, dim = mc->dim, heads = mc->n_head, kv_heads = mc->n_kv_head, ffn = mc->ffn_dim;
+    rope_theta = mc->rope_theta, t->tie_embeddings = mc->tie_embeddings;
+    t->config_json = args_to_json(specs, n, TRAIN_NOT_SAVED);
+    const char *const per_node[] = {"--threads", "--device", NULL};
+    t->same_json = args_to_json(specs, n, per_node);
+}
+
+int cmd_train(int argc, char **argv) {
+    comm_init(&argc, &argv);   // MPI when launched by mpirun/srun, else a one-rank world
+    TrainConfig t;
+    ckpt_normalize_resume_flag(argc, argv);   // a bare --resume means the newest checkpoint
+    parse_train_flags(&t, argc, argv);
+    train_run(&t);
+    comm_finalize();
+    return 0;
+}

@@ -1,0 +1,47 @@
+# cmake/cuda.cmake — the CUDA toolkit and NCCL, and the CUDA parts of the core, attention and model layers.
+enable_language(CUDA)
+# sm_90 machine code plus compute_90 PTX (newer GPUs JIT the PTX); add 80 with -DRINGGPT_CUDA_ARCHS="80;90-real;90-virtual".
+if(NOT DEFINED RINGGPT_CUDA_ARCHS)
+  set(RINGGPT_CUDA_ARCHS "90-real;90-virtual")
+endif()
+set(CMAKE_CUDA_ARCHITECTURES ${RINGGPT_CUDA_ARCHS})
+set(CMAKE_CUDA_FLAGS_RELEASE "-O3 -DNDEBUG")
+find_package(CUDAToolkit REQUIRED)
+
+# NCCL: header next to the toolkit's, library in its lib64 (or the system's); optional.
+find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} $ENV{NCCL_HOME}/include)
+find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} $ENV{NCCL_HOME}/lib)
+if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+  set(RINGGPT_HAVE_NCCL ON)
+  message(STATUS "ringgpt: NCCL: ${NCCL_LIBRARY}")
+else()
+  set(RINGGPT_HAVE_NCCL OFF)
+  message(WARNING "ringgpt: NCCL not found (set NCCL_HOME): the CUDA build exchanges ring blocks through MPI with host staging")
+endif()
+set(RINGGPT_CUDA_OPTIONS -std=c++20 -lineinfo --expt-relaxed-constexpr -Xcudafe --diag_suppress=177)
+
+# Called by ringgpt_layers for the float build: core gets the device, its memory and the NCCL comms (and
+# defines RINGGPT_HAVE_CUDA for every layer above); attention and model their kernels. cuBLASLt is not
+# linked: model/cublaslt_lazy.c loads it on first use (it costs ~210 MB RSS per process).
+function(ringgpt_cuda_layers suffix)
+  target_compile_definitions(rg_core${suffix} PUBLIC RINGGPT_HAVE_CUDA)
+  target_include_directories(rg_core${suffix} PUBLIC ${CUDAToolkit_INCLUDE_DIRS})
+  target_link_libraries(rg_core${suffix} PUBLIC CUDA::cudart ${CMAKE_DL_LIBS})
+  if(RINGGPT_HAVE_NCCL)
+    target_compile_definitions(rg_core${suffix} PRIVATE RINGGPT_HAVE_NCCL)
+    target_include_directories(rg_core${suffix} PRIVATE ${NCCL_INCLUDE_DIR})
+    target_link_libraries(rg_core${suffix} PUBLIC ${NCCL_LIBRARY})
+  endif()
+  foreach(layer attention model)
+    target_compile_options(rg_${layer}${suffix} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${RINGGPT_CUDA_OPTIONS}>)
+    set_property(TARGET rg_${layer}${suffix} PROPERTY CUDA_ARCHITECTURES ${RINGGPT_CUDA_ARCHS})
+  endforeach()
+  # The Hopper attention kernels (wgmma, TMA, setmaxnreg) exist only as sm_90a machine code, whatever
+  # RINGGPT_CUDA_ARCHS says: an object library of their own in attention's tree, linked into its library.
+  # attention_cuda.cu calls them only on a compute capability 9.0 device with --attn sm90.
+  add_library(rg_attention_sm90 OBJECT ${CMAKE_SOURCE_DIR}/attention/attention_sm90.cu)
+  set_property(TARGET rg_attention_sm90 PROPERTY CUDA_ARCHITECTURES OFF)
+  target_include_directories(rg_attention_sm90 PRIVATE ${CMAKE_BINARY_DIR}/layers/attention ${CUDAToolkit_INCLUDE_DIRS})
+  target_compile_options(rg_attention_sm90 PRIVATE -gencode=arch=compute_90a,code=sm_90a ${RINGGPT_CUDA_OPTIONS})
+  target_sources(rg_attention${suffix} PRIVATE $<TARGET_OBJECTS:rg_attention_sm90>)
+endfunction()

@@ -1,0 +1,189 @@
+// model/decode.c — decoding over the ring: block prefill, then the model's own block on one new row against a KV cache sharded over the sp ranks, merged by LSE.
+#include "model/decode.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention/ring.h"
+#include "core/common.h"
+#include "data/source.h"
+
+static void cache_attention(AttnStep *self, GPT *m, int layer, LayerActs *L, Rows r);
+
+// One row of each activation the block writes (LayerActs, N = 1), on the backend.
+static void row_alloc(LayerActs *L, const ModelConfig *c, const Backend *be) {
+    size_t C = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head, r = sizeof(real);
+    *L = (LayerActs){.x = be->alloc(C * r, "decode x"), .rstd1 = be->alloc(r, "decode rstd"), .xn1 = be->alloc(C * r, "decode xn"),
+                     .q = be->alloc(C * r, "decode q"), .k = be->alloc(KV * r, "decode k"), .v = be->alloc(KV * r, "decode v"),
+                     .att = be->alloc(C * r, "decode att"), .lse = be->alloc(H * r, "decode lse"), .xm = be->alloc(C * r, "decode xm"),
+                     .rstd2 = be->alloc(r, "decode rstd"), .xn2 = be->alloc(C * r, "decode xn"), .gate = be->alloc(F * r, "decode gate"),
+                     .up = be->alloc(F * r, "decode up")};
+}
+
+static void row_free(LayerActs *L, const Backend *be) {
+    real *bufs[] = {L->x, L->rstd1, L->xn1, L->q, L->k, L->v, L->att, L->lse, L->xm, L->rstd2, L->xn2, L->gate, L->up};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) be->release(bufs[i]);
+}
+
+void decoder_init(Decoder *s, GPT *m, Comm *ring, int max_new) {
+    const ModelConfig *c = &m->cfg;
+    const Backend *be = m->be;
+    size_t C = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head, r = sizeof(real);
+    memset(s, 0, sizeof *s);
+    s->m = m;
+    s->ring = ring && comm_size(ring) > 1 ? ring : NULL;
+    s->rank = s->ring ? comm_rank(ring) : 0;
+    s->size = s->ring ? comm_size(ring) : 1;
+    if (s->ring && !m->ring) m->ring = ring_create(ring, be, true);
+    s->cap = (max_new + s->size - 1) / s->size + 1;   // this rank's share of the decoded tokens
+    s->kc = be->alloc((size_t)c->n_layer * s->cap * KV * r, "key cache");
+    s->vc = be->alloc((size_t)c->n_layer * s->cap * KV * r, "value cache");
+    row_alloc(&s->row, c, be);
+    s->h = be->alloc(F * r, "decode h");
+    s->xn_f = be->alloc(C * r, "decode final norm");
+    s->rstd_f = be->alloc(r, "decode final norm");
+    s->l_row = be->alloc(H * r, "attention row sum");
+    s->merge = xmalloc((C + H) * r, "attention merge");
+    s->lse_max = xmalloc(H * r, "attention merge");
+    s->lg = be->alloc((size_t)c->vocab_size * r, "logits");
+    s->lg_host = xmalloc((size_t)c->vocab_size * r, "logits");
+    s->logits = xmalloc((size_t)c->vocab_size * sizeof(float), "logits");
+    s->attn = (CacheAttention){.step = {cache_attention}, .dec = s};
+}
+
+void decoder_free(Decoder *s) {
+    const Backend *be = s->m->be;
+    real *bufs[] = {s->kc, s->vc, s->h, s->xn_f, s->rstd_f, s->l_row, s->lg};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) be->release(bufs[i]);
+    row_free(&s->row, be);
+    free(s->merge);
+    free(s->lse_max);
+    free(s->lg_host);
+    free(s->logits);
+    if (s->batch.tokens) batch_free(&s->batch);
+    if (s->ring) {
+        ring_free(s->m->ring);
+        s->m->ring = NULL;
+    }
+}
+
+// logits (V, host floats) of the final-norm row xn (C, on the backend).
+static void head_logits(Decoder *s, const real *xn) {
+    const ModelConfig *c = &s->m->cfg;
+    s->m->be->matmul_forward(s->lg, xn, s->m->w.lm_head, 1, c->dim, c->vocab_size);
+    s->m->be->to_host(s->lg_host, s->lg, (size_t)c->vocab_size * sizeof(real));
+    for (int i = 0; i < c->vocab_size; i++) s->logits[i] = (float)s->lg_host[i];
+}
+
+const float *decode_prefill(Decoder *s, const int32_t *tokens, int n) {
+    GPT *m = s->m;
+    const ModelConfig *c = &m->cfg;
+    int W = s->size, r = s->rank;
+    if (n < 1) fail("internal: an empty prompt");
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
+            fail("prompt token %d at position %d is outside the model's vocabulary (%d)", tokens[i], i, c->vocab_size);
+    // The zigzag layout cuts the sequence into 2·sp equal chunks: pad the end (any valid token: it is
+    // in the future of every prompt token, so causal attention never lets it change them).
+    int T = W == 1 ? n : (n + 2 * W - 1) / (2 * W) * (2 * W), chunk = T / (2 * W);
+    int32_t *sample = xcalloc((size_t)T + 1, sizeof(int32_t), "the prompt");
+    memcpy(sample, tokens, (size_t)n * sizeof(int32_t));
+    if (s->batch.tokens) batch_free(&s->batch);
+    s->batch = batch_alloc(1, T / W);
+    batch_put_sample(&s->batch, 0, sample, T, W, r);
+    free(sample);
+    for (int i = 0; i < T / W; i++) s->batch.targets[i] = -1;   // no loss: only the activations matter
+    gpt_forward(m, &s->batch, 0, false, NULL);
+    // This rank's cache rows: its chunks' positions below n.
+    int starts[2] = {W == 1 ? 0 : r * chunk, (2 * W - 1 - r) * chunk}, lens[2] = {W == 1 ? n : chunk, W == 1 ? 0 : chunk};
+    for (int i = 0; i < 2; i++) {
+        int valid = n - starts[i];
+        s->seg_off[i] = i * chunk;
+        s->seg_len[i] = valid < 0 ? 0 : valid < lens[i] ? valid : lens[i];
+    }
+    // The next token's logits come from the row of position n-1; its rank shares them.
+    memset(s->logits, 0, (size_t)c->vocab_size * sizeof(float));
+    for (int i = 0; i < T / W; i++)
+        if (s->batch.pos[i] == n - 1) head_logits(s, m->act.xn_f + (size_t)i * c->dim);
+    if (s->ring) comm_allreduce(s->ring, s->logits, (size_t)c->vocab_size, COMM_F32, COMM_SUM, "prefill logits");
+    s->len = s->prompt_len = n;
+    s->n_dec = 0;
+    return s->logits;
+}
+
+// Merges this rank's partial attention of the one query row (out (H·hd) normalised, lse (H)) with the
+// other ranks': O = Σ_r exp(lse_r − M) O_r / Σ_r exp(lse_r − M), M = max_r lse_r. A rank whose shard
+// had no key has lse −inf and weight 0.
+static void merge_ring(Decoder *s, real *out, const real *lse) {
+    const ModelConfig *c = &s->m->cfg;
+    const Backend *be = s->m->be;
+    int H = c->n_head, hd = cfg_head_dim(c);
+    real *o = s->merge, *w = s->merge + (size_t)H * hd;
+    be->to_host(o, out, (size_t)H * hd * sizeof(real));
+    be->to_host(s->lse_max, lse, (size_t)H * sizeof(real));
+    memcpy(w, s->lse_max, (size_t)H * sizeof(real));   // keep this rank's lse in w until the max is known
+    comm_allreduce(s->ring, s->lse_max, (size_t)H, COMM_REAL, COMM_MAX, "decode attention max");
+    for (int h = 0; h < H; h++) {
+        w[h] = isinf(w[h]) ? 0 : exp(w[h] - s->lse_max[h]);
+        for (int d = 0; d < hd; d++) o[h * hd + d] *= w[h];
+    }
+    comm_allreduce(s->ring, s->merge, (size_t)H * hd + H, COMM_REAL, COMM_SUM, "decode attention merge");
+    for (int h = 0; h < H; h++)
+        for (int d = 0; d < hd; d++) o[h * hd + d] /= w[h];
+    be->to_device(out, o, (size_t)H * hd * sizeof(real));
+}
+
+// The decoding attention step: L->att (H·hd) = softmax(q·Kᵀ/√hd) V over every cached key of the layer,
+// all in the new token's past — the prefill shard and the decoded tokens this rank holds (the new
+// token's own joins them first when this rank owns it) — through the backend's block kernel, then
+// merged over the ring; L->lse gets the row's LSE.
+static void cache_attention(AttnStep *self, GPT *m, int l, LayerActs *L, Rows r) {
+    (void)r;
+    CacheAttention *a = (CacheAttention *)self;
+    Decoder *s = a->dec;
+    const ModelConfig *c = &m->cfg;
+    const Backend *be = m->be;
+    const LayerActs *P = &m->act.layers[l];   // the prefill's keys and values
+    size_t KV = cfg_kv_dim(c), layer = (size_t)l * s->cap * KV;
+    if (a->owner) {
+        be->copy(s->kc + layer + (size_t)s->n_dec * KV, L->k, KV * sizeof(real));
+        be->copy(s->vc + layer + (size_t)s->n_dec * KV, L->v, KV * sizeof(real));
+    }
+    int n_dec = s->n_dec + a->owner;
+    AttnShape shape = {.n_head = c->n_head, .n_kv_head = c->n_kv_head, .head_dim = cfg_head_dim(c)};
+    AttnState st = {.acc = L->att, .m = L->lse, .l = s->l_row};
+    be->attn_state_reset(&shape, st, 1);
+    for (int i = 0; i < 2; i++)
+        if (s->seg_len[i] > 0)
+            be->attn_forward_block(&shape, st, L->q, 1, P->k + s->seg_off[i] * KV, P->v + s->seg_off[i] * KV, s->seg_len[i],
+                                   ATTN_FULL, NULL);
+    if (n_dec > 0) be->attn_forward_block(&shape, st, L->q, 1, s->kc + layer, s->vc + layer, n_dec, ATTN_FULL, NULL);
+    be->attn_finalize(&shape, st, L->att, L->lse, 1);
+    if (s->ring) merge_ring(s, L->att, L->lse);
+}
+
+const float *decode_step(Decoder *s, int token) {
+    GPT *m = s->m;
+    const ModelConfig *c = &m->cfg;
+    if (s->prompt_len == 0) fail("internal: decode_step before decode_prefill");
+    if (token < 0 || token >= c->vocab_size) fail("token %d is outside the vocabulary (%d)", token, c->vocab_size);
+    int32_t pos = s->len, tok = token;
+    s->attn.owner = (pos - s->prompt_len) % s->size == s->rank;   // round-robin: the shards stay balanced
+    if (s->attn.owner && s->n_dec >= s->cap) fail("internal: KV cache full (%d decoded tokens on this rank)", s->cap);
+    Rows row = {.B = 1, .T = 1, .pos = &pos};
+    gpt_embed(m, s->row.x, &tok, 1);
+    for (int l = 0; l < c->n_layer; l++) gpt_layer_forward(m, l, &s->row, s->h, row, &s->attn.step, s->row.x);
+    s->n_dec += s->attn.owner;
+    s->len++;
+    gpt_final_norm(m, s->xn_f, s->rstd_f, s->row.x, 1);
+    head_logits(s, s->xn_f);
+    return s->logits;
+}
+
+int decode_agree(Decoder *s, int token) {
+    if (!s->ring) return token;
+    int64_t t = s->rank == 0 ? token : 0;
+    comm_allreduce(s->ring, &t, 1, COMM_I64, COMM_SUM, "sampled token");
+    return (int)t;
+}

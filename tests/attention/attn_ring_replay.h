@@ -1,0 +1,144 @@
+// tests/attention/attn_ring_replay.h — replays the ring's schedule of attention blocks in one process on a backend (shared by the GPU attention tests).
+// For every rank r and every step's KV owner j (the three cases of attention/ring.c: j == r causal,
+// j < r full, j > r second half of the rows), forward and backward through the block API, with or
+// without document ids; returns every rank's out, LSE, dQ and the dK/dV each KV block collects.
+#pragma once
+#include <math.h>
+
+#include "tests/gpu_test.h"
+
+typedef struct {
+    int H, Hkv, hd, sp, c;   // heads, kv heads, head dim, ring size, zigzag chunk length (T = 2·sp·c)
+    int docs;                // 1: documents start at 0, T/7, T/3, T/3+1 and 5T/6 (attention stays inside them)
+} Case;
+
+// Document ids of every position in zigzag rank order (rank r's L ids at + r·L), as ring.h lays them out.
+static inline int32_t *zigzag_docs(const Case *c) {
+    int T = 2 * c->sp * c->c, L = 2 * c->c, starts[] = {0, T / 7, T / 3, T / 3 + 1, 5 * T / 6};
+    int32_t *z = xmalloc((size_t)T * sizeof(int32_t), "doc ids");
+    for (int r = 0; r < c->sp; r++)
+        for (int i = 0; i < L; i++) {
+            int p = i < c->c ? r * c->c + i : (2 * c->sp - 1 - r) * c->c + i - c->c, d = 0;
+            while (d + 1 < 5 && starts[d + 1] <= p) d++;
+            z[(size_t)r * L + i] = d;
+        }
+    return z;
+}
+
+static inline void fwd(const Backend *be, const AttnShape *s, AttnState st, const float *q, int nq, const float *k,
+                       const float *v, int nk, AttnMask mask, AttnDocs docs) {
+    be->attn_forward_block(s, st, q, nq, k, v, nk, mask, docs.q ? &docs : NULL);
+}
+
+static inline void bwd(const Backend *be, const AttnShape *s, float *dq, float *dk, float *dv, const float *q,
+                       const float *k, const float *v, const float *dout, const float *lse, const float *D, int nq, int nk,
+                       AttnMask mask, AttnDocs docs) {
+    be->attn_backward_block(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, mask, docs.q ? &docs : NULL);
+}
+
+typedef struct {
+    float *out, *lse, *dq;   // (sp, L, H, hd), (sp, L, H), (sp, L, H, hd): every rank's rows, rank-major
+    float *dk, *dv;          // (sp, L, Hkv, hd): each rank's KV block gradient after the full ring
+} Result;
+
+// Rank r's local rows of a token-major global tensor (T, W): chunk r then chunk 2·sp−1−r.
+static inline float *local_rows(const float *g, int r, const Case *c, int W) {
+    int L = 2 * c->c;
+    float *out = xmalloc((size_t)L * W * sizeof(float), "local rows");
+    memcpy(out, g + (size_t)r * c->c * W, (size_t)c->c * W * sizeof(float));
+    memcpy(out + (size_t)c->c * W, g + (size_t)(2 * c->sp - 1 - r) * c->c * W, (size_t)c->c * W * sizeof(float));
+    return out;
+}
+
+static inline Result run_ring(const Backend *be, const Case *c, const float *q, const float *k, const float *v,
+                       const float *dout) {
+    const int L = 2 * c->c, half = c->c, sp = c->sp;
+    const int QW = c->H * c->hd, KW = c->Hkv * c->hd;
+    AttnShape s = {.n_head = c->H, .n_kv_head = c->Hkv, .head_dim = c->hd};
+    Result res = {xcalloc((size_t)sp * L * QW, 4, "out"), xcalloc((size_t)sp * L * c->H, 4, "lse"),
+                  xcalloc((size_t)sp * L * QW, 4, "dq"), xcalloc((size_t)sp * L * KW, 4, "dk"),
+                  xcalloc((size_t)sp * L * KW, 4, "dv")};
+    float **kb = xcalloc(sp, sizeof(float *), "kv"), **vb = xcalloc(sp, sizeof(float *), "kv");
+    for (int j = 0; j < sp; j++) {   // every rank's KV block, resident on the backend
+        float *hk = local_rows(k, j, c, KW), *hv = local_rows(v, j, c, KW);
+        kb[j] = on(be, hk, (size_t)L * KW), vb[j] = on(be, hv, (size_t)L * KW);
+        free(hk), free(hv);
+    }
+    float *acc = be->alloc((size_t)L * QW * 4, "acc"), *m = be->alloc((size_t)L * c->H * 4, "m");
+    float *l = be->alloc((size_t)L * c->H * 4, "l"), *D = be->alloc((size_t)L * c->H * 4, "D");
+    float *dq = be->alloc((size_t)L * QW * 4, "dq"), *dk = be->alloc((size_t)L * KW * 4, "dk");
+    float *dv = be->alloc((size_t)L * KW * 4, "dv");
+    size_t qo = (size_t)half * QW, so = (size_t)half * c->H;
+    int32_t *zd = NULL, *hz = c->docs ? zigzag_docs(c) : NULL;   // document ids on the backend
+    if (hz) {
+        zd = be->alloc((size_t)sp * L * sizeof(int32_t), "doc ids");
+        be->to_device(zd, hz, (size_t)sp * L * sizeof(int32_t));
+    }
+    for (int r = 0; r < sp; r++) {
+        float *hq = local_rows(q, r, c, QW), *hdo = local_rows(dout, r, c, QW);
+        float *ql = on(be, hq, (size_t)L * QW), *dol = on(be, hdo, (size_t)L * QW);
+        AttnState st = {.acc = acc, .m = m, .l = l};
+        be->attn_state_reset(&s, st, L);
+        for (int step = 0; step < sp; step++) {
+            int j = (r - step + sp) % sp;
+            AttnDocs dd = zd ? (AttnDocs){zd + (size_t)r * L, zd + (size_t)j * L} : (AttnDocs){0};
+            AttnDocs late_d = zd ? (AttnDocs){dd.q + half, dd.k} : (AttnDocs){0};
+            if (j == r) fwd(be, &s, st, ql, L, kb[j], vb[j], L, ATTN_CAUSAL, dd);
+            else if (j < r) fwd(be, &s, st, ql, L, kb[j], vb[j], half, ATTN_FULL, dd);
+            else {
+                AttnState late = {.acc = acc + qo, .m = m + so, .l = l + so};
+                fwd(be, &s, late, ql + qo, half, kb[j], vb[j], L, ATTN_FULL, late_d);
+            }
+        }
+        float *out = acc, *lse = m;   // finalize in place, as the ring does
+        be->attn_finalize(&s, st, out, lse, L);
+        be->to_host(res.out + (size_t)r * L * QW, out, (size_t)L * QW * 4);
+        be->to_host(res.lse + (size_t)r * L * c->H, lse, (size_t)L * c->H * 4);
+        // Backward with the global LSE: dq accumulates over the steps, dk/dv go to block j's owner.
+        be->attn_backward_prep(&s, D, dol, out, L);
+        be->zero(dq, (size_t)L * QW * 4);
+        for (int step = 0; step < sp; step++) {
+            int j = (r - step + sp) % sp;
+            be->zero(dk, (size_t)L * KW * 4);
+            be->zero(dv, (size_t)L * KW * 4);
+            AttnDocs dd = zd ? (AttnDocs){zd + (size_t)r * L, zd + (size_t)j * L} : (AttnDocs){0};
+            AttnDocs late_d = zd ? (AttnDocs){dd.q + half, dd.k} : (AttnDocs){0};
+            if (j == r) bwd(be, &s, dq, dk, dv, ql, kb[j], vb[j], dol, lse, D, L, L, ATTN_CAUSAL, dd);
+            else if (j < r) bwd(be, &s, dq, dk, dv, ql, kb[j], vb[j], dol, lse, D, L, half, ATTN_FULL, dd);
+            else
+                bwd(be, &s, dq + qo, dk, dv, ql + qo, kb[j], vb[j], dol + qo, lse + so, D + so, half, L, ATTN_FULL, late_d);
+            float *hk = back(be, dk, (size_t)L * KW), *hv = back(be, dv, (size_t)L * KW);
+            for (size_t i = 0; i < (size_t)L * KW; i++) {
+                res.dk[(size_t)j * L * KW + i] += hk[i];
+                res.dv[(size_t)j * L * KW + i] += hv[i];
+            }
+            free(hk), free(hv);
+        }
+        be->to_host(res.dq + (size_t)r * L * QW, dq, (size_t)L * QW * 4);
+        be->release(ql), be->release(dol);
+        free(hq), free(hdo);
+    }
+    if (zd) be->release(zd);
+    free(hz);
+    for (int j = 0; j < sp; j++) be->release(kb[j]), be->release(vb[j]);
+    free(kb), free(vb);
+    be->release(acc), be->release(m), be->release(l), be->release(D), be->release(dq), be->release(dk), be->release(dv);
+    return res;
+}
+
+static inline void host_compare(const char *what, const Case *c, const float *g, const float *ref, size_t n, double tol) {
+    double dmax = 0, smax = 1e-20;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)g[i] - ref[i]);
+        if (!(d <= dmax)) dmax = d;
+        smax = fmax(smax, fabs((double)ref[i]));
+    }
+    double err = dmax / smax;
+    CHECK(err <= tol, "H=%d Hkv=%d hd=%d sp=%d chunk=%d%s %s: relative error %.3e > %.0e", c->H, c->Hkv, c->hd, c->sp,
+          c->c, c->docs ? " docs" : "", what, err, tol);
+    printf("  H=%d Hkv=%d hd=%3d sp=%d chunk=%3d%s %-4s rel err %.3e (tol %.0e)\n", c->H, c->Hkv, c->hd, c->sp, c->c,
+           c->docs ? " docs" : "", what, err, tol);
+}
+
+static inline void free_result(Result r) { free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv); }
+

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# tests/cli/infer_cli.sh — eval, sample and passkey through the binary: rings of sp ranks give one rank's results; bad input fails in one line.
+# Usage: infer_cli.sh RINGGPT MPIEXEC
+# A tiny model trained 30 steps on copy text (so its greedy answers vary) is evaluated on one rank and on
+# rings: eval loss within 1e-6 relative at sp 2, 3, 4 and dp 2 x sp 2; sample's greedy continuation of a
+# prompt from a file and from stdin identical at sp 1, 2, 3; passkey's decoded answers identical at sp 1, 2, 4
+# (with the generator's filler and with a --haystack); then the bad inputs, each exit 2 with one line.
+set -euo pipefail
+BIN=$1 MPIEXEC=$2
+. "$(dirname "$0")/../train/ring_common.sh"
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+pass=0
+ok() { echo "ok: $*"; pass=$((pass + 1)); }
+fail() { echo "FAIL: $*"; exit 1; }
+make_copy_text "$W/copy.txt" 400
+"$BIN" train --data "$W/copy.txt" --model tiny --seq-len 48 --batch 8 --steps 80 --lr 3e-3 --warmup 5 --threads 1 \
+  --log-every 30 --out "$W/run" >/dev/null
+
+# eval: loss of one rank vs rings (and dp groups)
+eval_loss() { sed -nE 's/^eval: loss ([0-9.]+) .*/\1/p'; }
+ref=$("$BIN" eval "$W/run" --data "$W/copy.txt" --seq-len 48 --batch 2 --batches 4 --threads 1 | eval_loss)
+[[ -n $ref ]] || fail "no eval loss from one rank"
+for layout in "2 2" "3 3" "4 4" "4 2"; do
+  read -r np sp <<<"$layout"
+  got=$(mpirun_np "$np" "$BIN" eval "$W/run" --data "$W/copy.txt" --seq-len 48 --batch 2 --batches 4 --threads 1 --sp "$sp" | eval_loss)
+  awk -v a="$ref" -v b="$got" 'BEGIN { d = (a - b) / a; if (d < 0) d = -d; exit !(b != "" && d <= 1e-6) }' ||
+    fail "eval loss over $np ranks (sp $sp) is '$got', one rank $ref"
+  ok "eval loss over $np ranks (sp $sp) $got = one rank's $ref"
+done
+
+# sample: greedy continuation of a 300-byte prompt, from a file and from stdin
+head -c 300 "$W/copy.txt" > "$W/prompt.txt"
+ref=$("$BIN" sample "$W/run" --prompt-file "$W/prompt.txt" --tokens 40 --temperature 0 2>/dev/null)
+[[ ${#ref} -ge 20 ]] || fail "sample printed '$ref'"
+for sp in 2 3; do
+  got=$(mpirun_np "$sp" "$BIN" sample "$W/run" --prompt-file "$W/prompt.txt" --tokens 40 --temperature 0 --sp "$sp" 2>/dev/null)
+  [[ $got == "$ref" ]] || fail "sample over sp $sp: '$got', one rank: '$ref'"
+  got=$(mpirun_np "$sp" "$BIN" sample "$W/run" --prompt-file - --tokens 40 --temperature 0 --sp "$sp" < "$W/prompt.txt" 2>/dev/null)
+  [[ $got == "$ref" ]] || fail "sample over sp $sp from stdin: '$got', one rank: '$ref'"
+  ok "sample over sp $sp (file and stdin) = one rank: $ref"
+done
+
+# passkey: the decoded answers (and keys) of every cell
+answers() { grep -E '"(keys|answers)"' "$1"; }
+"$BIN" passkey "$W/run" --lengths 200,301 --depths 0:1:0.5 --trials 2 --threads 1 --out "$W/pk1" >/dev/null
+"$BIN" passkey "$W/run" --lengths 300 --depths 0,1 --trials 2 --threads 1 --haystack "$W/copy.txt" --out "$W/hay1" >/dev/null
+[[ -s $W/pk1.csv && $(wc -l < "$W/pk1.csv") -eq 7 ]] || fail "passkey CSV: $(cat "$W/pk1.csv")"
+for sp in 2 4; do
+  mpirun_np "$sp" "$BIN" passkey "$W/run" --lengths 200,301 --depths 0:1:0.5 --trials 2 --threads 1 --sp "$sp" --out "$W/pk$sp" >/dev/null
+  [[ $(answers "$W/pk$sp.json") == "$(answers "$W/pk1.json")" ]] || fail "passkey answers over sp $sp differ from one rank's"
+  mpirun_np "$sp" "$BIN" passkey "$W/run" --lengths 300 --depths 0,1 --trials 2 --threads 1 --haystack "$W/copy.txt" --sp "$sp" \
+    --out "$W/hay$sp" >/dev/null
+  [[ $(answers "$W/hay$sp.json") == "$(answers "$W/hay1.json")" ]] || fail "needle answers over sp $sp differ from one rank's"
+  ok "passkey and needle answers over sp $sp = one rank's"
+done
+grep -q "The grass is green" <<<"$(answers "$W/hay1.json")" && fail "the haystack run used the generator's filler"
+
+# bad input: exit 2, one line naming the problem
+expect2() {
+  local pattern=$1; shift
+  local err rc=0
+  err=$("$@" 2>&1 >/dev/null) || rc=$?
+  [[ $rc -eq 2 ]] || fail "exit $rc (expected 2) from: $* : $err"
+  grep -q -- "$pattern" <<<"$err" || fail "'$pattern' not in: $err"
+  [[ $(grep -c 'ringgpt:' <<<"$err") -eq 1 ]] || fail "expected one error line from: $*: $err"
+  ok "exit 2: $(grep 'ringgpt:' <<<"$err")"
+}
+expect2 "too short for a passkey" "$BIN" passkey "$W/run" --lengths 100 --threads 1
+expect2 "outside 0..1" "$BIN" passkey "$W/run" --depths 0:2:0.5 --threads 1
+expect2 "write e.g. --lengths" "$BIN" passkey "$W/run" --lengths 1X --threads 1
+head -c 150 "$W/copy.txt" > "$W/short.txt"
+expect2 "too short for length" "$BIN" passkey "$W/run" --lengths 1K --haystack "$W/short.txt" --threads 1
+expect2 "cannot open" "$BIN" passkey "$W/run" --haystack "$W/nothing" --threads 1
+expect2 "not divisible by 2·sp" mpirun_np 3 "$BIN" eval "$W/run" --data "$W/copy.txt" --seq-len 50 --sp 3 --threads 1
+expect2 "multiple of dp" mpirun_np 2 "$BIN" eval "$W/run" --data "$W/copy.txt" --seq-len 48 --batches 3 --threads 1
+expect2 "sp = 2 ranks" mpirun_np 4 "$BIN" sample "$W/run" --prompt x --sp 2 --threads 1
+expect2 "cannot open" "$BIN" sample "$W/run" --prompt-file "$W/nothing"
+rc=0; err=$("$BIN" passkey "$W/nothing" 2>&1 >/dev/null) || rc=$?
+[[ $rc -ne 0 && $(grep -c 'ringgpt:' <<<"$err") -eq 1 ]] || fail "missing checkpoint: exit $rc: $err"
+ok "missing checkpoint: exit $rc: $err"
+echo "$pass passed, 0 failed"

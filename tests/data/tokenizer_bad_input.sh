@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# tests/data/tokenizer_bad_input.sh — a malformed or unsupported tokenizer.json names its field; bad ids in decode are named; exit codes.
+set -uo pipefail
+BIN=$1
+. "$(dirname "$0")/tokenizer_common.sh"
+# A minimal valid byte-level BPE: the 256 byte tokens (GPT-2's byte -> character map), two merges, one special token.
+python3 - "$W" <<'PY'
+import json, sys
+bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+cs, n = bs[:], 0
+for b in range(256):
+    if b not in bs: bs.append(b); cs.append(256 + n); n += 1
+ch = {b: chr(c) for b, c in zip(bs, cs)}
+vocab = {ch[b]: b for b in range(256)}
+vocab["ab"] = 256; vocab["abc"] = 257
+tok = {"version": "1.0", "added_tokens": [{"id": 258, "content": "<|endoftext|>", "special": True, "normalized": False,
+       "lstrip": False, "rstrip": False, "single_word": False}], "normalizer": None,
+       "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}, "post_processor": None,
+       "decoder": {"type": "ByteLevel"}, "model": {"type": "BPE", "vocab": vocab, "merges": [["a", "b"], "ab c"]}}
+d = sys.argv[1]
+def save(name, t): json.dump(t, open(f"{d}/{name}.json", "w"))
+save("good", tok)
+import copy
+def variant(name, f):
+    t = copy.deepcopy(tok); f(t); save(name, t)
+variant("norm", lambda t: t.update(normalizer={"type": "NFC"}))
+variant("wordpiece", lambda t: t["model"].update(type="WordPiece"))
+variant("merge_oov", lambda t: t["model"]["merges"].append(["ab", "zz"]))
+variant("merge_form", lambda t: t["model"]["merges"].append("a b c"))
+variant("no_byte", lambda t: t["model"]["vocab"].pop("a"))
+variant("pretok", lambda t: t.update(pre_tokenizer={"type": "Whitespace"}))
+variant("split_beh", lambda t: t.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
+    {"type": "Split", "pattern": {"Regex": "\\s+"}, "behavior": "Removed", "invert": False}, {"type": "ByteLevel", "use_regex": False}]}))
+variant("bad_regex", lambda t: t.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
+    {"type": "Split", "pattern": {"Regex": "(\\p{L}+"}, "behavior": "Isolated", "invert": False}, {"type": "ByteLevel", "use_regex": False}]}))
+variant("decoder", lambda t: t.update(decoder={"type": "WordPiece"}))
+variant("lstrip", lambda t: t["added_tokens"][0].update(lstrip=True))
+variant("bad_id", lambda t: t["model"]["vocab"].update(x=-3))
+PY
+check "a valid minimal tokenizer loads (eos from <|endoftext|>)" grep -q "vocab 259, eos 258, bos -1" <("$BIN" tokenizer info --tokenizer "$W/good.json")
+check "merges apply: 'abc' is one token" test "$(printf abc | "$BIN" tokenizer encode --tokenizer "$W/good.json")" = 257
+check "special text becomes its id" test "$(printf 'ab<|endoftext|>' | "$BIN" tokenizer encode --tokenizer "$W/good.json")" = "256 258"
+printf '{"model": {"type": "BPE", "vocab": {' > "$W/trunc.json"
+expect_fail 1 "trunc.json: not a JSON object" "$BIN" tokenizer encode --tokenizer "$W/trunc.json"
+expect_fail 1 "normalizer: type 'NFC' is not supported" "$BIN" tokenizer info --tokenizer "$W/norm.json"
+expect_fail 1 "model.type: 'WordPiece' is not supported" "$BIN" tokenizer info --tokenizer "$W/wordpiece.json"
+expect_fail 1 "model.merges[2]: token 'zz' is not in model.vocab" "$BIN" tokenizer info --tokenizer "$W/merge_oov.json"
+expect_fail 1 "model.merges[2]: not \"a b\"" "$BIN" tokenizer info --tokenizer "$W/merge_form.json"
+expect_fail 1 "model.vocab: has no token for byte 0x61" "$BIN" tokenizer info --tokenizer "$W/no_byte.json"
+expect_fail 1 "pre_tokenizer.type: 'Whitespace' is not supported" "$BIN" tokenizer info --tokenizer "$W/pretok.json"
+expect_fail 1 "pre_tokenizer.pretokenizers[0].behavior: only \"Isolated\"" "$BIN" tokenizer info --tokenizer "$W/split_beh.json"
+expect_fail 1 "pre_tokenizer.pretokenizers[0]: regex does not compile" "$BIN" tokenizer info --tokenizer "$W/bad_regex.json"
+expect_fail 1 "decoder: 'WordPiece' is not supported" "$BIN" tokenizer info --tokenizer "$W/decoder.json"
+expect_fail 1 "added_tokens[0].lstrip: true is not supported" "$BIN" tokenizer info --tokenizer "$W/lstrip.json"
+expect_fail 1 "model.vocab[\"x\"]: id is not an integer in 0..4194303" "$BIN" tokenizer info --tokenizer "$W/bad_id.json"
+expect_fail 1 "missing.json: cannot open" "$BIN" tokenizer info --tokenizer "$W/missing.json"
+expect_fail 2 "needs --tokenizer FILE" "$BIN" tokenizer encode
+expect_fail 2 "unknown tokenizer subcommand 'frobnicate'" "$BIN" tokenizer frobnicate
+echo "97 259 98" > "$W/ids.txt"
+expect_fail 1 "ids.txt: id 1 is 259: not a token of this tokenizer (vocab size 259)" "$BIN" tokenizer decode --tokenizer "$W/good.json" "$W/ids.txt"
+expect_fail 1 "stdin: id 1 (byte 3) is not a non-negative integer" sh -c "echo '97 -5' | '$BIN' tokenizer decode --tokenizer '$W/good.json'"
+printf '\xff\xfe\x80abc\xc3' > "$W/bin.txt"
+check "non-UTF-8 text encodes and decodes back" cmp -s "$W/bin.txt" <("$BIN" tokenizer encode --tokenizer "$W/good.json" "$W/bin.txt" |
+                                                                  "$BIN" tokenizer decode --tokenizer "$W/good.json")
+: > "$W/empty.txt"
+check "empty text encodes to nothing" sh -c "out=\$('$BIN' tokenizer encode --tokenizer '$W/good.json' '$W/empty.txt') && test -z \"\$out\""
+finish

@@ -1,0 +1,125 @@
+// tests/model/test_recompute.c — every --recompute mode gives gradients bit-identical to none, without one more ring exchange.
+// Usage: test_recompute [SP] (one rank when run plainly; under mpiexec -np dp·SP for the ring). For each model
+// shape (GQA, tied head, an FFN narrower than the model) every rank runs one forward + backward per mode on
+// its own slice, then compares its loss and every gradient to none's bit for bit, counts the ring's packets
+// (RingStats.exchanges), and checks that the activations allocated equal the memory plan's figures.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention/ring.h"
+#include "core/comm.h"
+#include "core/common.h"
+#include "core/rng.h"
+#include "data/source.h"
+#include "model/gpt.h"
+#include "model/ops.h"
+#include "model/memplan.h"
+#include "tests/check.h"
+
+enum { B = 2, CHUNK = 6, SEED = 11 };
+
+typedef struct {
+    const char *name;
+    ModelConfig cfg;
+} Shape;
+
+static const Shape SHAPES[] = {
+    {"gqa", {.n_layer = 2, .dim = 96, .n_head = 6, .n_kv_head = 2, .ffn_dim = 128, .vocab_size = 64,
+             .rope_theta = 10000, .norm_eps = 1e-5f}},
+    {"tied head", {.n_layer = 3, .dim = 64, .n_head = 4, .n_kv_head = 4, .ffn_dim = 160, .vocab_size = 80,
+                   .rope_theta = 10000, .norm_eps = 1e-5f, .tie_embeddings = true}},
+    {"narrow ffn", {.n_layer = 2, .dim = 64, .n_head = 2, .n_kv_head = 1, .ffn_dim = 24, .vocab_size = 50,
+                    .rope_theta = 500, .norm_eps = 1e-5f}},
+};
+
+// This rank's slice of B random sequences of T+1 tokens (the same samples on the sp ranks of a dp group).
+static Batch make_batch(int T, int V, const CommGrid *g) {
+    Batch b = batch_alloc(B, T / g->sp);
+    int32_t *s = xmalloc((size_t)(T + 1) * sizeof(int32_t), "sample");
+    for (int i = 0; i < B; i++) {
+        Rng r;
+        rng_seed(&r, 500 + g->dp_index * B + i);
+        for (int t = 0; t <= T; t++) s[t] = (int32_t)rng_below(&r, V);
+        batch_put_sample(&b, i, s, T, g->sp, g->sp_index);
+    }
+    free(s);
+    return b;
+}
+
+typedef struct {
+    double loss;
+    real *grads;
+    long exchanges;
+} StepResult;
+
+static StepResult run_step(GPT *m, const Batch *b, Recompute mode, double grad_scale) {
+    m->recompute = mode;
+    gpt_zero_grad(m);
+    if (m->ring) ring_stats_reset(m->ring);
+    StepResult r = {.loss = gpt_forward(m, b, grad_scale, true, NULL)};
+    gpt_backward(m, b);
+    r.grads = xmalloc(m->table.total * sizeof(real), "gradients");
+    memcpy(r.grads, m->grads, m->table.total * sizeof(real));
+    r.exchanges = m->ring ? ring_stats(m->ring).exchanges : 0;
+    return r;
+}
+
+// The bytes acts_ensure allocated are the plan's (model/memplan.c states the layout a second time).
+static void check_plan(const GPT *m, Recompute mode, int T_local, int sp, const char *shape) {
+    ActSizes s = act_sizes(&m->cfg, mode, B, T_local, sp);
+    const Activations *a = &m->act;
+    CHECK(a->kept_bytes == s.kept_per_layer * m->cfg.n_layer * sizeof(real) && a->work_bytes == s.work * sizeof(real) &&
+              a->shared_bytes == s.shared * sizeof(real),
+          "%s, --recompute %s: allocated kept/work/shared %zu/%zu/%zu bytes, plan says %zu/%zu/%zu", shape,
+          recompute_name(mode), a->kept_bytes, a->work_bytes, a->shared_bytes,
+          s.kept_per_layer * m->cfg.n_layer * sizeof(real), s.work * sizeof(real), s.shared * sizeof(real));
+}
+
+static void test_shape(const Shape *sh, const CommGrid *g) {
+    int T = 2 * g->sp * CHUNK;
+    GPT m;
+    gpt_init(&m, &sh->cfg, &BACKEND_CPU, SEED);
+    m.ring = g->sp > 1 ? ring_create(g->ring, &BACKEND_CPU, true) : NULL;
+    Batch b = make_batch(T, sh->cfg.vocab_size, g);
+    double grad_scale = 1.0 / ((double)B * g->dp * T);
+    // none first and last: switching modes on one model reallocates and must change nothing either.
+    const Recompute order[] = {RECOMPUTE_NONE, RECOMPUTE_MLP, RECOMPUTE_FULL, RECOMPUTE_NONE, RECOMPUTE_FULL};
+    StepResult ref = run_step(&m, &b, RECOMPUTE_NONE, grad_scale);
+    // Per step: each layer and sequence sends sp−1 KV packets forward and sp+1 KV/dKV packets backward.
+    long expect = g->sp > 1 ? (long)sh->cfg.n_layer * B * 2 * g->sp : 0;
+    CHECK(ref.exchanges == expect, "%s: %ld ring exchanges per step, expected %ld", sh->name, ref.exchanges, expect);
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        StepResult r = run_step(&m, &b, order[i], grad_scale);
+        check_plan(&m, order[i], b.T, g->sp, sh->name);
+        size_t differ = 0;
+        for (size_t k = 0; k < m.table.total; k++) differ += memcmp(&r.grads[k], &ref.grads[k], sizeof(real)) != 0;
+        CHECK(r.loss == ref.loss && differ == 0, "%s, --recompute %s, rank %d: loss %.17g vs %.17g (none); %zu of %zu "
+              "gradient elements differ", sh->name, recompute_name(order[i]), comm_rank(g->world), r.loss, ref.loss,
+              differ, m.table.total);
+        CHECK(r.exchanges == ref.exchanges, "%s, --recompute %s: %ld ring exchanges, none: %ld", sh->name,
+              recompute_name(order[i]), r.exchanges, ref.exchanges);
+        free(r.grads);
+    }
+    log_info("  %-10s dp=%d sp=%d T=%d: mlp and full bit-identical to none, %ld ring exchanges per step in every mode\n",
+             sh->name, g->dp, g->sp, T, ref.exchanges);
+    free(ref.grads);
+    batch_free(&b);
+    ring_free(m.ring);
+    m.ring = NULL;
+    gpt_free(&m);
+}
+
+int main(int argc, char **argv) {
+    comm_init(&argc, &argv);
+    comm_set_timeout(120);
+    int sp = argc > 1 ? atoi(argv[1]) : comm_size(comm_world());
+    CommGrid g = comm_grid(sp);
+    for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++) test_shape(&SHAPES[i], &g);
+    double failed = check_failed;
+    comm_allreduce(g.world, &failed, 1, COMM_F64, COMM_MAX, "failures");
+    int rc = comm_rank(g.world) == 0 ? check_summary() : check_failed != 0;
+    comm_grid_free(&g);
+    comm_finalize();
+    return rc || failed > 0;
+}

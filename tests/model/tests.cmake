@@ -1,0 +1,57 @@
+# tests/model/tests.cmake — model/: finite-difference gradients (double build), the model on a dp × sp grid, decoding = the
+# training forward, document masks, recompute, and the CUDA ops = the CPU's.
+add_executable(test_grad ${CMAKE_SOURCE_DIR}/tests/model/test_grad.c)
+target_link_libraries(test_grad PRIVATE ringgpt_lib64)
+add_test(NAME model_grad_check COMMAND test_grad)
+set_tests_properties(model_grad_check PROPERTIES LABELS model ENVIRONMENT "OMP_NUM_THREADS=2")
+
+foreach(prec f32 f64)
+  foreach(t test_ring_model test_decode test_doc_mask)
+    add_executable(${t}_${prec} ${CMAKE_SOURCE_DIR}/tests/model/${t}.c)
+    target_link_libraries(${t}_${prec} PRIVATE ${RINGGPT_LIB_${prec}})
+  endforeach()
+  # One training step (loss, every named gradient) on sp ∈ {2,3,4} and dp×sp = 2×2 = one rank's.
+  foreach(layout "2;2" "3;3" "4;4" "4;2")
+    list(GET layout 0 np)
+    list(GET layout 1 sp)
+    math(EXPR dp "${np} / ${sp}")
+    ringgpt_mpi_test(model_ring_dp${dp}_sp${sp}_${prec} model ${np} $<TARGET_FILE:test_ring_model_${prec}> ${sp})
+  endforeach()
+  # Decoding (prefill, then one token at a time through the same block with the KV cache sharded over sp ∈ {1,2,3,4})
+  # gives the training forward's logits at every position.
+  foreach(sp 1 2 3 4)
+    ringgpt_mpi_test(model_decode_sp${sp}_${prec} model ${sp} $<TARGET_FILE:test_decode_${prec}>)
+  endforeach()
+  # --doc-mask: a packed window equals its documents trained alone, sp ∈ {1,2,3}; the ring skips the predicted block calls.
+  foreach(sp 1 2 3)
+    ringgpt_mpi_test(model_doc_mask_sp${sp}_${prec} model ${sp} $<TARGET_FILE:test_doc_mask_${prec}> ${sp})
+  endforeach()
+endforeach()
+
+# Activation recompute: mlp and full give gradients bit-identical to none (fp32), with the same ring exchanges and the
+# memory plan's byte counts; one rank, sp 2 and 3, dp×sp 2×2.
+add_executable(test_recompute ${CMAKE_SOURCE_DIR}/tests/model/test_recompute.c)
+target_link_libraries(test_recompute PRIVATE ringgpt_lib)
+add_test(NAME model_recompute_1rank COMMAND test_recompute 1)
+set_tests_properties(model_recompute_1rank PROPERTIES LABELS model ENVIRONMENT "OMP_NUM_THREADS=1" TIMEOUT 120)
+foreach(layout "2;2" "3;3" "4;2")
+  list(GET layout 0 np)
+  list(GET layout 1 sp)
+  math(EXPR dp "${np} / ${sp}")
+  ringgpt_mpi_test(model_recompute_dp${dp}_sp${sp} model ${np} $<TARGET_FILE:test_recompute> ${sp})
+endforeach()
+
+# GPU (label gpu; SKIP without a device): every CUDA op, the bf16 GEMMs and their weight shadow, a whole step and a
+# 200-step loss curve against the CPU.
+if(RINGGPT_HAVE_CUDA)
+  foreach(t test_gpu_ops test_gpu_bf16 test_gpu_model)
+    add_executable(${t} ${CMAKE_SOURCE_DIR}/tests/model/${t}.c)
+    target_link_libraries(${t} PRIVATE ringgpt_lib)
+  endforeach()
+  ringgpt_gpu_test(model_gpu_ops test_gpu_ops)
+  ringgpt_gpu_test(model_gpu_bf16 test_gpu_bf16)
+  ringgpt_gpu_test(model_gpu_step_and_curve test_gpu_model)
+else()
+  add_test(NAME gpu_not_built COMMAND sh -c "echo 'SKIP: this build has no CUDA backend (no nvcc, or -DRINGGPT_CUDA=OFF)'; exit 77")
+  set_tests_properties(gpu_not_built PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
+endif()

@@ -1,0 +1,17 @@
+# tests/train/ring_common.sh — shared by the ring's shell tests: mpirun flags, test data, metrics.jsonl reading.
+# Open MPI needs --allow-run-as-root as root and --oversubscribe for more ranks than cores; one
+# OpenMP thread per rank keeps oversubscribed ranks from fighting over the cores.
+mpirun_np() { local np=$1; shift; "$MPIEXEC" --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1 -np "$np" "$@"; }
+
+# A copy task as text: blocks of 16 random letters from a 16-letter alphabet, each followed by its copy.
+# Deterministic (awk's srand with a fixed seed).
+make_copy_text() {
+  awk -v n="$2" 'BEGIN { srand(5); a = "abcdefghijklmnop";
+    for (i = 0; i < n; i++) { b = ""; for (j = 0; j < 16; j++) b = b substr(a, int(rand() * 16) + 1, 1);
+      printf "%s%s", b, b } }' > "$1"
+}
+
+# Prints "step loss" (or "step val_loss" with key val_loss) for every line of a metrics.jsonl that has it.
+metric_column() {
+  sed -nE "s/.*\"step\": ([0-9]+),.*\"$2\": ([-0-9.e]+).*/\1 \2/p" "$1"
+}

@@ -1,0 +1,49 @@
+// train/train.h — a training run from its resolved flags: layout, data, model, the loop, checkpoints, metrics.
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/config.h"
+#include "model/memplan.h"
+
+// The resolved flags of `ringgpt train` (cli/train.c fills them from the command line, --config and a saved
+// run's config.json; see `ringgpt train --help` for each).
+typedef struct TrainConfig {
+    const char *data, *val_data, *out, *model, *schedule;
+    ModelConfig model_cfg;
+    int seq_len, batch, grad_accum, steps, warmup, threads, log_every, eval_every, eval_batches, loss_chunk;
+    float lr, min_lr, weight_decay, beta1, beta2, clip, val_fraction;
+    int64_t seed;
+    bool tie_embeddings;
+    bool no_shuffle;     // samples in stream order
+    int dp, sp;          // layout (one rank: 1×1); world = dp·sp ranks
+    int dp_index, sp_index;
+    float comm_timeout;  // seconds any wait for another rank may take before the job is aborted
+    int debug_exit_rank, debug_exit_step;   // tests: that rank leaves (or stalls) at that step
+    bool debug_stall;
+    const char *resume, *init_from;   // checkpoints: --resume [auto|PATH], --init-from CKPT|HF_DIR
+    int ckpt_every, keep;
+    bool threads_auto;   // --threads not given: share the cores among the ranks of a node
+    const char *device;  // --device: cpu, cuda or auto
+    const char *loss_on; // --loss-on: masked (the data's loss weights apply) or all
+    bool doc_mask;       // --doc-mask: attention does not cross document boundaries inside a window
+    const char *config;  // --config FILE: flags as JSON (the command line wins)
+    int init_vocab;      // the --init-from source's vocab (0 without one): the data must use the same tokenizer
+    bool sp_inherited;   // --sp came from the saved config of a resumed run (another world size may not hold it)
+    char *config_json;   // the resolved flags, written to OUT/config.json
+    char *same_json;     // the resolved flags every rank must share (this machine's --threads and --device aside)
+    const char *recompute;   // --recompute: none, mlp or full
+    Recompute recompute_mode;
+    float mem_budget;    // --mem-budget MiB per rank (0: the machine's available memory)
+    bool ring_overlap;   // --ring-overlap: post the next KV hop before computing the block (false: the serial baseline)
+    float peak_tflops;   // --peak-tflops: the device's dense bf16 peak per rank for MFU (0: the GPU table's)
+    const char *matmul, *attn, *comm;   // CUDA: --matmul, --attn, --comm (NULL: the defaults)
+    int logits_mb;       // CUDA: --logits-mb, the fused LM head's logits budget
+} TrainConfig;
+
+
+// Checks the values every rank sees alike; a bad one is a usage error (exit 2) naming the flag.
+void train_check_config(const TrainConfig *t);
+// Runs the training run t describes on the world comm_init started: the dp × sp layout, the data, the
+// model (fresh, --resume or --init-from), the steps, checkpoints and metrics. Returns when it is done.
+void train_run(TrainConfig *t);
