@@ -1,22 +1,21 @@
-// attention/ring.c — ring attention: zigzag blocks, K/V (and dK/dV) packets passed around the sp ranks.
+// attention/ring.c — ring attention: zigzag blocks, K/V (and dK/dV) pieces passed around the sp ranks while the blocks compute.
 #include "attention/ring.h"
 
 #include <stdlib.h>
 
+#include "attention/ring_schedule.h"
 #include "core/backend.h"
 #include "core/comm.h"
 #include "core/common.h"
 
-// A packet is one contiguous buffer so that each hop is one message:
-//   [ k (L, Hkv, hd) | v (L, Hkv, hd) | dk (L, Hkv, hd) | dv (L, Hkv, hd) ]
-// The forward uses only its first half. Two packets (double buffering): the one being computed on
-// (and sent) and the one being received, so a rank holds two KV blocks, never sp of them.
+// Two packets (attention/ring_schedule.h has their layout) and one step's dK/dV: a rank holds two KV
+// blocks, never sp of them.
 struct AttnRing {
     Comm *comm;
     const Backend *be;
     int rank, size;     // sp_index, sp
-    real *pkt[2];       // (4, L, Hkv, hd) each
-    real *dkv_step;     // (2, L, Hkv, hd) this step's dk | dv contribution, before it joins its accumulator
+    real *pkt[2];       // (4, L, Hkv, hd) each: kv 0, kv 1, acc 0, acc 1
+    real *dkv_step;     // (2, L, Hkv, hd) this step's [dk c0 | dv c0 | dk c1 | dv c1], before it joins the accumulator
     size_t cap;         // elements of one (L, Hkv, hd) block the buffers hold
     real *ws;           // lent workspace (ring_set_workspace) or NULL
     size_t ws_elems;
@@ -82,165 +81,223 @@ static void check_local_len(const AttnRing *R, int L) {
              L, 2 * R->size);
 }
 
-// Sends n elements from `send` to the next rank while receiving n into `recv` from the previous.
-static void start_hop(AttnRing *R, CommRequest *req, const real *send, real *recv, size_t n, const char *what) {
-    int W = R->size;
-    comm_sendrecv_start(R->comm, req, send, recv, n * sizeof(real), (R->rank + 1) % W, (R->rank - 1 + W) % W, what);
-    R->stats.bytes += (double)n * sizeof(real);
-    R->stats.exchanges++;
-}
-
-static void finish_hop(AttnRing *R, CommRequest *req) { R->stats.wait_s += comm_wait(req); }
-
-// Document ids of one step: this rank's Q rows and block j's K rows (NULL ids: no document mask).
+// Document ids of the whole sequence in zigzag rank order, on the backend and on the host (ring.h).
 typedef struct {
-    const int32_t *dev, *host;   // (sp·L) zigzag rank order, see ring.h
+    const int32_t *dev, *host;   // (sp·L)
 } RingDocs;
 
-static AttnDocs step_docs(RingDocs d, int L, int j, int r) {
-    if (!d.dev) return (AttnDocs){0};
-    return (AttnDocs){d.dev + (size_t)r * L, d.dev + (size_t)j * L};
-}
-
-// The block call's optional ids: NULL when the step has none.
-static const AttnDocs *opt(const AttnDocs *docs) { return docs->q ? docs : NULL; }
-
-// True when the step's rows (this rank's rows from q0, nq of them) share no document with block j's
-// keys k0.. (nk): ids are ranges, so disjoint [min, max] intervals mean nothing is visible.
-static bool step_hidden(RingDocs d, int L, int j, int r, int q0, int nq, int k0, int nk) {
+// True when the task's rows share no document with its keys: ids are ranges, so disjoint [min, max]
+// intervals mean nothing is visible.
+static bool task_hidden(RingDocs d, int L, int r, const RingTask *t) {
     if (!d.host) return false;
-    const int32_t *qd = d.host + (size_t)r * L + q0, *kd = d.host + (size_t)j * L + k0;
+    const int32_t *qd = d.host + (size_t)r * L + t->q0, *kd = d.host + (size_t)t->j * L + t->k0;
     int32_t qlo = qd[0], qhi = qd[0], klo = kd[0], khi = kd[0];
-    for (int i = 1; i < nq; i++) qlo = qd[i] < qlo ? qd[i] : qlo, qhi = qd[i] > qhi ? qd[i] : qhi;
-    for (int i = 1; i < nk; i++) klo = kd[i] < klo ? kd[i] : klo, khi = kd[i] > khi ? kd[i] : khi;
+    for (int i = 1; i < t->nq; i++) qlo = qd[i] < qlo ? qd[i] : qlo, qhi = qd[i] > qhi ? qd[i] : qhi;
+    for (int i = 1; i < t->nk; i++) klo = kd[i] < klo ? kd[i] : klo, khi = kd[i] > khi ? kd[i] : khi;
     return qhi < klo || khi < qlo;
 }
 
-// One forward step against the KV block of rank j (DESIGN.md, "Ring attention contract"), with
-// half = L/2 and the state rows of a Q block addressed by offset:
-//   j == r: both local chunks, causal (local order is increasing in global position);
-//   j <  r: every Q row × j's first chunk (entirely in the past; its second chunk is entirely in
-//           the future of both of ours, so it is skipped);
-//   j >  r: our second Q chunk × all of j's block; our first chunk sees none of it (no kernel).
-// With documents, a step whose rows share no document with the block's keys launches nothing (the
-// block still travels on). Returns whether it was skipped.
-static bool forward_step(const Backend *be, const AttnShape *s, AttnState st, const real *q, const real *kb,
-                         const real *vb, int L, int j, int r, RingDocs d) {
-    int half = L / 2;
-    size_t qoff = (size_t)half * s->n_head * s->head_dim, soff = (size_t)half * s->n_head;
-    AttnDocs docs = step_docs(d, L, j, r);
-    if (j == r) {
-        be->attn_forward_block(s, st, q, L, kb, vb, L, ATTN_CAUSAL, opt(&docs));
-    } else if (j < r) {
-        if (step_hidden(d, L, j, r, 0, L, 0, half)) return true;
-        be->attn_forward_block(s, st, q, L, kb, vb, half, ATTN_FULL, opt(&docs));
-    } else {
-        if (step_hidden(d, L, j, r, half, half, 0, L)) return true;
-        AttnState late = {.acc = st.acc + qoff, .m = st.m + soff, .l = st.l + soff};
-        if (docs.q) docs.q += half;
-        be->attn_forward_block(s, late, q + qoff, half, kb, vb, L, ATTN_FULL, opt(&docs));
+// One call of ring_attention_forward or _backward: the schedule's operations on the comm and the kernels.
+typedef struct {
+    RingSched x;             // first: the schedule calls back with &run->x
+    AttnRing *R;
+    const Backend *be;
+    const AttnShape *s;
+    RingDocs docs;
+    size_t kvn, hn;          // elements of one block's K and of one chunk's
+    const real *q, *k, *v;   // this rank's q (L, H, hd), k, v (L, Hkv, hd)
+    AttnState st;            // forward: the running state of all L rows
+    real *dq, *dk, *dv;      // backward outputs: dq (L, H, hd), dk, dv (L, Hkv, hd)
+    const real *dout, *lse, *D;
+    CommRequest hop[2][2];   // [kind][piece]: the last hop started
+} RingRun;
+
+static real *piece_of(const RingRun *u, int packet, PieceKind kind, int piece) {
+    return u->R->pkt[packet] + (size_t)(2 * kind + piece) * u->kvn;
+}
+
+static void run_start(RingSched *x, PieceKind kind, int piece) {
+    RingRun *u = (RingRun *)x;
+    AttnRing *R = u->R;
+    int W = R->size, a = x->step % 2;
+    comm_sendrecv_start(R->comm, &u->hop[kind][piece], piece_of(u, a, kind, piece), piece_of(u, 1 - a, kind, piece),
+                        u->kvn * sizeof(real), (R->rank + 1) % W, (R->rank - 1 + W) % W,
+                        kind == PIECE_KV ? "ring KV exchange" : "ring dKV exchange");
+    R->stats.bytes += (double)u->kvn * sizeof(real);
+    R->stats.exchanges++;
+}
+
+static void run_wait(RingSched *x, PieceKind kind, int piece) {
+    RingRun *u = (RingRun *)x;
+    u->R->stats.wait_s += comm_wait(&u->hop[kind][piece]);
+}
+
+// The keys of a task: this rank's own k, v, or the piece of the current packet that holds them.
+static void task_keys(const RingRun *u, const RingTask *t, const real **k, const real **v) {
+    size_t kw = (size_t)u->s->n_kv_head * u->s->head_dim;
+    if (t->j == u->x.r) {
+        *k = u->k + (size_t)t->k0 * kw, *v = u->v + (size_t)t->k0 * kw;
+        return;
     }
-    return false;
+    const real *p = piece_of(u, u->x.step % 2, PIECE_KV, t->k0 / (u->x.L / 2));
+    *k = p, *v = p + u->hn;
+}
+
+static void run_task(RingSched *x, const RingTask *t, bool backward) {
+    RingRun *u = (RingRun *)x;
+    const AttnShape *s = u->s;
+    size_t qo = (size_t)t->q0 * s->n_head * s->head_dim, so = (size_t)t->q0 * s->n_head, kw = (size_t)s->n_kv_head * s->head_dim;
+    bool own = t->j == x->r;
+    real *dk = NULL, *dv = NULL;   // backward: own block's rows of the outputs, or this step's piece
+    if (backward && own) dk = u->dk + t->k0 * kw, dv = u->dv + t->k0 * kw;
+    if (backward && !own) {
+        dk = u->R->dkv_step + (size_t)(t->k0 / (x->L / 2)) * u->kvn, dv = dk + u->hn;
+        u->be->zero(dk, u->kvn * sizeof(real));
+    }
+    if (t->nk == 0) return;
+    if (task_hidden(u->docs, x->L, x->r, t)) {
+        u->R->stats.blocks_skipped++;
+        return;
+    }
+    const real *kb, *vb;
+    task_keys(u, t, &kb, &vb);
+    AttnDocs docs = {0};
+    if (u->docs.dev) docs = (AttnDocs){u->docs.dev + (size_t)x->r * x->L + t->q0, u->docs.dev + (size_t)t->j * x->L + t->k0};
+    const AttnDocs *dp = docs.q ? &docs : NULL;
+    double t0 = now_seconds();
+    if (backward)
+        u->be->attn_backward_block(s, u->dq + qo, dk, dv, u->q + qo, kb, vb, u->dout + qo, u->lse + so, u->D + so, t->nq,
+                                   t->nk, t->mask, dp);
+    else
+        u->be->attn_forward_block(s, (AttnState){u->st.acc + qo, u->st.m + so, u->st.l + so}, u->q + qo, t->nq, kb, vb,
+                                  t->nk, t->mask, dp);
+    u->R->stats.compute_s += now_seconds() - t0;
+}
+
+// This step's dK/dV piece joins the accumulator that arrived with the block (at step 1 it starts it).
+static void run_join(RingSched *x, int piece) {
+    RingRun *u = (RingRun *)x;
+    real *acc = piece_of(u, x->step % 2, PIECE_ACC, piece), *mine = u->R->dkv_step + (size_t)piece * u->kvn;
+    if (x->step == 1) u->be->copy(acc, mine, u->kvn * sizeof(real));
+    else u->be->add_inplace(acc, mine, u->kvn);
+}
+
+// The own block's accumulator piece, home after the full ring, joins this rank's own part in dk, dv.
+static void run_home(RingSched *x, int piece) {
+    RingRun *u = (RingRun *)x;
+    const real *acc = piece_of(u, x->W % 2, PIECE_ACC, piece);
+    u->be->add_inplace(u->dk + (size_t)piece * u->hn, acc, u->hn);
+    u->be->add_inplace(u->dv + (size_t)piece * u->hn, acc + u->hn, u->hn);
+}
+
+// Sets up one call: buffers, and this rank's K, V copied into packet 0 as its two kv pieces.
+static void run_open(RingRun *u, AttnRing *R, const Backend *be, const AttnShape *s, int L, const real *q, const real *k,
+                     const real *v, const int32_t *docs, const int32_t *docs_host) {
+    *u = (RingRun){.x = {.W = R->size, .r = R->rank, .L = L, .overlap = R->overlap, .start = run_start, .wait = run_wait,
+                         .task = run_task, .join = run_join, .home = run_home},
+                   .R = R, .be = be, .s = s, .docs = {docs, docs ? docs_host : NULL}, .q = q, .k = k, .v = v};
+    u->kvn = (size_t)L * s->n_kv_head * s->head_dim;
+    u->hn = u->kvn / 2;
+    check_local_len(R, L);
+    ensure_buffers(R, u->kvn);
+    for (int c = 0; c < 2 && R->size > 1; c++) {
+        real *p = piece_of(u, 0, PIECE_KV, c);
+        be->copy(p, k + c * u->hn, u->hn * sizeof(real));
+        be->copy(p + u->hn, v + c * u->hn, u->hn * sizeof(real));
+    }
 }
 
 void ring_attention_forward(AttnRing *R, const Backend *be, const AttnShape *s, real *out, real *lse,
                             real *scratch_l, const real *q, const real *k, const real *v, int L, const int32_t *docs,
                             const int32_t *docs_host) {
-    const RingDocs d = {docs, docs ? docs_host : NULL};
-    const int W = R->size, r = R->rank;
-    const size_t kvn = (size_t)L * s->n_kv_head * s->head_dim;
-    check_local_len(R, L);
-    ensure_buffers(R, kvn);
+    RingRun u;
+    run_open(&u, R, be, s, L, q, k, v, docs, docs_host);
     // fp32 state across all steps, normalised once at the end; out and lse double as acc and m.
-    AttnState st = {.acc = out, .m = lse, .l = scratch_l};
-    be->attn_state_reset(s, st, L);
-    int a = 0;
-    be->copy(R->pkt[a], k, kvn * sizeof(real));
-    be->copy(R->pkt[a] + kvn, v, kvn * sizeof(real));
-    for (int step = 0; step < W; step++) {
-        CommRequest hop;
-        bool more = step + 1 < W;   // the last block need not travel further
-        // Start passing this block on before computing with it: the transfer hides behind the step.
-        if (more) start_hop(R, &hop, R->pkt[a], R->pkt[1 - a], 2 * kvn, "ring KV exchange (forward)");
-        if (more && !R->overlap) finish_hop(R, &hop);
-        double t0 = now_seconds();
-        R->stats.blocks_skipped += forward_step(be, s, st, q, R->pkt[a], R->pkt[a] + kvn, L, (r - step + W) % W, r, d);
-        R->stats.compute_s += now_seconds() - t0;
-        if (more) {
-            if (R->overlap) finish_hop(R, &hop);
-            a = 1 - a;
-        }
-    }
-    be->attn_finalize(s, st, out, lse, L);
+    u.st = (AttnState){.acc = out, .m = lse, .l = scratch_l};
+    be->attn_state_reset(s, u.st, L);
+    ring_forward_schedule(&u.x);
+    be->attn_finalize(s, u.st, out, lse, L);
 }
 
-// One backward step against block j, the same three cases as forward_step. dq accumulates over
-// all steps; dk, dv (this step's contribution to block j) are fresh.
-static bool backward_step(const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv, const real *q,
-                          const real *kb, const real *vb, const real *dout, const real *lse, const real *D, int L,
-                          int j, int r, RingDocs d) {
-    int half = L / 2;
-    size_t qoff = (size_t)half * s->n_head * s->head_dim, soff = (size_t)half * s->n_head;
-    AttnDocs docs = step_docs(d, L, j, r);
-    if (j == r) {
-        be->attn_backward_block(s, dq, dk, dv, q, kb, vb, dout, lse, D, L, L, ATTN_CAUSAL, opt(&docs));
-    } else if (j < r) {
-        if (step_hidden(d, L, j, r, 0, L, 0, half)) return true;
-        be->attn_backward_block(s, dq, dk, dv, q, kb, vb, dout, lse, D, L, half, ATTN_FULL, opt(&docs));
-    } else {
-        if (step_hidden(d, L, j, r, half, half, 0, L)) return true;
-        if (docs.q) docs.q += half;
-        be->attn_backward_block(s, dq + qoff, dk, dv, q + qoff, kb, vb, dout + qoff, lse + soff, D + soff, half, L, ATTN_FULL,
-                               opt(&docs));
-    }
-    return false;
-}
-
-// Backward: at step s this rank computes with block j = r − s and sends on, in one packet, that
-// block's K, V (needed next door at step s+1) and the dK/dV accumulator of the block it finished at
-// step s−1 (needed next door now). Its own contribution for block j goes to dkv_step meanwhile and
-// joins j's accumulator when that arrives. The accumulator travels with its block: after the last
-// hop (step W) every block's dK/dV is home, so no reduction is needed.
 void ring_attention_backward(AttnRing *R, const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv,
                              real *scratch_D, const real *q, const real *k, const real *v, const real *out,
                              const real *lse, const real *dout, int L, const int32_t *docs,
                              const int32_t *docs_host) {
-    const RingDocs d = {docs, docs ? docs_host : NULL};
-    const int W = R->size, r = R->rank;
-    const size_t kvn = (size_t)L * s->n_kv_head * s->head_dim;
-    check_local_len(R, L);
-    ensure_buffers(R, kvn);
+    RingRun u;
+    run_open(&u, R, be, s, L, q, k, v, docs, docs_host);
+    u.dq = dq, u.dk = dk, u.dv = dv, u.dout = dout, u.lse = lse, u.D = scratch_D;
     be->attn_backward_prep(s, scratch_D, dout, out, L);   // D = rowsum(dO ∘ O), once, from the final O
     be->zero(dq, (size_t)L * s->n_head * s->head_dim * sizeof(real));
-    int a = 0;
-    be->copy(R->pkt[a], k, kvn * sizeof(real));
-    be->copy(R->pkt[a] + kvn, v, kvn * sizeof(real));
-    for (int step = 0; step <= W; step++) {
-        // Packet part that travels at this step: K,V while a later step needs them, dK,dV from step 1 on.
-        size_t lo = step + 2 <= W ? 0 : 2 * kvn, hi = step >= 1 ? 4 * kvn : 2 * kvn;
-        bool hop_now = W > 1 && hi > lo;
-        CommRequest hop;
-        if (hop_now) start_hop(R, &hop, R->pkt[a] + lo, R->pkt[1 - a] + lo, hi - lo, "ring KV+dKV exchange (backward)");
-        if (step == W) {   // the last hop only brings this rank's own accumulator home
-            if (hop_now) {
-                finish_hop(R, &hop);
-                a = 1 - a;
-            }
-            break;
+    be->zero(dk, u.kvn * sizeof(real));
+    be->zero(dv, u.kvn * sizeof(real));
+    ring_backward_schedule(&u.x);
+}
+
+// ---- the schedule (attention/ring_schedule.h), written once for the run above and the timing model ----
+
+// Starts a hop; the serial baseline finishes it at once.
+static void hop(RingSched *x, PieceKind kind, int piece) {
+    x->start(x, kind, piece);
+    if (!x->overlap) x->wait(x, kind, piece);
+}
+
+// The keys of chunk c of block j (j != r, DESIGN.md "Ring attention contract"): a block from an
+// earlier rank is seen by all our rows through its first chunk only (its second is in the future of
+// both of ours); a block from a later rank by our second chunk only, through both of its chunks.
+static RingTask off_block(const RingSched *x, int j, int c) {
+    int L = x->L, half = L / 2;
+    if (j < x->r) return (RingTask){j, 0, L, c * half, c == 0 ? half : 0, ATTN_FULL};   // chunk 1: nothing
+    return (RingTask){j, half, half, c * half, half, ATTN_FULL};
+}
+
+static void task(RingSched *x, RingTask t, bool backward) { x->task(x, &t, backward); }
+
+// Forward: this rank's own block, causal, while its K, V leave for r + 1; then at step s the block of
+// j = r − s, piece by piece: wait for the piece, pass it on (unless r + 1 has seen it), compute with it.
+void ring_forward_schedule(RingSched *x) {
+    const int W = x->W, r = x->r, L = x->L;
+    x->step = 0;
+    for (int c = 0; c < 2 && W > 1; c++) hop(x, PIECE_KV, c);
+    task(x, (RingTask){r, 0, L, 0, L, ATTN_CAUSAL}, false);
+    for (int s = 1; s < W; s++) {
+        for (int c = 0; c < 2; c++) {
+            x->wait(x, PIECE_KV, c);
+            x->step = s;
+            if (s + 1 < W) hop(x, PIECE_KV, c);
+            task(x, off_block(x, (r - s + W) % W, c), false);
         }
-        if (hop_now && !R->overlap) finish_hop(R, &hop);
-        double t0 = now_seconds();
-        be->zero(R->dkv_step, 2 * kvn * sizeof(real));
-        R->stats.blocks_skipped += backward_step(be, s, dq, R->dkv_step, R->dkv_step + kvn, q, R->pkt[a], R->pkt[a] + kvn,
-                                                 dout, lse, scratch_D, L, (r - step + W) % W, r, d);
-        R->stats.compute_s += now_seconds() - t0;
-        if (hop_now && R->overlap) finish_hop(R, &hop);
-        // pkt[1-a] now holds the next block's K,V and (from step 1) block j's accumulator.
-        real *acc = R->pkt[1 - a] + 2 * kvn;
-        if (step == 0) be->copy(acc, R->dkv_step, 2 * kvn * sizeof(real));
-        else be->add_inplace(acc, R->dkv_step, 2 * kvn);
-        a = 1 - a;
     }
-    be->copy(dk, R->pkt[a] + 2 * kvn, kvn * sizeof(real));
-    be->copy(dv, R->pkt[a] + 3 * kvn, kvn * sizeof(real));
+}
+
+// Backward. A block's dK/dV accumulator starts at its first visitor (r + 1) and travels one hop behind
+// its K, V; the owner's own part stays in dk, dv, so after sp − 1 hops the accumulator is home. The
+// own block's work is split around the ring so that a transfer runs under every compute: each chunk
+// with itself while the K, V pieces leave, our second chunk × our first while the last accumulators
+// travel home.
+void ring_backward_schedule(RingSched *x) {
+    const int W = x->W, r = x->r, L = x->L, half = L / 2;
+    x->step = 0;
+    if (W == 1) {
+        task(x, (RingTask){r, 0, L, 0, L, ATTN_CAUSAL}, true);
+        return;
+    }
+    for (int c = 0; c < 2; c++) hop(x, PIECE_KV, c);
+    task(x, (RingTask){r, 0, half, 0, half, ATTN_CAUSAL}, true);
+    task(x, (RingTask){r, half, half, half, half, ATTN_CAUSAL}, true);
+    for (int s = 1; s < W; s++) {
+        for (int c = 0; c < 2; c++) {
+            x->wait(x, PIECE_KV, c);
+            x->step = s;
+            if (s + 1 < W) hop(x, PIECE_KV, c);
+            task(x, off_block(x, (r - s + W) % W, c), true);   // into this step's dK/dV piece c
+            if (s > 1) x->wait(x, PIECE_ACC, c);               // block j's accumulator piece, from r − 1
+            x->join(x, c);
+            hop(x, PIECE_ACC, c);                              // on to r + 1; at s = W − 1 that is its owner
+        }
+    }
+    task(x, (RingTask){r, half, half, 0, half, ATTN_FULL}, true);
+    for (int c = 0; c < 2; c++) {
+        x->wait(x, PIECE_ACC, c);
+        x->home(x, c);
+    }
 }

@@ -1,4 +1,4 @@
-// attention/ring.h — ring attention across the sp ranks of a sequence: zigzag blocks, KV passed around the ring.
+// attention/ring.h — ring attention across the sp ranks of a sequence: zigzag blocks, KV passed around the ring; its timing model.
 #pragma once
 #include <stddef.h>
 
@@ -51,3 +51,24 @@ RingStats ring_stats(const AttnRing *ring);
 int ring_size(const AttnRing *ring);   // sp
 int ring_rank(const AttnRing *ring);   // this rank's sp_index
 void ring_stats_reset(AttnRing *ring);
+
+// ---- the timing model (attention/ring_model.c) ----
+// The ring's schedule (the one ring_attention_forward/_backward run) replayed on all W ranks with
+// modelled times: a block call takes its FLOPs / attn_flops (4·hd per visible pair and head forward,
+// 10·hd backward), a piece (L/2 rows of K and V, or of dK and dV) takes latency + bytes / bandwidth on
+// its link, one message at a time per direction, and starts once both ends have posted it. Transfers
+// move while the ranks compute (the progress thread); overlap false: the serial baseline.
+typedef struct {
+    double attn_flops;         // attention FLOP/s of one rank's block calls
+    double link_bytes_per_s;   // each direction of a ring link
+    double latency_s;          // per message
+    double elem_bytes;         // bytes per K/V element on the wire (sizeof(real): fp32 packets)
+} RingCosts;
+typedef struct {
+    double seconds;     // the slowest rank's time for the call
+    double compute_s;   // the most block compute of a rank
+    double wait_s;      // the most exposed waiting of a rank
+    double bytes;       // bytes each rank sends
+} RingTiming;
+// One ring forward (backward = false) or backward of one sequence and one layer: W ranks of L tokens.
+RingTiming ring_model(int W, int L, const AttnShape *s, const RingCosts *c, bool overlap, bool backward);

@@ -10,3 +10,4 @@ int cmd_export(int argc, char **argv);    // checkpoints/commands.c
 int cmd_import(int argc, char **argv);    // checkpoints/commands.c
 int cmd_tokenizer(int argc, char **argv);   // data/tokenizer_cmd.c
 int cmd_passkey(int argc, char **argv);   // train/passkey.c
+int cmd_plan(int argc, char **argv);      // cli/plan.c

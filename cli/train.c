@@ -28,7 +28,8 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
                        .seed = 1337, .dp = 1, .sp = 1, .comm_timeout = 600,
                        .debug_exit_rank = -1, .loss_on = "masked", .recompute = "none",
                        .device = getenv("RINGGPT_DEVICE") ? getenv("RINGGPT_DEVICE") : "auto", .ring_overlap = true,
-                       .logits_mb = 512};
+                       .logits_mb = 512, .comm_progress = true, .straggler = 0.25f, .straggler_every = 10,
+                       .debug_slow_rank = -1};
     ModelConfig *mc = &t->model_cfg;
     int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0;
     float rope_theta = 0;
@@ -89,6 +90,15 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--keep", ARG_INT, &t->keep, "keep the newest K checkpoints (0 = all)"},
         {"--resume", ARG_STRING, &t->resume, "continue from the newest valid checkpoint in --out (bare), `auto` (if any), or PATH"},
         {"--init-from", ARG_STRING, &t->init_from, "start a new run from the weights (and architecture) of a checkpoint or HF Llama directory"},
+        {"--comm-progress", ARG_BOOL, &t->comm_progress, "a thread drives MPI transfers while the ranks compute, so ring hops overlap"
+                                                         " the blocks (=false: transfers move only inside MPI calls)"},
+        {"--straggler", ARG_FLOAT, &t->straggler, "the progress line names a rank whose compute exceeds the median by this fraction"
+                                                   " (0 = off)"},
+        {"--straggler-every", ARG_INT, &t->straggler_every, "steps per straggler check (compute summed over them)"},
+        {"--debug-slow-rank", ARG_INT, &t->debug_slow_rank, "(testing) this rank sleeps --debug-slow-ms in every step's compute",
+         .dflt = "none"},
+        {"--debug-slow-ms", ARG_INT, &t->debug_slow_ms, "(testing) the sleep of --debug-slow-rank, in ms"},
+        {"--debug-kill", ARG_BOOL, &t->debug_kill, "(testing) the --debug-exit-rank rank kills itself with SIGKILL (no message)"},
     };
     int n = sizeof specs / sizeof specs[0];
     const char *pos[1];

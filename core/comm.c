@@ -115,6 +115,10 @@ int comm_rank(const Comm *c) { return c->rank; }
 int comm_size(const Comm *c) { return c->size; }
 int comm_world_rank_of(const Comm *c, int r) { return c->world_ranks[r]; }
 int comm_node_size(void) { return g_mpi ? comm_mpi_node_size() : 1; }
+void comm_set_progress(bool on) {
+    if (g_mpi) comm_mpi_set_progress(on);
+}
+bool comm_progress_running(void) { return g_mpi && comm_mpi_progress_running(); }
 void comm_set_timeout(double seconds) { g_timeout = seconds > 0 ? seconds : 600.0; }
 double comm_timeout(void) { return g_timeout; }
 

@@ -36,6 +36,14 @@ int comm_world_rank_of(const Comm *c, int r);
 // Ranks of this job on this machine (they share its cores), 1 without MPI.
 int comm_node_size(void);
 
+// The progress thread (on by default): while an operation is in flight, a thread enters MPI every
+// 0.2 ms so that a transfer moves while the caller computes (Open MPI moves TCP and large shared-memory
+// messages only inside MPI calls). Off: transfers move only inside the caller's MPI calls (comm_wait).
+// Where MPI does not provide MPI_THREAD_SERIALIZED it stays off, with a note. No effect without MPI.
+void comm_set_progress(bool on);
+// True once the progress thread has started (it starts with the first operation in flight).
+bool comm_progress_running(void);
+
 // Seconds any single wait may block before the job is aborted (default 600).
 void comm_set_timeout(double seconds);
 double comm_timeout(void);

@@ -1,22 +1,104 @@
 // core/comm_mpi.c — the MPI comm backend: non-blocking point-to-point and collectives that core/comm.c polls.
 #include <limits.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/comm_impl.h"
 #include "core/common.h"
 #include "core/real.h"
 
+// MPI progress while the caller computes. Open MPI moves a nonblocking message over TCP (and a large
+// shared-memory one) only inside MPI calls, so a ring hop started before a block's compute would sit
+// still until the rank waits for it. The progress thread enters MPI every PROGRESS_NS while any
+// operation is in flight: MPI_Iprobe on a private duplicate of the world matches nothing and runs the
+// progress engine. One mutex serialises every MPI call of the process, so MPI_THREAD_SERIALIZED is
+// enough; where MPI provides less, no thread starts and transfers move only inside MPI calls.
+enum { PROGRESS_NS = 200000 };
+static struct {
+    pthread_mutex_t lock;   // held around every MPI call
+    pthread_cond_t wake;    // signalled when an operation starts or the thread must stop
+    pthread_t thread;
+    MPI_Comm probe;         // the private duplicate: nothing is ever sent on it
+    long in_flight;         // operations started and not yet seen complete
+    bool wanted;            // comm_set_progress
+    bool serialized;        // MPI provided MPI_THREAD_SERIALIZED or more
+    bool running, stop, noted;
+} g_prog = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .probe = MPI_COMM_NULL, .wanted = true};
+
+static void mpi_lock(void) { pthread_mutex_lock(&g_prog.lock); }
+static void mpi_unlock(void) { pthread_mutex_unlock(&g_prog.lock); }
+
 // Every MPI call is checked; the message names the call (the text before its '(') and MPI's reason.
-#define MPI_CHECK(call) mpi_check((call), #call)
+// The call runs under the lock; the check (which may end the job) after it is released.
+#define MPI_CHECK(call)                 \
+    do {                                \
+        mpi_lock();                     \
+        int mpi_err_ = (call);          \
+        mpi_unlock();                   \
+        mpi_check(mpi_err_, #call);     \
+    } while (0)
 static void mpi_check(int err, const char *call) {
     if (err == MPI_SUCCESS) return;
     char reason[MPI_MAX_ERROR_STRING];
     int len = 0;
+    mpi_lock();
     if (MPI_Error_string(err, reason, &len) != MPI_SUCCESS) snprintf(reason, sizeof reason, "error %d", err);
+    mpi_unlock();
     int name_len = (int)strcspn(call, "(");
     fail("MPI: %.*s failed: %s", name_len, call, reason);
+}
+
+static void *progress_main(void *unused) {
+    (void)unused;
+    mpi_lock();
+    while (!g_prog.stop) {
+        if (g_prog.in_flight <= 0) {
+            pthread_cond_wait(&g_prog.wake, &g_prog.lock);
+            continue;
+        }
+        int found = 0, err = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, g_prog.probe, &found, MPI_STATUS_IGNORE);
+        mpi_unlock();
+        mpi_check(err, "MPI_Iprobe(progress thread)");
+        struct timespec pause = {0, PROGRESS_NS};
+        nanosleep(&pause, NULL);
+        mpi_lock();
+    }
+    mpi_unlock();
+    return NULL;
+}
+
+// Counts an operation in (the lock held): the first one starts the thread when it is wanted and MPI allows it.
+static void progress_started_locked(void) {
+    g_prog.in_flight++;
+    if (g_prog.running) {
+        if (g_prog.in_flight == 1) pthread_cond_signal(&g_prog.wake);
+        return;
+    }
+    if (!g_prog.wanted || !g_prog.serialized) return;
+    int err = pthread_create(&g_prog.thread, NULL, progress_main, NULL);
+    if (err == 0) g_prog.running = true;
+    else if (!g_prog.noted) log_info("note: no MPI progress thread (%s); transfers move only inside MPI calls\n", strerror(err));
+    g_prog.noted = true;
+}
+
+static void progress_started(void) {
+    mpi_lock();
+    progress_started_locked();
+    mpi_unlock();
+}
+
+static void progress_stop(void) {
+    mpi_lock();
+    bool running = g_prog.running;
+    g_prog.stop = true;
+    pthread_cond_signal(&g_prog.wake);
+    mpi_unlock();
+    if (running) pthread_join(g_prog.thread, NULL);
+    g_prog.running = false;
+    g_prog.stop = false;
 }
 
 // A request is up to four MPI requests: a message above INT_MAX bytes travels as whole chunks of
@@ -59,6 +141,7 @@ static void mpi_sendrecv_start(Comm *c, CommRequest *r, const void *send, void *
     if (rest)
         MPI_CHECK(MPI_Isend((const char *)send + chunks * CHUNK, (int)rest, MPI_BYTE, to, TAG_REST, comm,
                             &q->req[q->n++]));
+    progress_started();
 }
 
 static void mpi_allreduce_start(Comm *c, CommRequest *r, void *buf, size_t count, CommType t, CommOp op) {
@@ -66,18 +149,25 @@ static void mpi_allreduce_start(Comm *c, CommRequest *r, void *buf, size_t count
     if (count > INT_MAX) fail("comm: all-reduce of %zu elements in one piece (core/comm.c splits them)", count);
     q->n = 1;
     MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, mpi_type(t), mpi_op(op), mpi_comm(c), &q->req[0]));
+    progress_started();
 }
 
 static void mpi_barrier_start(Comm *c, CommRequest *r) {
     MpiRequest *q = (MpiRequest *)r->handle;
     q->n = 1;
     MPI_CHECK(MPI_Ibarrier(mpi_comm(c), &q->req[0]));
+    progress_started();
 }
 
 static bool mpi_test(Comm *c, CommRequest *r) {
     MpiRequest *q = (MpiRequest *)r->handle;
     int done = 0;
     MPI_CHECK(MPI_Testall(q->n, q->req, &done, MPI_STATUSES_IGNORE));
+    if (done) {
+        mpi_lock();
+        g_prog.in_flight--;
+        mpi_unlock();
+    }
     return done != 0;
 }
 
@@ -112,7 +202,9 @@ static Comm *mpi_split(Comm *c, int color, int key) {
 static void mpi_free(Comm *c) {
     MPI_Comm comm = mpi_comm(c);
     int finalized = 0;
+    mpi_lock();
     MPI_Finalized(&finalized);
+    mpi_unlock();
     if (!finalized && comm != MPI_COMM_WORLD) MPI_CHECK(MPI_Comm_free(&comm));
     free(c->impl);
     free(c->world_ranks);
@@ -132,9 +224,13 @@ const CommBackend COMM_MPI = {
 Comm *comm_mpi_init(int *argc, char ***argv) {
     int initialized = 0, provided = 0;
     MPI_CHECK(MPI_Initialized(&initialized));
-    // FUNNELED: OpenMP threads and the data loader's thread never call MPI, only the main thread.
-    if (!initialized) MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+    // SERIALIZED: the main thread and the progress thread call MPI, one at a time (g_prog.lock); OpenMP
+    // threads and the data loader's thread never do.
+    if (!initialized) MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
+    else MPI_CHECK(MPI_Query_thread(&provided));
+    g_prog.serialized = provided >= MPI_THREAD_SERIALIZED;
     MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &g_prog.probe));
     MPI_CHECK(MPI_Type_contiguous(CHUNK, MPI_BYTE, &g_chunk_type));
     MPI_CHECK(MPI_Type_commit(&g_chunk_type));
     return mpi_wrap(MPI_COMM_WORLD);
@@ -142,9 +238,11 @@ Comm *comm_mpi_init(int *argc, char ***argv) {
 
 void comm_mpi_finalize(void) {
     int finalized = 0;
+    progress_stop();
     MPI_Finalized(&finalized);
     if (finalized) return;
-    if (g_chunk_type != MPI_DATATYPE_NULL) MPI_Type_free(&g_chunk_type);
+    if (g_chunk_type != MPI_DATATYPE_NULL) MPI_CHECK(MPI_Type_free(&g_chunk_type));
+    if (g_prog.probe != MPI_COMM_NULL) MPI_CHECK(MPI_Comm_free(&g_prog.probe));
     MPI_CHECK(MPI_Finalize());
 }
 
@@ -157,6 +255,25 @@ int comm_mpi_node_size(void) {
     return size;
 }
 
+void comm_mpi_set_progress(bool on) {
+    mpi_lock();
+    g_prog.wanted = on;
+    if (on && !g_prog.serialized && !g_prog.noted)
+        log_info("note: MPI provides less than MPI_THREAD_SERIALIZED, so no progress thread runs; transfers move only "
+                 "inside MPI calls (a ring hop does not overlap the compute on TCP)\n");
+    g_prog.noted |= on && !g_prog.serialized;
+    mpi_unlock();
+    if (!on) progress_stop();
+}
+
+bool comm_mpi_progress_running(void) {
+    mpi_lock();
+    bool running = g_prog.running;
+    mpi_unlock();
+    return running;
+}
+
+// Without the lock: a failure inside an MPI call (which holds it) must still end the job.
 _Noreturn void comm_mpi_abort(int code) {
     MPI_Abort(MPI_COMM_WORLD, code);
     exit(code);   // MPI_Abort does not return; this keeps the compiler and a broken MPI honest

@@ -15,6 +15,15 @@
 
 typedef enum { PATH_PARENT, PATH_NCCL, PATH_STAGED } Path;
 
+// Pinned host buffers for staged transfers; the ring keeps several pieces in flight, so each
+// transfer takes a free slot (grow-only, never more than STAGING_SLOTS at once).
+enum { STAGING_SLOTS = 8 };
+typedef struct {
+    void *send, *recv;
+    size_t cap;
+    bool busy;
+} Staging;
+
 typedef struct {
     Comm *parent;
     bool nccl;
@@ -23,9 +32,7 @@ typedef struct {
 #endif
     cudaStream_t comm_stream;
     cudaEvent_t compute_ready;    // the compute stream's position when a transfer is started
-    void *host_send, *host_recv;  // pinned staging buffers (grow-only)
-    size_t host_cap;
-    bool staging_busy;
+    Staging staging[STAGING_SLOTS];
 } CudaComm;
 
 // One started operation; the CommRequest's handle holds a pointer to it.
@@ -35,6 +42,7 @@ typedef struct {
     cudaEvent_t done;    // PATH_NCCL: recorded on the comm stream after the operation
     void *dev_dst;       // PATH_STAGED: where the received (or reduced) bytes go on the device
     size_t bytes;
+    Staging *slot;       // PATH_STAGED: the host buffers it uses
 } CudaReq;
 
 _Static_assert(sizeof(CudaReq *) <= sizeof(((CommRequest *)0)->handle), "CommRequest.handle too small");
@@ -64,16 +72,22 @@ static CommRequest inner_of(const CudaComm *cc, const CommRequest *r) {
     return (CommRequest){.comm = cc->parent, .what = r->what, .to = r->to, .from = r->from, .active = true};
 }
 
-static void ensure_staging(CudaComm *cc, size_t bytes) {
-    if (cc->staging_busy)
-        fail("comm: two staged transfers at once on one communicator (%s); this is a bug in the caller",
-             "host staging");
-    if (bytes <= cc->host_cap) return;
-    if (cc->host_send) CUDA_CHECK(cudaFreeHost(cc->host_send));
-    if (cc->host_recv) CUDA_CHECK(cudaFreeHost(cc->host_recv));
-    CUDA_CHECK(cudaMallocHost(&cc->host_send, bytes));
-    CUDA_CHECK(cudaMallocHost(&cc->host_recv, bytes));
-    cc->host_cap = bytes;
+// A free staging slot of at least `bytes`, marked busy until the transfer completes (cc_test).
+static Staging *take_staging(CudaComm *cc, size_t bytes) {
+    Staging *g = NULL;
+    for (int i = 0; i < STAGING_SLOTS && !g; i++)
+        if (!cc->staging[i].busy) g = &cc->staging[i];
+    if (!g)
+        fail("comm: more than %d staged transfers at once on one communicator; this is a bug in the caller", STAGING_SLOTS);
+    if (bytes > g->cap) {
+        if (g->send) CUDA_CHECK(cudaFreeHost(g->send));
+        if (g->recv) CUDA_CHECK(cudaFreeHost(g->recv));
+        CUDA_CHECK(cudaMallocHost(&g->send, bytes));
+        CUDA_CHECK(cudaMallocHost(&g->recv, bytes));
+        g->cap = bytes;
+    }
+    g->busy = true;
+    return g;
 }
 
 #ifdef RINGGPT_HAVE_NCCL
@@ -121,15 +135,14 @@ static void cc_sendrecv_start(Comm *c, CommRequest *r, const void *send, void *r
         return;
     }
 #endif
-    ensure_staging(cc, bytes);
     CudaReq *q = new_req(r, PATH_STAGED);
-    CUDA_CHECK(cudaMemcpyAsync(cc->host_send, send, bytes, cudaMemcpyDeviceToHost, compute_stream()));
+    q->slot = take_staging(cc, bytes);
+    CUDA_CHECK(cudaMemcpyAsync(q->slot->send, send, bytes, cudaMemcpyDeviceToHost, compute_stream()));
     CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
-    cc->staging_busy = true;
     q->dev_dst = recv;
     q->bytes = bytes;
     q->inner = inner_of(cc, r);
-    cc->parent->be->sendrecv_start(cc->parent, &q->inner, cc->host_send, cc->host_recv, bytes, to, from);
+    cc->parent->be->sendrecv_start(cc->parent, &q->inner, q->slot->send, q->slot->recv, bytes, to, from);
 }
 
 static void cc_allreduce_start(Comm *c, CommRequest *r, void *buf, size_t count, CommType t, CommOp op) {
@@ -150,15 +163,14 @@ static void cc_allreduce_start(Comm *c, CommRequest *r, void *buf, size_t count,
     }
 #endif
     size_t bytes = count * comm_type_size(t);
-    ensure_staging(cc, bytes);
     CudaReq *q = new_req(r, PATH_STAGED);
-    CUDA_CHECK(cudaMemcpyAsync(cc->host_recv, buf, bytes, cudaMemcpyDeviceToHost, compute_stream()));
+    q->slot = take_staging(cc, bytes);
+    CUDA_CHECK(cudaMemcpyAsync(q->slot->recv, buf, bytes, cudaMemcpyDeviceToHost, compute_stream()));
     CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
-    cc->staging_busy = true;
     q->dev_dst = buf;
     q->bytes = bytes;
     q->inner = inner_of(cc, r);
-    cc->parent->be->allreduce_start(cc->parent, &q->inner, cc->host_recv, count, t, op);
+    cc->parent->be->allreduce_start(cc->parent, &q->inner, q->slot->recv, count, t, op);
 }
 
 static void cc_barrier_start(Comm *c, CommRequest *r) {
@@ -177,9 +189,9 @@ static bool cc_test(Comm *c, CommRequest *r) {
     case PATH_STAGED:
         done = cc->parent->be->test(cc->parent, &q->inner);
         if (done) {   // the received bytes land on the device before anyone reads them
-            CUDA_CHECK(cudaMemcpyAsync(q->dev_dst, cc->host_recv, q->bytes, cudaMemcpyHostToDevice, compute_stream()));
+            CUDA_CHECK(cudaMemcpyAsync(q->dev_dst, q->slot->recv, q->bytes, cudaMemcpyHostToDevice, compute_stream()));
             CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
-            cc->staging_busy = false;
+            q->slot->busy = false;
         }
         break;
     case PATH_NCCL: {
@@ -306,8 +318,10 @@ void comm_cuda_free(Comm *c) {
 #ifdef RINGGPT_HAVE_NCCL
     if (cc->nccl) ncclCommDestroy(cc->nc);
 #endif
-    if (cc->host_send) cudaFreeHost(cc->host_send);
-    if (cc->host_recv) cudaFreeHost(cc->host_recv);
+    for (int i = 0; i < STAGING_SLOTS; i++) {
+        if (cc->staging[i].send) cudaFreeHost(cc->staging[i].send);
+        if (cc->staging[i].recv) cudaFreeHost(cc->staging[i].recv);
+    }
     cudaEventDestroy(cc->compute_ready);
     cudaStreamDestroy(cc->comm_stream);
     free(cc);

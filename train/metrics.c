@@ -16,14 +16,16 @@ static void drop_steps_after(const char *path, long resume_step, double *elapsed
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *out = xfopen(tmp, "w");
-    char line[4096];
-    while (fgets(line, sizeof line, in)) {
+    char *line = NULL;   // a line of a many-rank run is long (per-rank times): read whole lines
+    size_t cap = 0;
+    while (getline(&line, &cap, in) > 0) {
         long step = 0;
         if (sscanf(line, "{\"step\": %ld", &step) == 1 && step > resume_step) continue;
         const char *e = strstr(line, "\"elapsed_s\": ");
         if (e) *elapsed = strtod(e + strlen("\"elapsed_s\": "), NULL);   // the time the resumed run continues from
         xfwrite(line, strlen(line), out, tmp);
     }
+    free(line);
     if (ferror(in)) fail_data(path, "read failed (%s)", strerror(errno));
     fclose(in);
     xfclose(out, tmp);
@@ -54,6 +56,16 @@ static void format_eta(double s, char *buf, size_t n) {
     else snprintf(buf, n, "%ldm%02lds", t / 60, t % 60);
 }
 
+// Every rank's step times, one array per kind, indexed by world rank.
+static void write_rank_times(FILE *f, const StepMetrics *m) {
+    static const char *const names[4] = {"rank_compute_s", "rank_ring_wait_s", "rank_allreduce_s", "rank_data_s"};
+    for (int k = 0; k < 4; k++) {
+        fprintf(f, ", \"%s\": [", names[k]);
+        for (int r = 0; r < m->ranks; r++) fprintf(f, "%s%.4f", r ? ", " : "", m->rank_times[(size_t)r * 4 + k]);
+        fprintf(f, "]");
+    }
+}
+
 void metrics_log(MetricsLog *log, const StepMetrics *m, int print) {
     if (log->jsonl) {
         fprintf(log->jsonl,
@@ -66,6 +78,8 @@ void metrics_log(MetricsLog *log, const StepMetrics *m, int print) {
         if (m->device_mb >= 0)
             fprintf(log->jsonl, ", \"device_mb\": %.1f, \"device_peak_mb\": %.1f", m->device_mb, m->device_peak_mb);
         if (m->val_loss >= 0) fprintf(log->jsonl, ", \"val_loss\": %.6f", m->val_loss);
+        if (m->ranks > 1) write_rank_times(log->jsonl, m);
+        if (m->straggler && m->straggler[0]) fprintf(log->jsonl, ", \"straggler\": \"%s\"", m->straggler);
         fprintf(log->jsonl, "}\n");
         if (fflush(log->jsonl) != 0) fail_data(log->path, "write failed (%s)", strerror(errno));
     }
@@ -77,6 +91,8 @@ void metrics_log(MetricsLog *log, const StepMetrics *m, int print) {
     printf(" | lr %.2e | gnorm %.3f | %.1f ms | %.0f tok/s | %dx%d | rss %.0f MB", m->lr, m->grad_norm, m->step_ms,
            m->tokens_per_s, m->dp, m->sp, m->peak_rss_mb);
     if (m->device_peak_mb >= 0) printf(" | dev %.0f MB", m->device_peak_mb);
-    printf(" | eta %s\n", eta);
+    printf(" | eta %s", eta);
+    if (m->straggler && m->straggler[0]) printf(" | %s", m->straggler);
+    printf("\n");
     fflush(stdout);
 }

@@ -15,6 +15,9 @@ typedef struct {
     double val_loss;            // < 0: not evaluated this step
     double eta_s;
     int dp, sp;
+    int ranks;                  // > 1: rank_times holds every rank's (compute, ring wait, all-reduce, data) seconds
+    const double *rank_times;   // (ranks, 4), train/rank_times.h
+    const char *straggler;      // a note for the progress line ("straggler: rank 2 ..."), NULL or "" for none
 } StepMetrics;
 
 typedef struct {

@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "attention/ring.h"
@@ -19,6 +21,7 @@
 #include "model/gpt.h"
 #include "model/ops.h"
 #include "train/metrics.h"
+#include "train/rank_times.h"
 #include "train/schedule.h"
 #ifdef RINGGPT_HAVE_CUDA
 #include "attention/attention_cuda.h"
@@ -51,6 +54,9 @@ void train_check_config(const TrainConfig *t) {
     if (t->mem_budget < 0) fail_usage("--mem-budget must not be negative (got %g MiB)", t->mem_budget);
     if (t->peak_tflops < 0) fail_usage("--peak-tflops must not be negative (got %g)", t->peak_tflops);
     if (t->logits_mb < 0) fail_usage("--logits-mb must not be negative (got %d)", t->logits_mb);
+    if (!(t->straggler >= 0)) fail_usage("--straggler must not be negative (got %g; 0 turns the check off)", t->straggler);
+    if (t->straggler_every < 1) fail_usage("--straggler-every must be at least 1 (got %d)", t->straggler_every);
+    if (t->debug_slow_ms < 0) fail_usage("--debug-slow-ms must not be negative (got %d)", t->debug_slow_ms);
     if (t->matmul && strcmp(t->matmul, "bf16") && strcmp(t->matmul, "tf32") && strcmp(t->matmul, "fp32"))
         fail_usage("--matmul %s: use bf16, tf32 or fp32", t->matmul);
     if (t->attn && strcmp(t->attn, "flash") && strcmp(t->attn, "sm90")) fail_usage("--attn %s: use flash or sm90", t->attn);
@@ -72,6 +78,7 @@ static CommGrid setup_layout(TrainConfig *t) {
     comm_check_same_config(t->same_json);   // ranks with different flags (or config files) would train different models
     if (!(t->comm_timeout > 0)) comm_fail_usage_all("--comm-timeout must be positive (got %g)", t->comm_timeout);
     comm_set_timeout(t->comm_timeout);
+    comm_set_progress(t->comm_progress);
     int world = comm_size(comm_world());
     if (t->sp_inherited && world % t->sp != 0) {   // a resume on another layout: one rank per sequence
         log_info("note: the saved run had --sp %d; %d rank%s cannot hold it, so this run uses --sp 1\n", t->sp, world,
@@ -93,6 +100,7 @@ static CommGrid setup_layout(TrainConfig *t) {
 
 // --debug-exit-rank: this rank leaves abruptly (or stops answering), as a crashed or hung rank would.
 static void debug_leave(const TrainConfig *t, int rank) {
+    if (t->debug_kill) raise(SIGKILL);   // no last word, as the kernel's OOM killer gives none
     fprintf(stderr, "ringgpt: rank %d: %s at step %d (--debug-exit-rank, testing the comm timeout)\n", rank,
             t->debug_stall ? "stalls" : "exits", t->debug_exit_step);
     fflush(stderr);
@@ -236,6 +244,7 @@ typedef struct {
     AdamW opt;
     Schedule sched;
     MetricsLog log;
+    RankTimesLog rank_times;       // every rank's step times (metrics.jsonl) and the straggler check
     CkptHook ckpt;
     Batch batch;                   // (B, T/sp): this rank's slice of a validation batch
     Batch *micro;                  // (grad_accum) this rank's slices of the step's micro-batches
@@ -283,6 +292,7 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     if (r->grid.rank == 0) ckpt_write_run_config(t->out, t->config_json);   // after the checks: a refused run leaves it
     r->log = (MetricsLog){0};
     if (r->grid.rank == 0) metrics_open(&r->log, t->out, r->start);   // one writer
+    rank_times_open(&r->rank_times, r->grid.world_size, t->straggler, t->straggler_every);
     r->batch = batch_alloc(t->batch, t->seq_len / t->sp);
     r->micro = xcalloc((size_t)t->grad_accum, sizeof(Batch), "micro-batches");
     for (int i = 0; i < t->grad_accum; i++) r->micro[i] = batch_alloc(t->batch, t->seq_len / t->sp);
@@ -305,6 +315,7 @@ static void run_close(Run *r) {
                                     rs.blocks_skipped);
     }
     metrics_close(&r->log);
+    rank_times_close(&r->rank_times);
     batch_free(&r->batch);
     for (int i = 0; i < r->t.grad_accum; i++) batch_free(&r->micro[i]);
     free(r->micro);
@@ -360,6 +371,28 @@ static double accumulate_gradients(Run *r, double count) {
     return loss_sum;
 }
 
+// accumulate_gradients, timed: compute is its time less the ring's waiting. The --debug-slow-rank rank
+// sleeps inside it, as a rank on a slower or busier device would compute longer.
+static double timed_gradients(Run *r, double count, RankTimes *times) {
+    double wait0 = r->model.ring ? ring_stats(r->model.ring).wait_s : 0, t0 = now_seconds();
+    if (r->grid.rank == r->t.debug_slow_rank) {
+        struct timespec pause = {r->t.debug_slow_ms / 1000, (long)(r->t.debug_slow_ms % 1000) * 1000000};
+        nanosleep(&pause, NULL);
+    }
+    double loss_sum = accumulate_gradients(r, count);
+    times->ring_wait_s = (r->model.ring ? ring_stats(r->model.ring).wait_s : 0) - wait0;
+    times->compute_s = now_seconds() - t0 - times->ring_wait_s;
+    return loss_sum;
+}
+
+// Every rank's times of this step into the metrics (rank 0 writes them); true when the straggler check
+// names a rank (the progress line then shows it).
+static bool note_rank_times(Run *r, const RankTimes *times, long step, StepMetrics *sm, char *note, int n) {
+    bool named = rank_times_step(&r->rank_times, times, r->grid.world, step, note, n);
+    sm->ranks = r->grid.world_size, sm->rank_times = r->rank_times.all, sm->straggler = note;
+    return named;
+}
+
 // The device allocator's high-water mark in MiB; -1 on the CPU.
 static double device_peak_mb(const Backend *be) { return be->mem_peak ? be->mem_peak() / 1048576.0 : -1; }
 
@@ -382,15 +415,18 @@ void train_run(TrainConfig *cfg) {
         if (r.grid.rank == t->debug_exit_rank && step + 1 == t->debug_exit_step) debug_leave(t, r.grid.rank);
         double t0 = now_seconds();
         double count = fetch_micro_batches(&r);
+        RankTimes times = {.data_s = now_seconds() - t0};
         if (count == 0) {   // every target masked: no mean to take, nothing to learn from
             log_info("step %ld: the loss weights select no target in this step's %.0f samples; update skipped (use --loss-on all, "
                      "a longer --seq-len or a larger --batch)\n", step + 1, (double)t->batch * t->grad_accum * t->dp);
             ckpt_train_step_done(&r.ckpt, step + 1, t->steps, &r.model, &r.opt, r.train, lr_at(&r.sched, step + 1));
             continue;
         }
-        double loss_sum = accumulate_gradients(&r, count);
+        double loss_sum = timed_gradients(&r, count, &times);
         // Sum over all dp×sp ranks: each holds the gradient of its slice of the global batch.
+        double t_reduce = now_seconds();
         comm_allreduce(r.grad_comm, r.model.grads, r.model.table.total, COMM_REAL, COMM_SUM, "gradient all-reduce");
+        times.allreduce_s = now_seconds() - t_reduce;
         comm_allreduce(r.grid.world, &loss_sum, 1, COMM_F64, COMM_SUM, "loss all-reduce");
         double gnorm = clip_grad_norm(&r.model, t->clip);
         float lr = lr_at(&r.sched, step);
@@ -408,7 +444,9 @@ void train_run(TrainConfig *cfg) {
             sm.val_loss = evaluate(&r.model, r.val, &r.batch, t->eval_batches, r.grid.world);
         sm.eta_s = (now_seconds() - run_start) / (step + 1 - r.start) * (t->steps - step - 1);
         if (!isfinite(sm.loss)) comm_fail_all("loss is %g at step %ld; lower --lr or raise --warmup", sm.loss, step + 1);
-        metrics_log(&r.log, &sm, (step + 1) % t->log_every == 0 || last || sm.val_loss >= 0);
+        char straggler[192];
+        bool named = note_rank_times(&r, &times, step + 1, &sm, straggler, sizeof straggler);
+        metrics_log(&r.log, &sm, (step + 1) % t->log_every == 0 || last || sm.val_loss >= 0 || named);
         ckpt_train_step_done(&r.ckpt, step + 1, t->steps, &r.model, &r.opt, r.train, lr_at(&r.sched, step + 1));
     }
     log_info("done: %ld steps in %.1f s, peak RSS %.0f MB, metrics in %s\n", t->steps - r.start,

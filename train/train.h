@@ -39,6 +39,11 @@ typedef struct TrainConfig {
     float peak_tflops;   // --peak-tflops: the device's dense bf16 peak per rank for MFU (0: the GPU table's)
     const char *matmul, *attn, *comm;   // CUDA: --matmul, --attn, --comm (NULL: the defaults)
     int logits_mb;       // CUDA: --logits-mb, the fused LM head's logits budget
+    bool comm_progress;  // --comm-progress: a thread drives MPI transfers while the ranks compute
+    float straggler;     // --straggler: name a rank whose compute exceeds the median by this fraction (0: off)
+    int straggler_every; // --straggler-every: steps per straggler check
+    int debug_slow_rank, debug_slow_ms;   // tests: that rank sleeps this long in every step's compute
+    bool debug_kill;     // tests: the --debug-exit-rank rank kills itself with SIGKILL
 } TrainConfig;
 
 

@@ -1,6 +1,7 @@
 // tests/attention/attn_ring_replay.h — replays the ring's schedule of attention blocks in one process on a backend (shared by the GPU attention tests).
-// For every rank r and every step's KV owner j (the three cases of attention/ring.c: j == r causal,
-// j < r full, j > r second half of the rows), forward and backward through the block API, with or
+// For every rank r and every step's KV owner j, the block calls attention/ring.c's schedule makes (j == r
+// causal; j < r all rows × j's early chunk; j > r our late chunk × each of j's chunks; the backward's own
+// block as each chunk with itself plus late × early), forward and backward through the block API, with or
 // without document ids; returns every rank's out, LSE, dQ and the dK/dV each KV block collects.
 #pragma once
 #include <math.h>
@@ -68,7 +69,7 @@ static inline Result run_ring(const Backend *be, const Case *c, const float *q, 
     float *l = be->alloc((size_t)L * c->H * 4, "l"), *D = be->alloc((size_t)L * c->H * 4, "D");
     float *dq = be->alloc((size_t)L * QW * 4, "dq"), *dk = be->alloc((size_t)L * KW * 4, "dk");
     float *dv = be->alloc((size_t)L * KW * 4, "dv");
-    size_t qo = (size_t)half * QW, so = (size_t)half * c->H;
+    size_t qo = (size_t)half * QW, so = (size_t)half * c->H, ko = (size_t)half * KW;
     int32_t *zd = NULL, *hz = c->docs ? zigzag_docs(c) : NULL;   // document ids on the backend
     if (hz) {
         zd = be->alloc((size_t)sp * L * sizeof(int32_t), "doc ids");
@@ -79,16 +80,17 @@ static inline Result run_ring(const Backend *be, const Case *c, const float *q, 
         float *ql = on(be, hq, (size_t)L * QW), *dol = on(be, hdo, (size_t)L * QW);
         AttnState st = {.acc = acc, .m = m, .l = l};
         be->attn_state_reset(&s, st, L);
-        for (int step = 0; step < sp; step++) {
+        for (int step = 0; step < sp; step++) {   // the forward's block calls (attention/ring.c's schedule)
             int j = (r - step + sp) % sp;
             AttnDocs dd = zd ? (AttnDocs){zd + (size_t)r * L, zd + (size_t)j * L} : (AttnDocs){0};
-            AttnDocs late_d = zd ? (AttnDocs){dd.q + half, dd.k} : (AttnDocs){0};
             if (j == r) fwd(be, &s, st, ql, L, kb[j], vb[j], L, ATTN_CAUSAL, dd);
             else if (j < r) fwd(be, &s, st, ql, L, kb[j], vb[j], half, ATTN_FULL, dd);
-            else {
-                AttnState late = {.acc = acc + qo, .m = m + so, .l = l + so};
-                fwd(be, &s, late, ql + qo, half, kb[j], vb[j], L, ATTN_FULL, late_d);
-            }
+            else
+                for (int ch = 0; ch < 2; ch++) {   // our late chunk against each of j's chunks, one piece at a time
+                    AttnState late = {.acc = acc + qo, .m = m + so, .l = l + so};
+                    AttnDocs pd = zd ? (AttnDocs){dd.q + half, dd.k + ch * half} : (AttnDocs){0};
+                    fwd(be, &s, late, ql + qo, half, kb[j] + ch * ko, vb[j] + ch * ko, half, ATTN_FULL, pd);
+                }
         }
         float *out = acc, *lse = m;   // finalize in place, as the ring does
         be->attn_finalize(&s, st, out, lse, L);
@@ -97,16 +99,27 @@ static inline Result run_ring(const Backend *be, const Case *c, const float *q, 
         // Backward with the global LSE: dq accumulates over the steps, dk/dv go to block j's owner.
         be->attn_backward_prep(&s, D, dol, out, L);
         be->zero(dq, (size_t)L * QW * 4);
-        for (int step = 0; step < sp; step++) {
+        for (int step = 0; step < sp; step++) {   // the backward's block calls, in the same pieces
             int j = (r - step + sp) % sp;
             be->zero(dk, (size_t)L * KW * 4);
             be->zero(dv, (size_t)L * KW * 4);
             AttnDocs dd = zd ? (AttnDocs){zd + (size_t)r * L, zd + (size_t)j * L} : (AttnDocs){0};
             AttnDocs late_d = zd ? (AttnDocs){dd.q + half, dd.k} : (AttnDocs){0};
-            if (j == r) bwd(be, &s, dq, dk, dv, ql, kb[j], vb[j], dol, lse, D, L, L, ATTN_CAUSAL, dd);
-            else if (j < r) bwd(be, &s, dq, dk, dv, ql, kb[j], vb[j], dol, lse, D, L, half, ATTN_FULL, dd);
-            else
-                bwd(be, &s, dq + qo, dk, dv, ql + qo, kb[j], vb[j], dol + qo, lse + so, D + so, half, L, ATTN_FULL, late_d);
+            AttnDocs late_late = zd ? (AttnDocs){dd.q + half, dd.k + half} : (AttnDocs){0};
+            if (j == r && sp == 1) {
+                bwd(be, &s, dq, dk, dv, ql, kb[j], vb[j], dol, lse, D, L, L, ATTN_CAUSAL, dd);
+            } else if (j == r) {   // each chunk with itself, then our late chunk × our early one
+                bwd(be, &s, dq, dk, dv, ql, kb[j], vb[j], dol, lse, D, half, half, ATTN_CAUSAL, dd);
+                bwd(be, &s, dq + qo, dk + ko, dv + ko, ql + qo, kb[j] + ko, vb[j] + ko, dol + qo, lse + so, D + so, half, half,
+                    ATTN_CAUSAL, late_late);
+                bwd(be, &s, dq + qo, dk, dv, ql + qo, kb[j], vb[j], dol + qo, lse + so, D + so, half, half, ATTN_FULL, late_d);
+            } else if (j < r) {
+                bwd(be, &s, dq, dk, dv, ql, kb[j], vb[j], dol, lse, D, L, half, ATTN_FULL, dd);
+            } else {
+                bwd(be, &s, dq + qo, dk, dv, ql + qo, kb[j], vb[j], dol + qo, lse + so, D + so, half, half, ATTN_FULL, late_d);
+                bwd(be, &s, dq + qo, dk + ko, dv + ko, ql + qo, kb[j] + ko, vb[j] + ko, dol + qo, lse + so, D + so, half, half,
+                    ATTN_FULL, late_late);
+            }
             float *hk = back(be, dk, (size_t)L * KW), *hv = back(be, dv, (size_t)L * KW);
             for (size_t i = 0; i < (size_t)L * KW; i++) {
                 res.dk[(size_t)j * L * KW + i] += hk[i];

@@ -15,6 +15,12 @@ foreach(prec f32 f64)
   endforeach()
 endforeach()
 
+# The ring's timing model against the schedule's own counts (no MPI).
+add_executable(test_ring_model ${CMAKE_SOURCE_DIR}/tests/attention/test_ring_model.c)
+target_link_libraries(test_ring_model PRIVATE ringgpt_lib)
+add_test(NAME attention_ring_model COMMAND test_ring_model)
+set_tests_properties(attention_ring_model PROPERTIES LABELS attention)
+
 # GPU (label gpu; SKIP without a device, reported as skipped): the CUDA blocks against the CPU's for every ring
 # case, the Hopper kernels against both, the sm_80 test's cases again on the Hopper kernels, and their SASS.
 if(RINGGPT_HAVE_CUDA)

@@ -53,9 +53,20 @@ static double train_alone(GPT *ref, const int32_t *s, int T, const Batch *full) 
     return loss;
 }
 
-// Block calls a rank of the ring must skip: steps j != r whose rows (j < r: all; j > r: the late
-// chunk) and keys (j < r: j's early chunk; j > r: all of j) share no document, by brute force over
-// global positions; forward and backward, every layer.
+// True when some position of the query chunks shares a document with some position of the key chunks.
+static bool chunks_share(const int *doc, int c, const int *qc, int nq, const int *kc, int nk) {
+    for (int a = 0; a < nq; a++)
+        for (int b = 0; b < nk; b++)
+            for (int i = 0; i < c; i++)
+                for (int k = 0; k < c; k++)
+                    if (doc[qc[a] * c + i] == doc[kc[b] * c + k]) return true;
+    return false;
+}
+
+// Block calls a rank of the ring must skip: the schedule's tasks (attention/ring.c) whose rows and keys
+// share no document, by brute force over global positions. Per layer, forward and backward each: against
+// a block j < r, all our rows × j's early chunk; against j > r, our late chunk × each of j's chunks; the
+// backward also has our late chunk × our early chunk on its own.
 static long predicted_skips(const Batch *full, int sp, int r, int T, int layers) {
     int c = T / (2 * sp), nd = full->n_docs[0];
     const int32_t *ds = full->doc_start;
@@ -64,19 +75,15 @@ static long predicted_skips(const Batch *full, int sp, int r, int T, int layers)
         while (d + 1 < nd && ds[d + 1] <= p) d++;
         doc[p] = d;
     }
+    int mine[2] = {r, 2 * sp - 1 - r};
     long n = 0;
     for (int j = 0; j < sp; j++) {
-        if (j == r) continue;
-        int qc[2] = {r, 2 * sp - 1 - r}, kc[2] = {j, 2 * sp - 1 - j};
-        int q_from = j < r ? 0 : 1, k_to = j < r ? 1 : 2;
-        bool shared = false;
-        for (int a = q_from; a < 2; a++)
-            for (int b = 0; b < k_to; b++)
-                for (int i = 0; i < c; i++)
-                    for (int k = 0; k < c; k++) shared |= doc[qc[a] * c + i] == doc[kc[b] * c + k];
-        n += !shared;
+        int kc[2] = {j, 2 * sp - 1 - j};
+        if (j < r) n += 2 * !chunks_share(doc, c, mine, 2, kc, 1);
+        for (int b = 0; b < 2 && j > r; b++) n += 2 * !chunks_share(doc, c, mine + 1, 1, kc + b, 1);
     }
-    return n * 2 * layers;
+    if (sp > 1) n += !chunks_share(doc, c, mine + 1, 1, mine, 1);
+    return n * layers;
 }
 
 int main(int argc, char **argv) {

@@ -86,8 +86,9 @@ static void test_shape(const Shape *sh, const CommGrid *g) {
     // none first and last: switching modes on one model reallocates and must change nothing either.
     const Recompute order[] = {RECOMPUTE_NONE, RECOMPUTE_MLP, RECOMPUTE_FULL, RECOMPUTE_NONE, RECOMPUTE_FULL};
     StepResult ref = run_step(&m, &b, RECOMPUTE_NONE, grad_scale);
-    // Per step: each layer and sequence sends sp−1 KV packets forward and sp+1 KV/dKV packets backward.
-    long expect = g->sp > 1 ? (long)sh->cfg.n_layer * B * 2 * g->sp : 0;
+    // Per step, layer and sequence: sp−1 hops of K, V forward; sp−1 of K, V and sp−1 of dK, dV backward; each hop
+    // is two pieces (attention/ring_schedule.h).
+    long expect = (long)sh->cfg.n_layer * B * 6 * (g->sp - 1);
     CHECK(ref.exchanges == expect, "%s: %ld ring exchanges per step, expected %ld", sh->name, ref.exchanges, expect);
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         StepResult r = run_step(&m, &b, order[i], grad_scale);

@@ -1,18 +1,22 @@
 # tests/train/tests.cmake — train/ through the binary: learning, determinism, recompute and resume, the memory plan, loss curves
-# of every layout, learning across the ring, a rank that exits or stalls, the ring on one GPU.
+# of every layout, learning across the ring, a rank that exits, stalls or is killed, a slowed rank named, the ring across two
+# hosts made on this machine, the ring on one GPU.
 set(TRAIN_T ${CMAKE_SOURCE_DIR}/tests/train)
 foreach(script overfit determinism recompute memplan)
   add_test(NAME train_${script} COMMAND bash ${TRAIN_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
   set_tests_properties(train_${script} PROPERTIES LABELS train TIMEOUT 180)
 endforeach()
-foreach(script loss_curve learn_across_ranks loss_mask_curve)
+foreach(script loss_curve learn_across_ranks loss_mask_curve straggler)
   add_test(NAME train_${script} COMMAND bash ${TRAIN_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
   set_tests_properties(train_${script} PROPERTIES LABELS "train;mpi" TIMEOUT 180)
 endforeach()
-foreach(how exit stall)
+foreach(how exit stall kill)
   add_test(NAME train_rank_${how}s COMMAND bash ${TRAIN_T}/rank_failure.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE} ${how})
   set_tests_properties(train_rank_${how}s PROPERTIES LABELS "train;mpi" TIMEOUT 180)
 endforeach()
+# Two hosts (network namespaces, a shaped veth link, Open MPI over TCP); SKIP (77) with the reason where they cannot be made.
+add_test(NAME train_two_hosts COMMAND bash ${TRAIN_T}/two_hosts.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
+set_tests_properties(train_two_hosts PROPERTIES LABELS "train;mpi" TIMEOUT 240 SKIP_RETURN_CODE 77)
 if(RINGGPT_HAVE_CUDA)
   add_test(NAME train_gpu_ring_sp2_one_gpu
            COMMAND bash ${TRAIN_T}/gpu_ring_sp2.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:test_gpu_ops>)

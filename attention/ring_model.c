@@ -1,0 +1,119 @@
+// attention/ring_model.c — the ring's predicted time: attention/ring.c's schedule replayed on every rank with modelled
+// compute and link times (for `ringgpt plan` and the overlap benchmark's prediction).
+#include <stdlib.h>
+
+#include "attention/ring.h"
+#include "attention/ring_schedule.h"
+#include "core/common.h"
+
+// One recorded operation of a rank's schedule.
+typedef enum { OP_START, OP_WAIT, OP_TASK } OpKind;
+typedef struct {
+    OpKind kind;
+    PieceKind piece_kind;
+    int piece;
+    double seconds;   // OP_TASK: the block call's modelled time
+} Op;
+
+typedef struct {
+    RingSched x;   // first: the schedule calls back with &rec->x
+    const AttnShape *s;
+    RingCosts costs;
+    Op *ops;
+    int n, cap;
+} Recorder;
+
+static void push(Recorder *rec, Op op) {
+    if (rec->n == rec->cap) {
+        rec->cap = rec->cap ? 2 * rec->cap : 64;
+        rec->ops = realloc(rec->ops, (size_t)rec->cap * sizeof(Op));
+        if (!rec->ops) fail("out of memory for the ring timing model");
+    }
+    rec->ops[rec->n++] = op;
+}
+
+static void rec_start(RingSched *x, PieceKind kind, int piece) { push((Recorder *)x, (Op){OP_START, kind, piece, 0}); }
+static void rec_wait(RingSched *x, PieceKind kind, int piece) { push((Recorder *)x, (Op){OP_WAIT, kind, piece, 0}); }
+
+// Visible (query, key) pairs of a block call times the FLOPs per pair and head: 4·hd forward (QKᵀ, PV),
+// 10·hd backward (S again, dV, dP, dQ, dK) — the convention of the FlashAttention papers.
+static void rec_task(RingSched *x, const RingTask *t, bool backward) {
+    Recorder *rec = (Recorder *)x;
+    double pairs = t->mask == ATTN_CAUSAL ? (double)t->nq * (t->nq + 1) / 2 : (double)t->nq * t->nk;
+    double flops = pairs * rec->s->n_head * rec->s->head_dim * (backward ? 10.0 : 4.0);
+    push(rec, (Op){OP_TASK, PIECE_KV, 0, flops / rec->costs.attn_flops});
+}
+
+static void rec_noop(RingSched *x, int piece) {}
+
+// Rank r's operations for one call (forward or backward), each task with its modelled time.
+static Recorder record(int W, int r, int L, const AttnShape *s, const RingCosts *c, bool overlap, bool backward) {
+    Recorder rec = {.x = {.W = W, .r = r, .L = L, .overlap = overlap, .start = rec_start, .wait = rec_wait, .task = rec_task,
+                          .join = rec_noop, .home = rec_noop},
+                    .s = s, .costs = *c};
+    if (backward) ring_backward_schedule(&rec.x);
+    else ring_forward_schedule(&rec.x);
+    return rec;
+}
+
+// Every rank runs the same sequence of operations (only task times differ), so the ranks are replayed
+// in lockstep, operation by operation. A hop's message from r to r + 1 starts when both have posted
+// it and the link's direction is free (one message at a time, in posting order: a full-duplex link),
+// and takes latency + bytes / bandwidth; a wait ends when the rank's outgoing and incoming messages
+// of that hop have arrived.
+static RingTiming replay(Recorder *recs, int W, double piece_bytes, const RingCosts *c) {
+    double *clock = xcalloc((size_t)W, sizeof(double), "ring model"), *link_free = xcalloc((size_t)W, sizeof(double), "ring model");
+    double *posted = xcalloc((size_t)W, sizeof(double), "ring model"), *wait = xcalloc((size_t)W, sizeof(double), "ring model");
+    double *compute = xcalloc((size_t)W, sizeof(double), "ring model");
+    double (*sent)[2][2] = xcalloc((size_t)W, sizeof *sent, "ring model");   // [rank][kind][piece]: r -> r+1 arrival
+    bool (*pending)[2][2] = xcalloc((size_t)W, sizeof *pending, "ring model");
+    double msg_s = c->latency_s + piece_bytes / c->link_bytes_per_s;
+    RingTiming t = {0};
+    for (int i = 0; i < recs[0].n; i++) {
+        const Op *op0 = &recs[0].ops[i];
+        for (int r = 0; r < W; r++)
+            if (recs[r].n != recs[0].n || recs[r].ops[i].kind != op0->kind)
+                fail("ring timing model: rank %d's schedule differs from rank 0's at operation %d", r, i);
+        if (op0->kind == OP_START) {
+            for (int r = 0; r < W; r++) posted[r] = clock[r];
+            for (int r = 0; r < W; r++) {
+                double begin = posted[r] > posted[(r + 1) % W] ? posted[r] : posted[(r + 1) % W];
+                if (link_free[r] > begin) begin = link_free[r];
+                link_free[r] = sent[r][op0->piece_kind][op0->piece] = begin + msg_s;
+                pending[r][op0->piece_kind][op0->piece] = true;
+            }
+            t.bytes += piece_bytes;
+        }
+        for (int r = 0; r < W && op0->kind == OP_WAIT; r++) {
+            bool *p = &pending[r][op0->piece_kind][op0->piece];
+            if (!*p) continue;   // already finished (the serial baseline waits right after starting)
+            *p = false;
+            double done = sent[r][op0->piece_kind][op0->piece], in = sent[(r - 1 + W) % W][op0->piece_kind][op0->piece];
+            if (in > done) done = in;
+            if (done > clock[r]) wait[r] += done - clock[r], clock[r] = done;
+        }
+        for (int r = 0; r < W && op0->kind == OP_TASK; r++) {
+            clock[r] += recs[r].ops[i].seconds;
+            compute[r] += recs[r].ops[i].seconds;
+        }
+    }
+    for (int r = 0; r < W; r++) {
+        if (clock[r] > t.seconds) t.seconds = clock[r];
+        if (compute[r] > t.compute_s) t.compute_s = compute[r];
+        if (wait[r] > t.wait_s) t.wait_s = wait[r];
+    }
+    free(clock), free(link_free), free(posted), free(wait), free(compute), free(sent), free(pending);
+    return t;
+}
+
+RingTiming ring_model(int W, int L, const AttnShape *s, const RingCosts *c, bool overlap, bool backward) {
+    if (W < 1 || L < 1 || (W > 1 && L % 2 != 0) || !(c->attn_flops > 0) || (W > 1 && !(c->link_bytes_per_s > 0)))
+        fail("ring timing model: W=%d, L=%d, %g FLOP/s, %g B/s cannot be modelled", W, L, c->attn_flops, c->link_bytes_per_s);
+    Recorder *recs = xcalloc((size_t)W, sizeof(Recorder), "ring model");
+    for (int r = 0; r < W; r++) recs[r] = record(W, r, L, s, c, overlap, backward);
+    double piece_bytes = (double)L * s->n_kv_head * s->head_dim * c->elem_bytes;   // one piece: kvn elements
+    RingTiming t = replay(recs, W, piece_bytes, c);
+    for (int r = 0; r < W; r++) free(recs[r].ops);
+    free(recs);
+    return t;
+}

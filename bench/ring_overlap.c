@@ -1,0 +1,177 @@
+// bench/ring_overlap.c — one ring attention forward + backward (one sequence, one layer) per repetition on a ring of all ranks:
+// wall time, block compute and exposed ring wait; with --calibrate, the CPU block kernels' FLOP/s and the link's message latency.
+// Usage: mpirun -np W ring_overlap [--tokens L] [--reps R] [--ring-overlap=false] [--comm-progress=false]
+//        [--heads H --kv-heads K --head-dim D]                       (the `small` model's attention by default)
+//        ring_overlap --calibrate attn --tokens T                     (one rank: causal forward + backward of T tokens)
+//        mpirun -np 2 ring_overlap --calibrate link                   (sendrecv pairs between two ranks: latency, bandwidth)
+//        ring_overlap --predict --ranks W --tokens L --attn-gflops F --link-gbps B --latency-us U
+//                                                                     (attention/ring.h's model of the same ring, no MPI)
+// Rank 0 prints one line of key=value figures (bench/ring_overlap.sh reads them): times are the slowest rank's,
+// per repetition (the mean over --reps after one warm-up).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attention/attention.h"
+#include "attention/ring.h"
+#include "core/args.h"
+#include "core/backend.h"
+#include "core/comm.h"
+#include "core/common.h"
+#include "core/rng.h"
+#include "model/ops.h"
+
+typedef struct {
+    real *q, *k, *v, *dout;    // q, dout (L, H, hd); k, v (L, Hkv, hd)
+    real *out, *lse, *tmp;     // out (L, H, hd); lse, tmp (L, H)
+    real *dq, *dk, *dv;        // gradients, shaped as q, k, v
+} Tensors;
+
+static real *randn(Rng *g, size_t n, const char *what) {
+    real *x = xmalloc(n * sizeof(real), what);
+    for (size_t i = 0; i < n; i++) x[i] = (real)rng_normal(g);
+    return x;
+}
+
+static Tensors tensors(const AttnShape *s, int L, uint64_t seed) {
+    Rng g;
+    rng_seed(&g, seed);
+    size_t qn = (size_t)L * s->n_head * s->head_dim, kvn = (size_t)L * s->n_kv_head * s->head_dim, rows = (size_t)L * s->n_head;
+    Tensors t = {randn(&g, qn, "q"), randn(&g, kvn, "k"), randn(&g, kvn, "v"), randn(&g, qn, "dout")};
+    t.out = xmalloc(qn * sizeof(real), "out"), t.dq = xmalloc(qn * sizeof(real), "dq");
+    t.lse = xmalloc(rows * sizeof(real), "lse"), t.tmp = xmalloc(rows * sizeof(real), "tmp");
+    t.dk = xmalloc(kvn * sizeof(real), "dk"), t.dv = xmalloc(kvn * sizeof(real), "dv");
+    return t;
+}
+
+static void tensors_free(Tensors *t) {
+    free(t->q), free(t->k), free(t->v), free(t->dout), free(t->out), free(t->lse), free(t->tmp), free(t->dq), free(t->dk),
+        free(t->dv);
+}
+
+// Visible (query, key) pairs × FLOPs per pair and head (4·hd forward, 10·hd backward) of causal attention over T tokens.
+static double causal_flops(const AttnShape *s, double T) { return T * (T + 1) / 2 * s->n_head * s->head_dim * 14.0; }
+
+// One rank: the CPU block kernels on one causal block of T tokens, forward and backward (the ring's work at sp = 1).
+static void calibrate_attention(const AttnShape *s, int T, int reps) {
+    Tensors t = tensors(s, T, 7);
+    double best = 1e30;
+    for (int i = 0; i <= reps; i++) {
+        double t0 = now_seconds();
+        attention_causal_forward(&BACKEND_CPU, s, t.out, t.lse, t.tmp, t.q, t.k, t.v, T, NULL);
+        attention_causal_backward(&BACKEND_CPU, s, t.dq, t.dk, t.dv, t.tmp, t.q, t.k, t.v, t.out, t.lse, t.dout, T, NULL);
+        double dt = now_seconds() - t0;
+        if (i > 0 && dt < best) best = dt;   // the first is a warm-up
+    }
+    log_info("calibrate=attn tokens=%d heads=%d kv_heads=%d head_dim=%d attn_s=%.5f attn_gflops=%.3f\n", T, s->n_head,
+             s->n_kv_head, s->head_dim, best, causal_flops(s, T) / best / 1e9);
+    tensors_free(&t);
+}
+
+// Seconds per sendrecv pair of `bytes` each way around the ring (the slowest rank's mean over reps, after a warm-up).
+static double pair_seconds(Comm *ring, size_t bytes, int reps) {
+    char *buf = xcalloc(2 * bytes, 1, "link buffers");
+    int W = comm_size(ring), r = comm_rank(ring);
+    double dt = 0;
+    for (int warm = 0; warm < 2; warm++) {
+        comm_barrier(ring, "link start");
+        double t0 = now_seconds();
+        for (int i = 0; i < reps; i++) {
+            CommRequest q;
+            comm_sendrecv_start(ring, &q, buf, buf + bytes, bytes, (r + 1) % W, (r - 1 + W) % W, "link pair");
+            comm_wait(&q);
+        }
+        dt = (now_seconds() - t0) / reps;
+        comm_allreduce(ring, &dt, 1, COMM_F64, COMM_MAX, "link figures");
+    }
+    free(buf);
+    return dt;
+}
+
+// The link as a ring hop sees it: latency (8-byte pairs) and bandwidth (8 MiB pairs, each way at once).
+static void calibrate_link(Comm *ring) {
+    double lat = pair_seconds(ring, 8, 2000), big = pair_seconds(ring, 8 << 20, 8);
+    log_info("calibrate=link ranks=%d latency_us=%.1f bandwidth_gbps=%.3f\n", comm_size(ring), lat * 1e6,
+             (8 << 20) * 8 / (big - lat) / 1e9);
+}
+
+// The timing model's figures for the same ring (attention/ring.h), overlap on and off.
+static void predict(const AttnShape *s, int W, int L, double gflops, double gbps, double latency_us) {
+    RingCosts c = {.attn_flops = gflops * 1e9, .link_bytes_per_s = gbps * 1e9 / 8, .latency_s = latency_us * 1e-6,
+                   .elem_bytes = sizeof(real)};
+    RingTiming on_f = ring_model(W, L, s, &c, true, false), on_b = ring_model(W, L, s, &c, true, true);
+    RingTiming off_f = ring_model(W, L, s, &c, false, false), off_b = ring_model(W, L, s, &c, false, true);
+    log_info("predict ranks=%d tokens=%d attn_s=%.5f serial_s=%.5f compute_s=%.5f transfer_s=%.5f wait_s=%.5f bytes=%.0f\n",
+             W, L, on_f.seconds + on_b.seconds, off_f.seconds + off_b.seconds, off_f.compute_s + off_b.compute_s,
+             off_f.wait_s + off_b.wait_s, on_f.wait_s + on_b.wait_s, on_f.bytes + on_b.bytes);
+}
+
+// The ring: --reps forward + backward passes after one warm-up; the slowest rank's figures.
+static void run_ring(const AttnShape *s, Comm *ring_comm, Comm *world, int L, int reps, bool overlap, bool progress) {
+    AttnRing *ring = ring_create(ring_comm, &BACKEND_CPU, overlap);
+    Tensors t = tensors(s, L, 11 + (uint64_t)comm_rank(ring_comm));
+    double sum[4] = {0};   // wall, compute, wait, bytes
+    for (int i = 0; i <= reps; i++) {
+        ring_stats_reset(ring);
+        comm_barrier(world, "repetition start");
+        double t0 = now_seconds();
+        ring_attention_forward(ring, &BACKEND_CPU, s, t.out, t.lse, t.tmp, t.q, t.k, t.v, L, NULL, NULL);
+        ring_attention_backward(ring, &BACKEND_CPU, s, t.dq, t.dk, t.dv, t.tmp, t.q, t.k, t.v, t.out, t.lse, t.dout, L, NULL,
+                                NULL);
+        RingStats st = ring_stats(ring);
+        double v[4] = {now_seconds() - t0, st.compute_s, st.wait_s, st.bytes};
+        comm_allreduce(world, v, 4, COMM_F64, COMM_MAX, "repetition figures");
+        for (int k = 0; k < 4 && i > 0; k++) sum[k] += v[k];
+    }
+    log_info("ranks=%d tokens=%d heads=%d kv_heads=%d head_dim=%d overlap=%d progress=%d progress_thread=%d reps=%d "
+             "attn_s=%.5f compute_s=%.5f wait_s=%.5f bytes=%.0f\n",
+             comm_size(ring_comm), L, s->n_head, s->n_kv_head, s->head_dim, overlap, progress, comm_progress_running(), reps,
+             sum[0] / reps, sum[1] / reps, sum[2] / reps, sum[3] / reps);
+    tensors_free(&t);
+    ring_free(ring);
+}
+
+int main(int argc, char **argv) {
+    comm_init(&argc, &argv);
+    int L = 1024, reps = 3, heads = 4, kv_heads = 4, head_dim = 64, ranks = 2;
+    bool overlap = true, progress = true, predict_only = false;
+    double gflops = 0, gbps = 0, latency_us = 0;
+    const char *calibrate = NULL;
+    ArgSpec specs[] = {
+        {"--tokens", ARG_INT, &L, "tokens per rank (the ring), or of the causal block (--calibrate attn)"},
+        {"--reps", ARG_INT, &reps, "timed repetitions after one warm-up"},
+        {"--heads", ARG_INT, &heads, "query heads"},
+        {"--kv-heads", ARG_INT, &kv_heads, "key/value heads"},
+        {"--head-dim", ARG_INT, &head_dim, "head dimension"},
+        {"--ring-overlap", ARG_BOOL, &overlap, "start each hop before computing (=false: the serial baseline)"},
+        {"--comm-progress", ARG_BOOL, &progress, "the MPI progress thread (core/comm.h)"},
+        {"--calibrate", ARG_STRING, &calibrate, "attn (one rank) or link (two ranks) instead of the ring", .dflt = "off"},
+        {"--predict", ARG_BOOL, &predict_only, "print the timing model's figures for --ranks, --tokens and the rates below"},
+        {"--ranks", ARG_INT, &ranks, "ring size (--predict)"},
+        {"--attn-gflops", ARG_DOUBLE, &gflops, "attention GFLOP/s of a rank (--predict)"},
+        {"--link-gbps", ARG_DOUBLE, &gbps, "link Gbit/s each way (--predict)"},
+        {"--latency-us", ARG_DOUBLE, &latency_us, "per message (--predict)"},
+    };
+    ArgCommand cmd = {"ring_overlap", "mpirun -np W ring_overlap [flags]", "Ring attention time, compute and exposed wait."};
+    args_parse(&cmd, specs, sizeof specs / sizeof specs[0], argc, argv, NULL, 0);
+    if (L < 2 || L % 2 || reps < 1 || heads < 1 || kv_heads < 1 || heads % kv_heads || head_dim < 1)
+        comm_fail_usage_all("ring_overlap: --tokens must be even and >= 2, --reps >= 1, --kv-heads must divide --heads");
+    AttnShape s = {.n_head = heads, .n_kv_head = kv_heads, .head_dim = head_dim};
+    if (predict_only) {
+        if (!(gflops > 0) || !(gbps > 0) || ranks < 1) fail_usage("--predict needs --attn-gflops, --link-gbps > 0 and --ranks >= 1");
+        predict(&s, ranks, L, gflops, gbps, latency_us);
+        comm_finalize();
+        return 0;
+    }
+    comm_set_timeout(3600);
+    comm_set_progress(progress);
+    cpu_threads(1);   // one core per rank: the two-host runs give each rank one
+    CommGrid g = comm_grid(comm_size(comm_world()));
+    if (calibrate && !strcmp(calibrate, "attn")) calibrate_attention(&s, L, reps);
+    else if (calibrate && !strcmp(calibrate, "link")) calibrate_link(g.ring);
+    else if (calibrate) comm_fail_usage_all("--calibrate %s: use attn or latency", calibrate);
+    else run_ring(&s, g.ring, g.world, L, reps, overlap, progress);
+    comm_grid_free(&g);
+    comm_finalize();
+    return 0;
+}

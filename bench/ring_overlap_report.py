@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""bench/ring_overlap_report.py — bench/ring_overlap.sh's results.txt as tables (report.md) and a figure (ring_overlap.png).
+
+Usage: ring_overlap_report.py RESULTS.txt --bench BUILD/ring_overlap --ringgpt BUILD/ringgpt --out DIR
+
+Per link rate and tokens per rank: the ring attention time (one forward + backward of one sequence and one layer) with
+overlap, without, the compute alone and the transfer alone (the serial baseline's block compute and waiting), the hidden
+fraction = (serial - overlap) / min(compute, transfer), overlap without the progress thread, and the timing model's
+prediction. Per rate: the crossover (tokens per rank where compute = transfer), measured (interpolated in log-log) and
+predicted by FLOPs / bandwidth. Then `ringgpt plan`'s step time against the two-host training runs.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+SMALL = {"heads": 4, "kv_heads": 4, "head_dim": 64, "layers": 4}   # the `small` model's attention
+
+
+def parse(path):
+    rows = []
+    for line in open(path):
+        rec = {}
+        for tok in line.split():
+            if "=" in tok:
+                k, v = tok.split("=", 1)
+                try:
+                    rec[k] = float(v) if k not in ("rate", "stage", "date", "commit", "calibrate", "device") else v
+                except ValueError:
+                    rec[k] = v
+            else:
+                rec["kind"] = tok
+        rows.append(rec)
+    return rows
+
+
+def gbps(rate, link_gbps):
+    if rate == "unlimited":
+        return link_gbps
+    n = float(rate.rstrip("bit").rstrip("kmg") or 0)
+    unit = rate[len(rate.rstrip("bit")) - 1]
+    return n * {"k": 1e-6, "m": 1e-3, "g": 1.0}.get(unit, 1e-9)
+
+
+def predict(bench, L, gflops, link, latency_us):
+    out = subprocess.run([bench, "--predict", "--ranks", "2", "--tokens", str(L), "--attn-gflops", str(gflops),
+                          "--link-gbps", str(link), "--latency-us", str(latency_us)], capture_output=True, text=True,
+                         check=True).stdout
+    return {k: float(v) for k, v in (t.split("=") for t in out.split() if "=" in t)}
+
+
+def crossover(points):
+    """Tokens per rank where compute / transfer crosses 1, interpolated in log-log between measured points."""
+    pts = sorted(points)
+    for (l0, r0), (l1, r1) in zip(pts, pts[1:]):
+        if (r0 - 1) * (r1 - 1) <= 0 and r0 != r1:
+            a = (math.log(1) - math.log(r0)) / (math.log(r1) - math.log(r0))
+            return math.exp(math.log(l0) + a * (math.log(l1) - math.log(l0)))
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--bench", required=True)
+    ap.add_argument("--ringgpt", required=True)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    rows = parse(a.results)
+    md = []
+    cal_attn = {int(r["tokens"]): r for r in rows if r.get("calibrate") == "attn"}
+    link = next((r for r in rows if r.get("calibrate") == "link"), None)
+    train1 = next((r for r in rows if r.get("kind") == "train1"), None)
+    if not cal_attn or not link:
+        sys.exit("ring_overlap_report.py: no calibration in %s (run the calibrate stage)" % a.results)
+    F = cal_attn[max(cal_attn)]["attn_gflops"]          # attention GFLOP/s of one rank, the largest block
+    lat, bw = link["latency_us"], link["bandwidth_gbps"]
+    preset = json.loads(subprocess.run([a.ringgpt, "plan", "--device", "cpu", "--model", "small", "--seq-len", "4096",
+                                        "--json"], capture_output=True, text=True, check=True).stdout)
+    md.append("### Calibration (one rank, one thread; the two-host link without a rate limit)\n")
+    md.append("| figure | measured | the `cpu` preset of `ringgpt plan` |")
+    md.append("|---|---|---|")
+    for T, r in sorted(cal_attn.items()):
+        md.append("| attention blocks, causal T=%d, GFLOP/s | %.2f | %s |" % (T, r["attn_gflops"],
+                  "%.2f" % (preset["attn_flops"] / 1e9) if T == max(cal_attn) else ""))
+    if train1:
+        mm = json.loads(subprocess.run([a.ringgpt, "plan", "--device", "cpu", "--model", "small", "--seq-len", "4096",
+                                        "--matmul-tflops", "1", "--json"], capture_output=True, text=True,
+                                       check=True).stdout)["matmul_s"] * 1e12
+        outside = train1["step_s"] - SMALL["layers"] * cal_attn[4096]["attn_s"] if 4096 in cal_attn else None
+        if outside and outside > 0:
+            md.append("| matmul (a one-rank `small` step at T=4096 outside attention: %.3f of %.3f s), GFLOP/s | %.2f | %.2f |"
+                      % (outside, train1["step_s"], mm / outside / 1e9, preset["matmul_flops"] / 1e9))
+    md.append("| link latency (8-byte sendrecv pair), us | %.1f | %.1f |" % (lat, preset["latency_s"] * 1e6))
+    md.append("| link bandwidth (8 MiB pairs, both ways at once), Gbit/s | %.3f | %.3f |" % (bw, preset["link_bytes_per_s"] * 8 / 1e9))
+    load = [r["load"] for r in rows if isinstance(r.get("load"), float)]
+    md.append("\nLoad average before the timed runs: %.2f to %.2f.\n" % (min(load), max(load)) if load else "")
+
+    sweep = {}
+    for r in rows:
+        if r.get("stage") == "sweep" and "attn_s" in r:
+            mode = "off" if r["overlap"] == 0 else ("on" if r["progress"] == 1 else "noprog")
+            sweep.setdefault((r["rate"], int(r["tokens"])), {})[mode] = r
+    rates = []
+    for (rate, _) in sweep:
+        if rate not in rates:
+            rates.append(rate)
+    md.append("### The overlap, per link rate and tokens per rank (2 ranks on 2 hosts, one thread each)\n")
+    md.append("Times in seconds for one ring forward + backward (one sequence, one layer of `small`: 4 heads of 64); "
+              "compute and transfer alone are the serial baseline's block compute and waiting; hidden = (serial − "
+              "overlap) / min(compute, transfer); model = attention/ring.h's prediction from the calibrated rates.\n")
+    md.append("| link | tokens/rank | overlap | serial | compute alone | transfer alone | compute/transfer | hidden | "
+              "overlap, no progress thread | model: overlap / serial | load |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    fig_pts, violations, cross = {}, [], []
+    for rate in rates:
+        pts = []
+        for L in sorted(L for (rt, L) in sweep if rt == rate):
+            m = sweep[(rate, L)]
+            if "on" not in m or "off" not in m:
+                continue
+            on, off = m["on"], m["off"]
+            comp, xfer = off["compute_s"], off["wait_s"]
+            ratio = comp / xfer if xfer > 0 else float("inf")
+            hidden = (off["attn_s"] - on["attn_s"]) / min(comp, xfer) if min(comp, xfer) > 0 else float("nan")
+            p = predict(a.bench, L, F, gbps(rate, bw), lat)
+            nop = "%.4f" % m["noprog"]["attn_s"] if "noprog" in m else "-"
+            md.append("| %s | %d | %.4f | %.4f | %.4f | %.4f | %.2f | %.2f | %s | %.4f / %.4f | %.2f |" % (
+                rate, L, on["attn_s"], off["attn_s"], comp, xfer, ratio, hidden, nop, p["attn_s"], p["serial_s"], on["load"]))
+            pts.append((L, ratio))
+            fig_pts.setdefault(rate, []).append((L, ratio, hidden, on["attn_s"], off["attn_s"], comp, xfer, on["wait_s"]))
+            if ratio >= 1.2 and hidden < 0.8:
+                violations.append("%s, %d tokens: compute/transfer %.2f, hidden %.2f" % (rate, L, ratio, hidden))
+        H, Hkv = SMALL["heads"], SMALL["kv_heads"]
+        # compute(L) = 14·hd·H·L² / F and transfer(L) = 24·Hkv·hd·L / B for two ranks (6 pieces of L·Hkv·hd fp32 each)
+        pred = 24.0 * Hkv * F * 1e9 / (14.0 * H * gbps(rate, bw) * 1e9 / 8)
+        cross.append((rate, crossover(pts), pred))
+    md.append("\nWhere compute ≥ 1.2 × transfer, the hidden fraction is below 0.8 in: %s.\n"
+              % ("; ".join(violations) if violations else "no configuration"))
+    md.append("### Crossover: tokens per rank where compute = transfer\n")
+    md.append("| link | measured | FLOPs / bandwidth (%.2f GFLOP/s, the link's rate) | measured / predicted |" % F)
+    md.append("|---|---|---|---|")
+    for rate, meas, pred in cross:
+        md.append("| %s | %s | %.0f | %s |" % (rate, "%.0f" % meas if meas else "outside the sweep", pred,
+                                               "%.2f" % (meas / pred) if meas else "-"))
+
+    trains = {}
+    for r in rows:
+        if r.get("stage") == "train":
+            trains.setdefault((r["rate"], int(r["tokens"])), {})[r.get("kind")] = r
+    if trains:
+        md.append("\n### `ringgpt plan --device cpu` against two-host training runs (`small`, sp = 2, B = 1, one thread a rank)\n")
+        md.append("| link | T | measured step (s) | predicted step (s) | error | measured ring wait (s) | predicted exposed wait (s) | load |")
+        md.append("|---|---|---|---|---|---|---|---|")
+        for (rate, T), m in sorted(trains.items(), key=lambda kv: (rates.index(kv[0][0]) if kv[0][0] in rates else 0, kv[0][1])):
+            if "train2" in m and "plan" in m:
+                meas, pred = m["train2"]["step_s"], m["plan"]["step_s"]
+                md.append("| %s | %d | %.3f | %.3f | %+.1f %% | %.3f | %.3f | %.2f |" % (
+                    rate, T, meas, pred, 100 * (pred / meas - 1), m["train2"]["ring_wait_s"], m["plan"]["ring_wait_s"],
+                    m["train2"]["load"]))
+
+    commit = next((r["commit"] for r in rows if "commit" in r), "?")
+    date = next((r["date"] for r in rows if "date" in r), "?")
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.6))
+    for rate, pts in fig_pts.items():
+        pts.sort()
+        ax1.plot([p[1] for p in pts], [p[2] for p in pts], "o-", label=rate)
+        line, = ax2.plot([p[0] for p in pts], [p[6] for p in pts], "--", label="%s: transfer alone" % rate)
+        ax2.plot([p[0] for p in pts], [max(p[7], 1e-4) for p in pts], "o-", color=line.get_color(),
+                 label="%s: exposed wait (overlap)" % rate)
+    any_pts = next(iter(fig_pts.values()), [])
+    if any_pts:
+        ax2.plot([p[0] for p in sorted(any_pts)], [p[5] for p in sorted(any_pts)], "k:", label="compute alone")
+    ax1.axvline(1.2, color="grey", lw=0.8)
+    ax1.axhline(0.8, color="grey", lw=0.8)
+    ax1.set_xscale("log")
+    ax1.set_xlabel("compute / transfer (serial baseline)")
+    ax1.set_ylabel("hidden fraction of min(compute, transfer)")
+    ax1.set_title("what the overlap hides (2 hosts, 1 thread a rank)")
+    ax1.legend(title="link")
+    ax2.set_xscale("log", base=2)
+    ax2.set_yscale("log")
+    ax2.set_xlabel("tokens per rank")
+    ax2.set_ylabel("seconds per ring forward + backward")
+    ax2.set_title("transfer alone vs what stays exposed")
+    ax2.legend(fontsize=7)
+    fig.suptitle("ring attention overlap on a veth link with tc tbf — commit %s, %s" % (commit, date), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.out, "ring_overlap.png"), dpi=110)
+    text = "\n".join(md) + "\n"
+    open(os.path.join(a.out, "report.md"), "w").write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,244 @@
+// cli/plan.c — `ringgpt plan`: before a run, memory per rank, predicted step time and the longest context per device count, for a
+// model, a sequence length, a dp × sp layout and a device (a preset with its sources, or numbers given as flags).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "core/args.h"
+#include "core/common.h"
+#include "core/real.h"
+#include "model/config.h"
+#include "model/memplan.h"
+#include "model/stepplan.h"
+
+static const ArgCommand PLAN_CMD = {
+    "plan", "ringgpt plan [--model PRESET | --config FILE] --seq-len T [--ranks N --sp S] [--device PRESET] [flags]",
+    "Predicts a training run before it runs: memory per rank (the memory plan of `ringgpt train`, every recompute\n"
+    "mode), the step time (matmuls and attention blocks at the device's FLOP/s, the ring's transfers on its link and\n"
+    "how much of them the blocks hide, by replaying the ring's schedule; the gradient all-reduce), the smallest block\n"
+    "that still hides the transfer, and the longest context that fits per device count. --device names a preset (its\n"
+    "numbers' sources are printed); --mem-gib, --matmul-tflops, --attn-tflops, --link-gbps, --latency-us replace its\n"
+    "numbers. --config reads the model and layout of a run's config.json (or a train --config file)."};
+
+typedef struct {
+    const char *model, *config, *device, *recompute, *devices;
+    int layers, dim, heads, kv_heads, ffn, vocab, seq_len, batch, grad_accum, ranks, sp, loss_chunk;
+    bool tie, json;
+    double mem_gib, matmul_tflops, attn_tflops, link_gbps, latency_us;
+} PlanFlags;
+
+// A rate flag replaces the preset's number; given, it must be positive.
+static void override(ArgSpec *specs, int n, const char *flag, double value, double scale, double *dst, const char *why) {
+    if (!args_seen(specs, n, flag)) return;
+    if (!(value > 0)) fail_usage("%s must be positive (got %g): %s", flag, value, why);
+    *dst = value * scale;
+}
+
+// The device: the preset, with the numbers the flags replace.
+static DeviceSpec device_of(const PlanFlags *f, ArgSpec *specs, int n) {
+    const DeviceSpec *p = device_preset(f->device);
+    if (!p) fail_usage("unknown --device '%s'; choose one of %s", f->device, device_preset_names());
+    DeviceSpec d = *p;
+    override(specs, n, "--mem-gib", f->mem_gib, 1073741824.0, &d.mem_bytes, "the memory of one device");
+    override(specs, n, "--matmul-tflops", f->matmul_tflops, 1e12, &d.matmul_flops, "the device must compute");
+    override(specs, n, "--attn-tflops", f->attn_tflops, 1e12, &d.attn_flops, "the device must compute");
+    override(specs, n, "--link-gbps", f->link_gbps, 1e9 / 8, &d.link_bytes_per_s, "the ring needs a link (Gbit/s per direction)");
+    if (args_seen(specs, n, "--latency-us") && !(f->latency_us >= 0))
+        fail_usage("--latency-us must not be negative (got %g)", f->latency_us);
+    if (args_seen(specs, n, "--latency-us")) d.latency_s = f->latency_us * 1e-6;
+    return d;
+}
+
+static ModelConfig model_of(const PlanFlags *f, ArgSpec *specs, int n) {
+    ModelConfig c;
+    if (!config_preset(&c, f->model)) fail_usage("unknown --model '%s'; choose one of %s", f->model, config_preset_names());
+    if (args_seen(specs, n, "--layers")) c.n_layer = f->layers;
+    if (args_seen(specs, n, "--dim")) c.dim = f->dim;
+    if (args_seen(specs, n, "--heads")) c.n_head = f->heads;
+    if (args_seen(specs, n, "--kv-heads")) c.n_kv_head = f->kv_heads;
+    else if (args_seen(specs, n, "--heads")) c.n_kv_head = f->heads;
+    if (args_seen(specs, n, "--ffn-dim")) c.ffn_dim = f->ffn;
+    if (args_seen(specs, n, "--vocab")) c.vocab_size = f->vocab;
+    c.tie_embeddings = f->tie;
+    config_validate(&c);
+    return c;
+}
+
+static void check_layout(const PlanFlags *f) {
+    if (f->sp < 1) fail_usage("--sp must be at least 1 (got %d)", f->sp);
+    if (f->ranks < 1) fail_usage("--ranks must be at least 1 (got %d)", f->ranks);
+    if (f->ranks % f->sp != 0)
+        fail_usage("--ranks %d is not divisible by --sp %d: the layout is dp × sp ranks; use --ranks %d or another --sp",
+                   f->ranks, f->sp, (f->ranks / f->sp + 1) * f->sp);
+    if (f->seq_len < 1) fail_usage("--seq-len must be at least 1 (got %d)", f->seq_len);
+    if (f->sp > 1 && f->seq_len % (2 * f->sp) != 0)
+        fail_usage("--seq-len %d is not divisible by 2·sp = %d (the zigzag layout cuts each sequence into 2·sp equal "
+                   "chunks); use e.g. --seq-len %d", f->seq_len, 2 * f->sp, (f->seq_len / (2 * f->sp) + 1) * 2 * f->sp);
+    if (f->batch < 1) fail_usage("--batch must be at least 1 (got %d)", f->batch);
+    if (f->grad_accum < 1) fail_usage("--grad-accum must be at least 1 (got %d)", f->grad_accum);
+    if (f->loss_chunk < 1) fail_usage("--loss-chunk must be at least 1 (got %d)", f->loss_chunk);
+}
+
+static double gib(double b) { return b / 1073741824.0; }
+static double mib(double b) { return b / 1048576.0; }
+
+static MemPlan mem_of(const ModelConfig *c, const PlanFlags *f, Recompute r, int sp, int T) {
+    return memplan(c, f->batch, T / sp, sp, r, sizeof(real), f->loss_chunk, 0);
+}
+
+// A plan that does not fit the device is refused with the layouts that would.
+static void check_fits(const ModelConfig *c, const PlanFlags *f, Recompute r, const DeviceSpec *d) {
+    MemPlan p = mem_of(c, f, r, f->sp, f->seq_len);
+    if (p.total <= d->mem_bytes) return;
+    char fixes[512] = "";
+    int len = 0;
+    for (int m = r + 1; m <= RECOMPUTE_FULL; m++)
+        if (mem_of(c, f, m, f->sp, f->seq_len).total <= d->mem_bytes)
+            len += snprintf(fixes + len, sizeof fixes - len, "--recompute %s, ", recompute_name(m));
+    for (int sp = 2 * f->sp; sp <= 4096 && 2 * sp <= f->seq_len && len < (int)sizeof fixes - 64; sp *= 2)
+        if (f->seq_len % (2 * sp) == 0 && mem_of(c, f, r, sp, f->seq_len).total <= d->mem_bytes) {
+            len += snprintf(fixes + len, sizeof fixes - len, "--sp %d, ", sp);
+            break;
+        }
+    long T = memplan_max_seq_len(c, f->batch, f->sp, r, sizeof(real), f->loss_chunk, 0, d->mem_bytes);
+    if (T > 0) snprintf(fixes + len, sizeof fixes - len, "--seq-len %ld or shorter", T);
+    else snprintf(fixes + len, sizeof fixes - len, "a device with more memory (the model alone does not fit)");
+    fail_usage("--seq-len %d does not fit on %s: the memory plan needs %.1f GiB per rank (--recompute %s, --sp %d, "
+               "--batch %d) and the device has %.1f GiB; would fit: %s",
+               f->seq_len, d->name, gib(p.total), recompute_name(r), f->sp, f->batch, gib(d->mem_bytes), fixes);
+}
+
+static void print_device(const DeviceSpec *d) {
+    printf("device %s (%s): %.1f GiB, matmul %.3g TFLOP/s, attention %.3g TFLOP/s, link %.3g Gbit/s each way, "
+           "latency %.0f us\n  source: %s\n",
+           d->name, d->what, gib(d->mem_bytes), d->matmul_flops / 1e12, d->attn_flops / 1e12,
+           d->link_bytes_per_s * 8 / 1e9, d->latency_s * 1e6, d->source);
+}
+
+static void print_memory(const ModelConfig *c, const PlanFlags *f, Recompute chosen, const DeviceSpec *d) {
+    printf("memory per rank (model/memplan.c; T/sp = %d tokens per rank):\n", f->seq_len / f->sp);
+    for (int m = RECOMPUTE_NONE; m <= RECOMPUTE_FULL; m++) {
+        MemPlan p = mem_of(c, f, m, f->sp, f->seq_len);
+        printf("  --recompute %-4s %10.1f MiB  (weights+grads+AdamW %.1f, activations %.1f, ring %.1f)%s%s\n",
+               recompute_name(m), mib(p.total), mib(p.weights + p.grads + p.optimizer), mib(p.kept + p.work + p.shared),
+               mib(p.ring), p.total > d->mem_bytes ? "  does not fit" : "", m == (int)chosen ? "  <- this plan" : "");
+    }
+}
+
+static void print_step(const StepPlan *p, const PlanFlags *f, int dp) {
+    double hidden = p->ring_transfer_s > 0 ? 1 - p->ring_wait_s / p->ring_transfer_s : 1;
+    printf("step time (predicted, one optimizer step of %d x %d x %d tokens on %d rank%s):\n", f->grad_accum, f->batch * dp,
+           f->seq_len, f->ranks, f->ranks == 1 ? "" : "s");
+    printf("  matmuls               %10.4f s\n", p->matmul_s);
+    printf("  attention blocks      %10.4f s\n", p->attn_compute_s);
+    printf("  ring transfers        %10.4f s alone, %.4f s exposed (%.0f %% hidden behind the blocks)\n", p->ring_transfer_s,
+           p->ring_wait_s, 100 * hidden);
+    printf("  gradient all-reduce   %10.4f s\n", p->allreduce_s);
+    printf("  step                  %10.4f s  (%.0f tokens/s)\n", p->step_s, p->tokens_per_s);
+}
+
+static void print_ring(const ModelConfig *c, const PlanFlags *f, const StepPlan *p, const DeviceSpec *d) {
+    if (f->sp < 2) return;
+    int L = f->seq_len / f->sp;
+    printf("ring: a forward block (%d x %d pairs) computes in %.4f s; its K and V cross the link in %.4f s\n", L / 2, L,
+           p->block_s, p->hop_s);
+    long min = stepplan_min_hiding_tokens(c, f->sp, d);
+    if (min > 0)
+        printf("  smallest block that hides the transfer (<= 5 %% exposed): %ld tokens per rank (--seq-len %ld on %d ranks)\n",
+               min, (min + 1) / 2 * 2 * f->sp, f->sp);
+    else printf("  no block up to 2^24 tokens per rank hides the transfer on this link\n");
+}
+
+// The Ring Attention paper's Table 3 shape: the longest T per device count (one ring, dp = 1) for every
+// recompute mode, and the step time and throughput at the longest T of the chosen mode.
+static void print_table(const ModelConfig *c, const PlanFlags *f, Recompute chosen, const DeviceSpec *d) {
+    int64_t counts[32];
+    int n = args_parse_lengths("--devices", f->devices, counts, 32);
+    printf("longest context that fits, one ring of n devices (sp = n, B=%d):\n", f->batch);
+    printf("  %8s %14s %14s %14s %12s %12s\n", "devices", "none", "mlp", "full", "step (s)", "tokens/s");
+    for (int i = 0; i < n; i++) {
+        int sp = (int)counts[i];
+        long T[3];
+        for (int m = 0; m < 3; m++)
+            T[m] = memplan_max_seq_len(c, f->batch, sp, m, sizeof(real), f->loss_chunk, 0, d->mem_bytes);
+        printf("  %8d %14ld %14ld %14ld", sp, T[0], T[1], T[2]);
+        if (T[chosen] > 0 && T[chosen] <= (1L << 30)) {
+            StepPlan p = stepplan(c, f->batch, f->grad_accum, (int)T[chosen], 1, sp, chosen, d);
+            printf(" %12.4g %12.4g\n", p.step_s, p.tokens_per_s);
+        } else {
+            printf(" %12s %12s\n", "-", "-");
+        }
+    }
+    printf("  (the step and tokens/s columns: --recompute %s at its longest T)\n", recompute_name(chosen));
+}
+
+static void print_json(const StepPlan *p, const MemPlan *m, const DeviceSpec *d, long min_tokens) {
+    printf("{\"device\": \"%s\", \"step_s\": %.6f, \"matmul_s\": %.6f, \"attn_compute_s\": %.6f, \"ring_wait_s\": %.6f, "
+           "\"ring_transfer_s\": %.6f, \"allreduce_s\": %.6f, \"tokens_per_s\": %.2f, \"block_s\": %.6f, \"hop_s\": %.6f, "
+           "\"mem_bytes\": %.0f, \"min_hiding_tokens\": %ld}\n",
+           d->name, p->step_s, p->matmul_s, p->attn_compute_s, p->ring_wait_s, p->ring_transfer_s, p->allreduce_s,
+           p->tokens_per_s, p->block_s, p->hop_s, m->total, min_tokens);
+}
+
+int cmd_plan(int argc, char **argv) {
+    PlanFlags f = {.model = "small", .device = "h100-sxm", .recompute = "none", .devices = "1,2,4,8,16,32",
+                   .seq_len = 8192, .batch = 1, .grad_accum = 1, .ranks = 0, .sp = 1, .loss_chunk = 256};
+    ArgSpec specs[] = {
+        {"--model", ARG_STRING, &f.model, "preset: tiny, small, base, 125m"},
+        {"--config", ARG_STRING, &f.config, "a run's config.json or a train --config file: its model and layout flags"},
+        {"--layers", ARG_INT, &f.layers, "layer count", .dflt = "preset"},
+        {"--dim", ARG_INT, &f.dim, "model width", .dflt = "preset"},
+        {"--heads", ARG_INT, &f.heads, "query head count", .dflt = "preset"},
+        {"--kv-heads", ARG_INT, &f.kv_heads, "key/value head count", .dflt = "preset"},
+        {"--ffn-dim", ARG_INT, &f.ffn, "SwiGLU hidden width", .dflt = "preset"},
+        {"--vocab", ARG_INT, &f.vocab, "vocabulary size", .dflt = "preset"},
+        {"--tie-embeddings", ARG_BOOL, &f.tie, "share the token embedding with the LM head"},
+        {"--seq-len", ARG_INT, &f.seq_len, "tokens per sequence T"},
+        {"--batch", ARG_INT, &f.batch, "sequences per micro-step per ring"},
+        {"--grad-accum", ARG_INT, &f.grad_accum, "micro-steps per optimizer step"},
+        {"--ranks", ARG_INT, &f.ranks, "devices in all (dp × sp)", .dflt = "--sp"},
+        {"--sp", ARG_INT, &f.sp, "ring size: devices that split one sequence"},
+        {"--recompute", ARG_STRING, &f.recompute, "none, mlp or full (train's --recompute)"},
+        {"--loss-chunk", ARG_INT, &f.loss_chunk, "rows per chunk of the fused LM head"},
+        {"--device", ARG_STRING, &f.device, "preset: cpu (this project's machine, measured), h100-sxm, a100-sxm"},
+        {"--mem-gib", ARG_DOUBLE, &f.mem_gib, "memory per device (GiB)", .dflt = "the preset's"},
+        {"--matmul-tflops", ARG_DOUBLE, &f.matmul_tflops, "matmul TFLOP/s per device", .dflt = "the preset's"},
+        {"--attn-tflops", ARG_DOUBLE, &f.attn_tflops, "attention TFLOP/s per device", .dflt = "the preset's"},
+        {"--link-gbps", ARG_DOUBLE, &f.link_gbps, "link Gbit/s per direction", .dflt = "the preset's"},
+        {"--latency-us", ARG_DOUBLE, &f.latency_us, "link latency per message (us)", .dflt = "the preset's"},
+        {"--devices", ARG_STRING, &f.devices, "device counts of the longest-context table"},
+        {"--json", ARG_BOOL, &f.json, "print one JSON object (step time parts, memory) instead of the report"},
+    };
+    int n = sizeof specs / sizeof specs[0];
+    args_parse(&PLAN_CMD, specs, n, argc, argv, NULL, 0);
+    if (f.config) {
+        const char *const only[] = {"--model", "--layers", "--dim", "--heads", "--kv-heads", "--ffn-dim", "--tie-embeddings",
+                                    "--seq-len", "--batch", "--grad-accum", "--sp", "--recompute", "--loss-chunk", NULL};
+        args_apply_json_only(&PLAN_CMD, specs, n, f.config, only);
+    }
+    if (!args_seen(specs, n, "--ranks")) f.ranks = f.sp;
+    check_layout(&f);
+    Recompute r;
+    if (!recompute_parse(f.recompute, &r)) fail_usage("unknown --recompute '%s'; use none, mlp or full", f.recompute);
+    ModelConfig c = model_of(&f, specs, n);
+    DeviceSpec d = device_of(&f, specs, n);
+    check_fits(&c, &f, r, &d);
+    int dp = f.ranks / f.sp;
+    StepPlan p = stepplan(&c, f.batch, f.grad_accum, f.seq_len, dp, f.sp, r, &d);
+    if (f.json) {
+        MemPlan m = mem_of(&c, &f, r, f.sp, f.seq_len);
+        print_json(&p, &m, &d, stepplan_min_hiding_tokens(&c, f.sp, &d));
+        return 0;
+    }
+    printf("ringgpt plan: %s model (%d layers, dim %d, %d/%d heads, %.2fM parameters), T=%d, B=%d x %d accum, "
+           "%dx%d ranks (dp x sp), --recompute %s\n",
+           f.model, c.n_layer, c.dim, c.n_head, c.n_kv_head, config_num_params(&c) / 1e6, f.seq_len, f.batch, f.grad_accum,
+           dp, f.sp, recompute_name(r));
+    print_device(&d);
+    print_memory(&c, &f, r, &d);
+    print_step(&p, &f, dp);
+    print_ring(&c, &f, &p, &d);
+    print_table(&c, &f, r, &d);
+    return 0;
+}

@@ -1,0 +1,105 @@
+// model/stepplan.c — a training step's predicted time: FLOPs at the device's rates, the ring's schedule replayed by
+// attention/ring_model.c, a ring all-reduce; the device presets and where their numbers come from.
+#include "model/stepplan.h"
+
+#include <string.h>
+
+#include "attention/ring.h"
+#include "core/real.h"
+
+// The CPU preset is one core of the machine the project measures on (bench/ring_overlap.sh, docs/ring.md):
+// one rank, one thread. GPU rates: dense BF16 matmul peaks from NVIDIA's datasheets, attention from the
+// FlashAttention papers' best reported throughput (forward; the backward runs slower, so these are optimistic),
+// NVLink bandwidth per direction (half the datasheet's bidirectional figure).
+static const DeviceSpec PRESETS[] = {
+    {"cpu", "one core of the project's 2-core Xeon (Cascade Lake, AVX-512), fp32", 11.5 * 1073741824.0, 48.0e9, 13.1e9,
+     0.287e9, 60e-6,
+     "measured by bench/ring_overlap.sh --calibrate on 2026-11-24 (docs/ring.md): matmul = a one-rank training step's "
+     "time outside attention over its matmul FLOPs; attention = the CPU block kernels' FLOP/s; link = the two-host veth "
+     "link without a rate limit (Open MPI over TCP), latency its small-message time; memory = MemTotal / 2 cores"},
+    {"h100-sxm", "NVIDIA H100 SXM5 80 GB, BF16", 80e9, 989e12, 740e12, 450e9, 10e-6,
+     "NVIDIA H100 Tensor Core GPU datasheet: 80 GB HBM3, 989 TFLOPS dense BF16 (1,979 with sparsity), NVLink 900 GB/s "
+     "(bidirectional); attention: FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608), up to 740 TFLOPS/s BF16; "
+     "latency: an assumed 10 us per NCCL message"},
+    {"a100-sxm", "NVIDIA A100 SXM4 80 GB, BF16", 80e9, 312e12, 228e12, 300e9, 10e-6,
+     "NVIDIA A100 Tensor Core GPU datasheet: 80 GB HBM2e, 312 TFLOPS dense BF16 (624 with sparsity), NVLink 600 GB/s "
+     "(bidirectional); attention: FlashAttention-2 (Dao 2023, arXiv:2307.08691), up to 73 % of peak; latency: an "
+     "assumed 10 us per NCCL message"},
+};
+enum { N_PRESETS = sizeof PRESETS / sizeof PRESETS[0] };
+
+const DeviceSpec *device_preset(const char *name) {
+    for (int i = 0; i < N_PRESETS; i++)
+        if (!strcmp(PRESETS[i].name, name)) return &PRESETS[i];
+    return NULL;
+}
+
+const char *device_preset_names(void) { return "cpu, h100-sxm, a100-sxm"; }
+
+// Matmul FLOPs per token of one forward and backward (6 per weight: the LM head included), plus the
+// recompute mode's second forward of what it does not keep (2 per weight): mlp the gate and up
+// projections, full the Q/K/V, output and gate/up projections.
+static double matmul_flops_per_token(const ModelConfig *c, Recompute r) {
+    double C = c->dim, F = c->ffn_dim, V = c->vocab_size, KV = cfg_kv_dim(c), L = c->n_layer;
+    double layer = C * C + 2 * KV * C + C * C + 3 * F * C;   // q, k, v, o, gate, up, down
+    double again = r == RECOMPUTE_MLP ? 2 * F * C : r == RECOMPUTE_FULL ? C * C + 2 * KV * C + C * C + 2 * F * C : 0;
+    return 6 * (L * layer + V * C) + 2 * L * again;
+}
+
+static RingCosts ring_costs(const DeviceSpec *d) {
+    return (RingCosts){.attn_flops = d->attn_flops, .link_bytes_per_s = d->link_bytes_per_s, .latency_s = d->latency_s,
+                       .elem_bytes = sizeof(real)};
+}
+
+static AttnShape attn_shape(const ModelConfig *c) {
+    return (AttnShape){.n_head = c->n_head, .n_kv_head = c->n_kv_head, .head_dim = cfg_head_dim(c)};
+}
+
+StepPlan stepplan(const ModelConfig *c, int B, int accum, int T, int dp, int sp, Recompute r, const DeviceSpec *d) {
+    const int L = T / sp, P = dp * sp;
+    const AttnShape s = attn_shape(c);
+    const RingCosts rc = ring_costs(d);
+    StepPlan p = {0};
+    p.matmul_s = (double)accum * B * L * matmul_flops_per_token(c, r) / d->matmul_flops;
+    // One sequence, one layer: the ring's forward and backward with the overlap, and the serial baseline's waiting.
+    RingTiming f = ring_model(sp, L, &s, &rc, true, false), b = ring_model(sp, L, &s, &rc, true, true);
+    RingTiming f0 = ring_model(sp, L, &s, &rc, false, false), b0 = ring_model(sp, L, &s, &rc, false, true);
+    double times = (double)accum * B * c->n_layer;   // ring calls of each kind per step
+    p.attn_compute_s = times * (f.compute_s + b.compute_s);
+    p.ring_wait_s = times * (f.seconds + b.seconds) - p.attn_compute_s;
+    p.ring_transfer_s = times * (f0.wait_s + b0.wait_s);
+    // Ring all-reduce: every rank sends and receives 2(P−1)/P of the gradients, in 2(P−1) messages.
+    double grads = (double)config_num_params(c) * sizeof(real);
+    if (P > 1) p.allreduce_s = 2.0 * (P - 1) / P * grads / d->link_bytes_per_s + 2.0 * (P - 1) * d->latency_s;
+    p.step_s = p.matmul_s + p.attn_compute_s + p.ring_wait_s + p.allreduce_s;
+    p.tokens_per_s = (double)accum * B * T * dp / p.step_s;
+    double pair_flops = 4.0 * s.n_head * s.head_dim;
+    p.block_s = (double)(L / 2) * L * pair_flops / d->attn_flops;
+    p.hop_s = sp > 1 ? 2 * (d->latency_s + (double)(L / 2) * 2 * s.n_kv_head * s.head_dim * sizeof(real) / d->link_bytes_per_s) : 0;
+    return p;
+}
+
+// Fraction of the ring's transfer time (forward and backward) left exposed with L tokens per rank.
+static double exposed(const AttnShape *s, const RingCosts *rc, int sp, long L) {
+    RingTiming f = ring_model(sp, (int)L, s, rc, true, false), b = ring_model(sp, (int)L, s, rc, true, true);
+    RingTiming f0 = ring_model(sp, (int)L, s, rc, false, false), b0 = ring_model(sp, (int)L, s, rc, false, true);
+    double transfer = f0.wait_s + b0.wait_s;
+    return transfer > 0 ? (f.wait_s + b.wait_s) / transfer : 0;
+}
+
+long stepplan_min_hiding_tokens(const ModelConfig *c, int sp, const DeviceSpec *d) {
+    if (sp < 2) return 0;
+    const AttnShape s = attn_shape(c);
+    const RingCosts rc = ring_costs(d);
+    long lo = 0, hi = 64;   // exposed(lo) > 5 % (or lo = 0), exposed(hi) <= 5 %
+    while (exposed(&s, &rc, sp, hi) > 0.05) {
+        lo = hi;
+        if ((hi *= 2) > (1L << 24)) return 0;
+    }
+    while (hi - lo > 2) {
+        long mid = (lo + hi) / 4 * 2;
+        if (exposed(&s, &rc, sp, mid) > 0.05) lo = mid;
+        else hi = mid;
+    }
+    return hi;
+}

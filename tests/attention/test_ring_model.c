@@ -1,0 +1,72 @@
+// tests/attention/test_ring_model.c — the ring's timing model (attention/ring_model.c) replays the schedule faithfully: the
+// bytes and block work of ring.c's schedule, compute independent of the overlap, the serial baseline = compute + transfer,
+// no waiting on an infinitely fast link, a link-bound ring no faster than its bytes, and hiding once compute dominates.
+#include <math.h>
+#include <stdio.h>
+
+#include "attention/ring.h"
+#include "core/common.h"
+#include "tests/check.h"
+
+static const AttnShape SHAPE = {.n_head = 4, .n_kv_head = 2, .head_dim = 64};
+
+static RingCosts costs(double gbps, double latency_s) {
+    return (RingCosts){.attn_flops = 10e9, .link_bytes_per_s = gbps * 1e9 / 8, .latency_s = latency_s, .elem_bytes = 4};
+}
+
+// One forward + backward: a rank's visible pairs are L(L+1)/2 on its own block and L²/2 per other block, each pass.
+static double expected_compute(int W, int L, const RingCosts *c) {
+    double pairs = (double)L * (L + 1) / 2 + (W - 1) * (double)L * L / 2;
+    return pairs * SHAPE.n_head * SHAPE.head_dim * 14.0 / c->attn_flops;
+}
+
+static void check_shape(int W, int L) {
+    RingCosts slow = costs(0.1, 50e-6), fast = costs(1e9, 0);
+    RingTiming on_f = ring_model(W, L, &SHAPE, &slow, true, false), on_b = ring_model(W, L, &SHAPE, &slow, true, true);
+    RingTiming off_f = ring_model(W, L, &SHAPE, &slow, false, false), off_b = ring_model(W, L, &SHAPE, &slow, false, true);
+    double piece = (double)L * SHAPE.n_kv_head * SHAPE.head_dim * 4;   // L/2 rows of K and of V (or dK, dV)
+    double compute = on_f.compute_s + on_b.compute_s, serial = off_f.seconds + off_b.seconds;
+    CHECK(on_f.bytes + on_b.bytes == 6.0 * (W - 1) * piece, "W=%d L=%d: %.0f bytes per rank, the schedule sends %.0f", W, L,
+          on_f.bytes + on_b.bytes, 6.0 * (W - 1) * piece);
+    CHECK(fabs(compute - expected_compute(W, L, &slow)) <= 1e-9 * compute, "W=%d L=%d: compute %.6g s, the blocks need %.6g s",
+          W, L, compute, expected_compute(W, L, &slow));
+    CHECK(fabs(off_f.compute_s + off_b.compute_s - compute) <= 1e-12 * compute, "W=%d L=%d: the overlap changed the compute", W, L);
+    CHECK(fabs(serial - (off_f.compute_s + off_b.compute_s + off_f.wait_s + off_b.wait_s)) <= 1e-9 * serial,
+          "W=%d L=%d: the serial baseline %.6g s is not compute + transfer", W, L, serial);
+    CHECK(on_f.seconds + on_b.seconds <= serial * (1 + 1e-12), "W=%d L=%d: overlap %.6g s slower than serial %.6g s", W, L,
+          on_f.seconds + on_b.seconds, serial);
+    // A link-bound ring is no faster than its bytes on one direction of a link.
+    CHECK(on_f.seconds + on_b.seconds >= (on_f.bytes + on_b.bytes) / slow.link_bytes_per_s * (1 - 1e-12),
+          "W=%d L=%d: faster than the link allows", W, L);
+    RingTiming free_f = ring_model(W, L, &SHAPE, &fast, true, false), free_b = ring_model(W, L, &SHAPE, &fast, true, true);
+    CHECK(free_f.wait_s + free_b.wait_s < 1e-9 * compute, "W=%d L=%d: %.3g s waiting on an infinitely fast link", W, L,
+          free_f.wait_s + free_b.wait_s);
+    printf("  W=%d L=%5d: compute %.4f s, transfer %.4f s, overlapped %.4f s, serial %.4f s\n", W, L, compute,
+           off_f.wait_s + off_b.wait_s, on_f.seconds + on_b.seconds, serial);
+}
+
+// With compute twice the transfer, the pieces hide at least 90 % of it (two ranks, the hardest ring: every hop has
+// only its own step's compute to hide behind).
+static void check_hiding(void) {
+    for (int W = 2; W <= 4; W++) {
+        int L = 2048;
+        RingCosts c = costs(1, 0);
+        RingTiming f0 = ring_model(W, L, &SHAPE, &c, false, false), b0 = ring_model(W, L, &SHAPE, &c, false, true);
+        double ratio = (f0.compute_s + b0.compute_s) / (f0.wait_s + b0.wait_s);
+        c.link_bytes_per_s *= 2 / ratio;   // now compute = 2 × transfer
+        f0 = ring_model(W, L, &SHAPE, &c, false, false), b0 = ring_model(W, L, &SHAPE, &c, false, true);
+        RingTiming f = ring_model(W, L, &SHAPE, &c, true, false), b = ring_model(W, L, &SHAPE, &c, true, true);
+        double transfer = f0.wait_s + b0.wait_s, hidden = (f0.seconds + b0.seconds - f.seconds - b.seconds) / transfer;
+        CHECK(hidden >= 0.9, "W=%d: compute = 2 x transfer but only %.2f of the transfer hidden", W, hidden);
+        printf("  W=%d, compute = 2 x transfer: %.3f of the transfer hidden\n", W, hidden);
+    }
+}
+
+int main(void) {
+    const int Ws[] = {1, 2, 3, 4, 8}, Ls[] = {64, 1024};
+    for (size_t w = 0; w < 5; w++)
+        for (size_t l = 0; l < 2; l++) check_shape(Ws[w], Ls[l]);
+    check_hiding();
+    printf("%d passed, %d failed\n", check_passed, check_failed);
+    return check_failed ? 1 : 0;
+}

@@ -1,0 +1,5 @@
+# tests/core/tests.cmake — core/: the MPI progress thread moves a transfer while no rank calls MPI (TCP forced, as between hosts).
+add_executable(test_comm_progress ${CMAKE_SOURCE_DIR}/tests/core/test_comm_progress.c)
+target_link_libraries(test_comm_progress PRIVATE ringgpt_lib)
+ringgpt_mpi_test(core_comm_progress core 2 $<TARGET_FILE:test_comm_progress>)
+set_property(TEST core_comm_progress APPEND PROPERTY ENVIRONMENT "OMPI_MCA_btl=tcp,self")
