@@ -25,14 +25,15 @@ void ring_attention_backward(AttnRing *ring, const Backend *be, const AttnShape 
 
 // ---- the ring object (attention/ring.c) ----
 struct Comm;
-// Time spent by this rank's ring since the last reset: exposed waiting (blocked in the exchange
-// after the compute was done) and block compute. The hidden fraction of the communication is
-// 1 − wait(overlap on) / wait(overlap off) for the same work (bench/ring_bench.sh).
+// Time spent by this rank's ring since the last reset: exposed waiting (blocked on a piece after the
+// compute before it was done) and block compute. With the serial baseline (overlap off) on the same
+// work, the hidden fraction of the transfer is (time serial − time overlapped) / min(compute, transfer)
+// (bench/ring_overlap.sh measures it on a real link).
 typedef struct {
-    double wait_s;       // blocked waiting for KV / dKV packets
+    double wait_s;       // blocked waiting for K/V and dK/dV pieces
     double compute_s;    // attention block kernels
     double bytes;        // bytes sent
-    long exchanges;      // packets sent
+    long exchanges;      // pieces sent (two per hop: each zigzag chunk's K and V, or its dK and dV)
     long blocks_skipped; // block calls (forward and backward) skipped because the document mask hides the whole block
 } RingStats;
 

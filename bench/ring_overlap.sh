@@ -5,9 +5,9 @@
 # Usage: bench/ring_overlap.sh [BUILD_DIR] [OUT_DIR]          (defaults: build, a new /tmp/ring_overlap.* directory)
 # Environment (all optional):
 #   STAGES   which parts run, in order (default "calibrate sweep train report")
-#   RATES    link rates of the sweep (default "unlimited 1gbit 200mbit 50mbit"; unlimited = the veth link as fast as TCP goes)
-#   TOKENS   tokens per rank of the sweep (default "256 512 1024 2048 4096"); REPS timed repetitions per run (default 2)
-#   TRAIN_RATES, TRAIN_T  rates and sequence lengths of the two-host training runs (default "unlimited 200mbit 50mbit", "4096 8192")
+#   RATES    link rates of the sweep (default "unlimited 1gbit 500mbit 200mbit 100mbit"; unlimited = the veth link as fast as TCP goes)
+#   TOKENS   tokens per rank of the sweep (default "256 512 1024 2048 4096 8192"); REPS timed repetitions per run (default 2)
+#   TRAIN_RATES, TRAIN_T  rates and sequence lengths of the two-host training runs (default "unlimited 200mbit 100mbit", "4096 8192")
 #   LOCK     a lock file: every timed unit (one configuration) runs under `flock -x LOCK`, alone on a shared machine
 # Result lines go to OUT_DIR/results.txt, each with its stage, rate, the load average just before it, date and commit;
 # bench/ring_overlap_report.py turns them into OUT_DIR/report.md (the tables) and OUT_DIR/ring_overlap.png.
@@ -19,10 +19,10 @@ OUT=${2:-$(mktemp -d /tmp/ring_overlap.XXXXXX)}
 mkdir -p "$OUT"
 OUT=$(readlink -f "$OUT")
 STAGES=${STAGES:-calibrate sweep train report}
-RATES=${RATES:-unlimited 1gbit 200mbit 50mbit}
-TOKENS=${TOKENS:-256 512 1024 2048 4096}
+RATES=${RATES:-unlimited 1gbit 500mbit 200mbit 100mbit}
+TOKENS=${TOKENS:-256 512 1024 2048 4096 8192}
 REPS=${REPS:-2}
-TRAIN_RATES=${TRAIN_RATES:-unlimited 200mbit 50mbit}
+TRAIN_RATES=${TRAIN_RATES:-unlimited 200mbit 100mbit}
 TRAIN_T=${TRAIN_T:-4096 8192}
 export ROOT OUT REPS BENCH=$BUILD/ring_overlap RINGGPT=$BUILD/ringgpt
 for exe in "$BENCH" "$RINGGPT"; do
@@ -105,19 +105,13 @@ tag() {
   done
 }
 
-rate_gbps() { awk -v r="$1" 'BEGIN { n = r + 0; u = substr(r, length(n "") + 1, 1); print n * (u == "k" ? 1e-6 : u == "m" ? 1e-3 : 1) }'; }
 
-# Two-host training runs and `ringgpt plan --device cpu` for the same run (unlimited: the preset's link).
+# Two-host training runs; the report sets `ringgpt plan`'s prediction beside each.
 train_stage() {
   for rate in $TRAIN_RATES; do
     for T in $TRAIN_T; do
       echo "train: rate $rate, T=$T on two hosts" >&2
       timed unit_train_two_hosts "$rate" "$T" | tag "stage=train rate=$rate"
-      local link=()
-      [ "$rate" != unlimited ] && link=(--link-gbps "$(rate_gbps "$rate")")
-      "$RINGGPT" plan --device cpu --model small --seq-len "$T" --sp 2 --batch 1 "${link[@]}" --json |
-        "$PY" -c 'import json, sys; p = json.load(sys.stdin); print("plan tokens=%s " % sys.argv[1] + " ".join("%s=%s" % kv for kv in p.items()))' "$T" |
-        tag "stage=train rate=$rate"
     done
   done
 }

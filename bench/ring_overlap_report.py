@@ -56,6 +56,13 @@ def predict(bench, L, gflops, link, latency_us):
     return {k: float(v) for k, v in (t.split("=") for t in out.split() if "=" in t)}
 
 
+def plan(ringgpt, flags):
+    """`ringgpt plan --device cpu --model small --json` with flags, as a dict."""
+    out = subprocess.run([ringgpt, "plan", "--device", "cpu", "--model", "small", "--batch", "1", "--json"] + flags,
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
 def crossover(points):
     """Tokens per rank where compute / transfer crosses 1, interpolated in log-log between measured points."""
     pts = sorted(points)
@@ -82,22 +89,21 @@ def main():
         sys.exit("ring_overlap_report.py: no calibration in %s (run the calibrate stage)" % a.results)
     F = cal_attn[max(cal_attn)]["attn_gflops"]          # attention GFLOP/s of one rank, the largest block
     lat, bw = link["latency_us"], link["bandwidth_gbps"]
-    preset = json.loads(subprocess.run([a.ringgpt, "plan", "--device", "cpu", "--model", "small", "--seq-len", "4096",
-                                        "--json"], capture_output=True, text=True, check=True).stdout)
+    preset = plan(a.ringgpt, ["--seq-len", "4096"])
     md.append("### Calibration (one rank, one thread; the two-host link without a rate limit)\n")
     md.append("| figure | measured | the `cpu` preset of `ringgpt plan` |")
     md.append("|---|---|---|")
     for T, r in sorted(cal_attn.items()):
         md.append("| attention blocks, causal T=%d, GFLOP/s | %.2f | %s |" % (T, r["attn_gflops"],
                   "%.2f" % (preset["attn_flops"] / 1e9) if T == max(cal_attn) else ""))
-    if train1:
-        mm = json.loads(subprocess.run([a.ringgpt, "plan", "--device", "cpu", "--model", "small", "--seq-len", "4096",
-                                        "--matmul-tflops", "1", "--json"], capture_output=True, text=True,
-                                       check=True).stdout)["matmul_s"] * 1e12
-        outside = train1["step_s"] - SMALL["layers"] * cal_attn[4096]["attn_s"] if 4096 in cal_attn else None
-        if outside and outside > 0:
+    M = None   # the matmul rate: a one-rank step's time outside attention over its matmul FLOPs
+    if train1 and 4096 in cal_attn:
+        mm = plan(a.ringgpt, ["--seq-len", "4096", "--matmul-tflops", "1"])["matmul_s"] * 1e12
+        outside = train1["step_s"] - SMALL["layers"] * cal_attn[4096]["attn_s"]
+        if outside > 0:
+            M = mm / outside / 1e9
             md.append("| matmul (a one-rank `small` step at T=4096 outside attention: %.3f of %.3f s), GFLOP/s | %.2f | %.2f |"
-                      % (outside, train1["step_s"], mm / outside / 1e9, preset["matmul_flops"] / 1e9))
+                      % (outside, train1["step_s"], M, preset["matmul_flops"] / 1e9))
     md.append("| link latency (8-byte sendrecv pair), us | %.1f | %.1f |" % (lat, preset["latency_s"] * 1e6))
     md.append("| link bandwidth (8 MiB pairs, both ways at once), Gbit/s | %.3f | %.3f |" % (bw, preset["link_bytes_per_s"] * 8 / 1e9))
     load = [r["load"] for r in rows if isinstance(r.get("load"), float)]
@@ -151,20 +157,22 @@ def main():
         md.append("| %s | %s | %.0f | %s |" % (rate, "%.0f" % meas if meas else "outside the sweep", pred,
                                                "%.2f" % (meas / pred) if meas else "-"))
 
-    trains = {}
-    for r in rows:
-        if r.get("stage") == "train":
-            trains.setdefault((r["rate"], int(r["tokens"])), {})[r.get("kind")] = r
-    if trains:
-        md.append("\n### `ringgpt plan --device cpu` against two-host training runs (`small`, sp = 2, B = 1, one thread a rank)\n")
-        md.append("| link | T | measured step (s) | predicted step (s) | error | measured ring wait (s) | predicted exposed wait (s) | load |")
+    trains = [r for r in rows if r.get("kind") == "train2"]
+    if trains and M:
+        md.append("\n### `ringgpt plan` against two-host training runs (`small`, sp = 2, B = 1, one thread a rank)\n")
+        md.append("Predicted with the rates calibrated above (matmul %.2f, attention %.2f GFLOP/s, latency %.1f us) and the "
+                  "link's rate (unlimited: the measured %.2f Gbit/s): `ringgpt plan --device cpu --model small --sp 2 "
+                  "--matmul-tflops M --attn-tflops A --latency-us U --link-gbps B`; steps 2-4 of each run.\n" % (M, F, lat, bw))
+        md.append("| link | T | measured step (s) | predicted step (s) | error | measured ring wait, most of a rank (s) | "
+                  "predicted exposed wait (s) | load |")
         md.append("|---|---|---|---|---|---|---|---|")
-        for (rate, T), m in sorted(trains.items(), key=lambda kv: (rates.index(kv[0][0]) if kv[0][0] in rates else 0, kv[0][1])):
-            if "train2" in m and "plan" in m:
-                meas, pred = m["train2"]["step_s"], m["plan"]["step_s"]
-                md.append("| %s | %d | %.3f | %.3f | %+.1f %% | %.3f | %.3f | %.2f |" % (
-                    rate, T, meas, pred, 100 * (pred / meas - 1), m["train2"]["ring_wait_s"], m["plan"]["ring_wait_s"],
-                    m["train2"]["load"]))
+        for m in trains:
+            p = plan(a.ringgpt, ["--seq-len", "%d" % m["tokens"], "--sp", "2", "--matmul-tflops", str(M / 1e3),
+                                 "--attn-tflops", str(F / 1e3), "--latency-us", str(lat),
+                                 "--link-gbps", str(gbps(m["rate"], bw))])
+            md.append("| %s | %d | %.3f | %.3f | %+.1f %% | %.3f | %.3f | %.2f |" % (
+                m["rate"], m["tokens"], m["step_s"], p["step_s"], 100 * (p["step_s"] / m["step_s"] - 1), m["ring_wait_s"],
+                p["ring_wait_s"], m["load"]))
 
     commit = next((r["commit"] for r in rows if "commit" in r), "?")
     date = next((r["date"] for r in rows if "date" in r), "?")

@@ -176,9 +176,11 @@ static void print_table(const ModelConfig *c, const PlanFlags *f, Recompute chos
 static void print_json(const StepPlan *p, const MemPlan *m, const DeviceSpec *d, long min_tokens) {
     printf("{\"device\": \"%s\", \"step_s\": %.6f, \"matmul_s\": %.6f, \"attn_compute_s\": %.6f, \"ring_wait_s\": %.6f, "
            "\"ring_transfer_s\": %.6f, \"allreduce_s\": %.6f, \"tokens_per_s\": %.2f, \"block_s\": %.6f, \"hop_s\": %.6f, "
-           "\"mem_bytes\": %.0f, \"min_hiding_tokens\": %ld}\n",
+           "\"mem_bytes\": %.0f, \"min_hiding_tokens\": %ld, \"matmul_flops\": %.4g, \"attn_flops\": %.4g, "
+           "\"link_bytes_per_s\": %.4g, \"latency_s\": %.4g}\n",
            d->name, p->step_s, p->matmul_s, p->attn_compute_s, p->ring_wait_s, p->ring_transfer_s, p->allreduce_s,
-           p->tokens_per_s, p->block_s, p->hop_s, m->total, min_tokens);
+           p->tokens_per_s, p->block_s, p->hop_s, m->total, min_tokens, d->matmul_flops, d->attn_flops, d->link_bytes_per_s,
+           d->latency_s);
 }
 
 int cmd_plan(int argc, char **argv) {

@@ -309,7 +309,7 @@ static void run_open(Run *r, const TrainConfig *cfg) {
 static void run_close(Run *r) {
     if (r->model.ring) {
         RingStats rs = ring_stats(r->model.ring);
-        log_info("ring (rank 0): %.2f s blocked waiting for KV, %.2f s attention compute, %.1f MiB sent in %ld hops\n",
+        log_info("ring (rank 0): %.2f s blocked waiting for KV, %.2f s attention compute, %.1f MiB sent in %ld pieces\n",
                  rs.wait_s, rs.compute_s, rs.bytes / 1048576, rs.exchanges);
         if (r->t.doc_mask) log_info("doc mask (rank 0): %ld ring block calls skipped (no row shares a document with the block)\n",
                                     rs.blocks_skipped);
