@@ -30,7 +30,7 @@ for exe in "$BENCH" "$RINGGPT"; do
 done
 . "$ROOT/scripts/deps.sh"
 find_python || { echo "ring_overlap.sh: no python3 with numpy and matplotlib (scripts/deps.sh installs them)" >&2; exit 2; }
-COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2> /dev/null || echo unknown)
+COMMIT=${COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2> /dev/null || echo unknown)}
 RESULTS=$OUT/results.txt
 
 # ---- the timed units: each prints load_before=... first, then the bench's key=value lines ----

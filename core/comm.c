@@ -128,14 +128,27 @@ void comm_sendrecv_start(Comm *c, CommRequest *r, const void *send, void *recv, 
     if (bytes) c->be->sendrecv_start(c, r, send, recv, bytes, to, from);
 }
 
-_Noreturn static void timed_out(const CommRequest *r) {
+// Which peer of a send/receive pair did not answer, when the backend can tell: that rank died or is stuck.
+static void pair_detail(CommRequest *r, char *buf, size_t n) {
+    const Comm *c = r->comm;
+    int to = c->world_ranks[r->to], from = c->world_ranks[r->from];
+    bool send = true, recv = true;
+    if (c->be->pending) c->be->pending(r->comm, r, &send, &recv);
+    if (recv && !send) snprintf(buf, n, "nothing arrived from rank %d; the send to rank %d went through", from, to);
+    else if (send && !recv) snprintf(buf, n, "rank %d took nothing of what was sent to it; the receive from rank %d went through", to, from);
+    else snprintf(buf, n, "sending to rank %d, receiving from rank %d", to, from);
+}
+
+_Noreturn static void timed_out(CommRequest *r) {
     const Comm *c = r->comm;
     int me = g_world ? g_world->rank : 0;
+    char detail[256];
+    if (r->to >= 0) pair_detail(r, detail, sizeof detail);
     if (r->to >= 0)
         comm_abort(EXIT_RUNTIME,
-                   "rank %d: %s got no answer within %.0f s (sending to rank %d, receiving from rank %d); a rank died "
-                   "or is stuck, so the job is aborted (raise --comm-timeout if ranks are only slow)",
-                   me, r->what, g_timeout, c->world_ranks[r->to], c->world_ranks[r->from]);
+                   "rank %d: %s got no answer within %.0f s (%s); a rank died or is stuck, so the job is aborted (raise "
+                   "--comm-timeout if ranks are only slow)",
+                   me, r->what, g_timeout, detail);
     comm_abort(EXIT_RUNTIME,
                "rank %d: %s over %d ranks did not complete within %.0f s; a rank died or is stuck, so the job is "
                "aborted (raise --comm-timeout if ranks are only slow)",

@@ -10,6 +10,9 @@ typedef struct CommBackend {
     void (*allreduce_start)(Comm *c, CommRequest *r, void *buf, size_t count, CommType t, CommOp op);
     void (*barrier_start)(Comm *c, CommRequest *r);
     bool (*test)(Comm *c, CommRequest *r);            // true when done; the request is then released
+    // Optional: which halves of an unfinished send/receive pair are still pending (for the timeout
+    // message; nothing is completed or released). NULL where the backend cannot tell.
+    void (*pending)(Comm *c, CommRequest *r, bool *send, bool *recv);
     Comm *(*split)(Comm *c, int color, int key);      // a sub-group (all ranks of c call it)
     void (*free)(Comm *c);
 } CommBackend;

@@ -171,6 +171,17 @@ static bool mpi_test(Comm *c, CommRequest *r) {
     return done != 0;
 }
 
+// A pair's receives come first in its requests, then as many sends (mpi_sendrecv_start).
+static void mpi_pending(Comm *c, CommRequest *r, bool *send, bool *recv) {
+    MpiRequest *q = (MpiRequest *)r->handle;
+    *send = *recv = false;
+    for (int i = 0; i < q->n; i++) {
+        int done = 0;
+        MPI_CHECK(MPI_Request_get_status(q->req[i], &done, MPI_STATUS_IGNORE));
+        if (!done) *(i < q->n / 2 ? recv : send) = true;
+    }
+}
+
 // Wraps an MPI communicator; world_ranks come from translating this group into the world's.
 static Comm *mpi_wrap(MPI_Comm comm) {
     Comm *c = xcalloc(1, sizeof *c, "communicator");
@@ -217,6 +228,7 @@ const CommBackend COMM_MPI = {
     .allreduce_start = mpi_allreduce_start,
     .barrier_start = mpi_barrier_start,
     .test = mpi_test,
+    .pending = mpi_pending,
     .split = mpi_split,
     .free = mpi_free,
 };

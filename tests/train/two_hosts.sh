@@ -23,6 +23,10 @@ start=\$(date +%s)
 "\$HOSTS_MPIEXEC" -np 2 -x OMP_NUM_THREADS=1 "$BIN" ${run[*]} --steps 1000 --comm-timeout 5 --out "$W/kill" \\
   --debug-exit-rank 1 --debug-exit-step 3 --debug-kill > "$W/kill.log" 2>&1
 echo "\$? \$(( \$(date +%s) - start ))" > "$W/kill.result"
+start=\$(date +%s)   # again, with Open MPI told not to end the job itself: ringgpt's deadline must
+OMPI_MCA_orte_abort_on_non_zero_status=0 "\$HOSTS_MPIEXEC" -np 2 -x OMP_NUM_THREADS=1 "$BIN" ${run[*]} --steps 1000 \\
+  --comm-timeout 5 --out "$W/kill2" --debug-exit-rank 1 --debug-exit-step 3 --debug-kill > "$W/kill2.log" 2>&1
+echo "\$? \$(( \$(date +%s) - start ))" > "$W/kill2.result"
 exit 0
 INSIDE
 bash "$HERE/../../scripts/two_hosts.sh" --rate 1gbit --mpiexec "$MPIEXEC" -- bash "$W/inside.sh" 2> "$W/hosts.err"
@@ -39,3 +43,9 @@ grep -v '^step' "$W/kill.log" | tail -6
 [ "$took" -le 30 ] || { echo "FAIL: the job took ${took}s to end after the kill (timeout 5 s)"; exit 1; }
 grep -qE "rank 1\b.*(signal 9|[Kk]illed|died)" "$W/kill.log" || { echo "FAIL: no line names the killed rank 1"; exit 1; }
 echo "ok: rank 1 on host b killed (SIGKILL) at step 3; the job ended in ${took}s with exit code $krc, the rank named"
+read -r krc took < "$W/kill2.result"
+grep -v '^step' "$W/kill2.log" | grep ringgpt | tail -3
+[ "$krc" -ne 0 ] && [ "$took" -le 30 ] || { echo "FAIL: without the launcher's abort the job ended in ${took}s, exit $krc"; exit 1; }
+grep -qE "got no answer within 5 s \((nothing arrived from rank 1|rank 1 took nothing)" "$W/kill2.log" ||
+  { echo "FAIL: without the launcher's abort no deadline line names rank 1"; exit 1; }
+echo "ok: with Open MPI told not to abort, ringgpt's deadline ended the job in ${took}s naming rank 1"
