@@ -25,7 +25,7 @@ static struct {
     long in_flight;         // operations started and not yet seen complete
     bool wanted;            // comm_set_progress
     bool serialized;        // MPI provided MPI_THREAD_SERIALIZED or more
-    bool running, stop, noted;
+    bool running, stop, noted;   // noted: the note on a missing thread was printed
 } g_prog = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .probe = MPI_COMM_NULL, .wanted = true};
 
 static void mpi_lock(void) { pthread_mutex_lock(&g_prog.lock); }
@@ -79,9 +79,10 @@ static void progress_started_locked(void) {
     }
     if (!g_prog.wanted || !g_prog.serialized) return;
     int err = pthread_create(&g_prog.thread, NULL, progress_main, NULL);
-    if (err == 0) g_prog.running = true;
-    else if (!g_prog.noted) log_info("note: no MPI progress thread (%s); transfers move only inside MPI calls\n", strerror(err));
-    g_prog.noted = true;
+    g_prog.running = err == 0;
+    if (err && !g_prog.noted) log_info("note: no MPI progress thread (%s); transfers move only inside MPI calls\n", strerror(err));
+    g_prog.noted |= err != 0;
+    g_prog.wanted &= err == 0;   // no second try
 }
 
 static void progress_started(void) {
