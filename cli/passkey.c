@@ -288,12 +288,13 @@ static const ArgCommand PASSKEY_CMD = {
 
 int cmd_passkey(int argc, char **argv) {
     comm_init(&argc, &argv);
-    const char *lengths = "1K", *depths = "0:1:0.25", *out = "passkey", *label = NULL, *pos[1] = {NULL};
+    const char *lengths = "1K", *depths = "0:1:0.25", *out = "passkey", *label = NULL, *config = NULL, *pos[1] = {NULL};
     Grid g = {.trials = 5, .seed = 7};
     int64_t seed = 7;
     int sp = 1, threads = omp_get_num_procs();
     float rope_theta = 0;
     ArgSpec specs[] = {
+        {"--config", ARG_STRING, &config, "flags as a JSON object {\"lengths\": \"1K,4K\", ...}; the command line overrides it"},
         {"--lengths", ARG_STRING, &lengths, "document lengths in tokens, EOS included (K = 1024, M = 1024²), comma-separated"},
         {"--depths", ARG_STRING, &depths, "key depths in 0..1: start:stop:step (stop included) or a comma list"},
         {"--trials", ARG_INT, &g.trials, "documents (keys) per cell"},
@@ -307,6 +308,7 @@ int cmd_passkey(int argc, char **argv) {
     };
     int n = sizeof specs / sizeof specs[0];
     int n_pos = args_parse(&PASSKEY_CMD, specs, n, argc, argv, pos, 1);
+    args_apply_config(&PASSKEY_CMD, specs, n);
     if (n_pos != 1) comm_fail_usage_all("passkey needs a checkpoint: ringgpt passkey CKPT --lengths 1K,4K --depths 0:1:0.1");
     CommGrid cg = cli_infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
     cpu_threads(threads);

@@ -28,7 +28,7 @@ enum { LLMC_GPT2 = 20240520, LLMC_LLAMA3 = 20240801, LLMC_HEADER_BYTES = 1024, C
 enum { MAX_DOC_LENS = 64 };
 
 typedef struct {
-    const char *out, *kind, *synthetic, *tokenizer, *include, *doc_len, *text;
+    const char *out, *kind, *synthetic, *tokenizer, *include, *doc_len, *text, *config;
     int64_t shard_tokens, block_tokens, eos, vocab, docs, seed;
     int level, token_bytes, pairs, queries, threads;
     double val_fraction, text_frac;
@@ -549,6 +549,7 @@ int cmd_prepare(int argc, char **argv) {
                      .mix = {.depth = -1, .edge_span = 0.03, .edge_far = 0.5, .key_max = 40}};
     ArgSpec specs[] = {
         {"--out", ARG_STRING, &a.out, "output dataset directory (created; shards + manifest.json)"},
+        {"--config", ARG_STRING, &a.config, "flags as a JSON object {\"synthetic\": \"passkey\", ...}; the command line overrides it"},
         {"--input-kind", ARG_STRING, &a.kind, "auto (llm.c .bin by magic, *.jsonl JSONL, else text), text, u16, u32, llmc or jsonl"},
         {"--eos", ARG_I64, &a.eos, "document delimiter id for u16/u32 (and llm.c override)",
          .dflt = "the input's: text <eos> 256, llm.c its EOT; u16/u32 need it"},
@@ -590,6 +591,7 @@ int cmd_prepare(int argc, char **argv) {
                       "manifest, or generates a synthetic long-context task. Files are written under .tmp names and renamed when complete."};
     const char *inputs[4096];
     int n_in = args_parse(&cmd, specs, sizeof specs / sizeof specs[0], argc, argv, inputs, 4096);
+    args_apply_config(&cmd, specs, sizeof specs / sizeof specs[0]);
     if (!a.out) fail_usage("prepare needs --out DIR (see `ringgpt prepare --help`)");
     if (!(a.val_fraction >= 0 && a.val_fraction < 1)) fail_usage("--val-fraction must be in [0, 1), not %g", a.val_fraction);
     if (a.shard_tokens < 1) fail_usage("--shard-tokens must be positive (got %" PRId64 ")", a.shard_tokens);
