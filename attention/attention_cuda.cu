@@ -537,7 +537,7 @@ extern "C" void attn_cuda_forward_block(const AttnShape *s, AttnState st, const 
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;
     // --attn sm90: the Hopper kernels (attention/attention_sm90.cu) for hd 64/128 on sm_90; off by
-    // default until a GPU session has verified them (tests/gpu/test_gpu_attention_sm90.c). Document masks: sm_80.
+    // default until a GPU session has verified them (tests/attention/test_gpu_attention_sm90.c). Document masks: sm_80.
     if (!docs.q && attn_sm90_selected(s->head_dim)) return attn_sm90_forward_block(s, st, q, nq, k, v, nk, causal);
     switch (s->head_dim) {
     case 16: launch_forward<16>(s, st, q, nq, k, v, nk, causal, docs); break;

@@ -3,7 +3,7 @@
 // diagonal or full, fp32 running state {acc, m, l} read and written in global memory, GQA by indexing.
 // Only head dims 64 and 128; chosen by attention_cuda.cu's entry points with --attn sm90 on an
 // sm_90 device (OFF by default: these kernels were written without a GPU and wait for an H100 session to
-// pass tests/gpu/test_gpu_attention_sm90.c). Operands are bf16 (fp32 inputs are converted once per call
+// pass tests/attention/test_gpu_attention_sm90.c). Operands are bf16 (fp32 inputs are converted once per call
 // into a scratch buffer, so bf16 storage can later hand them over directly).
 //
 // Every CTA: warpgroup 0 is the producer (one thread issues TMA loads of 64-column, 128-byte-swizzled

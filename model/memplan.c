@@ -24,7 +24,7 @@ const char *recompute_name(Recompute r) { return NAMES[r]; }
 static size_t piece(size_t n) { return (n + ACT_ALIGN - 1) / ACT_ALIGN * ACT_ALIGN; }
 static size_t max3(size_t a, size_t b, size_t c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
-// Mirrors acts_ensure and arena_layout in model/gpt.c (tests/unit/test_recompute.c checks that
+// Mirrors acts_ensure and arena_layout in model/gpt.c (tests/model/test_recompute.c checks that
 // the two agree to the byte for every mode).
 ActSizes act_sizes(const ModelConfig *c, Recompute r, int B, int T_local, int sp) {
     size_t N = (size_t)B * T_local, C = c->dim, Q = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head;

@@ -49,7 +49,7 @@ fi
 nvcc -std=c++20 -O3 -arch=sm_90 -I. -Xptxas -v -c attention/attention_cuda.cu -o /dev/null 2>&1 |
   grep -E "Compiling entry|registers|spill" | paste - - - | sed -E 's/ptxas info +: //g; s/Compiling entry function //' \
   > "$OUT/ptxas.txt" || true
-# The Hopper kernels (RINGGPT_ATTN=sm90): sm_90a only; ptxas also says when it serialises wgmma (C7513...).
+# The Hopper kernels (--attn sm90): sm_90a only; ptxas also says when it serialises wgmma (C7513...).
 nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a -I. -Xptxas -v -c attention/attention_sm90.cu -o /dev/null \
   > "$OUT/ptxas_sm90.log" 2>&1 || true
 grep -E "Compiling entry|registers|spill" "$OUT/ptxas_sm90.log" | paste - - - |

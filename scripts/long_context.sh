@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # scripts/long_context.sh — the long-context recipe: the stages of recipes/long_context/ (train, then passkey by length × depth), one heatmap.
 #
-# A stage N is three files in the recipe directory, each read with the command's --config:
-#   stageN.data.json     `ringgpt prepare`: the stage's training documents (passkey with long keys and edge
-#                        depths, text records from a file pinned in the recipe);
-#   stageN.train.json    `ringgpt train`: the model, length, RoPE base, batch, steps, learning rate;
-#   stageN.passkey.json  `ringgpt passkey`: the evaluation grid (lengths up to 2x the trained one).
+# A stage N is a few files in the recipe directory, each read with the command's --config:
+#   stageN.data.json        `ringgpt prepare`: the stage's training documents (passkey with long keys, edge
+#                           depths, distractors, needles in training prose; text records);
+#   stageN.train.json       `ringgpt train`: the model, length, RoPE base, batch, steps, learning rate;
+#   stageN.passkey*.json    `ringgpt passkey`: the evaluation grids (lengths up to 2x the trained one), one per
+#                           file: the generator's filler, held-out prose, distractors.
+# The text the recipe reads outside the repository (Debian's licence texts, the evaluation's haystack) is
+# listed with the SHA-256 of every file in OUT/corpora.sha256.
 # Stage 1 trains from scratch; every later stage starts from the previous one's weights (--init-from).
 # docs/long_context.md says what each setting does, why, and what was measured with it.
 #
@@ -42,14 +45,27 @@ die() { echo "long_context.sh: $*" >&2; exit 2; }
 stages=$(compgen -G "$recipe/stage*.train.json" | wc -l || true)
 ((stages > 0)) || die "$recipe has no stage1.train.json; give RECIPE=a recipe directory"
 for n in $(seq 1 "$stages"); do
-  for f in data train passkey; do [[ -f $recipe/stage$n.$f.json ]] || die "$recipe/stage$n.$f.json is missing"; done
+  for f in data train; do [[ -f $recipe/stage$n.$f.json ]] || die "$recipe/stage$n.$f.json is missing"; done
+  compgen -G "$recipe/stage$n.passkey*.json" > /dev/null || die "$recipe/stage$n.passkey.json is missing"
 done
 [[ $start =~ ^[1-9][0-9]*$ ]] && ((start <= stages)) || die "START must be 1..$stages (got $start)"
 ((start == 1)) || [[ -f $out/stage$((start - 1))/LATEST ]] ||
   die "START=$start needs $out/stage$((start - 1)) from an earlier run of this recipe; run from START=1"
 mkdir -p "$out"
 for n in $(seq "$start" "$stages"); do rm -rf "$out/stage$n" "$out/data$n" "$out/passkey_stage$n".*; done   # only what a run writes
-rm -f "$out/passkey_stages.png"
+rm -f "$out/passkey_stages.png" "$out/corpora.sha256"
+# Every file of every haystack the configs name (paths outside the repository: the checksums make the run checkable).
+"$PY" - "$recipe"/stage*.json <<'PYEOF' | sort -u | while read -r f; do sha256sum "$f"; done > "$out/corpora.sha256"
+import json, os, sys
+for cfg in sys.argv[1:]:
+    for key in ("haystack", "held-out"):
+        path = json.load(open(cfg)).get(key)
+        if not path: continue
+        for root, _, files in os.walk(path) if os.path.isdir(path) else [(os.path.dirname(path), None, [os.path.basename(path)])]:
+            for f in files:
+                p = os.path.join(root, f)
+                if not os.path.islink(p) and not f.startswith("."): print(p)
+PYEOF
 [[ ! -f $out/timings.txt ]] || sed -i -E "/^(stage|passkey after stage) ([$start-9]|[1-9][0-9]) |^total/d" "$out/timings.txt"
 launch() {  # launch RANKS ARGS...: one process, or a ring of RANKS under mpiexec
   local ranks=$1; shift
@@ -68,12 +84,14 @@ for n in $(seq "$start" "$stages"); do
     --out "$out/stage$n" "${init[@]}" | grep --line-buffered -E "^step|^done"
   log_time "stage $n training:" "$t0"
   t0=$(date +%s)
-  launch "$ranks" passkey "$out/stage$n" --config "$recipe/stage$n.passkey.json" --out "$out/passkey_stage$n" --threads "$threads" |
-    grep -v "^passkey: length"
+  for grid in "$recipe"/stage$n.passkey*.json; do   # stageN.passkey.json -> passkey_stageN, stageN.passkey.X.json -> passkey_stageN.X
+    name=$(basename "$grid" .json); name=passkey_stage$n${name#stage$n.passkey}
+    launch "$ranks" passkey "$out/stage$n" --config "$grid" --out "$out/$name" --threads "$threads" | grep -v "^passkey: length"
+  done
   log_time "passkey after stage $n:" "$t0"
 done
 results=()
-for n in $(seq 1 "$stages"); do results+=("$out/passkey_stage$n.json"); done
+for n in $(seq 1 "$stages"); do results+=("$out/passkey_stage$n.json" $(compgen -G "$out/passkey_stage$n.*.json" || true)); done
 "$PY" scripts/plot_passkey.py "${results[@]}" -o "$out/passkey_stages.png" \
   --title "passkey exact match (%) after each stage ($recipe, SEED=$seed)"
 log_time "total:" "$t_all"
