@@ -291,7 +291,6 @@ static void check_synthetic(const PrepareArgs *a, bool passkey) {
     const PasskeyMix *mx = &a->mix;
     if (a->pairs < 1 || a->pairs > RECALL_MAX_PAIRS || a->queries < 1 || a->queries > RECALL_MAX_PAIRS)
         fail_usage("--pairs and --queries must be in 1..%d (got %d and %d)", RECALL_MAX_PAIRS, a->pairs, a->queries);
-    int most = mx->distractor_frac > 0 ? mx->distractors : 0;   // the most needles a document may hold
     if (!(mx->distractor_frac >= 0 && mx->distractor_frac <= 1)) fail_usage("--distractor-frac %g: give a fraction in 0..1", mx->distractor_frac);
     if (mx->distractors < 1 || mx->distractors > PASSKEY_MAX_DISTRACTORS)
         fail_usage("--distractors %d: give 1..%d (the most other keys a document may hold)", mx->distractors, PASSKEY_MAX_DISTRACTORS);
@@ -301,11 +300,11 @@ static void check_synthetic(const PrepareArgs *a, bool passkey) {
     if (a->held_out && !a->haystack) fail_usage("--held-out is checked against --haystack; give both");
     if (!passkey && (mx->distractor_frac > 0 || mx->hay_frac > 0))
         fail_usage("--distractor-frac and --haystack-frac shape passkey documents; drop them for --synthetic recall");
-    uint64_t need = 1 + (passkey ? passkey_train_min_len(mx, most) : recall_min_len(a->pairs, a->queries));
+    uint64_t need = 1 + (passkey ? passkey_train_min_len(mx, 0) : recall_min_len(a->pairs, a->queries));
     for (int i = 0; i < a->n_lens; i++)
         if ((uint64_t)a->lens[i] < need)
-            fail_usage("--doc-len %" PRId64 " is too short for a %s document%s (at least %" PRIu64 ", the EOS included)", a->lens[i],
-                       a->synthetic, most ? " with its distractors" : "", need);
+            fail_usage("--doc-len %" PRId64 " is too short for a %s document (at least %" PRIu64 ", the EOS included)", a->lens[i],
+                       a->synthetic, need);
     if (!(mx->depth <= 1)) fail_usage("--depth %g: give a depth in 0..1 (or a negative one: drawn per document)", mx->depth);
     if (!(mx->edge_frac >= 0 && mx->edge_frac <= 1)) fail_usage("--edge-frac %g: give a fraction in 0..1", mx->edge_frac);
     if (!(mx->edge_span > 0 && mx->edge_span <= 1)) fail_usage("--edge-span %g: give a fraction in (0, 1]", mx->edge_span);
@@ -614,7 +613,8 @@ int cmd_prepare(int argc, char **argv) {
         {"--edge-far", ARG_DOUBLE, &a.mix.edge_far, "passkey: of the edge documents, the share with the needle at the start"},
         {"--long-frac", ARG_DOUBLE, &a.mix.long_frac, "passkey: share of documents whose key gets 1..KEY_MAX-5 more digits"},
         {"--key-max", ARG_INT, &a.mix.key_max, "passkey: the longest key, in digits (5..60)"},
-        {"--distractors", ARG_INT, &a.mix.distractors, "passkey: the most other named keys a --distractor-frac document holds (1..8)"},
+        {"--distractors", ARG_INT, &a.mix.distractors, "passkey: the most other named keys a --distractor-frac document holds "
+                                                       "(1..8; a short document holds as many as fit)"},
         {"--distractor-frac", ARG_DOUBLE, &a.mix.distractor_frac, "passkey: share of documents with 1..--distractors other named keys"},
         {"--haystack", ARG_STRING, &a.haystack, "passkey: real text (a file, a directory of files or a byte-level dataset) the needles "
                                                 "of --haystack-frac of the documents hide in"},

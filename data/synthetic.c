@@ -215,9 +215,10 @@ uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const Pass
                           ? 1 + (int)rng_below(&r, (uint64_t)mix->distractors) : 0;
     const uint32_t *hay = NULL;
     if (mix->hay && rng_uniform(&r) < mix->hay_frac) hay = mix->hay + rng_below(&r, mix->hay_len - len + 1);
+    while (distractors > 0 && len < passkey_train_min_len(mix, distractors)) distractors--;   // as many as fit
     if (len < passkey_train_min_len(mix, distractors))
-        fail_usage("--doc-len %" PRIu64 " is too short for a passkey document with %d distractors and their long keys (at least %" PRIu64
-                   ")", len, distractors, passkey_train_min_len(mix, distractors));
+        fail_usage("--doc-len %" PRIu64 " is too short for a passkey document (at least %" PRIu64 ")", len,
+                   passkey_train_min_len(mix, distractors));
     Needle nd[PASSKEY_MAX_DISTRACTORS + 1];
     draw_needles(seed, k, depth, distractors, nd);
     for (int i = 1; longer && i <= distractors; i++) lengthen(&r, mix, nd[i].key);   // the asked key is not the longest one

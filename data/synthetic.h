@@ -36,7 +36,7 @@ typedef struct {
     double edge_far;    // of the edge documents, the share at the far edge (the needle near the filler's start)
     double long_frac;   // documents whose keys get 1..key_max−5 more digits after their 5 (the answer likewise)
     int key_max;        // the longest key, in digits (5..60)
-    double distractor_frac;   // documents with 1..distractors other named needles
+    double distractor_frac;   // documents with 1..distractors other named needles (as many as fit in a short one)
     int distractors;
     double hay_frac;          // documents whose filler is a window of hay (real text) instead of the sentences
     const uint32_t *hay;      // (hay_len) byte tokens, or NULL

@@ -94,8 +94,8 @@ expect_fail "prepare --haystack shorter than a document" "shorter than the longe
 expect_fail "prepare --haystack-frac without --haystack" "needs --haystack" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --haystack-frac 0.5
 expect_fail "prepare --held-out without --haystack" "give both" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --held-out "$DIR/held.txt"
 expect_fail "prepare --distractors 9" "distractors 9: give 1..8" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --distractor-frac 0.5 --distractors 9
-expect_fail "prepare --doc-len too short for distractors" "with its distractors" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey \
-    --doc-len 200 --distractor-frac 0.5 --distractors 3
+"$BIN" prepare --out "$DIR/pkshort" --synthetic passkey --docs 20 --doc-len 160,400 --distractor-frac 1 --distractors 3 --quiet > /dev/null \
+    && ok || bad "prepare --distractors: a document too short for them holds as many as fit"
 
 # JSONL prompt/completion records: a clean dataset with loss weights; a bad record names its line (exit 2).
 printf '{"prompt": "Q: 1+1? A: ", "completion": "2"}\n\n{"prompt": "say hi ", "completion": "hi"}\n' > "$DIR/ok.jsonl"
