@@ -17,7 +17,7 @@ struct AttnRing {
     Comm *comm;
     const Backend *be;
     int rank, size;     // sp_index, sp
-    char *pkt[2];       // ring_packet_bytes(kvn, store) each
+    char *pkt[2];       // packet_bytes(kvn, store) each
     real *dkv_step;     // (2, L, Hkv, hd) this step's dk | dv contribution, before it joins its accumulator
     size_t cap;         // elements of one (L, Hkv, hd) block the buffers hold ...
     ActStore store;     // ... with k and v stored so

@@ -1,4 +1,4 @@
-// tests/attention/attn_ring_replay.h — replays the ring's schedule of attention blocks in one process on a backend (shared by the GPU attention tests).
+// tests/attention/attn_ring_replay.h — replays the ring's schedule of attention blocks in one process on a backend, and compares implementations (shared by the GPU attention tests).
 // For every rank r and every step's KV owner j (the three cases of attention/ring.c: j == r causal,
 // j < r full, j > r second half of the rows), forward and backward through the block API, with or
 // without document ids; returns every rank's out, LSE, dQ and the dK/dV each KV block collects.
@@ -145,4 +145,57 @@ static inline void host_compare(const char *what, const Case *c, const float *g,
 }
 
 static inline void free_result(Result r) { free(r.out), free(r.lse), free(r.dq), free(r.dk), free(r.dv); }
+
+// Where the largest difference is, as (rank, local row, head, column): a layout bug shows as a pattern
+// (one head, every 8th column, rows past a tile boundary, ...), so a failing run says where.
+static inline void locate_worst(const char *what, const float *g, const float *ref, size_t n, int L, int heads, int cols) {
+    size_t worst = 0;
+    double dmax = -1;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)g[i] - ref[i]);
+        if (!(d <= dmax)) dmax = d, worst = i;
+    }
+    size_t row = worst / ((size_t)heads * cols);
+    printf("    %s: worst at rank %zu, row %zu, head %zu, col %zu: got %g, want %g\n", what, row / L, row % L,
+           worst / cols % heads, worst % cols, g[worst], ref[worst]);
+}
+
+static inline void compare_pair(const char *vs, const Case *c, Result g, Result ref) {
+    size_t L = 2 * (size_t)c->c, nq = c->sp * L * c->H * c->hd, nkv = c->sp * L * c->Hkv * c->hd;
+    char what[64];
+    const char *names[] = {"out", "lse", "dq", "dk", "dv"};
+    const float *gs[] = {g.out, g.lse, g.dq, g.dk, g.dv}, *rs[] = {ref.out, ref.lse, ref.dq, ref.dk, ref.dv};
+    const size_t ns[] = {nq, c->sp * L * c->H, nq, nkv, nkv};
+    const int heads[] = {c->H, c->H, c->H, c->Hkv, c->Hkv}, cols[] = {c->hd, 1, c->hd, c->hd, c->hd};
+    const double tols[] = {2e-2, 5e-3, 3e-2, 3e-2, 3e-2};
+    for (int i = 0; i < 5; i++) {
+        snprintf(what, sizeof what, "%s vs %s", names[i], vs);
+        int failed = check_failed;
+        host_compare(what, c, gs[i], rs[i], ns[i], tols[i]);
+        if (check_failed != failed) locate_worst(what, gs[i], rs[i], ns[i], (int)L, heads[i], cols[i]);
+    }
+}
+
+// One case on the `impl` kernels (attn_cuda_set_impl) against the CPU and the flash kernels, and a second run of
+// impl that must give the same bits (no atomics in the hand-written kernels; cuDNN's deterministic algorithm).
+static inline void replay_against_flash(const char *impl, Case c, uint64_t seed) {
+    int T = 2 * c.sp * c.c, QW = c.H * c.hd, KW = c.Hkv * c.hd;
+    float *q = host_randn((size_t)T * QW, seed, 1), *k = host_randn((size_t)T * KW, seed + 1, 1);
+    float *v = host_randn((size_t)T * KW, seed + 2, 1), *dout = host_randn((size_t)T * QW, seed + 3, 1);
+    Result rc = run_ring(&BACKEND_CPU, &c, q, k, v, dout);
+    attn_cuda_set_impl("flash");
+    Result rf = run_ring(&BACKEND_CUDA, &c, q, k, v, dout);
+    attn_cuda_set_impl(impl);
+    Result ri = run_ring(&BACKEND_CUDA, &c, q, k, v, dout);
+    compare_pair("cpu", &c, ri, rc);
+    compare_pair("flash", &c, ri, rf);
+    Result again = run_ring(&BACKEND_CUDA, &c, q, k, v, dout);
+    size_t L = 2 * (size_t)c.c, nq = c.sp * L * QW, nkv = c.sp * L * KW;
+    CHECK(!memcmp(again.out, ri.out, nq * 4) && !memcmp(again.dq, ri.dq, nq * 4) && !memcmp(again.dk, ri.dk, nkv * 4) &&
+              !memcmp(again.dv, ri.dv, nkv * 4),
+          "H=%d hd=%d sp=%d chunk=%d: a second %s run differs (not deterministic)", c.H, c.hd, c.sp, c.c, impl);
+    free_result(rc), free_result(rf), free_result(ri), free_result(again);
+    free(q), free(k), free(v), free(dout);
+}
+
 
