@@ -39,7 +39,9 @@ if(Python3_Interpreter_FOUND)
     OUTPUT_VARIABLE RINGGPT_PIP_NVIDIA_BIN OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
 endif()
 find_path(CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h HINTS ${RINGGPT_PIP_CUDNN_FE} $ENV{CUDNN_FRONTEND_HOME}/include)
-if(CUDNN_INCLUDE_DIR AND CUDNN_FRONTEND_INCLUDE_DIR)
+set(RINGGPT_CUDNN AUTO CACHE STRING "Build the cuDNN attention path (--attn cudnn): AUTO (when found) or OFF")
+if(NOT RINGGPT_CUDNN STREQUAL "OFF" AND CUDNN_INCLUDE_DIR AND EXISTS "${CUDNN_INCLUDE_DIR}/cudnn.h" AND
+   CUDNN_FRONTEND_INCLUDE_DIR AND EXISTS "${CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend.h")
   set(RINGGPT_HAVE_CUDNN ON)
   set(RINGGPT_CUDNN_LIBDIR "")
   if(CUDNN_LIBRARY)
@@ -49,8 +51,8 @@ if(CUDNN_INCLUDE_DIR AND CUDNN_FRONTEND_INCLUDE_DIR)
   enable_language(CXX)
 else()
   set(RINGGPT_HAVE_CUDNN OFF)
-  message(WARNING "ringgpt: cuDNN or its frontend headers not found (cudnn.h: ${CUDNN_INCLUDE_DIR}, cudnn_frontend.h: "
-                  "${CUDNN_FRONTEND_INCLUDE_DIR}; pip install nvidia-cudnn-frontend): built without --attn cudnn")
+  message(WARNING "ringgpt: cuDNN or its frontend headers not found or -DRINGGPT_CUDNN=OFF (cudnn.h: ${CUDNN_INCLUDE_DIR}, "
+                  "cudnn_frontend.h: ${CUDNN_FRONTEND_INCLUDE_DIR}; pip install nvidia-cudnn-frontend): built without --attn cudnn")
 endif()
 
 # Called by ringgpt_layers for the float build: core gets the device, its memory and the NCCL comms (and
