@@ -28,16 +28,23 @@ find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} $ENV{CUDNN
 find_library(CUDNN_LIBRARY NAMES libcudnn.so.9 cudnn HINTS ${CUDAToolkit_LIBRARY_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR}
              $ENV{CUDNN_HOME}/lib)
 find_package(Python3 COMPONENTS Interpreter QUIET)
-if(Python3_Interpreter_FOUND)
-  # The frontend wheel's include/ sits next to its `cudnn` package in site-packages; PyPI's CUDA tool wheels
-  # (nvidia-cuda-cuobjdump: the SASS checks' cuobjdump) put their programs in site-packages/nvidia/cu<N>/bin.
-  execute_process(COMMAND ${Python3_EXECUTABLE} -c
-    "import importlib.util, os; s = importlib.util.find_spec('cudnn'); print(os.path.join(os.path.dirname(os.path.dirname(s.origin)), 'include') if s and s.origin else '')"
-    OUTPUT_VARIABLE RINGGPT_PIP_CUDNN_FE OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-  execute_process(COMMAND ${Python3_EXECUTABLE} -c
-    "import sysconfig, glob; print(';'.join(glob.glob(sysconfig.get_paths()['purelib'] + '/nvidia/cu*/bin')))"
-    OUTPUT_VARIABLE RINGGPT_PIP_NVIDIA_BIN OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
-endif()
+# The frontend wheel's include/ sits next to its `cudnn` package in site-packages; PyPI's CUDA tool wheels
+# (nvidia-cuda-cuobjdump: the SASS checks' cuobjdump) put their programs in site-packages/nvidia/cu<N>/bin. Asked
+# of the Python CMake finds and of the system's (scripts/deps.sh installs with the one that has numpy).
+set(RINGGPT_PIP_CUDNN_FE "")
+set(RINGGPT_PIP_NVIDIA_BIN "")
+foreach(py ${Python3_EXECUTABLE} /usr/bin/python3)
+  if(EXISTS ${py})
+    execute_process(COMMAND ${py} -c
+      "import importlib.util, os; s = importlib.util.find_spec('cudnn'); print(os.path.join(os.path.dirname(os.path.dirname(s.origin)), 'include') if s and s.origin else '')"
+      OUTPUT_VARIABLE fe OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    execute_process(COMMAND ${py} -c
+      "import sysconfig, glob; print(';'.join(glob.glob(sysconfig.get_paths()['purelib'] + '/nvidia/cu*/bin')))"
+      OUTPUT_VARIABLE bin OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    list(APPEND RINGGPT_PIP_CUDNN_FE ${fe})
+    list(APPEND RINGGPT_PIP_NVIDIA_BIN ${bin})
+  endif()
+endforeach()
 find_path(CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h HINTS ${RINGGPT_PIP_CUDNN_FE} $ENV{CUDNN_FRONTEND_HOME}/include)
 set(RINGGPT_CUDNN AUTO CACHE STRING "Build the cuDNN attention path (--attn cudnn): AUTO (when found) or OFF")
 if(NOT RINGGPT_CUDNN STREQUAL "OFF" AND CUDNN_INCLUDE_DIR AND EXISTS "${CUDNN_INCLUDE_DIR}/cudnn.h" AND
