@@ -49,8 +49,9 @@ ensure_deps() {
 # pip's nvidia-cudnn-cu13) and is opened at run time.
 ensure_cuda_deps() {
   command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]] || return 0
-  local want=() cu
-  cu=$( (command -v nvcc || echo /usr/local/cuda/bin/nvcc) | xargs -I{} {} --version 2>/dev/null | sed -nE 's/.*release ([0-9]+)\..*/\1/p')
+  local want=() cu nvcc
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  cu=$("$nvcc" --version 2>/dev/null | sed -nE 's/.*release ([0-9]+)\..*/\1/p' || true)
   "$PY" -c "import importlib.util as u; exit(0 if u.find_spec('cudnn') else 1)" 2>/dev/null || want+=(nvidia-cudnn-frontend)
   "$PY" -c "import sysconfig, glob, sys; sys.exit(0 if glob.glob(sysconfig.get_paths()['purelib'] + '/nvidia/cu*/bin/cuobjdump') else 1)" 2>/dev/null ||
     want+=("nvidia-cuda-cuobjdump${cu:+==${cu}.*}" "nvidia-cuda-nvdisasm${cu:+==${cu}.*}")
