@@ -9,16 +9,18 @@
 #include "core/common.h"
 
 // Two packets (attention/ring_schedule.h has their layout) and one step's dK/dV: a rank holds two KV
-// blocks, never sp of them.
+// blocks, never sp of them. K and V travel in the activations' storage (AttnShape.qkv: bf16 under
+// --activations bf16, half the bytes per hop), the dK/dV accumulators always as real.
 struct AttnRing {
     Comm *comm;
     const Backend *be;
     int rank, size;     // sp_index, sp
-    real *pkt[2];       // (4, L, Hkv, hd) each: kv 0, kv 1, acc 0, acc 1
+    char *pkt[2];       // packet_bytes(cap, store) each: kv 0, kv 1 [act store], acc 0, acc 1 (real)
     real *dkv_step;     // (2, L, Hkv, hd) this step's [dk c0 | dv c0 | dk c1 | dv c1], before it joins the accumulator
-    size_t cap;         // elements of one (L, Hkv, hd) block the buffers hold
-    real *ws;           // lent workspace (ring_set_workspace) or NULL
-    size_t ws_elems;
+    size_t cap;         // elements of one (L, Hkv, hd) block the buffers hold ...
+    ActStore store;     // ... with k and v stored so
+    char *ws;           // lent workspace (ring_set_workspace) or NULL
+    size_t ws_bytes;
     bool own;           // the buffers are the ring's own allocations
     bool overlap;
     RingStats stats;
@@ -38,7 +40,8 @@ static void release_buffers(AttnRing *R) {
     for (int i = 0; i < 2 && R->own; i++)
         if (R->pkt[i]) R->be->release(R->pkt[i]);
     if (R->dkv_step && R->own) R->be->release(R->dkv_step);
-    R->pkt[0] = R->pkt[1] = R->dkv_step = NULL;
+    R->pkt[0] = R->pkt[1] = NULL;
+    R->dkv_step = NULL;
     R->cap = 0;
 }
 
@@ -53,25 +56,40 @@ int ring_size(const AttnRing *R) { return R->size; }
 int ring_rank(const AttnRing *R) { return R->rank; }
 void ring_stats_reset(AttnRing *R) { R->stats = (RingStats){0}; }
 
-size_t ring_workspace_elems(size_t kvn) { return 10 * kvn; }   // two packets (4 blocks each), one dK|dV step
-
-void ring_set_workspace(AttnRing *R, real *buf, size_t elems) {
-    if (buf == R->ws && elems == R->ws_elems) return;
-    release_buffers(R);
-    R->ws = buf;
-    R->ws_elems = buf ? elems : 0;
+// Bytes of one piece (attention/ring_schedule.h): a kv piece holds kvn elements in `store`, an
+// accumulator piece kvn reals. A packet is two of each.
+static size_t piece_bytes(size_t kvn, ActStore store, PieceKind kind) {
+    return kvn * (kind == PIECE_KV ? act_elem_bytes(store) : sizeof(real));
+}
+static size_t packet_bytes(size_t kvn, ActStore store) {
+    return 2 * piece_bytes(kvn, store, PIECE_KV) + 2 * piece_bytes(kvn, store, PIECE_ACC);
 }
 
-// Sizes the buffers for blocks of kvn = L·Hkv·hd elements (once, unless T_local grows): in the lent
-// workspace when it is big enough, else the ring's own.
-static void ensure_buffers(AttnRing *R, size_t kvn) {
-    if (kvn <= R->cap) return;
+// Two packets and one dK|dV step buffer (fp32: 10·kvn elements).
+size_t ring_workspace_bytes(size_t kvn, ActStore store) {
+    return 2 * packet_bytes(kvn, store) + 2 * kvn * sizeof(real);
+}
+
+void ring_set_workspace(AttnRing *R, void *buf, size_t bytes) {
+    if (buf == R->ws && bytes == R->ws_bytes) return;
     release_buffers(R);
-    R->own = !(R->ws && ring_workspace_elems(kvn) <= R->ws_elems);
-    for (int i = 0; i < 2; i++)
-        R->pkt[i] = R->own ? R->be->alloc(4 * kvn * sizeof(real), "ring KV packets") : R->ws + 4 * kvn * i;
-    R->dkv_step = R->own ? R->be->alloc(2 * kvn * sizeof(real), "ring dKV step buffer") : R->ws + 8 * kvn;
+    R->ws = buf;
+    R->ws_bytes = buf ? bytes : 0;
+}
+
+// Sizes the buffers for blocks of kvn = L·Hkv·hd elements with k, v stored as `store` (once, unless
+// T_local grows or the storage changes): in the lent workspace when it is big enough, else the ring's
+// own. The kv pieces come first and every piece is a multiple of 2·kvn bytes: the real parts stay
+// 4-byte aligned for every even kvn (hd is even), 16-byte aligned when kvn is a multiple of 8.
+static void ensure_buffers(AttnRing *R, size_t kvn, ActStore store) {
+    if (kvn <= R->cap && store == R->store) return;
+    release_buffers(R);
+    size_t pb = packet_bytes(kvn, store);
+    R->own = !(R->ws && ring_workspace_bytes(kvn, store) <= R->ws_bytes);
+    for (int i = 0; i < 2; i++) R->pkt[i] = R->own ? R->be->alloc(pb, "ring KV packets") : R->ws + pb * i;
+    R->dkv_step = R->own ? R->be->alloc(2 * kvn * sizeof(real), "ring dKV step buffer") : (real *)(R->ws + 2 * pb);
     R->cap = kvn;
+    R->store = store;
 }
 
 static void check_local_len(const AttnRing *R, int L) {
@@ -105,25 +123,30 @@ typedef struct {
     const AttnShape *s;
     RingDocs docs;
     size_t kvn, hn;          // elements of one block's K and of one chunk's
-    const real *q, *k, *v;   // this rank's q (L, H, hd), k, v (L, Hkv, hd)
+    const real *q, *k, *v;   // this rank's q (L, H, hd), k, v (L, Hkv, hd) [act s->qkv]
     AttnState st;            // forward: the running state of all L rows
     real *dq, *dk, *dv;      // backward outputs: dq (L, H, hd), dk, dv (L, Hkv, hd)
-    const real *dout, *lse, *D;
+    const real *out, *dout, *lse, *D;   // backward: the global out, dout (L, H, hd), lse, D (L, H)
     CommRequest hop[2][2];   // [kind][piece]: the last hop started
 } RingRun;
 
-static real *piece_of(const RingRun *u, int packet, PieceKind kind, int piece) {
-    return u->R->pkt[packet] + (size_t)(2 * kind + piece) * u->kvn;
+// Piece `piece` of `kind` in packet `packet`: kv pieces first, then the accumulators.
+static char *piece_of(const RingRun *u, int packet, PieceKind kind, int piece) {
+    ActStore st = u->s->qkv;
+    size_t kv = piece_bytes(u->kvn, st, PIECE_KV), acc = piece_bytes(u->kvn, st, PIECE_ACC);
+    return u->R->pkt[packet] + (kind == PIECE_KV ? piece * kv : 2 * kv + piece * acc);
 }
+static real *acc_of(const RingRun *u, int packet, int piece) { return (real *)piece_of(u, packet, PIECE_ACC, piece); }
 
 static void run_start(RingSched *x, PieceKind kind, int piece) {
     RingRun *u = (RingRun *)x;
     AttnRing *R = u->R;
     int W = R->size, a = x->step % 2;
+    size_t bytes = piece_bytes(u->kvn, u->s->qkv, kind);
     comm_sendrecv_start(R->comm, &u->hop[kind][piece], piece_of(u, a, kind, piece), piece_of(u, 1 - a, kind, piece),
-                        u->kvn * sizeof(real), (R->rank + 1) % W, (R->rank - 1 + W) % W,
+                        bytes, (R->rank + 1) % W, (R->rank - 1 + W) % W,
                         kind == PIECE_KV ? "ring KV exchange" : "ring dKV exchange");
-    R->stats.bytes += (double)u->kvn * sizeof(real);
+    R->stats.bytes += (double)bytes;
     R->stats.exchanges++;
 }
 
@@ -132,15 +155,16 @@ static void run_wait(RingSched *x, PieceKind kind, int piece) {
     u->R->stats.wait_s += comm_wait(&u->hop[kind][piece]);
 }
 
-// The keys of a task: this rank's own k, v, or the piece of the current packet that holds them.
+// The keys of a task [act s->qkv]: this rank's own k, v, or the piece of the current packet that holds them.
 static void task_keys(const RingRun *u, const RingTask *t, const real **k, const real **v) {
+    ActStore st = u->s->qkv;
     size_t kw = (size_t)u->s->n_kv_head * u->s->head_dim;
     if (t->j == u->x.r) {
-        *k = u->k + (size_t)t->k0 * kw, *v = u->v + (size_t)t->k0 * kw;
+        *k = act_at(u->k, st, (size_t)t->k0 * kw), *v = act_at(u->v, st, (size_t)t->k0 * kw);
         return;
     }
-    const real *p = piece_of(u, u->x.step % 2, PIECE_KV, t->k0 / (u->x.L / 2));
-    *k = p, *v = p + u->hn;
+    const real *p = (const real *)piece_of(u, u->x.step % 2, PIECE_KV, t->k0 / (u->x.L / 2));
+    *k = p, *v = act_at(p, st, u->hn);
 }
 
 static void run_task(RingSched *x, const RingTask *t, bool backward) {
@@ -165,19 +189,20 @@ static void run_task(RingSched *x, const RingTask *t, bool backward) {
     if (u->docs.dev) docs = (AttnDocs){u->docs.dev + (size_t)x->r * x->L + t->q0, u->docs.dev + (size_t)t->j * x->L + t->k0};
     const AttnDocs *dp = docs.q ? &docs : NULL;
     double t0 = now_seconds();
+    const real *q = act_at(u->q, s->qkv, qo);
     if (backward)
-        u->be->attn_backward_block(s, u->dq + qo, dk, dv, u->q + qo, kb, vb, u->dout + qo, u->lse + so, u->D + so, t->nq,
-                                   t->nk, t->mask, dp);
+        u->be->attn_backward_block(s, u->dq + qo, dk, dv, q, kb, vb, u->out + qo, u->dout + qo, u->lse + so, u->D + so,
+                                   t->nq, t->nk, t->mask, dp);
     else
-        u->be->attn_forward_block(s, (AttnState){u->st.acc + qo, u->st.m + so, u->st.l + so}, u->q + qo, t->nq, kb, vb,
-                                  t->nk, t->mask, dp);
+        u->be->attn_forward_block(s, (AttnState){u->st.acc + qo, u->st.m + so, u->st.l + so}, q, t->nq, kb, vb, t->nk,
+                                  t->mask, dp);
     u->R->stats.compute_s += now_seconds() - t0;
 }
 
 // This step's dK/dV piece joins the accumulator that arrived with the block (at step 1 it starts it).
 static void run_join(RingSched *x, int piece) {
     RingRun *u = (RingRun *)x;
-    real *acc = piece_of(u, x->step % 2, PIECE_ACC, piece), *mine = u->R->dkv_step + (size_t)piece * u->kvn;
+    real *acc = acc_of(u, x->step % 2, piece), *mine = u->R->dkv_step + (size_t)piece * u->kvn;
     if (x->step == 1) u->be->copy(acc, mine, u->kvn * sizeof(real));
     else u->be->add_inplace(acc, mine, u->kvn);
 }
@@ -185,7 +210,7 @@ static void run_join(RingSched *x, int piece) {
 // The own block's accumulator piece, home after the full ring, joins this rank's own part in dk, dv.
 static void run_home(RingSched *x, int piece) {
     RingRun *u = (RingRun *)x;
-    const real *acc = piece_of(u, x->W % 2, PIECE_ACC, piece);
+    const real *acc = acc_of(u, x->W % 2, piece);
     u->be->add_inplace(u->dk + (size_t)piece * u->hn, acc, u->hn);
     u->be->add_inplace(u->dv + (size_t)piece * u->hn, acc + u->hn, u->hn);
 }
@@ -199,11 +224,12 @@ static void run_open(RingRun *u, AttnRing *R, const Backend *be, const AttnShape
     u->kvn = (size_t)L * s->n_kv_head * s->head_dim;
     u->hn = u->kvn / 2;
     check_local_len(R, L);
-    ensure_buffers(R, u->kvn);
+    ensure_buffers(R, u->kvn, s->qkv);
+    size_t eb = act_elem_bytes(s->qkv);
     for (int c = 0; c < 2 && R->size > 1; c++) {
-        real *p = piece_of(u, 0, PIECE_KV, c);
-        be->copy(p, k + c * u->hn, u->hn * sizeof(real));
-        be->copy(p + u->hn, v + c * u->hn, u->hn * sizeof(real));
+        real *p = (real *)piece_of(u, 0, PIECE_KV, c);
+        be->copy(p, act_at(k, s->qkv, c * u->hn), u->hn * eb);
+        be->copy(act_at(p, s->qkv, u->hn), act_at(v, s->qkv, c * u->hn), u->hn * eb);
     }
 }
 
@@ -225,7 +251,7 @@ void ring_attention_backward(AttnRing *R, const Backend *be, const AttnShape *s,
                              const int32_t *docs_host) {
     RingRun u;
     run_open(&u, R, be, s, L, q, k, v, docs, docs_host);
-    u.dq = dq, u.dk = dk, u.dv = dv, u.dout = dout, u.lse = lse, u.D = scratch_D;
+    u.dq = dq, u.dk = dk, u.dv = dv, u.out = out, u.dout = dout, u.lse = lse, u.D = scratch_D;
     be->attn_backward_prep(s, scratch_D, dout, out, L);   // D = rowsum(dO ∘ O), once, from the final O
     be->zero(dq, (size_t)L * s->n_head * s->head_dim * sizeof(real));
     be->zero(dk, u.kvn * sizeof(real));

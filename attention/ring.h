@@ -42,11 +42,12 @@ typedef struct {
 // overlap false waits for each exchange right after starting it (train --ring-overlap=false: the serial
 // baseline of the overlap measurement).
 AttnRing *ring_create(struct Comm *ring_comm, const Backend *be, bool overlap);
-// Lends the ring `elems` elements of backend memory for its packets instead of its own, memory the
-// caller knows is dead while attention runs (model/gpt.c's recompute arena); NULL returns to its
-// own buffers. Used when it holds ring_workspace_elems(kvn) for blocks of kvn = T_local·Hkv·hd.
-void ring_set_workspace(AttnRing *ring, real *buf, size_t elems);
-size_t ring_workspace_elems(size_t kvn);
+// Lends the ring `bytes` of backend memory for its packets instead of its own, memory the caller knows
+// is dead while attention runs (model/gpt.c's recompute arena); NULL returns to its own buffers. Used
+// when it holds ring_workspace_bytes(kvn, store) for blocks of kvn = T_local·Hkv·hd with k, v stored as
+// `store` (AttnShape.qkv).
+void ring_set_workspace(AttnRing *ring, void *buf, size_t bytes);
+size_t ring_workspace_bytes(size_t kvn, ActStore store);
 void ring_free(AttnRing *ring);
 RingStats ring_stats(const AttnRing *ring);
 int ring_size(const AttnRing *ring);   // sp
@@ -56,14 +57,13 @@ void ring_stats_reset(AttnRing *ring);
 // ---- the timing model (attention/ring_model.c) ----
 // The ring's schedule (the one ring_attention_forward/_backward run) replayed on all W ranks with
 // modelled times: a block call takes its FLOPs / attn_flops (4·hd per visible pair and head forward,
-// 10·hd backward), a piece (L/2 rows of K and V, or of dK and dV) takes latency + bytes / bandwidth on
-// its link, one message at a time per direction, and starts once both ends have posted it. Transfers
+// 10·hd backward), a piece (L/2 rows of K and V stored as s->qkv says, or of dK and dV as real) takes
+// latency + bytes / bandwidth on its link, one message at a time per direction, and starts once both ends have posted it. Transfers
 // move while the ranks compute (the progress thread); overlap false: the serial baseline.
 typedef struct {
     double attn_flops;         // attention FLOP/s of one rank's block calls
     double link_bytes_per_s;   // each direction of a ring link
     double latency_s;          // per message
-    double elem_bytes;         // bytes per K/V element on the wire (sizeof(real): fp32 packets)
 } RingCosts;
 typedef struct {
     double seconds;     // the slowest rank's time for the call

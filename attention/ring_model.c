@@ -61,13 +61,12 @@ static Recorder record(int W, int r, int L, const AttnShape *s, const RingCosts 
 // it and the link's direction is free (one message at a time, in posting order: a full-duplex link),
 // and takes latency + bytes / bandwidth; a wait ends when the rank's outgoing and incoming messages
 // of that hop have arrived.
-static RingTiming replay(Recorder *recs, int W, double piece_bytes, const RingCosts *c) {
+static RingTiming replay(Recorder *recs, int W, const double piece_bytes[2], const RingCosts *c) {
     double *clock = xcalloc((size_t)W, sizeof(double), "ring model"), *link_free = xcalloc((size_t)W, sizeof(double), "ring model");
     double *posted = xcalloc((size_t)W, sizeof(double), "ring model"), *wait = xcalloc((size_t)W, sizeof(double), "ring model");
     double *compute = xcalloc((size_t)W, sizeof(double), "ring model");
     double (*sent)[2][2] = xcalloc((size_t)W, sizeof *sent, "ring model");   // [rank][kind][piece]: r -> r+1 arrival
     bool (*pending)[2][2] = xcalloc((size_t)W, sizeof *pending, "ring model");
-    double msg_s = c->latency_s + piece_bytes / c->link_bytes_per_s;
     RingTiming t = {0};
     for (int i = 0; i < recs[0].n; i++) {
         const Op *op0 = &recs[0].ops[i];
@@ -79,10 +78,11 @@ static RingTiming replay(Recorder *recs, int W, double piece_bytes, const RingCo
             for (int r = 0; r < W; r++) {
                 double begin = posted[r] > posted[(r + 1) % W] ? posted[r] : posted[(r + 1) % W];
                 if (link_free[r] > begin) begin = link_free[r];
+                double msg_s = c->latency_s + piece_bytes[op0->piece_kind] / c->link_bytes_per_s;
                 link_free[r] = sent[r][op0->piece_kind][op0->piece] = begin + msg_s;
                 pending[r][op0->piece_kind][op0->piece] = true;
             }
-            t.bytes += piece_bytes;
+            t.bytes += piece_bytes[op0->piece_kind];
         }
         for (int r = 0; r < W && op0->kind == OP_WAIT; r++) {
             bool *p = &pending[r][op0->piece_kind][op0->piece];
@@ -111,7 +111,8 @@ RingTiming ring_model(int W, int L, const AttnShape *s, const RingCosts *c, bool
         fail("ring timing model: W=%d, L=%d, %g FLOP/s, %g B/s cannot be modelled", W, L, c->attn_flops, c->link_bytes_per_s);
     Recorder *recs = xcalloc((size_t)W, sizeof(Recorder), "ring model");
     for (int r = 0; r < W; r++) recs[r] = record(W, r, L, s, c, overlap, backward);
-    double piece_bytes = (double)L * s->n_kv_head * s->head_dim * c->elem_bytes;   // one piece: kvn elements
+    double kvn = (double)L * s->n_kv_head * s->head_dim;   // one piece: kvn elements
+    const double piece_bytes[2] = {[PIECE_KV] = kvn * act_elem_bytes(s->qkv), [PIECE_ACC] = kvn * sizeof(real)};
     RingTiming t = replay(recs, W, piece_bytes, c);
     for (int r = 0; r < W; r++) free(recs[r].ops);
     free(recs);

@@ -8,6 +8,7 @@
 // A block's packet holds its K and V and, in the backward, its travelling dK/dV accumulator as four
 // pieces of kvn = L·Hkv·hd elements each (hn = kvn/2 is one zigzag chunk's K):
 //   [ kv 0: k c0 (L/2, Hkv, hd) | v c0 ] [ kv 1: k c1 | v c1 ] [ acc 0: dk c0 | dv c0 ] [ acc 1: dk c1 | dv c1 ]
+// The kv pieces are stored as AttnShape.qkv says (bf16 under --activations bf16), the accumulators as real.
 // Every piece travels as its own message, chunk 0 first, so a rank computes with the first chunk of a
 // block while its second chunk is still on the wire.
 typedef enum { PIECE_KV, PIECE_ACC } PieceKind;

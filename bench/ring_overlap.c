@@ -97,8 +97,7 @@ static void calibrate_link(Comm *ring) {
 
 // The timing model's figures for the same ring (attention/ring.h), overlap on and off.
 static void predict(const AttnShape *s, int W, int L, double gflops, double gbps, double latency_us) {
-    RingCosts c = {.attn_flops = gflops * 1e9, .link_bytes_per_s = gbps * 1e9 / 8, .latency_s = latency_us * 1e-6,
-                   .elem_bytes = sizeof(real)};
+    RingCosts c = {.attn_flops = gflops * 1e9, .link_bytes_per_s = gbps * 1e9 / 8, .latency_s = latency_us * 1e-6};
     RingTiming on_f = ring_model(W, L, s, &c, true, false), on_b = ring_model(W, L, s, &c, true, true);
     RingTiming off_f = ring_model(W, L, s, &c, false, false), off_b = ring_model(W, L, s, &c, false, true);
     log_info("predict ranks=%d tokens=%d attn_s=%.5f serial_s=%.5f compute_s=%.5f transfer_s=%.5f wait_s=%.5f bytes=%.0f\n",

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/common.h"
 
@@ -188,6 +189,15 @@ void args_apply_json(const ArgCommand *cmd, ArgSpec *specs, int n, const char *p
 
 void args_apply_json_only(const ArgCommand *cmd, ArgSpec *specs, int n, const char *path, const char *const *only) {
     apply_json(cmd, specs, n, path, NULL, only);
+}
+
+void args_apply_config(const ArgCommand *cmd, ArgSpec *specs, int n) {
+    ArgSpec *c = args_find(specs, n, "--config");
+    const char *path = c ? *(const char **)c->dst : NULL;
+    if (!path) return;
+    if (access(path, R_OK) != 0) fail_usage("--config %s: cannot open (%s); check the path", path, strerror(errno));
+    const char *const only_once[] = {"--config", NULL};   // a config file may hold every other flag
+    args_apply_json(cmd, specs, n, path, only_once);
 }
 
 // The shortest decimal that reads back as the same float (config.json says 0.001, not 0.0010000000474974513).

@@ -47,8 +47,7 @@ static double matmul_flops_per_token(const ModelConfig *c, Recompute r) {
 }
 
 static RingCosts ring_costs(const DeviceSpec *d) {
-    return (RingCosts){.attn_flops = d->attn_flops, .link_bytes_per_s = d->link_bytes_per_s, .latency_s = d->latency_s,
-                       .elem_bytes = sizeof(real)};
+    return (RingCosts){.attn_flops = d->attn_flops, .link_bytes_per_s = d->link_bytes_per_s, .latency_s = d->latency_s};
 }
 
 static AttnShape attn_shape(const ModelConfig *c) {

@@ -11,7 +11,7 @@
 static const AttnShape SHAPE = {.n_head = 4, .n_kv_head = 2, .head_dim = 64};
 
 static RingCosts costs(double gbps, double latency_s) {
-    return (RingCosts){.attn_flops = 10e9, .link_bytes_per_s = gbps * 1e9 / 8, .latency_s = latency_s, .elem_bytes = 4};
+    return (RingCosts){.attn_flops = 10e9, .link_bytes_per_s = gbps * 1e9 / 8, .latency_s = latency_s};
 }
 
 // One forward + backward: a rank's visible pairs are L(L+1)/2 on its own block and L²/2 per other block, each pass.
@@ -24,7 +24,7 @@ static void check_shape(int W, int L) {
     RingCosts slow = costs(0.1, 50e-6), fast = costs(1e9, 0);
     RingTiming on_f = ring_model(W, L, &SHAPE, &slow, true, false), on_b = ring_model(W, L, &SHAPE, &slow, true, true);
     RingTiming off_f = ring_model(W, L, &SHAPE, &slow, false, false), off_b = ring_model(W, L, &SHAPE, &slow, false, true);
-    double piece = (double)L * SHAPE.n_kv_head * SHAPE.head_dim * 4;   // L/2 rows of K and of V (or dK, dV)
+    double piece = (double)L * SHAPE.n_kv_head * SHAPE.head_dim * sizeof(real);   // L/2 rows of K and of V (or dK, dV)
     double compute = on_f.compute_s + on_b.compute_s, serial = off_f.seconds + off_b.seconds;
     CHECK(on_f.bytes + on_b.bytes == 6.0 * (W - 1) * piece, "W=%d L=%d: %.0f bytes per rank, the schedule sends %.0f", W, L,
           on_f.bytes + on_b.bytes, 6.0 * (W - 1) * piece);
@@ -38,6 +38,14 @@ static void check_shape(int W, int L) {
     // A link-bound ring is no faster than its bytes on one direction of a link.
     CHECK(on_f.seconds + on_b.seconds >= (on_f.bytes + on_b.bytes) / slow.link_bytes_per_s * (1 - 1e-12),
           "W=%d L=%d: faster than the link allows", W, L);
+    // bf16 K/V pieces (--activations bf16) travel in half the bytes; the dK/dV accumulators stay real: of the
+    // 6(W−1) pieces, 4(W−1) are K/V.
+    AttnShape bf = SHAPE;
+    bf.qkv = ACT_BF16;
+    double bf_bytes = ring_model(W, L, &bf, &slow, true, false).bytes + ring_model(W, L, &bf, &slow, true, true).bytes;
+    double bf_want = (W - 1) * (4.0 * piece * 2 / sizeof(real) + 2.0 * piece);
+    CHECK(bf_bytes == bf_want, "W=%d L=%d: bf16 packets send %.0f bytes per rank, the schedule sends %.0f", W, L, bf_bytes,
+          bf_want);
     RingTiming free_f = ring_model(W, L, &SHAPE, &fast, true, false), free_b = ring_model(W, L, &SHAPE, &fast, true, true);
     CHECK(free_f.wait_s + free_b.wait_s < 1e-9 * compute, "W=%d L=%d: %.3g s waiting on an infinitely fast link", W, L,
           free_f.wait_s + free_b.wait_s);
