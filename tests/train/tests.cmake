@@ -17,6 +17,9 @@ endforeach()
 # Two hosts (network namespaces, a shaped veth link, Open MPI over TCP); SKIP (77) with the reason where they cannot be made.
 add_test(NAME train_two_hosts COMMAND bash ${TRAIN_T}/two_hosts.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
 set_tests_properties(train_two_hosts PROPERTIES LABELS "train;mpi" TIMEOUT 240 SKIP_RETURN_CODE 77)
+# The host script's refusals (no root, a bad flag) and its cleanup on a failing command and on SIGTERM.
+add_test(NAME train_two_hosts_cleanup COMMAND bash ${TRAIN_T}/two_hosts_cleanup.sh)
+set_tests_properties(train_two_hosts_cleanup PROPERTIES LABELS train TIMEOUT 60 SKIP_RETURN_CODE 77)
 if(RINGGPT_HAVE_CUDA)
   add_test(NAME train_gpu_ring_sp2_one_gpu
            COMMAND bash ${TRAIN_T}/gpu_ring_sp2.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:test_gpu_ops>)
