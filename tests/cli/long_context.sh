@@ -18,6 +18,14 @@ for k in 1 2 3; do
 done
 check "stage 2 started from stage 1's weights" grep -qE "\"init-from\":\s*\"$W/lc/stage1\"" "$W/lc/stage2/config.json"
 check "stage 3 evaluated up to 2x its length (4096 tokens)" grep -q "^4096," "$W/lc/passkey_stage3.csv"
+for grid in prose distractors; do
+  check "stage 3's $grid grid: its own table up to 4096 tokens" grep -q "^4096," "$W/lc/passkey_stage3.$grid.csv"
+done
+check "the prose grid names its haystack, the distractor grid its count" \
+  grep -q '"haystack_files"' "$W/lc/passkey_stage3.prose.json" -a -n "$(grep -E '"distractors":\s*3' "$W/lc/passkey_stage3.distractors.json")"
+check "stage 3's data hides needles in the training prose" grep -q '"haystack_frac"' "$W/lc/data3/manifest.json"
+check "stage 3's data has documents with distractors" grep -q '"distractor_frac"' "$W/lc/data3/manifest.json"
+check "the corpora's checksums are recorded" grep -q "common-licenses" "$W/lc/corpora.sha256"
 check "stages 2-3 ran over the ring (2 ranks)" grep -q "1x2 ranks" "$W/log"
 check "timings: every stage, every evaluation and the total" \
   test "$(grep -c "^stage [123] training\|^passkey after stage [123]\|^total:" "$W/lc/timings.txt")" = 7
@@ -48,8 +56,10 @@ for k in 1 2 3; do
   init=(); ((k == 1)) || init=(--init-from "$W/rt$((k - 1))")
   "$BIN" train --config "$R/stage$k.train.json" --data "$W/rc$k" --steps 1 --batch 1 --threads 1 --val-fraction 0 \
     --out "$W/rt$k" "${init[@]}" > "$W/rt$k.log" 2>&1 && ok || bad "recipes/long_context/stage$k.train.json: $(tail -1 "$W/rt$k.log")"
-  "$BIN" passkey "$W/rt$k" --config "$R/stage$k.passkey.json" --lengths 512 --trials 1 --threads 1 --out "$W/rp$k" > /dev/null 2>&1 \
-    && ok || bad "recipes/long_context/stage$k.passkey.json: passkey --config fails"
+  for grid in "$R"/stage$k.passkey*.json; do
+    "$BIN" passkey "$W/rt$k" --config "$grid" --lengths 512 --trials 1 --threads 1 --out "$W/rp$k" > /dev/null 2>&1 \
+      && ok || bad "recipes/long_context/$(basename "$grid"): passkey --config fails"
+  done
 done
 # ... and the θ rule holds: stage N's RoPE base = stage N-1's × (T_N / the longest document stage N-1 trained on)^2.
 "$PY" - "$R" <<'PYEOF' && ok || bad "the recipe's rope-theta values do not follow the θ rule"
