@@ -66,6 +66,75 @@ int json_check_keys(const cJSON *o, const JsonKey *keys, int n, const char *wher
     return 0;
 }
 
+// Outside strings only JSON's four whitespace bytes; inside them no raw byte below 0x20. Returns the
+// offset of the first offending byte, or -1.
+static long bad_byte(const char *text, size_t len) {
+    bool in_string = false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (in_string) {
+            if (c < 0x20) return (long)i;
+            if (c == '\\') i++;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c < 0x20 && c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+            return (long)i;
+        } else if (c == 0x7f) {
+            return (long)i;
+        }
+    }
+    return -1;
+}
+
+// The first key that an object of the tree holds twice, with its path ("a.b"), into err. Returns 0 if none.
+static int duplicate_key(const cJSON *o, const char *where, int depth, char *err, size_t n) {
+    if (depth > 64) {
+        snprintf(err, n, "nested more than 64 levels deep at %s", where);
+        return -1;
+    }
+    for (const cJSON *c = o ? o->child : NULL; c; c = c->next) {
+        if (cJSON_IsObject(o))
+            for (const cJSON *d = o->child; d != c; d = d->next)
+                if (strcmp(d->string, c->string) == 0) {
+                    snprintf(err, n, "the key \"%s\" appears twice in %s (which value is meant?)", c->string, where);
+                    return -1;
+                }
+        if (c->child) {
+            char sub[320];
+            snprintf(sub, sizeof sub, "%.200s%s%.64s", where, cJSON_IsObject(o) ? "." : "[]", cJSON_IsObject(o) ? c->string : "");
+            if (duplicate_key(c, sub, depth + 1, err, n)) return -1;
+        }
+    }
+    return 0;
+}
+
+cJSON *json_parse_strict(const char *text, size_t len, char *err, size_t n) {
+    long bad = bad_byte(text, len);
+    if (bad >= 0) {
+        snprintf(err, n, "byte %ld is a control character (0x%02x); JSON allows only space, tab, CR and LF between "
+                 "tokens and none inside strings (write \\n, \\t)", bad, (unsigned char)text[bad]);
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    if (!root) {
+        snprintf(err, n, "not valid JSON (parsing stopped near byte %zu)", end ? (size_t)(end - text) : (size_t)0);
+        return NULL;
+    }
+    for (; end < text + len; end++)
+        if (!strchr(" \t\r\n", *end)) {
+            snprintf(err, n, "bytes after the JSON %s (at byte %td)", cJSON_IsObject(root) ? "object" : "value", end - text);
+            cJSON_Delete(root);
+            return NULL;
+        }
+    if (duplicate_key(root, "the top-level object", 0, err, n)) {
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}
+
 uint32_t json_crc_without(cJSON *root, const char *key) {
     cJSON *copy = cJSON_Duplicate(root, true);
     if (!copy) fail("out of memory copying a manifest");

@@ -46,7 +46,7 @@ static bool read_more(Reader *r, Piece *p, size_t want) {
     reserve(&p->text, &p->cap, p->len + want);
     size_t k = fread(p->text + p->len, 1, want, r->f);
     p->len += k;
-    if (k < want && ferror(r->f)) fail_data(r->paths[r->i], "read failed (%s)", strerror(errno));
+    if (k < want && ferror(r->f)) fail_io(r->paths[r->i], errno, "read failed");
     return k < want;
 }
 

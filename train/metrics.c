@@ -24,10 +24,10 @@ static void drop_steps_after(const char *path, long resume_step, double *elapsed
         if (e) *elapsed = strtod(e + strlen("\"elapsed_s\": "), NULL);   // the time the resumed run continues from
         xfwrite(line, strlen(line), out, tmp);
     }
-    if (ferror(in)) fail_data(path, "read failed (%s)", strerror(errno));
+    if (ferror(in)) fail_io(path, errno, "read failed");
     fclose(in);
     xfclose(out, tmp);
-    if (rename(tmp, path) != 0) fail_data(path, "cannot replace with %s (%s)", tmp, strerror(errno));
+    if (rename(tmp, path) != 0) fail_io(path, errno, "cannot replace with %s", tmp);
 }
 
 void metrics_open(MetricsLog *log, const char *out_dir, long resume_step) {
@@ -67,7 +67,7 @@ void metrics_log(MetricsLog *log, const StepMetrics *m, int print) {
             fprintf(log->jsonl, ", \"device_mb\": %.1f, \"device_peak_mb\": %.1f", m->device_mb, m->device_peak_mb);
         if (m->val_loss >= 0) fprintf(log->jsonl, ", \"val_loss\": %.6f", m->val_loss);
         fprintf(log->jsonl, "}\n");
-        if (fflush(log->jsonl) != 0) fail_data(log->path, "write failed (%s)", strerror(errno));
+        if (fflush(log->jsonl) != 0) fail("%s: write failed (%s)", log->path, strerror(errno));
     }
     if (!print || log_rank() != 0) return;
     char eta[32];

@@ -324,9 +324,9 @@ static void test_bad(const char *dir, const char *ds) {
     bytes[300] ^= 0xff;   // inside block 0 (blocks start at byte 256)
     write_bytes(shard, bytes, n);
     g_probe_path = copy;
-    CHECK(run_cmd(probe, "probe", NULL) == 1, "a damaged block stops the loader");
+    CHECK(run_cmd(probe, "probe", NULL) == 2, "a damaged block stops the loader (bad input: exit 2)");
     g_probe_path = path_join(dir, "nope");
-    CHECK(run_cmd(probe, "probe", NULL) == 1, "a missing path is an error");
+    CHECK(run_cmd(probe, "probe", NULL) == 2, "a missing path is bad input (exit 2)");
     free(bytes);
     free(shard);
     free(copy);
