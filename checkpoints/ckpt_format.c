@@ -107,8 +107,14 @@ static const cJSON *field(Reader *r, const cJSON *o, const char *section, const 
     }
     return j;
 }
+// A finite number that fits a float (every real-valued field is one): 1e999 parses as inf and is refused.
 static double num(Reader *r, const cJSON *o, const char *section, const char *name) {
     const cJSON *j = field(r, o, section, name, true);
+    if (j && !(fabs(j->valuedouble) <= 3.4e38)) {
+        ck_err(r->e, "%s: field %s%s%s is %g, not a finite number", r->path, section, *section ? "." : "", name, j->valuedouble);
+        r->bad = 1;
+        return 0;
+    }
     return j ? j->valuedouble : 0;
 }
 // A whole number in lo..hi (a count, a step, a seed): anything else is an error naming the field, never a cast

@@ -136,18 +136,21 @@ static void drop_binary(FileList *l, bool quiet) {
 // Empty inputs hold no document: skipped, and when nothing is left, refused before anything is written.
 static void drop_empty(FileList *l, bool quiet) {
     size_t kept = 0, skipped = 0;
+    char *example = NULL;
     for (size_t i = 0; i < l->n; i++) {
         struct stat st;
         if (stat(l->paths[i], &st) != 0 || st.st_size > 0) {
             l->paths[kept++] = l->paths[i];
             continue;
         }
-        if (!quiet && !skipped) fprintf(stderr, "prepare: skipping empty input %s\n", l->paths[i]);
-        free(l->paths[i]);
+        if (!example) example = l->paths[i];
+        else free(l->paths[i]);
         skipped++;
     }
     l->n = kept;
-    if (!kept) fail_usage("every input is empty (0 bytes); give files with text or tokens in them");
+    if (!kept) fail_usage("every input is empty (0 bytes), e.g. %s; give files with text or tokens in them", example);
+    if (skipped && !quiet) fprintf(stderr, "prepare: skipped %zu empty file%s, e.g. %s\n", skipped, skipped == 1 ? "" : "s", example);
+    free(example);
 }
 
 // Every entry of a directory counts: a dataset directory holds one dataset.

@@ -188,8 +188,9 @@ int args_json_load(const ArgCommand *cmd, ArgSpec *specs, int n, const char *tex
         if (only && !in_list(name, only)) continue;
         ArgSpec *s = args_find(specs, n, name);
         if (!s) {
-            snprintf(err, errn, "%s: unknown key \"%s\": not a flag of `ringgpt %s` (see `ringgpt %s --help`)", path, v->string,
-                     cmd->command, cmd->command);
+            char key[128];
+            snprintf(err, errn, "%s: unknown key \"%s\": not a flag of `ringgpt %s` (see `ringgpt %s --help`)", path,
+                     json_printable(v->string, key, sizeof key), cmd->command, cmd->command);
             rc = -1;
         } else if (named[s - specs]) {
             snprintf(err, errn, "%s: the flag %s appears twice (which value is meant?); fix the file", path, s->name);

@@ -20,11 +20,17 @@ void set_log_rank(int rank) { g_log_rank = rank; }
 int log_rank(void) { return g_log_rank; }
 bool fail_is_local(void) { return g_fail_local; }
 
+void one_line(char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
 void print_error_line(const char *fmt, va_list ap) {
     fflush(stdout);
-    fprintf(stderr, "ringgpt: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char line[8192];
+    vsnprintf(line, sizeof line, fmt, ap);
+    one_line(line);
+    fprintf(stderr, "ringgpt: %s\n", line);
     fflush(stderr);
 }
 
@@ -34,6 +40,7 @@ static _Noreturn void vfail(int code, const char *path, const char *fmt, va_list
     int n = path ? snprintf(line, sizeof line, "ringgpt: %s: ", path) : snprintf(line, sizeof line, "ringgpt: ");
     if (n < 0 || n >= (int)sizeof line) n = 0;
     vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    one_line(line);
     if (!g_fail_quiet || !g_fail_quiet(code)) {
         fprintf(stderr, "%s\n", line);
         fflush(stderr);

@@ -32,6 +32,9 @@ int exit_code_for_errno(int err);
 bool fail_is_local(void);
 void set_fail_hook(void (*hook)(int code, const char *line));
 void set_fail_quiet(bool (*quiet)(int code));
+// Makes s one line: every control byte (a newline from a file's key, a tab) becomes '?'. Every error message
+// passes through it (fail, and the error records of the data and checkpoint readers).
+void one_line(char *s);
 // Prints "ringgpt: <message>\n" to stderr and flushes (the line fail() prints, without exiting).
 void print_error_line(const char *fmt, va_list ap);
 

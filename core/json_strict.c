@@ -39,6 +39,13 @@ cJSON *json_parse_exact(const char *text, size_t len, int newline, char *err, si
     return root;
 }
 
+const char *json_printable(const char *s, char *out, size_t n) {
+    size_t k = 0;
+    for (; s && s[k] && k + 1 < n; k++) out[k] = (unsigned char)s[k] < 0x20 || s[k] == 0x7f ? '?' : s[k];
+    out[k] = 0;
+    return out;
+}
+
 int json_check_keys(const cJSON *o, const JsonKey *keys, int n, const char *where, char *err, size_t errn) {
     if (!cJSON_IsObject(o)) {
         snprintf(err, errn, "%s is not an object", where);
@@ -50,11 +57,13 @@ int json_check_keys(const cJSON *o, const JsonKey *keys, int n, const char *wher
         int k = 0;
         while (k < n && strcmp(keys[k].name, c->string) != 0) k++;
         if (k == n) {
-            snprintf(err, errn, "%s has an unknown key \"%s\"", where, c->string);
+            char key[128];
+            snprintf(err, errn, "%s has an unknown key \"%s\"", where, json_printable(c->string, key, sizeof key));
             return -1;
         }
         if (++count[k] > 1) {
-            snprintf(err, errn, "%s has the key \"%s\" twice", where, c->string);
+            char key[128];
+            snprintf(err, errn, "%s has the key \"%s\" twice", where, json_printable(c->string, key, sizeof key));
             return -1;
         }
     }
@@ -97,12 +106,16 @@ static int duplicate_key(const cJSON *o, const char *where, int depth, char *err
         if (cJSON_IsObject(o))
             for (const cJSON *d = o->child; d != c; d = d->next)
                 if (strcmp(d->string, c->string) == 0) {
-                    snprintf(err, n, "the key \"%s\" appears twice in %s (which value is meant?)", c->string, where);
+                    char key[128];
+                    snprintf(err, n, "the key \"%s\" appears twice in %s (which value is meant?)",
+                             json_printable(c->string, key, sizeof key), where);
                     return -1;
                 }
         if (c->child) {
             char sub[320];
-            snprintf(sub, sizeof sub, "%.200s%s%.64s", where, cJSON_IsObject(o) ? "." : "[]", cJSON_IsObject(o) ? c->string : "");
+            char key[65];
+            snprintf(sub, sizeof sub, "%.200s%s%s", where, cJSON_IsObject(o) ? "." : "[]",
+                     cJSON_IsObject(o) ? json_printable(c->string, key, sizeof key) : "");
             if (duplicate_key(c, sub, depth + 1, err, n)) return -1;
         }
     }

@@ -24,5 +24,7 @@ int json_check_keys(const cJSON *o, const JsonKey *keys, int n, const char *wher
 // object has a key twice (cJSON would keep the first value silently), nothing follows the value but
 // whitespace. Returns the tree, or NULL with a message in err (size n) that gives the byte or the key.
 cJSON *json_parse_strict(const char *text, size_t len, char *err, size_t n);
+// A key or value from a file, fit for a one-line message: at most n-1 bytes, control bytes as '?'. Returns out.
+const char *json_printable(const char *s, char *out, size_t n);
 // CRC-32 of the document as cJSON prints it without the member `key` (a self-checksum stored under key).
 uint32_t json_crc_without(cJSON *root, const char *key);

@@ -8,18 +8,20 @@ Default output: the first file's name with .png.
 """
 import argparse
 import json
+import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pyfind  # noqa: E402  (scripts/pyfind.py: finds a Python with matplotlib; --help works without it)
 
 
 def load(path):
-    with open(path) as f:
-        r = json.load(f)
+    import numpy as np
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"plot_passkey: {path}: {e}; give the OUT.json of `ringgpt passkey --out OUT`")
     lengths, depths = r["lengths"], r["depths"]
     grid = np.full((len(lengths), len(depths)), np.nan)
     for c in r["cells"]:
@@ -37,6 +39,8 @@ def main():
     ap.add_argument("-o", "--out")
     ap.add_argument("--title", default="passkey retrieval: exact match (%)")
     a = ap.parse_args()
+    plt = pyfind.pyplot("plot_passkey")
+    import numpy as np
     runs = [load(p) for p in a.results]
     fig, axes = plt.subplots(1, len(runs), figsize=(1.2 + 0.45 * max(len(r[2]) for r in runs) * len(runs) + 1.0 * len(runs),
                                                     1.8 + 0.45 * max(len(r[1]) for r in runs)), squeeze=False,
