@@ -114,41 +114,42 @@ static bool looks_binary(const char *path) {
     return memchr(b, 0, n) != NULL;
 }
 
-static void drop_binary(FileList *l, bool quiet) {
+static bool is_empty(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_size == 0;   // one that cannot be read is reported when it is read
+}
+
+// Removes the files `skip` picks from the list; returns how many, with the first in *example (free it).
+static size_t drop_files(FileList *l, bool (*skip)(const char *path), char **example) {
     size_t kept = 0, skipped = 0;
-    const char *example = NULL;
+    *example = NULL;
     for (size_t i = 0; i < l->n; i++) {
-        if (!looks_binary(l->paths[i])) {
+        if (!skip(l->paths[i])) {
             l->paths[kept++] = l->paths[i];
             continue;
         }
-        if (!example) example = l->paths[i];
+        if (!*example) *example = l->paths[i];
         else free(l->paths[i]);
         skipped++;
     }
     l->n = kept;
+    return skipped;
+}
+
+static void drop_binary(FileList *l, bool quiet) {
+    char *example;
+    size_t skipped = drop_files(l, looks_binary, &example);
     if (skipped && !quiet)
         fprintf(stderr, "prepare: skipped %zu binary file%s (a NUL byte in the first 8 KiB), e.g. %s; --include GLOBS picks "
                 "the files to read\n", skipped, skipped == 1 ? "" : "s", example);
-    free((char *)example);
+    free(example);
 }
 
 // Empty inputs hold no document: skipped, and when nothing is left, refused before anything is written.
 static void drop_empty(FileList *l, bool quiet) {
-    size_t kept = 0, skipped = 0;
-    char *example = NULL;
-    for (size_t i = 0; i < l->n; i++) {
-        struct stat st;
-        if (stat(l->paths[i], &st) != 0 || st.st_size > 0) {
-            l->paths[kept++] = l->paths[i];
-            continue;
-        }
-        if (!example) example = l->paths[i];
-        else free(l->paths[i]);
-        skipped++;
-    }
-    l->n = kept;
-    if (!kept) fail_usage("every input is empty (0 bytes), e.g. %s; give files with text or tokens in them", example);
+    char *example;
+    size_t skipped = drop_files(l, is_empty, &example);
+    if (!l->n) fail_usage("every input is empty (0 bytes), e.g. %s; give files with text or tokens in them", example);
     if (skipped && !quiet) fprintf(stderr, "prepare: skipped %zu empty file%s, e.g. %s\n", skipped, skipped == 1 ? "" : "s", example);
     free(example);
 }

@@ -130,6 +130,8 @@ int cmd_train(int argc, char **argv) {
     ckpt_normalize_resume_flag(argc, argv);   // a bare --resume means the newest checkpoint
     parse_train_flags(&t, argc, argv);
     int code = train_run(&t);
+    free(t.config_json);
+    free(t.same_json);
     comm_finalize();
     return code;
 }

@@ -132,6 +132,22 @@ static bool in_list(const char *name, const char *const *list) {
     return false;
 }
 
+// A string flag from a config file lives as long as the process (the flag tables point at it, beside argv's);
+// the list keeps it reachable.
+static char **g_kept;
+static size_t g_n_kept;
+
+static const char *keep_string(const char *s) {
+    g_kept = xrealloc(g_kept, (g_n_kept + 1) * sizeof *g_kept, "config strings");
+    return g_kept[g_n_kept++] = xstrdup(s);
+}
+
+void args_free_strings(void) {
+    for (size_t i = 0; i < g_n_kept; i++) free(g_kept[i]);
+    free(g_kept);
+    g_kept = NULL, g_n_kept = 0;
+}
+
 // One key of a config file into its flag; the value's JSON type must fit the flag's kind, and its value the
 // flag's range (as on the command line: a finite number, an integer that fits). Returns 0, or -1 with err.
 static int apply_value(const ArgCommand *cmd, ArgSpec *s, const cJSON *v, const char *path, char *err, size_t errn) {
@@ -153,7 +169,7 @@ static int apply_value(const ArgCommand *cmd, ArgSpec *s, const cJSON *v, const 
     case ARG_I64: *(int64_t *)s->dst = (int64_t)x; break;
     case ARG_FLOAT: *(float *)s->dst = (float)x; break;
     case ARG_DOUBLE: *(double *)s->dst = x; break;
-    case ARG_STRING: *(const char **)s->dst = xstrdup(v->valuestring); break;   // lives as long as the run
+    case ARG_STRING: *(const char **)s->dst = keep_string(v->valuestring); break;
     case ARG_BOOL: *(bool *)s->dst = cJSON_IsTrue(v); break;
     }
     s->seen = true;

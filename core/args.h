@@ -37,6 +37,8 @@ ArgSpec *args_find(ArgSpec *specs, int n_specs, const char *name);
 // left alone. An unknown key, a value of the wrong type or a file that is not one JSON object is a
 // usage error naming the file and the key (exit 2).
 void args_apply_json(const ArgCommand *cmd, ArgSpec *specs, int n_specs, const char *path, const char *const *skip);
+// Frees the string values config files gave (they live until then; a process never needs to call it).
+void args_free_strings(void);
 // What args_apply_json does, on text (len bytes; path names it in messages), without exiting: returns 0, or -1
 // with the one-line message in err (size errn). only: NULL for every key, else the flags to take (see below).
 int args_json_load(const ArgCommand *cmd, ArgSpec *specs, int n_specs, const char *text, size_t len, const char *path,

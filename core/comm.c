@@ -181,6 +181,7 @@ void comm_barrier(Comm *c, const char *what) {
 }
 
 void comm_abort(int code, const char *fmt, ...) {
+    fail_exiting();
     va_list ap;
     va_start(ap, fmt);
     print_error_line(fmt, ap);

@@ -13,6 +13,16 @@ static void (*g_fail_hook)(int code, const char *line);
 static bool (*g_fail_quiet)(int code);
 static int g_log_rank;
 static bool g_fail_local;   // the failure being reported is this process's alone (fail_data, fail_io)
+static volatile bool g_failing;   // the process is ending on an error
+
+#ifdef __SANITIZE_ADDRESS__
+// LeakSanitizer asks this before its check at exit. A process that ends on a fatal error leaves what its
+// callers held (nothing unwinds them); a normal exit, a stop on a signal included, must have freed everything.
+int __lsan_is_turned_off(void);
+int __lsan_is_turned_off(void) { return g_failing; }
+#endif
+
+void fail_exiting(void) { g_failing = true; }
 
 void set_fail_hook(void (*hook)(int code, const char *line)) { g_fail_hook = hook; }
 void set_fail_quiet(bool (*quiet)(int code)) { g_fail_quiet = quiet; }
@@ -35,6 +45,7 @@ void print_error_line(const char *fmt, va_list ap) {
 }
 
 static _Noreturn void vfail(int code, const char *path, const char *fmt, va_list ap) {
+    g_failing = true;
     fflush(stdout);
     char line[8192];
     int n = path ? snprintf(line, sizeof line, "ringgpt: %s: ", path) : snprintf(line, sizeof line, "ringgpt: ");

@@ -30,6 +30,9 @@ int exit_code_for_errno(int err);
 // True while a failure of this process alone (fail_data, fail_io) is being reported: the comm layer's hook then
 // aborts the job instead of waiting for the other ranks to fail alike.
 bool fail_is_local(void);
+// Marks the process as ending on an error (fail* do it; comm_abort too): the sanitized build's leak check,
+// which holds every normal exit to freeing everything, is skipped then.
+void fail_exiting(void);
 void set_fail_hook(void (*hook)(int code, const char *line));
 void set_fail_quiet(bool (*quiet)(int code));
 // Makes s one line: every control byte (a newline from a file's key, a tab) becomes '?'. Every error message

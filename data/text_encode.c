@@ -59,7 +59,7 @@ static bool next_piece(Reader *r, Piece *p) {
     }
     p->len = 0;
     reserve(&p->text, &p->cap, r->carry_len + PIECE_BYTES);
-    memcpy(p->text, r->carry, r->carry_len);
+    if (r->carry_len) memcpy(p->text, r->carry, r->carry_len);   // carry is NULL before the first cut
     p->len = r->carry_len;
     r->carry_len = 0;
     bool eof = false;

@@ -32,6 +32,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                             some ? only : NULL, err, sizeof err);
     if (rc != 0 && (!err[0] || strlen(err) >= sizeof err - 1)) abort();   // a refusal always says why, in one line
     if (rc != 0 && strchr(err, '\n')) abort();
-    free((char *)f.out);   // a string flag from a file lives as long as the run; here, one input
+    args_free_strings();   // f.out, when a file set it
     return 0;
 }

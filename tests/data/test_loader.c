@@ -303,6 +303,7 @@ static int probe(int argc, char **argv) {
     Batch b = batch_alloc(B, o.seq_len);
     for (uint64_t s = 0; s < data_num_samples(d); s += B) data_next(d, &b);
     data_close(d);
+    batch_free(&b);
     return 0;
 }
 
@@ -397,5 +398,6 @@ int main(void) {
     rm_rf(dir);
     free(g_stream);
     free(g_starts);
+    free(dir), free(ds), free(ds_val), free(dsw);
     return test_finish();
 }

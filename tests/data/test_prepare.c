@@ -199,7 +199,7 @@ static void test_llmc(const char *dir) {
     Vec wb = write_llmc(bad, 20240520, 1, 2, 50256, 10, true);
     char *fresh = path_join(dir, "ds_llmc_failed");
     CHECK(run_cmd(cmd_prepare, "prepare", "--out", fresh, "--quiet", bad, NULL) == 2, "truncated llm.c shard is bad input (exit 2)");
-    write_llmc(bad, 20240520, 3, 2, 50256, 10, false);
+    free(write_llmc(bad, 20240520, 3, 2, 50256, 10, false).t);
     CHECK(run_cmd(cmd_prepare, "prepare", "--out", fresh, "--input-kind", "llmc", "--quiet", bad, NULL) == 2, "unsupported llm.c version");
     CHECK(run_cmd(cmd_prepare, "prepare", "--out", fresh, "--quiet", "/nonexistent/input", NULL) == 2, "missing input is a usage error");
     CHECK(access(fresh, F_OK) != 0, "the failed prepares left no directory");
@@ -215,5 +215,6 @@ int main(void) {
     test_raw(dir);
     test_llmc(dir);
     rm_rf(dir);
+    free(dir);
     return test_finish();
 }
