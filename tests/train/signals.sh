@@ -8,7 +8,10 @@ BIN=$1 MPIEXEC=$2
 . "$(dirname "$0")/../harness.sh"
 . "$(dirname "$0")/ring_common.sh"
 for i in $(seq 400); do printf 'Signal test line %d: the quick brown fox jumps over the lazy dog %d times.\n' "$i" $((i * 7 % 13)); done > "$W/text.txt"
-STEPS=1000
+# Runs long enough that a signal at step 20..320 (10..110 under mpiexec) lands mid-run; shorter where the sanitized
+# build runs (RINGGPT_SANITIZED: several times slower), with the targets scaled alike.
+STEPS=1000 MSTEPS=600 SPAN=300 MSPAN=100
+[[ ${RINGGPT_SANITIZED:-0} == 1 ]] && STEPS=300 MSTEPS=200 SPAN=100 MSPAN=40
 FLAGS=(--data "$W/text.txt" --model tiny --seq-len 64 --batch 4 --steps $STEPS --warmup 5 --threads 1 --log-every 100000
        --eval-every 0 --ckpt-every 0)
 losses() { sed -nE 's/.*"step": ([0-9]+), "loss": ([-0-9.e]+).*/\1 \2/p' "$1"; }
@@ -48,7 +51,7 @@ stopped_at() {
 # --- one rank ---------------------------------------------------------------------------------------------------
 "$BIN" train "${FLAGS[@]}" --out "$W/ref" > "$W/ref.log" 2>&1 || bad "uninterrupted run failed: $(tail -2 "$W/ref.log")"
 for sig in TERM USR1 INT; do
-  out=$W/one_$sig target=$((20 + RANDOM % 300))
+  out=$W/one_$sig target=$((20 + RANDOM % SPAN))
   "$BIN" train "${FLAGS[@]}" --out "$out" > "$out.log" 2>&1 &
   pid=$!
   wait_steps "$out" $target $pid && kill -$sig $pid
@@ -81,13 +84,13 @@ wait $pid; rc=$?
 check "--ckpt-every -1: SIGTERM still writes a checkpoint (exit $rc)" test $rc = 75 -a -f "$out/LATEST"
 
 # --- dp=2 x sp=2 under mpiexec -----------------------------------------------------------------------------------
-MFLAGS=("${FLAGS[@]}" --sp 2 --batch 2 --steps 600)
-STEPS=600 final=step_00000600
+MFLAGS=("${FLAGS[@]}" --sp 2 --batch 2 --steps $MSTEPS)
+STEPS=$MSTEPS final=step_$(printf %08d $MSTEPS)
 mpirun_np 4 "$BIN" train "${MFLAGS[@]}" --out "$W/mref" > "$W/mref.log" 2>&1 || bad "uninterrupted mpiexec run failed"
 # rank_pids OUT: the ringgpt ranks writing OUT (children of mpiexec)
 rank_pids() { pgrep -f -- "--out $1\$" | while read -r p; do [[ $(cat /proc/$p/comm 2> /dev/null) == ringgpt ]] && echo "$p"; done; }
 for how in one_rank_TERM mpiexec_USR1 mpiexec_TERM; do
-  out=$W/m_$how target=$((10 + RANDOM % 100)) sig=${how##*_}
+  out=$W/m_$how target=$((10 + RANDOM % MSPAN)) sig=${how##*_}
   # Open MPI 4.1's mpiexec passes its SIGTERM on odls_base_sigkill_timeout seconds later (default 1) and sends SIGKILL as
   # long after that: a step and a save of this model take milliseconds (docs/usage.md: raise it for large models).
   # mpiexec itself in the background (not a shell function around it), so that $! is the process to signal
