@@ -20,5 +20,5 @@ void attention_causal_backward(const Backend *be, const AttnShape *s, real *dq, 
     be->zero(dk, kvn * sizeof(real));
     be->zero(dv, kvn * sizeof(real));
     be->attn_backward_prep(s, scratch_D, dout, out, T);
-    be->attn_backward_block(s, dq, dk, dv, q, k, v, dout, lse, scratch_D, T, T, ATTN_CAUSAL, doc ? &docs : NULL);
+    be->attn_backward_block(s, dq, dk, dv, q, k, v, out, dout, lse, scratch_D, T, T, ATTN_CAUSAL, doc ? &docs : NULL);
 }

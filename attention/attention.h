@@ -20,11 +20,12 @@ void attn_cpu_forward_block(const AttnShape *s, AttnState st, const real *q, int
 void attn_cpu_finalize(const AttnShape *s, AttnState st, real *out, real *lse, int nq);
 // attn_backward_prep: D = rowsum(dout ∘ out) per (row, head): (nq, H), once before the blocks.
 void attn_cpu_backward_prep(const AttnShape *s, real *D, const real *dout, const real *out, int nq);
-// attn_backward_block: one Q block × KV block of the backward from the global lse and D:
-// dq += dS K·scale (nq, H, hd), dk += dSᵀ Q·scale, dv += Pᵀ dout (nk, Hkv, hd). Rows with lse = -inf add nothing.
+// attn_backward_block: one Q block × KV block of the backward from the global out, lse and D (all three of
+// these rows after the last block): dq += dS K·scale (nq, H, hd), dk += dSᵀ Q·scale, dv += Pᵀ dout (nk, Hkv, hd).
+// Rows with lse = -inf add nothing. The hand-written kernels use D; cuDNN's computes D from out and dout itself.
 void attn_cpu_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
-                             const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
-                             AttnMask mask, const AttnDocs *docs);
+                             const real *v, const real *out, const real *dout, const real *lse, const real *D, int nq,
+                             int nk, AttnMask mask, const AttnDocs *docs);
 // (TILE × TILE) pieces the CPU kernels skipped because no Q row's document appears among the K rows,
 // since the process started (all threads).
 long attn_cpu_doc_tiles_skipped(void);

@@ -143,6 +143,7 @@ static void softmax_tile(real *S, int rows, int cols, int i0, int j0, AttnMask m
 void attn_cpu_forward_block(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v,
                             int nk, AttnMask mask, const AttnDocs *doc_ids) {
     const AttnDocs docs = doc_ids ? *doc_ids : (AttnDocs){0};   // docs.q == NULL: no document mask
+    if (s->qkv != ACT_F32) fail("CPU attention: q, k, v must be fp32 (--activations bf16 is a CUDA setting)");
     const int H = s->n_head, hd = s->head_dim, group = H / s->n_kv_head;
     const int q_stride = H * hd, kv_stride = s->n_kv_head * hd;
     const real scale = (real)(1.0 / sqrt((double)hd));
@@ -318,8 +319,10 @@ static void backward_by_tiles(const BwdArgs *a, real *dq, real *dk, real *dv) {
 // RINGGPT_ATTN_BACKWARD=heads|tiles forces a variant (tests compare them); by default the
 // one-pass version unless there are fewer kv heads than threads.
 void attn_cpu_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
-                             const real *v, const real *dout, const real *lse, const real *D, int nq, int nk,
-                             AttnMask mask, const AttnDocs *docs) {
+                             const real *v, const real *out, const real *dout, const real *lse, const real *D, int nq,
+                             int nk, AttnMask mask, const AttnDocs *docs) {
+    (void)out;   // D = rowsum(dout ∘ out) is given
+    if (s->qkv != ACT_F32) fail("CPU attention: q, k, v must be fp32 (--activations bf16 is a CUDA setting)");
     BwdArgs a = {.s = s, .q = q, .k = k, .v = v, .dout = dout, .lse = lse, .D = D, .nq = nq, .nk = nk, .mask = mask,
                  .docs = docs ? *docs : (AttnDocs){0},
                  .scale = (real)(1.0 / sqrt((double)s->head_dim))};

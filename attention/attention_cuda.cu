@@ -2,20 +2,21 @@
 // Same contract as attention/attention_cpu.c (see attention/attention.h): token-major q (nq, H, hd),
 // k, v (nk, Hkv, hd), fp32 state {acc, m, l} carried across blocks, causal-diagonal or full mask,
 // GQA by indexing (KV never repeated). Storage is fp32; tiles are converted to bf16 in shared
-// memory and multiplied with mma.sync.m16n8k16 (fp32 accumulators). The backward is two kernels
+// memory and multiplied with mma.sync.m16n8k16 (fp32 accumulators); bf16 q, k, v (--activations bf16) are
+// loaded as they are. The backward is two kernels
 // (dK/dV owned per KV tile, dQ owned per Q tile), so no element is written by two blocks: no atomics,
 // deterministic results.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "attention/attention_warp.cuh"
 #include "core/cuda_check.h"
 
 RINGGPT_EXTERN_C_BEGIN
 #include "attention/attention_cuda.h"
-#include "attention/attention_sm90.h"
 #include "core/backend_cuda.h"
 RINGGPT_EXTERN_C_END
 
@@ -67,25 +68,39 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float c0[4], const f
     a[3] = pack_bf16(c1[2], c1[3]);
 }
 
-// Loads rows [r0, r0+rows) of an fp32 token-major tensor (row stride `stride` floats, head offset
-// already applied) as bf16 into a shared tile: row-major (rows, HD) and/or transposed (HD, rows).
-// Rows at or past `limit` are zero.
-template <int HD>
-__device__ void load_tile(__nv_bfloat16 *dst, int ld, __nv_bfloat16 *dst_t, int ld_t, const float *src, size_t stride,
+// Loads rows [r0, r0+rows) of a token-major tensor of TS (float or bf16; row stride `stride` elements, head
+// offset already applied) as bf16 into a shared tile: row-major (rows, HD) and/or transposed (HD, rows).
+// Rows at or past `limit` are zero. The fp32 path is the code the H100 run of 2026-11-23 verified; bf16 rows
+// (--activations bf16) are copied as they are.
+template <int HD, typename TS>
+__device__ void load_tile(__nv_bfloat16 *dst, int ld, __nv_bfloat16 *dst_t, int ld_t, const TS *src, size_t stride,
                           int r0, int rows, int limit) {
     for (int idx = threadIdx.x; idx < rows * (HD / 4); idx += blockDim.x) {
         int r = idx / (HD / 4), c = (idx % (HD / 4)) * 4;
-        float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (r0 + r < limit) x = *reinterpret_cast<const float4 *>(src + (size_t)(r0 + r) * stride + c);
-        if (dst) {
-            uint2 packed = make_uint2(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w));
-            *reinterpret_cast<uint2 *>(dst + r * ld + c) = packed;
-        }
-        if (dst_t) {
-            dst_t[(c + 0) * ld_t + r] = __float2bfloat16_rn(x.x);
-            dst_t[(c + 1) * ld_t + r] = __float2bfloat16_rn(x.y);
-            dst_t[(c + 2) * ld_t + r] = __float2bfloat16_rn(x.z);
-            dst_t[(c + 3) * ld_t + r] = __float2bfloat16_rn(x.w);
+        if constexpr (sizeof(TS) == 4) {
+            float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (r0 + r < limit) x = *reinterpret_cast<const float4 *>(src + (size_t)(r0 + r) * stride + c);
+            if (dst) {
+                uint2 packed = make_uint2(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w));
+                *reinterpret_cast<uint2 *>(dst + r * ld + c) = packed;
+            }
+            if (dst_t) {
+                dst_t[(c + 0) * ld_t + r] = __float2bfloat16_rn(x.x);
+                dst_t[(c + 1) * ld_t + r] = __float2bfloat16_rn(x.y);
+                dst_t[(c + 2) * ld_t + r] = __float2bfloat16_rn(x.z);
+                dst_t[(c + 3) * ld_t + r] = __float2bfloat16_rn(x.w);
+            }
+        } else {
+            uint2 packed = make_uint2(0u, 0u);
+            if (r0 + r < limit) packed = *reinterpret_cast<const uint2 *>(src + (size_t)(r0 + r) * stride + c);
+            if (dst) *reinterpret_cast<uint2 *>(dst + r * ld + c) = packed;
+            if (dst_t) {
+                const __nv_bfloat16 *e = reinterpret_cast<const __nv_bfloat16 *>(&packed);
+                dst_t[(c + 0) * ld_t + r] = e[0];
+                dst_t[(c + 1) * ld_t + r] = e[1];
+                dst_t[(c + 2) * ld_t + r] = e[2];
+                dst_t[(c + 3) * ld_t + r] = e[3];
+            }
         }
     }
 }
@@ -110,9 +125,9 @@ __device__ __forceinline__ bool tile_hidden(const int *ids, int n, int lo, int h
 // Forward: grid (ceil(nq/BQ), H); warp w owns query rows w·16.. of the tile; the state of those
 // rows is read at the start and written at the end, so a block folds every KV tile of the block in.
 
-template <int HD>
-__global__ void __launch_bounds__(THREADS) attn_fwd_kernel(float *acc, float *m_state, float *l_state, const float *q,
-                                                           const float *k, const float *v, int nq, int nk, int H,
+template <int HD, typename TI>
+__global__ void __launch_bounds__(THREADS) attn_fwd_kernel(float *acc, float *m_state, float *l_state, const TI *q,
+                                                           const TI *k, const TI *v, int nq, int nk, int H,
                                                            int Hkv, int causal, const int *qdoc, const int *kdoc,
                                                            float scale) {
     constexpr int BK = 64, LD = HD + PAD, LDT = BK + PAD, NT = HD / 8;
@@ -230,9 +245,9 @@ __global__ void __launch_bounds__(THREADS) attn_fwd_kernel(float *acc, float *m_
 // Backward, dK and dV: grid (ceil(nk/BKV), Hkv). Warp w owns keys w·16.. of the tile and loops over
 // every query head of its group and every Q tile that can see the keys, transposed: Sᵀ = K Qᵀ.
 
-template <int HD>
-__global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_kernel(float *dk, float *dv, const float *q, const float *k,
-                                                                const float *v, const float *dout, const float *lse,
+template <int HD, typename TI>
+__global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_kernel(float *dk, float *dv, const TI *q, const TI *k,
+                                                                const TI *v, const float *dout, const float *lse,
                                                                 const float *D, int nq, int nk, int H, int Hkv,
                                                                 int causal, const int *qdoc, const int *kdoc, float scale) {
     constexpr int BKV = 64, BQB = HD >= 128 ? 32 : 64, LD = HD + PAD, LDT = BQB + PAD, NT = HD / 8, MT = BQB / 8;
@@ -335,8 +350,8 @@ __global__ void __launch_bounds__(THREADS) attn_bwd_dkdv_kernel(float *dk, float
 // ---------------------------------------------------------------------------------------------
 // Backward, dQ: grid (ceil(nq/BQ), H). Warp w owns query rows w·16..; recomputes P and dS per KV tile.
 
-template <int HD>
-__global__ void __launch_bounds__(THREADS) attn_bwd_dq_kernel(float *dq, const float *q, const float *k, const float *v,
+template <int HD, typename TI>
+__global__ void __launch_bounds__(THREADS) attn_bwd_dq_kernel(float *dq, const TI *q, const TI *k, const TI *v,
                                                               const float *dout, const float *lse, const float *D,
                                                               int nq, int nk, int H, int Hkv, int causal, const int *qdoc,
                                                               const int *kdoc, float scale) {
@@ -488,38 +503,102 @@ static void allow_smem(const void *kernel, size_t bytes, bool *done) {
     *done = true;
 }
 
-template <int HD>
-static void launch_forward(const AttnShape *s, AttnState st, const float *q, int nq, const float *k, const float *v,
-                           int nk, int causal, AttnDocs docs) {
+template <int HD, typename TI>
+static void launch_forward(const AttnShape *s, AttnState st, const TI *q, int nq, const TI *k, const TI *v, int nk,
+                           int causal, AttnDocs docs) {
     static bool ready;
     size_t smem = fwd_smem<HD>();
-    allow_smem((const void *)attn_fwd_kernel<HD>, smem, &ready);
+    allow_smem((const void *)attn_fwd_kernel<HD, TI>, smem, &ready);
     dim3 grid((nq + BQ - 1) / BQ, s->n_head);
-    attn_fwd_kernel<HD><<<grid, THREADS, smem, stream()>>>(st.acc, st.m, st.l, q, k, v, nq, nk, s->n_head,
-                                                           s->n_kv_head, causal, docs.q, docs.k,
-                                                           (float)(1.0 / sqrt((double)HD)));
+    attn_fwd_kernel<HD, TI><<<grid, THREADS, smem, stream()>>>(st.acc, st.m, st.l, q, k, v, nq, nk, s->n_head,
+                                                               s->n_kv_head, causal, docs.q, docs.k,
+                                                               (float)(1.0 / sqrt((double)HD)));
     CUDA_CHECK_LAUNCH("attention forward");
 }
 
-template <int HD>
-static void launch_backward(const AttnShape *s, float *dq, float *dk, float *dv, const float *q, const float *k,
-                            const float *v, const float *dout, const float *lse, const float *D, int nq, int nk,
-                            int causal, AttnDocs docs) {
+template <int HD, typename TI>
+static void launch_backward(const AttnShape *s, float *dq, float *dk, float *dv, const TI *q, const TI *k, const TI *v,
+                            const float *dout, const float *lse, const float *D, int nq, int nk, int causal,
+                            AttnDocs docs) {
     static bool ready_kv, ready_q;
     float scale = (float)(1.0 / sqrt((double)HD));
     size_t smem_kv = dkdv_smem<HD>(), smem_q = dq_smem<HD>();
-    allow_smem((const void *)attn_bwd_dkdv_kernel<HD>, smem_kv, &ready_kv);
-    allow_smem((const void *)attn_bwd_dq_kernel<HD>, smem_q, &ready_q);
+    allow_smem((const void *)attn_bwd_dkdv_kernel<HD, TI>, smem_kv, &ready_kv);
+    allow_smem((const void *)attn_bwd_dq_kernel<HD, TI>, smem_q, &ready_q);
     dim3 grid_kv((nk + 63) / 64, s->n_kv_head), grid_q((nq + BQ - 1) / BQ, s->n_head);
-    attn_bwd_dkdv_kernel<HD><<<grid_kv, THREADS, smem_kv, stream()>>>(dk, dv, q, k, v, dout, lse, D, nq, nk, s->n_head,
-                                                                      s->n_kv_head, causal, docs.q, docs.k, scale);
+    attn_bwd_dkdv_kernel<HD, TI><<<grid_kv, THREADS, smem_kv, stream()>>>(dk, dv, q, k, v, dout, lse, D, nq, nk,
+                                                                          s->n_head, s->n_kv_head, causal, docs.q,
+                                                                          docs.k, scale);
     CUDA_CHECK_LAUNCH("attention backward dK dV");
-    attn_bwd_dq_kernel<HD><<<grid_q, THREADS, smem_q, stream()>>>(dq, q, k, v, dout, lse, D, nq, nk, s->n_head,
-                                                                  s->n_kv_head, causal, docs.q, docs.k, scale);
+    attn_bwd_dq_kernel<HD, TI><<<grid_q, THREADS, smem_q, stream()>>>(dq, q, k, v, dout, lse, D, nq, nk, s->n_head,
+                                                                      s->n_kv_head, causal, docs.q, docs.k, scale);
     CUDA_CHECK_LAUNCH("attention backward dQ");
 }
 
+// The flash kernels for q, k, v of element type TI, by head dim.
+template <typename TI>
+static void flash_forward(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v, int nk,
+                          int causal, AttnDocs docs) {
+    const TI *qt = (const TI *)q, *kt = (const TI *)k, *vt = (const TI *)v;
+    switch (s->head_dim) {
+    case 16: launch_forward<16>(s, st, qt, nq, kt, vt, nk, causal, docs); break;
+    case 32: launch_forward<32>(s, st, qt, nq, kt, vt, nk, causal, docs); break;
+    case 64: launch_forward<64>(s, st, qt, nq, kt, vt, nk, causal, docs); break;
+    case 128: launch_forward<128>(s, st, qt, nq, kt, vt, nk, causal, docs); break;
+    }
+}
+template <typename TI>
+static void flash_backward(const AttnShape *s, float *dq, float *dk, float *dv, const real *q, const real *k,
+                           const real *v, const float *dout, const float *lse, const float *D, int nq, int nk,
+                           int causal, AttnDocs docs) {
+    const TI *qt = (const TI *)q, *kt = (const TI *)k, *vt = (const TI *)v;
+    switch (s->head_dim) {
+    case 16: launch_backward<16>(s, dq, dk, dv, qt, kt, vt, dout, lse, D, nq, nk, causal, docs); break;
+    case 32: launch_backward<32>(s, dq, dk, dv, qt, kt, vt, dout, lse, D, nq, nk, causal, docs); break;
+    case 64: launch_backward<64>(s, dq, dk, dv, qt, kt, vt, dout, lse, D, nq, nk, causal, docs); break;
+    case 128: launch_backward<128>(s, dq, dk, dv, qt, kt, vt, dout, lse, D, nq, nk, causal, docs); break;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// --attn: which kernels the block calls run.
+
+typedef enum { IMPL_FLASH, IMPL_CUDNN, IMPL_SM90 } AttnImpl;
+static AttnImpl g_impl;   // tests and benchmarks switch it between calls
+static const char *const IMPL_NAMES[] = {"flash", "cudnn", "sm90"};
+
+extern "C" void attn_cuda_set_impl(const char *name) {
+    if (!name || !*name || !strcmp(name, "flash")) g_impl = IMPL_FLASH;
+    else if (!strcmp(name, "sm90")) g_impl = IMPL_SM90;
+    else if (!strcmp(name, "cudnn")) {
+#ifdef RINGGPT_HAVE_CUDNN
+        cudnn_sdpa_load();   // a machine without cuDNN fails here, before the first step
+        g_impl = IMPL_CUDNN;
+#else
+        fail_usage("--attn cudnn: this ringgpt was built without cuDNN (cudnn.h or the cuDNN frontend headers were not "
+                   "found when it was configured: scripts/deps.sh installs the frontend); rebuild, or use --attn flash");
+#endif
+    } else fail_usage("--attn %s: use flash (the sm_80 kernels, the default), cudnn or sm90", name);
+}
+
+extern "C" const char *attn_cuda_impl(void) { return IMPL_NAMES[g_impl]; }
+
+// The Hopper kernels run a call when chosen, on an sm_90 device, for hd 64/128 without document ids.
+static bool sm90_runs(const AttnShape *s, const AttnDocs *docs) {
+    return g_impl == IMPL_SM90 && !docs && (s->head_dim == 64 || s->head_dim == 128) && attn_sm90_device();
+}
+
+#ifdef RINGGPT_HAVE_CUDNN
+// cuDNN runs a call when chosen and sdpa_unsupported accepts it.
+static bool cudnn_runs(const AttnShape *s, int nq, int nk, AttnMask mask, const AttnDocs *docs) {
+    return g_impl == IMPL_CUDNN && !sdpa_unsupported(s, nq, nk, mask, docs != NULL);
+}
+#endif
+
 extern "C" void attn_cuda_state_reset(const AttnShape *s, AttnState st, int nq) {
+#ifdef RINGGPT_HAVE_CUDNN
+    attn_cudnn_new_pass();
+#endif
     size_t rows = (size_t)nq * s->n_head;
     if (!rows) return;
     CUDA_CHECK(cudaMemsetAsync(st.acc, 0, rows * s->head_dim * sizeof(float), stream()));
@@ -533,18 +612,17 @@ extern "C" void attn_cuda_state_reset(const AttnShape *s, AttnState st, int nq) 
 extern "C" void attn_cuda_forward_block(const AttnShape *s, AttnState st, const real *q, int nq, const real *k,
                                         const real *v, int nk, AttnMask mask, const AttnDocs *doc_ids) {
     const AttnDocs docs = doc_ids ? *doc_ids : AttnDocs{nullptr, nullptr};   // docs.q == nullptr: no document mask
+    const AttnDocs *dp = docs.q ? &docs : nullptr;
     check_shape(s, "forward");
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;
-    // --attn sm90: the Hopper kernels (attention/attention_sm90.cu) for hd 64/128 on sm_90; off by
-    // default until a GPU session has verified them (tests/gpu/test_gpu_attention_sm90.c). Document masks: sm_80.
-    if (!docs.q && attn_sm90_selected(s->head_dim)) return attn_sm90_forward_block(s, st, q, nq, k, v, nk, causal);
-    switch (s->head_dim) {
-    case 16: launch_forward<16>(s, st, q, nq, k, v, nk, causal, docs); break;
-    case 32: launch_forward<32>(s, st, q, nq, k, v, nk, causal, docs); break;
-    case 64: launch_forward<64>(s, st, q, nq, k, v, nk, causal, docs); break;
-    case 128: launch_forward<128>(s, st, q, nq, k, v, nk, causal, docs); break;
-    }
+    // --attn sm90 and cudnn: off by default until a GPU session has verified them (docs/gpu.md).
+    if (sm90_runs(s, dp)) return attn_sm90_forward_block(s, st, q, nq, k, v, nk, causal);
+#ifdef RINGGPT_HAVE_CUDNN
+    if (cudnn_runs(s, nq, nk, mask, dp) && attn_cudnn_forward_block(s, st, q, nq, k, v, nk, mask)) return;
+#endif
+    if (s->qkv == ACT_BF16) flash_forward<__nv_bfloat16>(s, st, q, nq, k, v, nk, causal, docs);
+    else flash_forward<float>(s, st, q, nq, k, v, nk, causal, docs);
 }
 
 extern "C" void attn_cuda_finalize(const AttnShape *s, AttnState st, real *out, real *lse, int nq) {
@@ -556,6 +634,9 @@ extern "C" void attn_cuda_finalize(const AttnShape *s, AttnState st, real *out, 
 }
 
 extern "C" void attn_cuda_backward_prep(const AttnShape *s, real *D, const real *dout, const real *out, int nq) {
+#ifdef RINGGPT_HAVE_CUDNN
+    attn_cudnn_new_pass();
+#endif
     size_t rows = (size_t)nq * s->n_head;
     if (!rows) return;
     backward_prep_kernel<<<(unsigned)((rows * 32 + 255) / 256), 256, 0, stream()>>>(D, dout, out, rows, s->head_dim);
@@ -563,18 +644,20 @@ extern "C" void attn_cuda_backward_prep(const AttnShape *s, real *D, const real 
 }
 
 extern "C" void attn_cuda_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
-                                         const real *v, const real *dout, const real *lse, const real *D, int nq,
-                                         int nk, AttnMask mask, const AttnDocs *doc_ids) {
+                                         const real *v, const real *out, const real *dout, const real *lse,
+                                         const real *D, int nq, int nk, AttnMask mask, const AttnDocs *doc_ids) {
     const AttnDocs docs = doc_ids ? *doc_ids : AttnDocs{nullptr, nullptr};
+    const AttnDocs *dp = docs.q ? &docs : nullptr;
     check_shape(s, "backward");
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;
-    if (!docs.q && attn_sm90_selected(s->head_dim))   // as in the forward
-        return attn_sm90_backward_block(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal);
-    switch (s->head_dim) {
-    case 16: launch_backward<16>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs); break;
-    case 32: launch_backward<32>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs); break;
-    case 64: launch_backward<64>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs); break;
-    case 128: launch_backward<128>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs); break;
-    }
+    if (sm90_runs(s, dp)) return attn_sm90_backward_block(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal);
+#ifdef RINGGPT_HAVE_CUDNN
+    if (cudnn_runs(s, nq, nk, mask, dp) && attn_cudnn_backward_block(s, dq, dk, dv, q, k, v, out, dout, lse, nq, nk, mask))
+        return;
+#else
+    (void)out;   // the flash kernels take D = rowsum(dout ∘ out) instead
+#endif
+    if (s->qkv == ACT_BF16) flash_backward<__nv_bfloat16>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs);
+    else flash_backward<float>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal, docs);
 }

@@ -3,8 +3,8 @@
 // diagonal or full, fp32 running state {acc, m, l} read and written in global memory, GQA by indexing.
 // Only head dims 64 and 128; chosen by attention_cuda.cu's entry points with --attn sm90 on an
 // sm_90 device (OFF by default: these kernels were written without a GPU and wait for an H100 session to
-// pass tests/gpu/test_gpu_attention_sm90.c). Operands are bf16 (fp32 inputs are converted once per call
-// into a scratch buffer, so bf16 storage can later hand them over directly).
+// pass tests/attention/test_gpu_attention_sm90.c). Operands are bf16: fp32 inputs are converted once per call
+// into a scratch buffer, bf16 ones (--activations bf16) are read as they are.
 //
 // Every CTA: warpgroup 0 is the producer (one thread issues TMA loads of 64-column, 128-byte-swizzled
 // boxes into a multi-stage ring of shared buffers, each stage with a "full" mbarrier that counts the
@@ -58,8 +58,7 @@
 #include "core/cuda_check.h"
 
 RINGGPT_EXTERN_C_BEGIN
-#include "attention/attention.h"
-#include "attention/attention_sm90.h"
+#include "attention/attention_cuda.h"
 #include "core/backend_cuda.h"
 RINGGPT_EXTERN_C_END
 
@@ -764,16 +763,7 @@ static void allow_smem(const void *kernel, int bytes, bool *done) {
     *done = true;
 }
 
-static bool want_sm90;   // --attn sm90 (attn_cuda_set_impl); tests and benchmarks switch it between calls
-
-extern "C" void attn_cuda_set_impl(const char *name) {
-    if (!name || !*name || !strcmp(name, "flash")) want_sm90 = false;
-    else if (!strcmp(name, "sm90")) want_sm90 = true;
-    else fail_usage("--attn %s: use flash (the sm_80 kernels, the default) or sm90", name);
-}
-
-extern "C" bool attn_sm90_selected(int head_dim) {
-    if (!want_sm90) return false;
+extern "C" bool attn_sm90_device(void) {
     static int sm90 = -1;   // the device is compute capability 9.0 exactly (sm_90a code runs nowhere else)
     if (sm90 < 0) {
         int dev = 0, major = 0, minor = 0;
@@ -786,18 +776,28 @@ extern "C" bool attn_sm90_selected(int head_dim) {
             fprintf(stderr, "ringgpt: --attn sm90 but the GPU is sm_%d%d; attention runs the sm_80 kernels\n",
                     major, minor);
     }
-    return sm90 && (head_dim == 64 || head_dim == 128);
+    return sm90;
+}
+
+// The bf16 operands of a call: q, k, v as they are under --activations bf16 (s->qkv), else converted into the
+// scratch (at `at`, advancing it).
+static const __nv_bfloat16 *bf16_of(const AttnShape *s, const real *p, size_t n, __nv_bfloat16 **at) {
+    if (s->qkv == ACT_BF16) return (const __nv_bfloat16 *)p;
+    __nv_bfloat16 *b = *at;
+    to_bf16(b, p, n);
+    *at += n;
+    return b;
 }
 
 template <int HD>
-static void forward(const AttnShape *s, AttnState st, const float *q, int nq, const float *k, const float *v, int nk,
+static void forward(const AttnShape *s, AttnState st, const real *q, int nq, const real *k, const real *v, int nk,
                     int causal) {
     using C = FwdCfg<HD>;
     static bool ready;
     const int H = s->n_head, Hkv = s->n_kv_head;
     size_t qn = (size_t)nq * H * HD, kn = (size_t)nk * Hkv * HD;
-    __nv_bfloat16 *qb = scratch_bf16(qn + 2 * kn), *kb = qb + qn, *vb = kb + kn;
-    to_bf16(qb, q, qn), to_bf16(kb, k, kn), to_bf16(vb, v, kn);
+    __nv_bfloat16 *at = s->qkv == ACT_BF16 ? NULL : scratch_bf16(qn + 2 * kn);
+    const __nv_bfloat16 *qb = bf16_of(s, q, qn, &at), *kb = bf16_of(s, k, kn, &at), *vb = bf16_of(s, v, kn, &at);
     CUtensorMap tq = tensor_map(qb, nq, H, HD, C::BQ), tk = tensor_map(kb, nk, Hkv, HD, C::BK);
     CUtensorMap tv = tensor_map(vb, nk, Hkv, HD, C::BK);
     allow_smem((const void *)fwd_kernel<HD>, C::SMEM, &ready);
@@ -808,16 +808,18 @@ static void forward(const AttnShape *s, AttnState st, const float *q, int nq, co
 }
 
 template <int HD>
-static void backward(const AttnShape *s, float *dq, float *dk, float *dv, const float *q, const float *k,
-                     const float *v, const float *dout, const float *lse, const float *D, int nq, int nk, int causal) {
+static void backward(const AttnShape *s, float *dq, float *dk, float *dv, const real *q, const real *k, const real *v,
+                     const float *dout, const float *lse, const float *D, int nq, int nk, int causal) {
     using KV = DkdvCfg<HD>;
     using Q = DqCfg<HD>;
     static bool ready_kv, ready_q;
     const int H = s->n_head, Hkv = s->n_kv_head;
     const float scale = (float)(1.0 / sqrt((double)HD));
     size_t qn = (size_t)nq * H * HD, kn = (size_t)nk * Hkv * HD;
-    __nv_bfloat16 *qb = scratch_bf16(2 * qn + 2 * kn), *dob = qb + qn, *kb = dob + qn, *vb = kb + kn;
-    to_bf16(qb, q, qn), to_bf16(dob, dout, qn), to_bf16(kb, k, kn), to_bf16(vb, v, kn);
+    __nv_bfloat16 *at = scratch_bf16(s->qkv == ACT_BF16 ? qn : 2 * qn + 2 * kn), *dob = at;
+    to_bf16(dob, dout, qn);   // dO is a gradient: fp32 whatever the activations' storage
+    at += qn;
+    const __nv_bfloat16 *qb = bf16_of(s, q, qn, &at), *kb = bf16_of(s, k, kn, &at), *vb = bf16_of(s, v, kn, &at);
 
     CUtensorMap tq = tensor_map(qb, nq, H, HD, KV::BM), tdo = tensor_map(dob, nq, H, HD, KV::BM);
     CUtensorMap tk = tensor_map(kb, nk, Hkv, HD, KV::BN), tv = tensor_map(vb, nk, Hkv, HD, KV::BN);
@@ -836,14 +838,14 @@ static void backward(const AttnShape *s, float *dq, float *dk, float *dv, const 
     CUDA_CHECK_LAUNCH("sm90 attention backward dQ");
 }
 
-extern "C" void attn_sm90_forward_block(const AttnShape *s, AttnState st, const float *q, int nq, const float *k,
-                                        const float *v, int nk, int causal) {
+extern "C" void attn_sm90_forward_block(const AttnShape *s, AttnState st, const real *q, int nq, const real *k,
+                                        const real *v, int nk, int causal) {
     if (s->head_dim == 64) forward<64>(s, st, q, nq, k, v, nk, causal);
     else forward<128>(s, st, q, nq, k, v, nk, causal);
 }
 
-extern "C" void attn_sm90_backward_block(const AttnShape *s, float *dq, float *dk, float *dv, const float *q,
-                                         const float *k, const float *v, const float *dout, const float *lse,
+extern "C" void attn_sm90_backward_block(const AttnShape *s, float *dq, float *dk, float *dv, const real *q,
+                                         const real *k, const real *v, const float *dout, const float *lse,
                                          const float *D, int nq, int nk, int causal) {
     if (s->head_dim == 64) backward<64>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal);
     else backward<128>(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal);

@@ -9,21 +9,34 @@
 
 // A packet is one contiguous buffer so that each hop is one message:
 //   [ k (L, Hkv, hd) | v (L, Hkv, hd) | dk (L, Hkv, hd) | dv (L, Hkv, hd) ]
-// The forward uses only its first half. Two packets (double buffering): the one being computed on
-// (and sent) and the one being received, so a rank holds two KV blocks, never sp of them.
+// k and v in the activations' storage (AttnShape.qkv: bf16 under --activations bf16, half the bytes per
+// hop), the dK/dV accumulators always fp32. The forward uses only the first two. Two packets (double
+// buffering): the one being computed on (and sent) and the one being received, so a rank holds two KV
+// blocks, never sp of them.
 struct AttnRing {
     Comm *comm;
     const Backend *be;
     int rank, size;     // sp_index, sp
-    real *pkt[2];       // (4, L, Hkv, hd) each
+    char *pkt[2];       // packet_bytes(kvn, store) each
     real *dkv_step;     // (2, L, Hkv, hd) this step's dk | dv contribution, before it joins its accumulator
-    size_t cap;         // elements of one (L, Hkv, hd) block the buffers hold
-    real *ws;           // lent workspace (ring_set_workspace) or NULL
-    size_t ws_elems;
+    size_t cap;         // elements of one (L, Hkv, hd) block the buffers hold ...
+    ActStore store;     // ... with k and v stored so
+    char *ws;           // lent workspace (ring_set_workspace) or NULL
+    size_t ws_bytes;
     bool own;           // the buffers are the ring's own allocations
     bool overlap;
     RingStats stats;
 };
+
+// Bytes of one packet's k | v part and of a whole packet, for blocks of kvn elements.
+static size_t kv_bytes(size_t kvn, ActStore store) { return 2 * kvn * act_elem_bytes(store); }
+static size_t packet_bytes(size_t kvn, ActStore store) { return kv_bytes(kvn, store) + 2 * kvn * sizeof(real); }
+
+// The parts of packet p for blocks of kvn elements (this call's; the buffers may hold more): k, v in R->store,
+// then dk | dv fp32.
+static real *pkt_k(const AttnRing *R, int p) { return (real *)R->pkt[p]; }
+static real *pkt_v(const AttnRing *R, int p, size_t kvn) { return act_at(pkt_k(R, p), R->store, kvn); }
+static real *pkt_dk(const AttnRing *R, int p, size_t kvn) { return (real *)(R->pkt[p] + kv_bytes(kvn, R->store)); }
 
 AttnRing *ring_create(Comm *ring_comm, const Backend *be, bool overlap) {
     AttnRing *R = xcalloc(1, sizeof *R, "ring attention");
@@ -39,7 +52,8 @@ static void release_buffers(AttnRing *R) {
     for (int i = 0; i < 2 && R->own; i++)
         if (R->pkt[i]) R->be->release(R->pkt[i]);
     if (R->dkv_step && R->own) R->be->release(R->dkv_step);
-    R->pkt[0] = R->pkt[1] = R->dkv_step = NULL;
+    R->pkt[0] = R->pkt[1] = NULL;
+    R->dkv_step = NULL;
     R->cap = 0;
 }
 
@@ -54,25 +68,31 @@ int ring_size(const AttnRing *R) { return R->size; }
 int ring_rank(const AttnRing *R) { return R->rank; }
 void ring_stats_reset(AttnRing *R) { R->stats = (RingStats){0}; }
 
-size_t ring_workspace_elems(size_t kvn) { return 10 * kvn; }   // two packets (4 blocks each), one dK|dV step
-
-void ring_set_workspace(AttnRing *R, real *buf, size_t elems) {
-    if (buf == R->ws && elems == R->ws_elems) return;
-    release_buffers(R);
-    R->ws = buf;
-    R->ws_elems = buf ? elems : 0;
+// Two packets and one fp32 dK|dV step buffer (fp32: 10·kvn elements).
+size_t ring_workspace_bytes(size_t kvn, ActStore store) {
+    return 2 * packet_bytes(kvn, store) + 2 * kvn * sizeof(real);
 }
 
-// Sizes the buffers for blocks of kvn = L·Hkv·hd elements (once, unless T_local grows): in the lent
-// workspace when it is big enough, else the ring's own.
-static void ensure_buffers(AttnRing *R, size_t kvn) {
-    if (kvn <= R->cap) return;
+void ring_set_workspace(AttnRing *R, void *buf, size_t bytes) {
+    if (buf == R->ws && bytes == R->ws_bytes) return;
     release_buffers(R);
-    R->own = !(R->ws && ring_workspace_elems(kvn) <= R->ws_elems);
-    for (int i = 0; i < 2; i++)
-        R->pkt[i] = R->own ? R->be->alloc(4 * kvn * sizeof(real), "ring KV packets") : R->ws + 4 * kvn * i;
-    R->dkv_step = R->own ? R->be->alloc(2 * kvn * sizeof(real), "ring dKV step buffer") : R->ws + 8 * kvn;
+    R->ws = buf;
+    R->ws_bytes = buf ? bytes : 0;
+}
+
+// Sizes the buffers for blocks of kvn = L·Hkv·hd elements with k, v stored as `store` (once, unless T_local
+// grows or the storage changes): in the lent workspace when it is big enough, else the ring's own. The
+// packets' k|v part comes first and every part's size is a multiple of 2·kvn bytes: the fp32 parts of a
+// packet stay 4-byte aligned for every even kvn (hd is even), 16-byte aligned when kvn is a multiple of 8.
+static void ensure_buffers(AttnRing *R, size_t kvn, ActStore store) {
+    if (kvn <= R->cap && store == R->store) return;
+    release_buffers(R);
+    size_t pb = packet_bytes(kvn, store);
+    R->own = !(R->ws && ring_workspace_bytes(kvn, store) <= R->ws_bytes);
+    for (int i = 0; i < 2; i++) R->pkt[i] = R->own ? R->be->alloc(pb, "ring KV packets") : R->ws + pb * i;
+    R->dkv_step = R->own ? R->be->alloc(2 * kvn * sizeof(real), "ring dKV step buffer") : (real *)(R->ws + 2 * pb);
     R->cap = kvn;
+    R->store = store;
 }
 
 static void check_local_len(const AttnRing *R, int L) {
@@ -82,11 +102,11 @@ static void check_local_len(const AttnRing *R, int L) {
              L, 2 * R->size);
 }
 
-// Sends n elements from `send` to the next rank while receiving n into `recv` from the previous.
-static void start_hop(AttnRing *R, CommRequest *req, const real *send, real *recv, size_t n, const char *what) {
+// Sends `bytes` from `send` to the next rank while receiving as many into `recv` from the previous.
+static void start_hop(AttnRing *R, CommRequest *req, const char *send, char *recv, size_t bytes, const char *what) {
     int W = R->size;
-    comm_sendrecv_start(R->comm, req, send, recv, n * sizeof(real), (R->rank + 1) % W, (R->rank - 1 + W) % W, what);
-    R->stats.bytes += (double)n * sizeof(real);
+    comm_sendrecv_start(R->comm, req, send, recv, bytes, (R->rank + 1) % W, (R->rank - 1 + W) % W, what);
+    R->stats.bytes += (double)bytes;
     R->stats.exchanges++;
 }
 
@@ -138,7 +158,7 @@ static bool forward_step(const Backend *be, const AttnShape *s, AttnState st, co
         if (step_hidden(d, L, j, r, half, half, 0, L)) return true;
         AttnState late = {.acc = st.acc + qoff, .m = st.m + soff, .l = st.l + soff};
         if (docs.q) docs.q += half;
-        be->attn_forward_block(s, late, q + qoff, half, kb, vb, L, ATTN_FULL, opt(&docs));
+        be->attn_forward_block(s, late, act_at(q, s->qkv, qoff), half, kb, vb, L, ATTN_FULL, opt(&docs));
     }
     return false;
 }
@@ -150,21 +170,23 @@ void ring_attention_forward(AttnRing *R, const Backend *be, const AttnShape *s, 
     const int W = R->size, r = R->rank;
     const size_t kvn = (size_t)L * s->n_kv_head * s->head_dim;
     check_local_len(R, L);
-    ensure_buffers(R, kvn);
+    ensure_buffers(R, kvn, s->qkv);
     // fp32 state across all steps, normalised once at the end; out and lse double as acc and m.
     AttnState st = {.acc = out, .m = lse, .l = scratch_l};
     be->attn_state_reset(s, st, L);
     int a = 0;
-    be->copy(R->pkt[a], k, kvn * sizeof(real));
-    be->copy(R->pkt[a] + kvn, v, kvn * sizeof(real));
+    size_t kvb = kv_bytes(kvn, s->qkv);
+    be->copy(pkt_k(R, a), k, kvb / 2);
+    be->copy(pkt_v(R, a, kvn), v, kvb / 2);
     for (int step = 0; step < W; step++) {
         CommRequest hop;
         bool more = step + 1 < W;   // the last block need not travel further
         // Start passing this block on before computing with it: the transfer hides behind the step.
-        if (more) start_hop(R, &hop, R->pkt[a], R->pkt[1 - a], 2 * kvn, "ring KV exchange (forward)");
+        if (more) start_hop(R, &hop, R->pkt[a], R->pkt[1 - a], kvb, "ring KV exchange (forward)");
         if (more && !R->overlap) finish_hop(R, &hop);
         double t0 = now_seconds();
-        R->stats.blocks_skipped += forward_step(be, s, st, q, R->pkt[a], R->pkt[a] + kvn, L, (r - step + W) % W, r, d);
+        R->stats.blocks_skipped +=
+            forward_step(be, s, st, q, pkt_k(R, a), pkt_v(R, a, kvn), L, (r - step + W) % W, r, d);
         R->stats.compute_s += now_seconds() - t0;
         if (more) {
             if (R->overlap) finish_hop(R, &hop);
@@ -176,22 +198,26 @@ void ring_attention_forward(AttnRing *R, const Backend *be, const AttnShape *s, 
 
 // One backward step against block j, the same three cases as forward_step. dq accumulates over
 // all steps; dk, dv (this step's contribution to block j) are fresh.
-static bool backward_step(const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv, const real *q,
-                          const real *kb, const real *vb, const real *dout, const real *lse, const real *D, int L,
-                          int j, int r, RingDocs d) {
+// The rows of this rank a backward step reads: q [act], the global out, dout, lse and D (fp32).
+typedef struct {
+    const real *q, *out, *dout, *lse, *D;
+} RingRows;
+
+static bool backward_step(const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv, RingRows x,
+                          const real *kb, const real *vb, int L, int j, int r, RingDocs d) {
     int half = L / 2;
     size_t qoff = (size_t)half * s->n_head * s->head_dim, soff = (size_t)half * s->n_head;
     AttnDocs docs = step_docs(d, L, j, r);
     if (j == r) {
-        be->attn_backward_block(s, dq, dk, dv, q, kb, vb, dout, lse, D, L, L, ATTN_CAUSAL, opt(&docs));
+        be->attn_backward_block(s, dq, dk, dv, x.q, kb, vb, x.out, x.dout, x.lse, x.D, L, L, ATTN_CAUSAL, opt(&docs));
     } else if (j < r) {
         if (step_hidden(d, L, j, r, 0, L, 0, half)) return true;
-        be->attn_backward_block(s, dq, dk, dv, q, kb, vb, dout, lse, D, L, half, ATTN_FULL, opt(&docs));
+        be->attn_backward_block(s, dq, dk, dv, x.q, kb, vb, x.out, x.dout, x.lse, x.D, L, half, ATTN_FULL, opt(&docs));
     } else {
         if (step_hidden(d, L, j, r, half, half, 0, L)) return true;
         if (docs.q) docs.q += half;
-        be->attn_backward_block(s, dq + qoff, dk, dv, q + qoff, kb, vb, dout + qoff, lse + soff, D + soff, half, L, ATTN_FULL,
-                               opt(&docs));
+        be->attn_backward_block(s, dq + qoff, dk, dv, act_at(x.q, s->qkv, qoff), kb, vb, x.out + qoff, x.dout + qoff,
+                                x.lse + soff, x.D + soff, half, L, ATTN_FULL, opt(&docs));
     }
     return false;
 }
@@ -209,15 +235,17 @@ void ring_attention_backward(AttnRing *R, const Backend *be, const AttnShape *s,
     const int W = R->size, r = R->rank;
     const size_t kvn = (size_t)L * s->n_kv_head * s->head_dim;
     check_local_len(R, L);
-    ensure_buffers(R, kvn);
+    ensure_buffers(R, kvn, s->qkv);
     be->attn_backward_prep(s, scratch_D, dout, out, L);   // D = rowsum(dO ∘ O), once, from the final O
     be->zero(dq, (size_t)L * s->n_head * s->head_dim * sizeof(real));
+    const RingRows rows = {q, out, dout, lse, scratch_D};
     int a = 0;
-    be->copy(R->pkt[a], k, kvn * sizeof(real));
-    be->copy(R->pkt[a] + kvn, v, kvn * sizeof(real));
+    size_t kvb = kv_bytes(kvn, s->qkv), pb = packet_bytes(kvn, s->qkv);
+    be->copy(pkt_k(R, a), k, kvb / 2);
+    be->copy(pkt_v(R, a, kvn), v, kvb / 2);
     for (int step = 0; step <= W; step++) {
         // Packet part that travels at this step: K,V while a later step needs them, dK,dV from step 1 on.
-        size_t lo = step + 2 <= W ? 0 : 2 * kvn, hi = step >= 1 ? 4 * kvn : 2 * kvn;
+        size_t lo = step + 2 <= W ? 0 : kvb, hi = step >= 1 ? pb : kvb;
         bool hop_now = W > 1 && hi > lo;
         CommRequest hop;
         if (hop_now) start_hop(R, &hop, R->pkt[a] + lo, R->pkt[1 - a] + lo, hi - lo, "ring KV+dKV exchange (backward)");
@@ -231,16 +259,16 @@ void ring_attention_backward(AttnRing *R, const Backend *be, const AttnShape *s,
         if (hop_now && !R->overlap) finish_hop(R, &hop);
         double t0 = now_seconds();
         be->zero(R->dkv_step, 2 * kvn * sizeof(real));
-        R->stats.blocks_skipped += backward_step(be, s, dq, R->dkv_step, R->dkv_step + kvn, q, R->pkt[a], R->pkt[a] + kvn,
-                                                 dout, lse, scratch_D, L, (r - step + W) % W, r, d);
+        R->stats.blocks_skipped += backward_step(be, s, dq, R->dkv_step, R->dkv_step + kvn, rows, pkt_k(R, a),
+                                                 pkt_v(R, a, kvn), L, (r - step + W) % W, r, d);
         R->stats.compute_s += now_seconds() - t0;
         if (hop_now && R->overlap) finish_hop(R, &hop);
         // pkt[1-a] now holds the next block's K,V and (from step 1) block j's accumulator.
-        real *acc = R->pkt[1 - a] + 2 * kvn;
+        real *acc = pkt_dk(R, 1 - a, kvn);
         if (step == 0) be->copy(acc, R->dkv_step, 2 * kvn * sizeof(real));
         else be->add_inplace(acc, R->dkv_step, 2 * kvn);
         a = 1 - a;
     }
-    be->copy(dk, R->pkt[a] + 2 * kvn, kvn * sizeof(real));
-    be->copy(dv, R->pkt[a] + 3 * kvn, kvn * sizeof(real));
+    be->copy(dk, pkt_dk(R, a, kvn), kvn * sizeof(real));
+    be->copy(dv, pkt_dk(R, a, kvn) + kvn, kvn * sizeof(real));
 }

@@ -41,11 +41,12 @@ typedef struct {
 // overlap false waits for each exchange right after starting it (train --ring-overlap=false: the serial
 // baseline of the overlap measurement).
 AttnRing *ring_create(struct Comm *ring_comm, const Backend *be, bool overlap);
-// Lends the ring `elems` elements of backend memory for its packets instead of its own, memory the
-// caller knows is dead while attention runs (model/gpt.c's recompute arena); NULL returns to its
-// own buffers. Used when it holds ring_workspace_elems(kvn) for blocks of kvn = T_local·Hkv·hd.
-void ring_set_workspace(AttnRing *ring, real *buf, size_t elems);
-size_t ring_workspace_elems(size_t kvn);
+// Lends the ring `bytes` of backend memory for its packets instead of its own, memory the caller knows
+// is dead while attention runs (model/gpt.c's recompute arena); NULL returns to its own buffers. Used
+// when it holds ring_workspace_bytes(kvn, store) for blocks of kvn = T_local·Hkv·hd with k, v stored as
+// `store` (AttnShape.qkv).
+void ring_set_workspace(AttnRing *ring, void *buf, size_t bytes);
+size_t ring_workspace_bytes(size_t kvn, ActStore store);
 void ring_free(AttnRing *ring);
 RingStats ring_stats(const AttnRing *ring);
 int ring_size(const AttnRing *ring);   // sp

@@ -13,7 +13,7 @@ typedef struct {
 } Command;
 
 static const Command COMMANDS[] = {
-    {"train", cmd_train, "train a model (CPU; `mpirun -np N ringgpt train --sp S` for the ring)"},
+    {"train", cmd_train, "train a model (CPU or CUDA; `mpirun -np N ringgpt train --sp S` for the ring)"},
     {"prepare", cmd_prepare, "text, token files, llm.c shards or a synthetic task -> compressed, checksummed shards"},
     {"inspect", cmd_inspect, "summary of a dataset or shard; --verify checks every CRC and index"},
     {"eval", cmd_eval, "loss and perplexity of a checkpoint on data; --dump-logits for export checks"},

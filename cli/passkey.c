@@ -16,6 +16,7 @@
 #include "core/comm.h"
 #include "core/common.h"
 #include "core/rng.h"
+#include "data/haystack.h"
 #include "data/source.h"
 #include "data/synthetic.h"
 #include "data/tokenizer.h"
@@ -30,15 +31,18 @@ typedef struct {
     double depths[MAX_DEPTHS];      // where the key sits in the filler: 0 = start, 1 = end
     uint64_t seed;
     const char *haystack;           // NULL: the generator's filler sentences
+    Haystack hay;                   // its text
+    int distractors;                // other named keys in every document
 } Grid;
 
 static void parse_lengths(Grid *g, const char *spec) { g->n_len = args_parse_lengths("--lengths", spec, g->lengths, MAX_LENGTHS); }
 
 static void check_lengths(const Grid *g) {
     for (int i = 0; i < g->n_len; i++)
-        if ((uint64_t)g->lengths[i] < passkey_min_len() + 2)
-            comm_fail_usage_all("--lengths: %" PRId64 " tokens is too short for a passkey document (at least %" PRIu64
-                                " with its EOS); use longer lengths", g->lengths[i], passkey_min_len() + 2);
+        if ((uint64_t)g->lengths[i] < passkey_min_len(g->distractors) + 2)
+            comm_fail_usage_all("--lengths: %" PRId64 " tokens is too short for a passkey document%s (at least %" PRIu64
+                                " with its EOS); use longer lengths%s", g->lengths[i], g->distractors ? " with its distractors" : "",
+                                passkey_min_len(g->distractors) + 2, g->distractors ? " or fewer --distractors" : "");
 }
 
 // "0:1:0.1" (start:stop:step, stop included) or "0,0.5,1".
@@ -72,30 +76,22 @@ static void parse_depths(Grid *g, const char *spec) {
     }
 }
 
-// The haystack texts for one length: trials windows of `filler` tokens from the dataset, in order.
-// Special tokens (EOS between documents) become spaces: the key must not sit behind a document break.
-static uint32_t *read_haystack(const char *path, uint64_t filler, int trials, uint64_t seed) {
-    DataOptions o = {.seq_len = 1, .batch = 1, .seed = seed, .dp = 1, .sp = 1, .val_fraction = 0};
-    DataSource *d = data_open(path, &o, false);   // first, how much text there is: one sample per token
-    uint64_t tokens = data_num_samples(d);
-    data_close(d);
-    if (tokens < filler + 1)
-        comm_fail_usage_all("--haystack %s is too short for length %" PRIu64 ": %" PRIu64 " tokens of text, %" PRIu64 " needed; give"
-                            " more text or shorter --lengths", path, filler + passkey_min_len() + 1, tokens, filler + 1);
-    o.seq_len = (int)filler;
-    d = data_open(path, &o, false);
-    if (data_vocab_size(d) != TOK_VOCAB_SIZE)
-        comm_fail_usage_all("--haystack %s: vocab %u is not the byte-level tokenizer's %d; prepare the haystack from text files",
-                            path, data_vocab_size(d), TOK_VOCAB_SIZE);
-    uint32_t *hay = xmalloc((size_t)trials * filler * sizeof(uint32_t), "the haystack");
-    Batch b = batch_alloc(1, (int)filler);
-    for (int t = 0; t < trials; t++) {
-        data_next(d, &b);   // wraps around (a new epoch) when the text is shorter than trials windows
-        for (uint64_t i = 0; i < filler; i++) hay[t * filler + i] = b.tokens[i] < 256 ? (uint32_t)b.tokens[i] : ' ';
-    }
-    batch_free(&b);
-    data_close(d);
-    return hay;
+// The haystack window of a trial: len tokens of the text starting where (seed, len, trial) says, wrapping
+// around at its end; the same window for the same trial whatever the ranks.
+static void hay_window(const Haystack *h, uint64_t seed, uint64_t len, int trial, uint32_t *out) {
+    Rng r;
+    rng_seed(&r, seed * 0xA0761D6478BD642Full ^ (len * 0xE7037ED1A0B428DBull + (uint64_t)trial));
+    uint64_t at = rng_below(&r, h->n);
+    for (uint64_t i = 0; i < len; i++) out[i] = h->tok[(at + i) % h->n];
+}
+
+// --haystack: its text, at least as long as the longest document (a window must not repeat itself).
+static void load_haystack(Grid *g) {
+    haystack_load(g->haystack, &g->hay);
+    for (int i = 0; i < g->n_len; i++)
+        if (g->hay.n < (uint64_t)g->lengths[i])
+            comm_fail_usage_all("--haystack %s holds %" PRIu64 " bytes of text, fewer than a document of --lengths %" PRId64 "; give "
+                                "more text or shorter --lengths", g->haystack, g->hay.n, g->lengths[i]);
 }
 
 static int argmax(const float *x, int n) {
@@ -107,11 +103,12 @@ static int argmax(const float *x, int n) {
 
 // One trial: the prompt up to the answer, prefilled; then the key's digits decoded greedily. answer
 // gets PASSKEY_KEY_DIGITS tokens; returns the true key.
-static uint32_t run_trial(Decoder *s, const Grid *g, int64_t len, double depth, int trial, const uint32_t *hay,
-                          uint32_t *doc, int32_t *prompt, int32_t *answer) {
+static uint32_t run_trial(Decoder *s, const Grid *g, int64_t len, double depth, int trial, uint32_t *hay, uint32_t *doc,
+                          int32_t *prompt, int32_t *answer) {
     PasskeyInfo info;
     uint64_t content = (uint64_t)len - 1;   // the training document's tokens before its EOS
-    synth_passkey(g->seed, (uint64_t)trial, content, depth, hay, doc, &info);
+    if (g->haystack) hay_window(&g->hay, g->seed, content, trial, hay);
+    synth_passkey(g->seed, (uint64_t)trial, content, depth, g->distractors, g->haystack ? hay : NULL, doc, &info);
     for (uint64_t i = 0; i < info.answer_pos; i++) prompt[i] = (int32_t)doc[i];
     int V = s->m->cfg.vocab_size;
     const float *logits = decode_prefill(s, prompt, (int)info.answer_pos);
@@ -140,8 +137,7 @@ static Results run_grid(GPT *m, const Grid *g, const CommGrid *cg) {
     size_t job = 0;
     for (int li = 0; li < g->n_len; li++) {
         int64_t len = g->lengths[li];
-        uint64_t filler = (uint64_t)len - 1 - passkey_min_len();
-        uint32_t *hay = g->haystack ? read_haystack(g->haystack, filler, g->trials, g->seed) : NULL;
+        uint32_t *hay = g->haystack ? xmalloc((size_t)len * sizeof(uint32_t), "a haystack window") : NULL;
         uint32_t *doc = xmalloc((size_t)len * sizeof(uint32_t), "a passkey document");
         int32_t *prompt = xmalloc((size_t)len * sizeof(int32_t), "a passkey prompt");
         double t_len = now_seconds();
@@ -151,7 +147,7 @@ static Results run_grid(GPT *m, const Grid *g, const CommGrid *cg) {
                 if ((int)(job % cg->dp) != cg->dp_index) continue;
                 double t0 = now_seconds();
                 int32_t ans[PASSKEY_KEY_DIGITS];
-                uint32_t key = run_trial(&s, g, len, g->depths[di], t, hay ? hay + (size_t)t * filler : NULL, doc, prompt, ans);
+                uint32_t key = run_trial(&s, g, len, g->depths[di], t, hay, doc, prompt, ans);
                 if (!reporter) continue;
                 r.keys[job] = key;
                 for (int d = 0; d < D; d++) r.answers[job * D + d] = ans[d];
@@ -209,6 +205,14 @@ static void write_json(const char *path, const Grid *g, const Results *r, const 
     cJSON_AddNumberToObject(root, "rope_theta", ri->model->rope_theta);
     cJSON_AddNumberToObject(root, "params", (double)config_num_params(ri->model));
     cJSON_AddStringToObject(root, "haystack", g->haystack ? g->haystack : "generator filler");
+    if (g->haystack) {
+        cJSON_AddNumberToObject(root, "haystack_bytes", (double)g->hay.n);
+        cJSON_AddNumberToObject(root, "haystack_files", g->hay.files);
+        char crc[16];
+        snprintf(crc, sizeof crc, "%08x", g->hay.crc);
+        cJSON_AddStringToObject(root, "haystack_crc32", crc);
+    }
+    cJSON_AddNumberToObject(root, "distractors", g->distractors);
     cJSON_AddNumberToObject(root, "seed", (double)g->seed);
     cJSON_AddNumberToObject(root, "trials", g->trials);
     cJSON_AddNumberToObject(root, "sp", ri->sp);
@@ -305,17 +309,19 @@ static void check_out(const char *out, Comm *world) {
 
 int cmd_passkey(int argc, char **argv) {
     comm_init(&argc, &argv);
-    const char *lengths = "1K", *depths = "0:1:0.25", *out = "passkey", *label = NULL, *pos[1] = {NULL};
+    const char *lengths = "1K", *depths = "0:1:0.25", *out = "passkey", *label = NULL, *config = NULL, *pos[1] = {NULL};
     Grid g = {.trials = 5, .seed = 7};
     int64_t seed = 7;
     int sp = 1, threads = omp_get_num_procs();
     float rope_theta = 0;
     ArgSpec specs[] = {
+        {"--config", ARG_STRING, &config, "flags as a JSON object {\"lengths\": \"1K,4K\", ...}; the command line overrides it"},
         {"--lengths", ARG_STRING, &lengths, "document lengths in tokens, EOS included (K = 1024, M = 1024²), comma-separated"},
         {"--depths", ARG_STRING, &depths, "key depths in 0..1: start:stop:step (stop included) or a comma list"},
         {"--trials", ARG_INT, &g.trials, "documents (keys) per cell"},
         {"--seed", ARG_I64, &seed, "seed of the documents (keys); keep it apart from the training data's"},
-        {"--haystack", ARG_STRING, &g.haystack, "hide the key in text from this dataset or text file (needle in a haystack)"},
+        {"--haystack", ARG_STRING, &g.haystack, "hide the key in real text: a text file, a directory of them or a byte-level dataset"},
+        {"--distractors", ARG_INT, &g.distractors, "other named keys in every document; the question names one (RULER's multi-key needle)"},
         {"--out", ARG_STRING, &out, "results: OUT.json and OUT.csv"},
         {"--label", ARG_STRING, &label, "name of this run in the JSON and the heatmap (default: the checkpoint path)"},
         {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base"},
@@ -324,6 +330,7 @@ int cmd_passkey(int argc, char **argv) {
     };
     int n = sizeof specs / sizeof specs[0];
     int n_pos = args_parse(&PASSKEY_CMD, specs, n, argc, argv, pos, 1);
+    args_apply_config(&PASSKEY_CMD, specs, n);
     if (n_pos != 1) comm_fail_usage_all("passkey needs a checkpoint: ringgpt passkey CKPT --lengths 1K,4K --depths 0:1:0.1");
     CommGrid cg = cli_infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
     cpu_threads(threads);
@@ -331,9 +338,10 @@ int cmd_passkey(int argc, char **argv) {
     if (g.trials < 1) comm_fail_usage_all("--trials must be at least 1 (got %d)", g.trials);
     parse_lengths(&g, lengths);
     parse_depths(&g, depths);
+    if (g.distractors < 0 || g.distractors > PASSKEY_MAX_DISTRACTORS)
+        comm_fail_usage_all("--distractors %d: give 0..%d", g.distractors, PASSKEY_MAX_DISTRACTORS);
     check_lengths(&g);
-    if (g.haystack && access(g.haystack, R_OK) != 0)
-        comm_fail_usage_all("--haystack %s: cannot open; give a dataset directory (ringgpt prepare) or a text file", g.haystack);
+    if (g.haystack) load_haystack(&g);
     check_out(out, cg.world);
     GPT m;
     CkptState st;
@@ -363,6 +371,7 @@ int cmd_passkey(int argc, char **argv) {
         log_info("passkey: %.1f s; results in %s.json and %s.csv; heatmap: python3 scripts/plot_passkey.py %s.json\n",
                  ri.seconds, out, out, out);
     }
+    haystack_free(&g.hay);
     free(r.answers);
     free(r.keys);
     free(r.seconds);

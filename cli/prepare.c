@@ -17,6 +17,7 @@
 #include "core/rng.h"
 #include "data/dataset.h"
 #include "data/dataset_tokenizer.h"
+#include "data/haystack.h"
 #include "data/synthetic.h"
 #include "data/text_encode.h"
 #include "data/tokenizer.h"
@@ -29,7 +30,7 @@ enum { LLMC_GPT2 = 20240520, LLMC_LLAMA3 = 20240801, LLMC_HEADER_BYTES = 1024, C
 enum { MAX_DOC_LENS = 64 };
 
 typedef struct {
-    const char *out, *kind, *synthetic, *tokenizer, *include, *doc_len, *text, *out_exists;
+    const char *out, *kind, *synthetic, *tokenizer, *include, *doc_len, *text, *config, *haystack, *held_out, *out_exists;
     int64_t shard_tokens, block_tokens, eos, vocab, docs, seed;
     int level, token_bytes, pairs, queries, threads;
     double val_fraction, text_frac;
@@ -332,7 +333,16 @@ static void check_synthetic(const PrepareArgs *a, bool passkey) {
     const PasskeyMix *mx = &a->mix;
     if (a->pairs < 1 || a->pairs > RECALL_MAX_PAIRS || a->queries < 1 || a->queries > RECALL_MAX_PAIRS)
         fail_usage("--pairs and --queries must be in 1..%d (got %d and %d)", RECALL_MAX_PAIRS, a->pairs, a->queries);
-    uint64_t need = 1 + (passkey ? passkey_min_len() : recall_min_len(a->pairs, a->queries));
+    if (!(mx->distractor_frac >= 0 && mx->distractor_frac <= 1)) fail_usage("--distractor-frac %g: give a fraction in 0..1", mx->distractor_frac);
+    if (mx->distractors < 1 || mx->distractors > PASSKEY_MAX_DISTRACTORS)
+        fail_usage("--distractors %d: give 1..%d (the most other keys a document may hold)", mx->distractors, PASSKEY_MAX_DISTRACTORS);
+    if (!(mx->hay_frac >= 0 && mx->hay_frac <= 1)) fail_usage("--haystack-frac %g: give a fraction in 0..1", mx->hay_frac);
+    if (mx->hay_frac > 0 && !a->haystack) fail_usage("--haystack-frac needs --haystack (the text the needles hide in)");
+    if (a->haystack && !(mx->hay_frac > 0)) fail_usage("--haystack needs --haystack-frac (the share of documents that use it)");
+    if (a->held_out && !a->haystack) fail_usage("--held-out is checked against --haystack; give both");
+    if (!passkey && (mx->distractor_frac > 0 || mx->hay_frac > 0))
+        fail_usage("--distractor-frac and --haystack-frac shape passkey documents; drop them for --synthetic recall");
+    uint64_t need = 1 + (passkey ? passkey_train_min_len(mx, 0) : recall_min_len(a->pairs, a->queries));
     for (int i = 0; i < a->n_lens; i++)
         if ((uint64_t)a->lens[i] < need)
             fail_usage("--doc-len %" PRId64 " is too short for a %s document (at least %" PRIu64 ", the EOS included)", a->lens[i],
@@ -383,6 +393,22 @@ static void text_mix_maybe(TextMix *t, Prep *p) {
     p->in_bytes += n;
 }
 
+// --haystack: the text the needles of a --haystack-frac share of the documents hide in, checked apart from
+// --held-out (the evaluation's haystack) and long enough for the longest document.
+static void load_haystack(const PrepareArgs *a, Haystack *hay, uint64_t longest, PasskeyMix *mix) {
+    haystack_load(a->haystack, hay);
+    if (hay->n < longest)
+        fail_usage("--haystack %s holds %" PRIu64 " bytes of text, shorter than the longest document (%" PRIu64 "); give more text "
+                   "or shorter --doc-len", a->haystack, hay->n, longest);
+    if (a->held_out) {
+        Haystack held;
+        haystack_load(a->held_out, &held);
+        haystack_check_apart(hay, a->haystack, &held, a->held_out);
+        haystack_free(&held);
+    }
+    mix->hay = hay->tok, mix->hay_len = hay->n;
+}
+
 // --doc-len counts the EOS: doc-len = seq-len gives exactly one document per training window; a list of
 // lengths is cycled through. Passkey: the whole answer and the EOS that ends it get loss weight 1 (as a
 // JSONL completion does), recall: the queried values; everything else 0.
@@ -392,7 +418,10 @@ static void synthesize(Prep *p, const PrepareArgs *a) {
     check_synthetic(a, passkey);
     int64_t longest = 0;
     for (int i = 0; i < a->n_lens; i++) longest = a->lens[i] > longest ? a->lens[i] : longest;
-    size_t cap = (size_t)longest + 2 * PASSKEY_KEY_MAX;
+    size_t cap = (size_t)passkey_train_cap((uint64_t)longest);
+    PasskeyMix mix = a->mix;
+    Haystack hay = {0};
+    if (a->haystack) load_haystack(a, &hay, (uint64_t)longest, &mix);
     uint32_t *doc = xmalloc(cap * sizeof(uint32_t), "a synthetic document");
     uint8_t *weight = xmalloc(cap, "a synthetic document");
     TextMix text;
@@ -401,7 +430,7 @@ static void synthesize(Prep *p, const PrepareArgs *a) {
         uint64_t len = (uint64_t)a->lens[i % a->n_lens] - 1, n = len;
         PasskeyInfo pk;
         RecallInfo rc;
-        if (passkey) n = synth_passkey_train((uint64_t)a->seed, (uint64_t)i, len, &a->mix, NULL, doc, weight, &pk);
+        if (passkey) n = synth_passkey_train((uint64_t)a->seed, (uint64_t)i, len, &mix, doc, weight, &pk);
         else synth_recall((uint64_t)a->seed, (uint64_t)i, len, a->pairs, a->queries, doc, &rc), recall_weights(&rc, len, weight);
         weighted_doc(p, doc, weight, n, passkey);
         p->in_bytes += n;
@@ -409,6 +438,7 @@ static void synthesize(Prep *p, const PrepareArgs *a) {
         progress(p);
     }
     free(text.text);
+    haystack_free(&hay);
     free(doc);
     free(weight);
 }
@@ -552,6 +582,14 @@ static char *source_json(const PrepareArgs *a, int kind, const FileList *l) {
             cJSON_AddNumberToObject(o, "edge_far", a->mix.edge_far);
             cJSON_AddNumberToObject(o, "long_frac", a->mix.long_frac);
             cJSON_AddNumberToObject(o, "key_max", a->mix.key_max);
+            if (a->mix.distractor_frac > 0) {
+                cJSON_AddNumberToObject(o, "distractor_frac", a->mix.distractor_frac);
+                cJSON_AddNumberToObject(o, "distractors", a->mix.distractors);
+            }
+            if (a->mix.hay_frac > 0) {
+                cJSON_AddStringToObject(o, "haystack", a->haystack);
+                cJSON_AddNumberToObject(o, "haystack_frac", a->mix.hay_frac);
+            }
         } else {
             cJSON_AddNumberToObject(o, "pairs", a->pairs);
             cJSON_AddNumberToObject(o, "queries", a->queries);
@@ -588,11 +626,13 @@ int cmd_prepare(int argc, char **argv) {
     PrepareArgs a = {.kind = "auto", .shard_tokens = 1 << 26, .block_tokens = SHARD_DEFAULT_BLOCK_TOKENS, .eos = -1, .vocab = -1,
                      .docs = 100, .doc_len = "4096", .seed = 1337, .level = 6, .pairs = 16, .queries = 4, .byte_planes = true,
                      .val_fraction = 0.1, .threads = (int)sysconf(_SC_NPROCESSORS_ONLN),
-                     .mix = {.depth = -1, .edge_span = 0.03, .edge_far = 0.5, .key_max = 40}, .out_exists = "refuse"};
+                     .mix = {.depth = -1, .edge_span = 0.03, .edge_far = 0.5, .key_max = 40, .distractors = 3},
+                     .out_exists = "refuse"};
     ArgSpec specs[] = {
         {"--out", ARG_STRING, &a.out, "output dataset directory (created; shards + manifest.json); an existing one must be empty"},
         {"--out-exists", ARG_STRING, &a.out_exists, "an --out that is not empty: refuse (exit 2), or move it aside to OUT.old1, "
                                                     "OUT.old2, ... (never deleted)"},
+        {"--config", ARG_STRING, &a.config, "flags as a JSON object {\"synthetic\": \"passkey\", ...}; the command line overrides it"},
         {"--input-kind", ARG_STRING, &a.kind, "auto (llm.c .bin by magic, *.jsonl JSONL, else text), text, u16, u32, llmc or jsonl"},
         {"--eos", ARG_I64, &a.eos, "document delimiter id for u16/u32 (and llm.c override)",
          .dflt = "the input's: text <eos> 256, llm.c its EOT; u16/u32 need it"},
@@ -618,6 +658,13 @@ int cmd_prepare(int argc, char **argv) {
         {"--edge-far", ARG_DOUBLE, &a.mix.edge_far, "passkey: of the edge documents, the share with the needle at the start"},
         {"--long-frac", ARG_DOUBLE, &a.mix.long_frac, "passkey: share of documents whose key gets 1..KEY_MAX-5 more digits"},
         {"--key-max", ARG_INT, &a.mix.key_max, "passkey: the longest key, in digits (5..60)"},
+        {"--distractors", ARG_INT, &a.mix.distractors, "passkey: the most other named keys a --distractor-frac document holds "
+                                                       "(1..8; a short document holds as many as fit)"},
+        {"--distractor-frac", ARG_DOUBLE, &a.mix.distractor_frac, "passkey: share of documents with 1..--distractors other named keys"},
+        {"--haystack", ARG_STRING, &a.haystack, "passkey: real text (a file, a directory of files or a byte-level dataset) the needles "
+                                                "of --haystack-frac of the documents hide in"},
+        {"--haystack-frac", ARG_DOUBLE, &a.mix.hay_frac, "passkey: share of documents whose filler is a window of --haystack"},
+        {"--held-out", ARG_STRING, &a.held_out, "passkey: the evaluation's haystack; --haystack sharing any text with it is an error"},
         {"--text", ARG_STRING, &a.text, "synthetic: a text file whose windows are mixed in as documents (loss on every token)"},
         {"--text-frac", ARG_DOUBLE, &a.text_frac, "synthetic: text records per synthetic document (0..1)"},
         {"--pairs", ARG_INT, &a.pairs, "recall: key-value pairs per document"},
@@ -634,6 +681,7 @@ int cmd_prepare(int argc, char **argv) {
                       "manifest, or generates a synthetic long-context task. Files are written under .tmp names and renamed when complete."};
     const char *inputs[4096];
     int n_in = args_parse(&cmd, specs, sizeof specs / sizeof specs[0], argc, argv, inputs, 4096);
+    args_apply_config(&cmd, specs, sizeof specs / sizeof specs[0]);
     if (!a.out) fail_usage("prepare needs --out DIR (see `ringgpt prepare --help`)");
     if (!(a.val_fraction >= 0 && a.val_fraction < 1)) fail_usage("--val-fraction must be in [0, 1), not %g", a.val_fraction);
     if (a.shard_tokens < 1) fail_usage("--shard-tokens must be positive (got %" PRId64 ")", a.shard_tokens);

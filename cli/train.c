@@ -81,9 +81,15 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--ring-overlap", ARG_BOOL, &t->ring_overlap, "start each KV hop before computing the block (=false: wait for it first,"
                                                         " the serial baseline of the overlap measurement)"},
         {"--peak-tflops", ARG_FLOAT, &t->peak_tflops, "dense bf16 peak per GPU for MFU", .dflt = "a table of known GPUs"},
-        {"--matmul", ARG_STRING, &t->matmul, "CUDA matmul operands: bf16, tf32 or fp32", .dflt = "bf16"},
-        {"--attn", ARG_STRING, &t->attn, "CUDA attention kernels: flash (sm_80 mma.sync) or sm90 (Hopper, hd 64/128)",
-         .dflt = "flash"},
+        {"--matmul", ARG_STRING, &t->matmul, "CUDA matmul operands: tf32, bf16 or fp32",
+         .dflt = "tf32; bf16 under --activations bf16"},
+        {"--attn", ARG_STRING, &t->attn, "CUDA attention per ring block: flash (sm_80 mma.sync), cudnn (cuDNN fused SDPA, "
+                                         "hd 64/128) or sm90 (Hopper kernels, hd 64/128)", .dflt = "flash"},
+        {"--activations", ARG_STRING, &t->activations, "CUDA storage of the activations and ring K/V packets: fp32 or "
+                                                       "bf16 (statistics, residual stream and gradients stay fp32)",
+         .dflt = "fp32"},
+        {"--fused", ARG_BOOL, &t->fused, "CUDA: the fused step's kernels (RMSNorm + residual, RoPE q+k, one AdamW launch, "
+                                         "16-byte SwiGLU) instead of the GPU-verified ones (always on with bf16 activations)"},
         {"--comm", ARG_STRING, &t->comm, "CUDA ring and gradient exchange: auto, nccl or mpi (host staging)", .dflt = "auto"},
         {"--logits-mb", ARG_INT, &t->logits_mb, "CUDA: MiB of logits per chunk of the fused LM head (0: --loss-chunk rows)"},
         {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},

@@ -41,12 +41,7 @@ static void check_resumable(const char *resume, const char *out, bool path) {
 }
 
 ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n) {
-    const char *config = str_flag(specs, n, "--config");
-    if (config) {
-        check_readable("--config", config);
-        const char *const only_once[] = {"--config", NULL};   // a config file may hold every other flag
-        args_apply_json(cmd, specs, n, config, only_once);
-    }
+    args_apply_config(cmd, specs, n);
     ShapeGiven g = {args_seen(specs, n, "--model"), args_seen(specs, n, "--layers"), args_seen(specs, n, "--dim"),
                     args_seen(specs, n, "--heads"), args_seen(specs, n, "--kv-heads"), args_seen(specs, n, "--ffn-dim"),
                     args_seen(specs, n, "--tie-embeddings"), args_seen(specs, n, "--rope-theta"),

@@ -18,7 +18,50 @@ else()
   set(RINGGPT_HAVE_NCCL OFF)
   message(WARNING "ringgpt: NCCL not found (set NCCL_HOME): the CUDA build exchanges ring blocks through MPI with host staging")
 endif()
-set(RINGGPT_CUDA_OPTIONS -std=c++20 -lineinfo --expt-relaxed-constexpr -Xcudafe --diag_suppress=177)
+# The dialect is CMake's default for nvcc (C++17, passed as -std=c++17; CMake 3.25 knows no CUDA20 for nvcc 13).
+set(RINGGPT_CUDA_OPTIONS -lineinfo --expt-relaxed-constexpr -Xcudafe --diag_suppress=177)
+
+# cuDNN (--attn cudnn): cudnn.h next to the toolkit's headers and the cuDNN frontend's headers (header-only C++,
+# PyPI's nvidia-cudnn-frontend, which scripts/deps.sh installs). Nothing is linked: attention/cudnn_sdpa.cpp
+# opens libcudnn.so.9 at run time (the loader's path, then RINGGPT_CUDNN_LIBDIR, the directory found here). A
+# build without them has no cuDNN path and --attn cudnn is a usage error.
+find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} $ENV{CUDNN_HOME}/include)
+find_library(CUDNN_LIBRARY NAMES libcudnn.so.9 cudnn HINTS ${CUDAToolkit_LIBRARY_ROOT}/lib ${CUDAToolkit_LIBRARY_DIR}
+             $ENV{CUDNN_HOME}/lib)
+find_package(Python3 COMPONENTS Interpreter QUIET)
+# The frontend wheel's include/ sits next to its `cudnn` package in site-packages; PyPI's CUDA tool wheels
+# (nvidia-cuda-cuobjdump: the SASS checks' cuobjdump) put their programs in site-packages/nvidia/cu<N>/bin. Asked
+# of the Python CMake finds and of the system's (scripts/deps.sh installs with the one that has numpy).
+set(RINGGPT_PIP_CUDNN_FE "")
+set(RINGGPT_PIP_NVIDIA_BIN "")
+foreach(py ${Python3_EXECUTABLE} /usr/bin/python3)
+  if(EXISTS ${py})
+    execute_process(COMMAND ${py} -c
+      "import importlib.util, os; s = importlib.util.find_spec('cudnn'); print(os.path.join(os.path.dirname(os.path.dirname(s.origin)), 'include') if s and s.origin else '')"
+      OUTPUT_VARIABLE fe OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    execute_process(COMMAND ${py} -c
+      "import sysconfig, glob; print(';'.join(glob.glob(sysconfig.get_paths()['purelib'] + '/nvidia/cu*/bin')))"
+      OUTPUT_VARIABLE bin OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    list(APPEND RINGGPT_PIP_CUDNN_FE ${fe})
+    list(APPEND RINGGPT_PIP_NVIDIA_BIN ${bin})
+  endif()
+endforeach()
+find_path(CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h HINTS ${RINGGPT_PIP_CUDNN_FE} $ENV{CUDNN_FRONTEND_HOME}/include)
+set(RINGGPT_CUDNN AUTO CACHE STRING "Build the cuDNN attention path (--attn cudnn): AUTO (when found) or OFF")
+if(NOT RINGGPT_CUDNN STREQUAL "OFF" AND CUDNN_INCLUDE_DIR AND EXISTS "${CUDNN_INCLUDE_DIR}/cudnn.h" AND
+   CUDNN_FRONTEND_INCLUDE_DIR AND EXISTS "${CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend.h")
+  set(RINGGPT_HAVE_CUDNN ON)
+  set(RINGGPT_CUDNN_LIBDIR "")
+  if(CUDNN_LIBRARY)
+    get_filename_component(RINGGPT_CUDNN_LIBDIR ${CUDNN_LIBRARY} DIRECTORY)
+  endif()
+  message(STATUS "ringgpt: cuDNN: ${CUDNN_INCLUDE_DIR}/cudnn.h, frontend ${CUDNN_FRONTEND_INCLUDE_DIR}, library dir '${RINGGPT_CUDNN_LIBDIR}'")
+  enable_language(CXX)
+else()
+  set(RINGGPT_HAVE_CUDNN OFF)
+  message(WARNING "ringgpt: cuDNN or its frontend headers not found or -DRINGGPT_CUDNN=OFF (cudnn.h: ${CUDNN_INCLUDE_DIR}, "
+                  "cudnn_frontend.h: ${CUDNN_FRONTEND_INCLUDE_DIR}; pip install nvidia-cudnn-frontend): built without --attn cudnn")
+endif()
 
 # Called by ringgpt_layers for the float build: core gets the device, its memory and the NCCL comms (and
 # defines RINGGPT_HAVE_CUDA for every layer above); attention and model their kernels. cuBLASLt is not
@@ -44,4 +87,15 @@ function(ringgpt_cuda_layers suffix)
   target_include_directories(rg_attention_sm90 PRIVATE ${CMAKE_BINARY_DIR}/layers/attention ${CUDAToolkit_INCLUDE_DIRS})
   target_compile_options(rg_attention_sm90 PRIVATE -gencode=arch=compute_90a,code=sm_90a ${RINGGPT_CUDA_OPTIONS})
   target_sources(rg_attention${suffix} PRIVATE $<TARGET_OBJECTS:rg_attention_sm90>)
+  # cuDNN's fused attention per block: the glue kernels (CUDA) and the frontend's one C++ translation unit.
+  if(RINGGPT_HAVE_CUDNN)
+    target_compile_definitions(rg_attention${suffix} PUBLIC RINGGPT_HAVE_CUDNN)
+    target_sources(rg_attention${suffix} PRIVATE ${CMAKE_SOURCE_DIR}/attention/attention_cudnn.cu
+                   ${CMAKE_SOURCE_DIR}/attention/cudnn_sdpa.cpp)
+    set_source_files_properties(${CMAKE_SOURCE_DIR}/attention/cudnn_sdpa.cpp PROPERTIES
+      COMPILE_OPTIONS "-std=c++17;-Wno-unused-parameter;-Wno-sign-compare;-Wno-missing-field-initializers;-Wno-unused-function"
+      COMPILE_DEFINITIONS "NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING;RINGGPT_CUDNN_LIBDIR=\"${RINGGPT_CUDNN_LIBDIR}\""
+      INCLUDE_DIRECTORIES "${CUDNN_FRONTEND_INCLUDE_DIR};${CUDNN_INCLUDE_DIR}")
+    target_include_directories(rg_attention${suffix} PRIVATE ${CUDNN_INCLUDE_DIR})
+  endif()
 endfunction()

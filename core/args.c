@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/common.h"
 #include "core/json_strict.h"
@@ -251,6 +252,15 @@ char *args_json_sign(const char *json) {
     cJSON_Delete(root);
     if (!text) fail("out of memory writing the flags as JSON");
     return text;
+}
+
+void args_apply_config(const ArgCommand *cmd, ArgSpec *specs, int n) {
+    ArgSpec *c = args_find(specs, n, "--config");
+    const char *path = c ? *(const char **)c->dst : NULL;
+    if (!path) return;
+    if (access(path, R_OK) != 0) fail_usage("--config %s: cannot open (%s); check the path", path, strerror(errno));
+    const char *const only_once[] = {"--config", NULL};   // a config file may hold every other flag
+    args_apply_json(cmd, specs, n, path, only_once);
 }
 
 // The shortest decimal that reads back as the same float (config.json says 0.001, not 0.0010000000474974513).

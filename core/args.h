@@ -46,6 +46,10 @@ int args_json_load(const ArgCommand *cmd, ArgSpec *specs, int n_specs, const cha
 // The same for only the flags named in `only` (NULL-terminated); the file's other keys are passed over (another
 // command's config: eval reading the training run's --doc-mask and --loss-on).
 void args_apply_json_only(const ArgCommand *cmd, ArgSpec *specs, int n_specs, const char *path, const char *const *only);
+// `--config FILE` of a command whose table has the string flag --config: every other flag not given on the
+// command line is taken from the file (a missing or unreadable file, or a bad key or value, is a usage error).
+// Nothing happens when --config was not given.
+void args_apply_config(const ArgCommand *cmd, ArgSpec *specs, int n_specs);
 // The resolved flags as such a JSON object (malloc'ed text), every flag but those in skip; a string
 // flag without a value is left out.
 char *args_to_json(const ArgSpec *specs, int n_specs, const char *const *skip);

@@ -2,20 +2,36 @@
 #include "data/synthetic.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/common.h"
 #include "core/rng.h"
 
 static const char INTRO[] = "There is a pass key hidden in this text. Remember it. ";
+static const char INTRO_MANY[] = "There are pass keys hidden in this text. Remember them. ";
 static const char FILLER[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. ";
 static const char NEEDLE_PREFIX[] = "The pass key is ";
+static const char NEEDLE_FOR[] = "The pass key for ";   // + name + NAMED_IS + key
+static const char NAMED_IS[] = " is ";
 static const char NEEDLE_SUFFIX[] = ". Remember it. ";
 static const char QUESTION[] = "What is the pass key? The pass key is ";
+static const char QUESTION_FOR[] = "What is the pass key for ";   // + name + QUESTION_AGAIN + name + NAMED_IS + key
+static const char QUESTION_AGAIN[] = "? The pass key for ";
 static const char PAIRS_INTRO[] = "Remember these pairs: ";
 static const char RECALL_INTRO[] = "Recall: ";
 enum { PAIR_CHARS = RECALL_KEY_CHARS + 1 + RECALL_VALUE_CHARS + 2 };   // "abcd=1234, "
+// The names of keys when a document holds several (distractors): short, distinct, plain letters.
+static const char *const NAMES[] = {
+    "Ada",  "Alma", "Arlo", "Bea",   "Boris", "Cleo",  "Dara", "Dov",  "Edda", "Elio", "Faye", "Finn", "Gus",  "Hana",
+    "Ida",  "Igor", "Ines", "Ivo",   "Jade",  "Joel",  "Juno", "Kai",  "Kira", "Lars", "Lea",  "Liam", "Lior", "Mara",
+    "Milo", "Nadia", "Nils", "Noor", "Odin", "Olga",  "Omar", "Otto", "Pia",  "Quinn", "Raj", "Rhea", "Rosa", "Sami",
+    "Sven", "Tara", "Teo",  "Ugo",   "Una",   "Vera",  "Vik",  "Wes",  "Xena", "Yara", "Yuri", "Zane", "Zoe",  "Ayla",
+    "Bram", "Cyra", "Dima", "Enzo",  "Frida", "Gia",   "Hugo", "Iris"};
+enum { N_NAMES = sizeof NAMES / sizeof NAMES[0], NAME_MAX = 5 };
+#define LEN(s) ((uint64_t)(sizeof(s) - 1))
 
 static void seed_doc(Rng *r, uint64_t seed, uint64_t doc) { rng_seed(r, seed * 0x9E3779B97F4A7C15ull ^ (doc + 0x632BE59BD9B4E019ull)); }
 
@@ -23,56 +39,143 @@ static void seed_doc(Rng *r, uint64_t seed, uint64_t doc) { rng_seed(r, seed * 0
 static void put_text(uint32_t *out, uint64_t *p, const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) out[(*p)++] = (unsigned char)s[i];
 }
+static void put_str(uint32_t *out, uint64_t *p, const char *s) { put_text(out, p, s, strlen(s)); }
 
-// n filler tokens continuing the filler text from its offset `from`.
-static void put_filler(uint32_t *out, uint64_t *p, uint64_t from, uint64_t n) {
+// n filler tokens continuing the filler from its offset `from`: the generator's sentences, or hay.
+static void put_filler(uint32_t *out, uint64_t *p, const uint32_t *hay, uint64_t from, uint64_t n) {
     const size_t m = sizeof FILLER - 1;
-    for (uint64_t i = 0; i < n; i++) out[(*p)++] = (unsigned char)FILLER[(from + i) % m];
+    for (uint64_t i = 0; i < n; i++) out[(*p)++] = hay ? hay[from + i] : (unsigned char)FILLER[(from + i) % m];
 }
 
-uint64_t passkey_min_len(void) {
-    return (sizeof INTRO - 1) + (sizeof NEEDLE_PREFIX - 1) + PASSKEY_KEY_DIGITS + (sizeof NEEDLE_SUFFIX - 1) + (sizeof QUESTION - 1) +
-           PASSKEY_KEY_DIGITS;
+// One needle: "The pass key is KEY. Remember it. " (name NULL) or "The pass key for NAME is KEY. Remember it. ".
+typedef struct {
+    const char *name;
+    char key[PASSKEY_KEY_MAX + 1];   // its digits: 5, plus a training document's extra ones
+    double depth;
+    uint64_t before;                 // filler tokens before it
+} Needle;
+
+static uint64_t needle_len(const Needle *n, int key_digits) {
+    return n->name ? LEN(NEEDLE_FOR) + strlen(n->name) + LEN(NAMED_IS) + key_digits + LEN(NEEDLE_SUFFIX)
+                   : LEN(NEEDLE_PREFIX) + key_digits + LEN(NEEDLE_SUFFIX);
 }
 
-// n tokens of the haystack from its offset `from` (hay holds the whole filler).
-static void put_hay(uint32_t *out, uint64_t *p, const uint32_t *hay, uint64_t from, uint64_t n) {
-    for (uint64_t i = 0; i < n; i++) out[(*p)++] = hay[from + i];
+static uint64_t question_len(const Needle *n, int key_digits) {
+    return n->name ? LEN(QUESTION_FOR) + 2 * strlen(n->name) + LEN(QUESTION_AGAIN) + LEN(NAMED_IS) + key_digits
+                   : LEN(QUESTION) + key_digits;
 }
 
-// The passkey layout around a filler: the built-in sentences (hay NULL) or real text.
-static void passkey_doc(uint64_t seed, uint64_t doc, uint64_t len, double depth, const uint32_t *hay, uint32_t *out,
-                        PasskeyInfo *info) {
-    if (len < passkey_min_len()) fail_usage("--doc-len %" PRIu64 " is too short for a passkey document (at least %" PRIu64 ")", len, passkey_min_len());
+uint64_t passkey_min_len(int distractors) {
+    Needle longest = {.name = distractors ? "NNNNN" : NULL};   // NAME_MAX letters
+    return LEN(INTRO_MANY) * (distractors > 0) + LEN(INTRO) * (distractors == 0) +
+           (uint64_t)(distractors + 1) * needle_len(&longest, PASSKEY_KEY_DIGITS) + question_len(&longest, PASSKEY_KEY_DIGITS);
+}
+
+static void put_needle(uint32_t *out, uint64_t *p, const Needle *n, uint64_t *key_pos) {
+    if (n->name) {
+        put_str(out, p, NEEDLE_FOR);
+        put_str(out, p, n->name);
+        put_str(out, p, NAMED_IS);
+    } else {
+        put_str(out, p, NEEDLE_PREFIX);
+    }
+    *key_pos = *p;
+    put_str(out, p, n->key);
+    put_str(out, p, NEEDLE_SUFFIX);
+}
+
+// The document of needles nd[0..count) (nd[0] is the one asked for) around `filler` filler tokens: intro,
+// filler with each needle at its `before`, the question, the answer. Returns the tokens written.
+static uint64_t layout(Needle *nd, int count, uint64_t filler, const uint32_t *hay, uint32_t *out, PasskeyInfo *info) {
+    int order[PASSKEY_MAX_DISTRACTORS + 1];
+    for (int i = 0; i < count; i++) order[i] = i;
+    for (int i = 1; i < count; i++)   // by position; equal positions keep their index order
+        for (int j = i; j > 0 && nd[order[j]].before < nd[order[j - 1]].before; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    uint64_t p = 0, at = 0, key_pos;
+    put_str(out, &p, count > 1 ? INTRO_MANY : INTRO);
+    for (int i = 0; i < count; i++) {
+        const Needle *n = &nd[order[i]];
+        put_filler(out, &p, hay, at, n->before - at);
+        at = n->before;
+        if (order[i] == 0) info->needle_pos = p;
+        put_needle(out, &p, n, &key_pos);
+        if (order[i] == 0) info->key_pos = key_pos;
+    }
+    put_filler(out, &p, hay, at, filler - at);
+    if (nd[0].name) {
+        put_str(out, &p, QUESTION_FOR);
+        put_str(out, &p, nd[0].name);
+        put_str(out, &p, QUESTION_AGAIN);
+        put_str(out, &p, nd[0].name);
+        put_str(out, &p, NAMED_IS);
+    } else {
+        put_str(out, &p, QUESTION);
+    }
+    info->answer_pos = p;
+    put_str(out, &p, nd[0].key);
+    return p;
+}
+
+// The document's own draws: every key (distinct), the asked key's depth when not given, the others' depths,
+// and distinct names when there are several needles. The single needle draws exactly what it always did.
+static void draw_needles(uint64_t seed, uint64_t doc, double depth, int distractors, Needle *nd) {
     Rng r;
     seed_doc(&r, seed, doc);
     uint32_t key = 10000 + (uint32_t)rng_below(&r, 90000);
     double u = rng_uniform(&r);
-    if (depth < 0) depth = u;
-    if (depth > 1) depth = 1;
-    char digits[8];
-    snprintf(digits, sizeof digits, "%05u", key);
-    uint64_t filler = len - passkey_min_len(), before = (uint64_t)(depth * (double)filler + 0.5), p = 0;
-    if (before > filler) before = filler;
-    *info = (PasskeyInfo){.key = key, .depth = depth};
-    put_text(out, &p, INTRO, sizeof INTRO - 1);
-    if (hay) put_hay(out, &p, hay, 0, before);
-    else put_filler(out, &p, 0, before);
-    info->needle_pos = p;
-    put_text(out, &p, NEEDLE_PREFIX, sizeof NEEDLE_PREFIX - 1);
-    info->key_pos = p;
-    put_text(out, &p, digits, PASSKEY_KEY_DIGITS);
-    put_text(out, &p, NEEDLE_SUFFIX, sizeof NEEDLE_SUFFIX - 1);
-    if (hay) put_hay(out, &p, hay, before, filler - before);
-    else put_filler(out, &p, before, filler - before);
-    put_text(out, &p, QUESTION, sizeof QUESTION - 1);
-    info->answer_pos = p;
-    put_text(out, &p, digits, PASSKEY_KEY_DIGITS);
+    nd[0] = (Needle){.depth = depth < 0 ? u : depth > 1 ? 1 : depth};
+    snprintf(nd[0].key, sizeof nd[0].key, "%05u", key);
+    for (int i = 1; i <= distractors; i++) {
+        uint32_t k;
+        do k = 10000 + (uint32_t)rng_below(&r, 90000);
+        while (k == key);
+        nd[i] = (Needle){.depth = rng_uniform(&r)};
+        snprintf(nd[i].key, sizeof nd[i].key, "%05u", k);
+    }
+    for (int i = 0; distractors && i <= distractors; i++) {
+        int taken;
+        do {
+            nd[i].name = NAMES[rng_below(&r, N_NAMES)];
+            taken = 0;
+            for (int j = 0; j < i; j++) taken |= nd[j].name == nd[i].name;
+        } while (taken);
+    }
 }
 
-void synth_passkey(uint64_t seed, uint64_t doc, uint64_t len, double depth, const uint32_t *hay, uint32_t *out,
-                   PasskeyInfo *info) {
-    passkey_doc(seed, doc, len, depth, hay, out, info);
+// Places the needles in the filler that len tokens leave around them: the asked key counted at 5 digits
+// (a training document grows by its extra digits), the others at their length.
+static uint64_t place(Needle *nd, int count, uint64_t len) {
+    uint64_t fixed = LEN(INTRO_MANY) * (count > 1) + LEN(INTRO) * (count == 1) + question_len(&nd[0], PASSKEY_KEY_DIGITS) +
+                     needle_len(&nd[0], PASSKEY_KEY_DIGITS);
+    for (int i = 1; i < count; i++) fixed += needle_len(&nd[i], (int)strlen(nd[i].key));
+    if (fixed > len) fail("internal: a passkey document of %" PRIu64 " tokens cannot hold its needles (%" PRIu64 ")", len, fixed);
+    uint64_t filler = len - fixed;
+    for (int i = 0; i < count; i++) {
+        uint64_t before = (uint64_t)(nd[i].depth * (double)filler + 0.5);
+        nd[i].before = before > filler ? filler : before;
+    }
+    return filler;
+}
+
+static void check_passkey_len(uint64_t len, int distractors) {
+    if (distractors < 0 || distractors > PASSKEY_MAX_DISTRACTORS)
+        fail_usage("--distractors %d: give 0..%d", distractors, PASSKEY_MAX_DISTRACTORS);
+    if (len < passkey_min_len(distractors))
+        fail_usage("--doc-len %" PRIu64 " is too short for a passkey document with %d distractors (at least %" PRIu64 ")", len,
+                   distractors, passkey_min_len(distractors));
+}
+
+void synth_passkey(uint64_t seed, uint64_t doc, uint64_t len, double depth, int distractors, const uint32_t *hay,
+                   uint32_t *out, PasskeyInfo *info) {
+    check_passkey_len(len, distractors);
+    Needle nd[PASSKEY_MAX_DISTRACTORS + 1];
+    draw_needles(seed, doc, depth, distractors, nd);
+    uint64_t filler = place(nd, distractors + 1, len);
+    *info = (PasskeyInfo){.key = (uint32_t)atoi(nd[0].key), .depth = nd[0].depth, .needles = distractors + 1};
+    layout(nd, distractors + 1, filler, hay, out, info);
 }
 
 // The needle's depth of training document k: fixed, or within edge_span of either end of the filler in
@@ -85,28 +188,44 @@ static double mix_depth(Rng *r, const PasskeyMix *mx) {
     return rng_uniform(r) < mx->edge_far ? u : 1 - u;
 }
 
-// Inserts the m digits of extra at position at of out (n tokens), shifting the tail right.
-static void insert_digits(uint32_t *out, uint64_t n, uint64_t at, const char *extra, int m) {
-    memmove(out + at + m, out + at, (size_t)(n - at) * sizeof *out);
-    for (int i = 0; i < m; i++) out[at + i] = (unsigned char)extra[i];
+// 1..key_max−5 more digits appended to a key (its first 5 unchanged).
+static void lengthen(Rng *r, const PasskeyMix *mx, char *key) {
+    int m = 1 + (int)rng_below(r, (uint64_t)(mx->key_max - PASSKEY_KEY_DIGITS));
+    for (int i = 0; i < m; i++) key[PASSKEY_KEY_DIGITS + i] = (char)('0' + rng_below(r, 10));
+    key[PASSKEY_KEY_DIGITS + m] = 0;
 }
 
-uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const PasskeyMix *mix, const uint32_t *hay,
-                             uint32_t *out, uint8_t *weight, PasskeyInfo *info) {
+uint64_t passkey_train_cap(uint64_t len) { return len + 2 * PASSKEY_KEY_MAX; }
+
+uint64_t passkey_train_min_len(const PasskeyMix *mix, int distractors) {
+    int extra = mix->long_frac > 0 && mix->key_max > PASSKEY_KEY_DIGITS ? mix->key_max - PASSKEY_KEY_DIGITS : 0;
+    return passkey_min_len(distractors) + (uint64_t)distractors * (uint64_t)extra;
+}
+
+uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const PasskeyMix *mix, uint32_t *out, uint8_t *weight,
+                             PasskeyInfo *info) {
     Rng r;
     rng_seed(&r, seed * 0xD1B54A32D192ED03ull ^ (k + 0x8CB92BA72F3D8DD7ull));   // apart from the document's stream
     double depth = mix_depth(&r, mix);
-    char extra[PASSKEY_KEY_MAX];
-    int m = 0;
-    if (mix->key_max > PASSKEY_KEY_DIGITS && rng_uniform(&r) < mix->long_frac) {
-        m = 1 + (int)rng_below(&r, (uint64_t)(mix->key_max - PASSKEY_KEY_DIGITS));
-        for (int i = 0; i < m; i++) extra[i] = (char)('0' + rng_below(&r, 10));
-    }
-    passkey_doc(seed, k, len, depth, hay, out, info);
-    insert_digits(out, len, info->key_pos + PASSKEY_KEY_DIGITS, extra, m);   // the needle's key ...
-    info->answer_pos += (uint64_t)m;
-    insert_digits(out, len + (uint64_t)m, len + (uint64_t)m, extra, m);      // ... and the answer's, at the end
-    uint64_t n = len + 2 * (uint64_t)m;
+    char extra[PASSKEY_KEY_MAX + 1] = "00000";
+    bool longer = mix->key_max > PASSKEY_KEY_DIGITS && rng_uniform(&r) < mix->long_frac;
+    if (longer) lengthen(&r, mix, extra);
+    // Draws added after the first ones above, so documents without them are what they always were.
+    int distractors = mix->distractor_frac > 0 && rng_uniform(&r) < mix->distractor_frac
+                          ? 1 + (int)rng_below(&r, (uint64_t)mix->distractors) : 0;
+    const uint32_t *hay = NULL;
+    if (mix->hay && rng_uniform(&r) < mix->hay_frac) hay = mix->hay + rng_below(&r, mix->hay_len - len + 1);
+    while (distractors > 0 && len < passkey_train_min_len(mix, distractors)) distractors--;   // as many as fit
+    if (len < passkey_train_min_len(mix, distractors))
+        fail_usage("--doc-len %" PRIu64 " is too short for a passkey document (at least %" PRIu64 ")", len,
+                   passkey_train_min_len(mix, distractors));
+    Needle nd[PASSKEY_MAX_DISTRACTORS + 1];
+    draw_needles(seed, k, depth, distractors, nd);
+    for (int i = 1; longer && i <= distractors; i++) lengthen(&r, mix, nd[i].key);   // the asked key is not the longest one
+    uint64_t filler = place(nd, distractors + 1, len);   // the others' extra digits come out of the filler
+    if (longer) strcpy(nd[0].key + PASSKEY_KEY_DIGITS, extra + PASSKEY_KEY_DIGITS);
+    *info = (PasskeyInfo){.key = (uint32_t)atoi(nd[0].key), .depth = nd[0].depth, .needles = distractors + 1};
+    uint64_t n = layout(nd, distractors + 1, filler, hay, out, info);
     memset(weight, 0, (size_t)n);
     memset(weight + info->answer_pos, 1, (size_t)(n - info->answer_pos));
     return n;
@@ -155,7 +274,7 @@ void synth_recall(uint64_t seed, uint64_t doc, uint64_t len, int n_pairs, int n_
     uint64_t p = 0;
     put_text(out, &p, PAIRS_INTRO, sizeof PAIRS_INTRO - 1);
     for (int i = 0; i < n_pairs; i++) put_pair(out, &p, keys[i], vals[i], 0, NULL, &info->pair_value_pos[i]);
-    put_filler(out, &p, 0, len - recall_min_len(n_pairs, n_queries));
+    put_filler(out, &p, NULL, 0, len - recall_min_len(n_pairs, n_queries));
     put_text(out, &p, RECALL_INTRO, sizeof RECALL_INTRO - 1);
     for (int q = 0; q < n_queries; q++) {
         int i = (int)rng_below(&r, (uint64_t)n_pairs);
@@ -164,10 +283,6 @@ void synth_recall(uint64_t seed, uint64_t doc, uint64_t len, int n_pairs, int n_
     }
 }
 
-void passkey_weights(const PasskeyInfo *info, uint64_t len, uint8_t *weight) {
-    memset(weight, 0, len);
-    memset(weight + info->answer_pos, 1, PASSKEY_KEY_DIGITS);
-}
 
 void recall_weights(const RecallInfo *info, uint64_t len, uint8_t *weight) {
     memset(weight, 0, len);

@@ -5,43 +5,54 @@
 // Passkey: "There is a pass key hidden in this text. Remember it. " + filler + "The pass key is 12345.
 // Remember it. " (at the requested depth of the filler) + filler + "What is the pass key? The pass
 // key is 12345". Exactly `len` tokens (no EOS; the writer appends it).
+// With distractors (RULER's multi-key needle): "There are pass keys hidden in this text. Remember them. " and
+// 1 + distractors needles "The pass key for NAME is 12345. Remember it. " with distinct names and keys at
+// their own depths; the question names one: "What is the pass key for NAME? The pass key for NAME is 12345".
 typedef struct {
-    uint32_t key;          // 10000..99999
-    double depth;          // where the key sentence sits, as a fraction of the filler (0 = start, 1 = end)
-    uint64_t needle_pos;   // first token of the key sentence
-    uint64_t key_pos;      // first digit of the key in the key sentence
-    uint64_t answer_pos;   // first digit of the answer at the end (= len - 5)
+    uint32_t key;          // the asked key's first 5 digits, 10000..99999
+    double depth;          // where its needle sits, as a fraction of the filler (0 = start, 1 = end)
+    uint64_t needle_pos;   // first token of its needle sentence
+    uint64_t key_pos;      // first digit of its key in the needle
+    uint64_t answer_pos;   // first digit of the answer at the end
+    int needles;           // 1 + distractors
 } PasskeyInfo;
-enum { PASSKEY_KEY_DIGITS = 5 };
-// The shortest document the layout fits in.
-uint64_t passkey_min_len(void);
+enum { PASSKEY_KEY_DIGITS = 5, PASSKEY_KEY_MAX = 60, PASSKEY_MAX_DISTRACTORS = 8 };
+// The shortest document the layout fits in, with `distractors` other needles.
+uint64_t passkey_min_len(int distractors);
 // Document `doc` of the task seeded `seed`; depth < 0 draws it uniformly. out has len tokens. The filler is
-// the generator's sentences (hay NULL) or real text: hay holds len − passkey_min_len() tokens, and the key
-// hides in a haystack that is not the generator's repeated sentences.
-void synth_passkey(uint64_t seed, uint64_t doc, uint64_t len, double depth, const uint32_t *hay, uint32_t *out,
-                   PasskeyInfo *info);
-// Loss weights of a passkey document of len tokens: 1 on the answer's digits, 0 elsewhere.
-void passkey_weights(const PasskeyInfo *info, uint64_t len, uint8_t *weight);
+// the generator's sentences (hay NULL) or real text: hay holds at least len tokens, and the key hides in a
+// haystack that is not the generator's repeated sentences. A length below passkey_min_len(distractors) or
+// more than PASSKEY_MAX_DISTRACTORS is a usage error.
+void synth_passkey(uint64_t seed, uint64_t doc, uint64_t len, double depth, int distractors, const uint32_t *hay,
+                   uint32_t *out, PasskeyInfo *info);
 
-// How passkey training documents vary (prepare --synthetic passkey): where the needle sits and how long
-// the key is. The zero mix with depth < 0 is the plain task (uniform depth, 5-digit keys).
+// How passkey training documents vary (prepare --synthetic passkey): where the needle sits, how long the
+// keys are, how many distractors surround it, what text it hides in. The zero mix with depth < 0 is the
+// plain task (uniform depth, 5-digit keys, the generator's filler, one needle).
 typedef struct {
     double depth;       // the needle's depth in 0..1, or < 0: drawn (uniformly, or at an edge: edge_frac)
     double edge_frac;   // drawn depths: the share within edge_span of the filler's start or end
     double edge_span;   // how near, as a fraction of the filler
     double edge_far;    // of the edge documents, the share at the far edge (the needle near the filler's start)
-    double long_frac;   // documents whose key gets 1..key_max−5 more digits after its 5 (the answer likewise)
+    double long_frac;   // documents whose keys get 1..key_max−5 more digits after their 5 (the answer likewise)
     int key_max;        // the longest key, in digits (5..60)
+    double distractor_frac;   // documents with 1..distractors other named needles (as many as fit in a short one)
+    int distractors;
+    double hay_frac;          // documents whose filler is a window of hay (real text) instead of the sentences
+    const uint32_t *hay;      // (hay_len) byte tokens, or NULL
+    uint64_t hay_len;         // at least the longest document's len
 } PasskeyMix;
-enum { PASSKEY_KEY_MAX = 60 };
 
-// Training document k: the generator's document of len tokens (as synth_passkey; hay likewise) at the depth
-// the mix draws, its key lengthened by the extra digits the mix draws in both the needle and the answer
-// (2·extra more tokens). The mix's draws come from a random stream apart from the document's own, so the
-// zero mix gives synth_passkey's document. out and weight hold len + 2·(PASSKEY_KEY_MAX − 5) entries;
+// Training document k: the generator's document of len tokens (as synth_passkey) with what the mix draws:
+// its depth, its keys lengthened by extra digits (the asked key's in its needle and the answer: the document
+// grows by twice them; the distractors' come out of the filler), its distractors and its haystack window. The mix's draws come from a random stream apart from the document's
+// own, so the zero mix gives synth_passkey's document. out and weight hold passkey_train_cap(len) entries;
 // weight is 1 on the whole answer (every digit), 0 elsewhere. Returns the document's tokens (no EOS).
-uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const PasskeyMix *mix, const uint32_t *hay,
-                             uint32_t *out, uint8_t *weight, PasskeyInfo *info);
+uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const PasskeyMix *mix, uint32_t *out, uint8_t *weight,
+                             PasskeyInfo *info);
+uint64_t passkey_train_cap(uint64_t len);
+// The shortest len a training document with `distractors` other keys fits in under mix (their long keys included).
+uint64_t passkey_train_min_len(const PasskeyMix *mix, int distractors);
 
 // Associative recall: "Remember these pairs: " + "abcd=1234, ..." (n_pairs, early) + filler + "Recall: "
 // + n_queries of "abcd=1234, " for keys drawn from the pairs (late). Keys are 4 distinct lowercase

@@ -2,6 +2,9 @@
 #include "model/adamw.h"
 
 #include <math.h>
+#include <stdlib.h>
+
+#include "core/common.h"
 
 void adamw_init(AdamW *o, const GPT *model, AdamWConfig cfg) {
     size_t bytes = model->table.total * sizeof(real);
@@ -11,20 +14,26 @@ void adamw_init(AdamW *o, const GPT *model, AdamWConfig cfg) {
     model->be->zero(o->m, bytes);
     model->be->zero(o->v, bytes);
     o->step = 0;
+    // One span per tensor of the table, in table order: the backend updates them all in one call.
+    const ParamTable *t = &model->table;
+    o->spans = xmalloc((size_t)t->count * sizeof *o->spans, "AdamW spans");
+    o->n_spans = t->count;
+    for (int i = 0; i < t->count; i++)
+        o->spans[i] = (AdamwSpan){.offset = t->specs[i].offset, .n = t->specs[i].numel, .decay = t->specs[i].decay};
 }
 
 void adamw_free(AdamW *o, const GPT *model) {
     model->be->release(o->m);
     model->be->release(o->v);
     o->m = o->v = NULL;
+    free(o->spans);
+    o->spans = NULL;
 }
 
 void adamw_update(AdamW *o, GPT *model, float lr) {
     o->step++;
-    const ParamTable *t = &model->table;
-    for (const ParamSpec *p = t->specs; p < t->specs + t->count; p++)
-        model->be->adamw(model->params + p->offset, model->grads + p->offset, o->m + p->offset, o->v + p->offset,
-                         p->numel, lr, o->cfg.beta1, o->cfg.beta2, o->cfg.eps, o->cfg.weight_decay, o->step, p->decay);
+    model->be->adamw(model->params, model->grads, o->m, o->v, o->spans, o->n_spans, lr, o->cfg.beta1, o->cfg.beta2,
+                     o->cfg.eps, o->cfg.weight_decay, o->step);
 }
 
 double grad_global_norm(const GPT *model) { return sqrt(model->be->sumsq(model->grads, model->table.total)); }

@@ -12,6 +12,8 @@ typedef struct {
     AdamWConfig cfg;
     real *m, *v;     // (table.total) first and second moments, same layout as the parameters
     int step;        // updates taken so far (bias correction)
+    AdamwSpan *spans;   // (n_spans) every tensor of the parameter table: offset, size, weight decay
+    int n_spans;
 } AdamW;
 
 void adamw_init(AdamW *o, const GPT *model, AdamWConfig cfg);

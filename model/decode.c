@@ -31,6 +31,8 @@ void decoder_init(Decoder *s, GPT *m, Comm *ring, int max_new) {
     const Backend *be = m->be;
     size_t C = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head, r = sizeof(real);
     memset(s, 0, sizeof *s);
+    // The cache and the row buffers below are fp32, as the decoding commands run the model.
+    if (m->act_store != ACT_F32) fail("internal: decoding runs a model with fp32 activations (--activations is a train flag)");
     s->m = m;
     s->ring = ring && comm_size(ring) > 1 ? ring : NULL;
     s->rank = s->ring ? comm_rank(ring) : 0;
@@ -71,7 +73,7 @@ void decoder_free(Decoder *s) {
 // logits (V, host floats) of the final-norm row xn (C, on the backend).
 static void head_logits(Decoder *s, const real *xn) {
     const ModelConfig *c = &s->m->cfg;
-    s->m->be->matmul_forward(s->lg, xn, s->m->w.lm_head, 1, c->dim, c->vocab_size);
+    s->m->be->matmul_forward(s->lg, xn, s->m->w.lm_head, 1, c->dim, c->vocab_size, ACT_F32, ACT_F32);
     s->m->be->to_host(s->lg_host, s->lg, (size_t)c->vocab_size * sizeof(real));
     for (int i = 0; i < c->vocab_size; i++) s->logits[i] = (float)s->lg_host[i];
 }

@@ -48,19 +48,20 @@ void gpt_free(GPT *m) {
 
 void gpt_zero_grad(GPT *m) { m->be->zero(m->grads, m->table.total * sizeof(real)); }
 
-// Allocates n elements on the backend for the activations, counted in *bytes, released by acts_free.
-static real *act_alloc(GPT *m, size_t n, size_t *bytes, const char *what) {
+// Allocates `b` bytes on the backend for the activations, counted in *bytes, released by acts_free.
+static real *act_alloc(GPT *m, size_t b, size_t *bytes, const char *what) {
     Activations *a = &m->act;
-    real *p = m->be->alloc(n * sizeof(real), what);
+    real *p = m->be->alloc(b, what);
     a->owned = xrealloc(a->owned, (a->n_owned + 1) * sizeof *a->owned, "activation list");
     a->owned[a->n_owned++] = p;
-    *bytes += n * sizeof(real);
+    *bytes += b;
     return p;
 }
 
 // The arena: one layer's working set under recompute, laid out so that buffers never alive at
 // the same time share memory. Fills the arena's pointers into *L (the per-layer buffers that live
-// there) and into m->act (scratch), or only counts when base is NULL; returns its elements.
+// there) and into m->act (scratch), or only counts when base is NULL; returns its bytes. [act]
+// buffers (core/backend.h) take act_elem_bytes(store) per element, the others sizeof(real).
 //   mlp:  rstd2, xn2, gate, up (d_gate and d_up overwrite gate and up in place)
 //   full: [ h, then dh, then d_c ] followed by three overlays of one region:
 //         the MLP side  xm, rstd2, xn2, gate, up       (forward MLP; backward's MLP half)
@@ -70,42 +71,44 @@ static real *act_alloc(GPT *m, size_t n, size_t *bytes, const char *what) {
 //                         layer's MLP has read them, read by the backward before any recompute
 //         and, on a ring, its packets after the attention side: only attention uses them, while
 //         the MLP side and the final norm are dead (so they cost max(), not a sum)
-static size_t arena_layout(GPT *m, LayerActs *L, int B, int T, real *base) {
+static size_t arena_layout(GPT *m, LayerActs *L, int B, int T, char *base) {
     const ModelConfig *c = &m->cfg;
     Activations *a = &m->act;
     size_t N = (size_t)B * T, C = c->dim, Q = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head;
+    size_t f = sizeof(real), lo = act_elem_bytes(a->store);
     size_t off = 0, end = 0;
     if (a->mode == RECOMPUTE_NONE) return 0;
-#define PIECE(ptr, n) ((ptr) = base ? base + off : NULL, off += ((n) + ACT_ALIGN - 1) / ACT_ALIGN * ACT_ALIGN, \
-                       end = off > end ? off : end)
+#define PIECE(ptr, bytes) ((ptr) = base ? (void *)(base + off) : NULL,                                              \
+                           off += ((bytes) + ACT_ALIGN_BYTES - 1) / ACT_ALIGN_BYTES * ACT_ALIGN_BYTES,              \
+                           end = off > end ? off : end)
     bool full = a->mode == RECOMPUTE_FULL;
-    if (full) PIECE(a->h, N * (F > C ? F : C));
+    if (full) PIECE(a->h, N * F * lo > N * C * f ? N * F * lo : N * C * f);
     if (full) a->d_c = a->h;
     size_t side = off;
-    if (full) PIECE(L->xm, N * C);
-    PIECE(L->rstd2, N);
-    PIECE(L->xn2, N * C);
+    if (full) PIECE(L->xm, N * C * f);
+    PIECE(L->rstd2, N * f);
+    PIECE(L->xn2, N * C * lo);
     size_t gate_at = off;
-    PIECE(L->gate, N * F);
-    PIECE(L->up, N * F);
+    PIECE(L->gate, N * F * lo);
+    PIECE(L->up, N * F * lo);
     a->d_gate = L->gate, a->d_up = L->up;
     if (full) {
         off = side;
-        PIECE(L->rstd1, N);
-        PIECE(L->xn1, N * C);
-        PIECE(L->q, N * Q);
-        PIECE(L->k, N * KV);
-        PIECE(L->v, N * KV);
-        PIECE(a->d_q, N * Q);
-        PIECE(a->d_k, N * KV);
-        PIECE(a->d_v, N * KV);
-        PIECE(a->attn_tmp, N * H);
-        if (m->ring) PIECE(a->ring_ws, ring_workspace_elems((size_t)T * KV));
+        PIECE(L->rstd1, N * f);
+        PIECE(L->xn1, N * C * lo);
+        PIECE(L->q, N * Q * lo);
+        PIECE(L->k, N * KV * lo);
+        PIECE(L->v, N * KV * lo);
+        PIECE(a->d_q, N * Q * f);
+        PIECE(a->d_k, N * KV * f);
+        PIECE(a->d_v, N * KV * f);
+        PIECE(a->attn_tmp, N * H * f);
+        if (m->ring) PIECE(a->ring_ws, ring_workspace_bytes((size_t)T * KV, a->store));
         off = gate_at;
-        PIECE(a->x_final, N * C);
-        PIECE(a->rstd_f, N);
-        PIECE(a->xn_f, N * C);
-        PIECE(a->dx_f, N * C);
+        PIECE(a->x_final, N * C * f);
+        PIECE(a->rstd_f, N * f);
+        PIECE(a->xn_f, N * C * lo);
+        PIECE(a->dx_f, N * C * f);
     }
 #undef PIECE
     return end;
@@ -115,56 +118,61 @@ static size_t arena_layout(GPT *m, LayerActs *L, int B, int T, real *base) {
 // gets its own buffers per layer; the rest points into the arena (model/memplan.c counts the same).
 static void acts_ensure(GPT *m, int B, int T) {
     Activations *a = &m->act;
-    if (a->layers && a->B == B && a->T == T && a->mode == m->recompute) return;
+    if (a->layers && a->B == B && a->T == T && a->mode == m->recompute && a->store == m->act_store) return;
     acts_free(m);
     a->mode = m->recompute;
+    a->store = m->act_store;
     const ModelConfig *c = &m->cfg;
     size_t N = (size_t)B * T, C = c->dim, Q = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head;
+    const ActStore lo = a->store, f32 = ACT_F32;
     a->layers = xcalloc(c->n_layer, sizeof(LayerActs), "layer activations");
     LayerActs work = {0};   // the layer buffers that live in the arena (NULL: kept per layer)
     size_t arena = arena_layout(m, &work, B, T, NULL);
-    if (arena) arena_layout(m, &work, B, T, a->arena = act_alloc(m, arena, &a->work_bytes, "recompute working set"));
-    if (m->ring) ring_set_workspace(m->ring, a->ring_ws, a->ring_ws ? ring_workspace_elems((size_t)T * KV) : 0);
-#define KEEP(ptr, n) if (!(ptr)) (ptr) = act_alloc(m, (n), &a->kept_bytes, "activations")
+    if (arena) arena_layout(m, &work, B, T, (char *)(a->arena = act_alloc(m, arena, &a->work_bytes, "recompute working set")));
+    if (m->ring) ring_set_workspace(m->ring, a->ring_ws, a->ring_ws ? ring_workspace_bytes((size_t)T * KV, lo) : 0);
+#define KEEP(ptr, n, st) if (!(ptr)) (ptr) = act_alloc(m, (n) * act_elem_bytes(st), &a->kept_bytes, "activations")
     for (int l = 0; l < c->n_layer; l++) {
         LayerActs *L = &a->layers[l];
         *L = work;
-        KEEP(L->x, N * C);
-        KEEP(L->rstd1, N);
-        KEEP(L->xn1, N * C);
-        KEEP(L->q, N * Q);
-        KEEP(L->k, N * KV);
-        KEEP(L->v, N * KV);
-        KEEP(L->att, N * Q);
-        KEEP(L->lse, N * H);
-        KEEP(L->xm, N * C);
-        KEEP(L->rstd2, N);
-        KEEP(L->xn2, N * C);
-        KEEP(L->gate, N * F);
-        KEEP(L->up, N * F);
+        KEEP(L->x, N * C, f32);
+        KEEP(L->rstd1, N, f32);
+        KEEP(L->xn1, N * C, lo);
+        KEEP(L->q, N * Q, lo);
+        KEEP(L->k, N * KV, lo);
+        KEEP(L->v, N * KV, lo);
+        KEEP(L->att, N * Q, f32);
+        KEEP(L->lse, N * H, f32);
+        KEEP(L->xm, N * C, f32);
+        KEEP(L->rstd2, N, f32);
+        KEEP(L->xn2, N * C, lo);
+        KEEP(L->gate, N * F, lo);
+        KEEP(L->up, N * F, lo);
     }
 #undef KEEP
-#define SHARED(ptr, n) if (!(ptr)) (ptr) = act_alloc(m, (n), &a->shared_bytes, "activation scratch")
-    SHARED(a->x_final, N * C);
-    SHARED(a->rstd_f, N);
-    SHARED(a->xn_f, N * C);
-    SHARED(a->dx_f, N * C);
-    SHARED(a->res, N * C);
-    SHARED(a->d_c, N * C);
-    SHARED(a->d_q, N * Q);
-    SHARED(a->d_k, N * KV);
-    SHARED(a->d_v, N * KV);
-    SHARED(a->h, N * F);
-    SHARED(a->d_gate, N * F);
-    SHARED(a->d_up, N * F);
-    SHARED(a->attn_tmp, N * H);
+#define SHARED(ptr, n, st) if (!(ptr)) (ptr) = act_alloc(m, (n) * act_elem_bytes(st), &a->shared_bytes, "activation scratch")
+    SHARED(a->x_final, N * C, f32);
+    SHARED(a->rstd_f, N, f32);
+    SHARED(a->xn_f, N * C, lo);
+    SHARED(a->dx_f, N * C, f32);
+    SHARED(a->res, N * C, f32);
+    SHARED(a->d_c, N * C, f32);
+    SHARED(a->d_q, N * Q, f32);
+    SHARED(a->d_k, N * KV, f32);
+    SHARED(a->d_v, N * KV, f32);
+    SHARED(a->h, N * F, lo);
+    SHARED(a->d_gate, N * F, lo);
+    SHARED(a->d_up, N * F, lo);
+    SHARED(a->attn_tmp, N * H, f32);
 #undef SHARED
     a->B = B;
     a->T = T;
 }
 
-static AttnShape attn_shape(const ModelConfig *c) {
-    return (AttnShape){.n_head = c->n_head, .n_kv_head = c->n_kv_head, .head_dim = cfg_head_dim(c)};
+void gpt_prepare(GPT *m, int B, int T) { acts_ensure(m, B, T); }
+
+static AttnShape attn_shape(const GPT *m) {
+    const ModelConfig *c = &m->cfg;
+    return (AttnShape){.n_head = c->n_head, .n_kv_head = c->n_kv_head, .head_dim = cfg_head_dim(c), .qkv = m->act_store};
 }
 
 // --doc-mask: every sample's document ids (from the batch's document starts), once per forward, in
@@ -194,11 +202,11 @@ static const int32_t *sample_docs(const GPT *m, int b, int T, bool host) {
 // around the ring (with document ids under --doc-mask).
 static void whole_sequence_attention(AttnStep *self, GPT *m, int layer, LayerActs *L, Rows r) {
     (void)self, (void)layer;
-    AttnShape s = attn_shape(&m->cfg);
+    AttnShape s = attn_shape(m);
     size_t qs = (size_t)r.T * m->cfg.dim, kvs = (size_t)r.T * cfg_kv_dim(&m->cfg), hs = (size_t)r.T * m->cfg.n_head;
     for (int b = 0; b < r.B; b++) {
         real *att = L->att + b * qs, *lse = L->lse + b * hs, *tmp = m->act.attn_tmp + b * hs;
-        const real *q = L->q + b * qs, *k = L->k + b * kvs, *v = L->v + b * kvs;
+        const real *q = act_at(L->q, s.qkv, b * qs), *k = act_at(L->k, s.qkv, b * kvs), *v = act_at(L->v, s.qkv, b * kvs);
         const int32_t *docs = sample_docs(m, b, r.T, false), *docs_host = sample_docs(m, b, r.T, true);
         if (m->ring) ring_attention_forward(m->ring, m->be, &s, att, lse, tmp, q, k, v, r.T, docs, docs_host);
         else attention_causal_forward(m->be, &s, att, lse, tmp, q, k, v, r.T, docs);
@@ -208,12 +216,12 @@ static void whole_sequence_attention(AttnStep *self, GPT *m, int layer, LayerAct
 static AttnStep WHOLE_SEQUENCE = {whole_sequence_attention};
 
 static void attention_backward(GPT *m, LayerActs *L, const real *datt, int B, int T) {
-    AttnShape s = attn_shape(&m->cfg);
+    AttnShape s = attn_shape(m);
     Activations *a = &m->act;
     size_t qs = (size_t)T * m->cfg.dim, kvs = (size_t)T * cfg_kv_dim(&m->cfg), hs = (size_t)T * m->cfg.n_head;
     for (int b = 0; b < B; b++) {
         real *dq = a->d_q + b * qs, *dk = a->d_k + b * kvs, *dv = a->d_v + b * kvs, *tmp = a->attn_tmp + b * hs;
-        const real *q = L->q + b * qs, *k = L->k + b * kvs, *v = L->v + b * kvs;
+        const real *q = act_at(L->q, s.qkv, b * qs), *k = act_at(L->k, s.qkv, b * kvs), *v = act_at(L->v, s.qkv, b * kvs);
         const real *o = L->att + b * qs, *lse = L->lse + b * hs, *dout = datt + b * qs;
         const int32_t *docs = sample_docs(m, b, T, false), *docs_host = sample_docs(m, b, T, true);
         if (m->ring) ring_attention_backward(m->ring, m->be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, docs, docs_host);
@@ -226,31 +234,35 @@ static void qkv_forward(GPT *m, int l, LayerActs *L, Rows r) {
     const ModelConfig *c = &m->cfg;
     const Backend *be = m->be;
     const LayerTensors *w = &m->w.layers[l];
+    const ActStore lo = m->act_store;
     int N = r.B * r.T, C = c->dim, KV = cfg_kv_dim(c), hd = cfg_head_dim(c);
-    be->rmsnorm_forward(L->xn1, L->rstd1, L->x, w->attn_norm, N, C, c->norm_eps);
-    be->matmul_forward(L->q, L->xn1, w->wq, N, C, C);
-    be->matmul_forward(L->k, L->xn1, w->wk, N, C, KV);
-    be->matmul_forward(L->v, L->xn1, w->wv, N, C, KV);
-    be->rope(L->q, r.pos, N, c->n_head, hd, c->rope_theta, 0);
-    be->rope(L->k, r.pos, N, c->n_kv_head, hd, c->rope_theta, 0);
+    be->rmsnorm_forward(L->xn1, L->rstd1, L->x, NULL, w->attn_norm, N, C, c->norm_eps, lo);
+    be->matmul_forward(L->q, L->xn1, w->wq, N, C, C, lo, lo);
+    be->matmul_forward(L->k, L->xn1, w->wk, N, C, KV, lo, lo);
+    be->matmul_forward(L->v, L->xn1, w->wv, N, C, KV, lo, lo);
+    be->rope(L->q, L->k, r.pos, N, c->n_head, c->n_kv_head, hd, c->rope_theta, 0, lo);
 }
 
-// Output projection and residual: xm = x + att @ woᵀ.
+// Output projection, residual and the MLP norm: xm = x + att @ woᵀ, then rstd2, xn2 = RMSNorm(xm) (the add
+// and the norm in one pass).
 static void attn_out_forward(GPT *m, int l, LayerActs *L, Rows r) {
-    int N = r.B * r.T, C = m->cfg.dim;
-    m->be->matmul_forward(L->xm, L->att, m->w.layers[l].wo, N, C, C);
-    m->be->add_inplace(L->xm, L->x, (size_t)N * C);
+    const ModelConfig *c = &m->cfg;
+    int N = r.B * r.T, C = c->dim;
+    m->be->matmul_forward(L->xm, L->att, m->w.layers[l].wo, N, C, C, ACT_F32, ACT_F32);
+    m->be->rmsnorm_forward(L->xn2, L->rstd2, L->xm, L->x, m->w.layers[l].mlp_norm, N, C, c->norm_eps, m->act_store);
 }
 
-// MLP norm and the gate/up projections: xm -> rstd2, xn2, gate, up.
-static void mlp_in_forward(GPT *m, int l, LayerActs *L, Rows r) {
+// The gate/up projections: xn2 -> gate, up; with `norm`, first rstd2, xn2 from a kept xm (the same norm as
+// attn_out_forward's, bit for bit).
+static void mlp_in_forward(GPT *m, int l, LayerActs *L, Rows r, bool norm) {
     const ModelConfig *c = &m->cfg;
     const Backend *be = m->be;
     const LayerTensors *w = &m->w.layers[l];
+    const ActStore lo = m->act_store;
     int N = r.B * r.T, C = c->dim, F = c->ffn_dim;
-    be->rmsnorm_forward(L->xn2, L->rstd2, L->xm, w->mlp_norm, N, C, c->norm_eps);
-    be->matmul_forward(L->gate, L->xn2, w->w_gate, N, C, F);
-    be->matmul_forward(L->up, L->xn2, w->w_up, N, C, F);
+    if (norm) be->rmsnorm_forward(L->xn2, L->rstd2, L->xm, NULL, w->mlp_norm, N, C, c->norm_eps, lo);
+    be->matmul_forward(L->gate, L->xn2, w->w_gate, N, C, F, lo, lo);
+    be->matmul_forward(L->up, L->xn2, w->w_up, N, C, F, lo, lo);
 }
 
 void gpt_layer_forward(GPT *m, int l, LayerActs *L, real *h, Rows r, AttnStep *attn, real *out) {
@@ -259,18 +271,18 @@ void gpt_layer_forward(GPT *m, int l, LayerActs *L, real *h, Rows r, AttnStep *a
     qkv_forward(m, l, L, r);
     attn->forward(attn, m, l, L, r);
     attn_out_forward(m, l, L, r);
-    mlp_in_forward(m, l, L, r);
-    be->swiglu_forward(h, L->gate, L->up, N, F);
-    be->matmul_forward(out, h, m->w.layers[l].w_down, N, F, C);   // out = h @ w_downᵀ ...
-    be->add_inplace(out, L->xm, (size_t)N * C);                   // ... + xm
+    mlp_in_forward(m, l, L, r, false);
+    be->swiglu_forward(h, L->gate, L->up, N, F, m->act_store);
+    be->matmul_forward(out, h, m->w.layers[l].w_down, N, F, C, ACT_F32, m->act_store);   // out = h @ w_downᵀ ...
+    be->add_inplace(out, L->xm, (size_t)N * C);                                            // ... + xm
 }
 
 void gpt_embed(GPT *m, real *x, const int32_t *tokens, int N) {
     m->be->embedding_forward(x, tokens, m->w.tok_embeddings, N, m->cfg.dim);
 }
 
-void gpt_final_norm(GPT *m, real *xn, real *rstd, const real *x, int N) {
-    m->be->rmsnorm_forward(xn, rstd, x, m->w.norm, N, m->cfg.dim, m->cfg.norm_eps);
+void gpt_final_norm(GPT *m, real *xn, real *rstd, real *x, int N) {
+    m->be->rmsnorm_forward(xn, rstd, x, NULL, m->w.norm, N, m->cfg.dim, m->cfg.norm_eps, m->act_store);
 }
 
 static Rows batch_rows(const Batch *b) { return (Rows){.B = b->B, .T = b->T, .pos = b->pos}; }
@@ -294,7 +306,7 @@ double gpt_forward(GPT *m, const Batch *b, double grad_scale, bool want_grad, re
     const ModelConfig *c = &m->cfg;
     Activations *a = &m->act;
     return m->be->lmhead_ce(want_grad ? a->dx_f : NULL, want_grad ? m->g.lm_head : NULL, losses, a->xn_f, m->w.lm_head,
-                            b->targets, b->B * b->T, c->dim, c->vocab_size, m->loss_chunk, grad_scale);
+                            b->targets, b->B * b->T, c->dim, c->vocab_size, m->loss_chunk, grad_scale, m->act_store);
 }
 
 // Backward of one block: res holds dL/d(out) on entry and dL/d(x) on exit.
@@ -306,27 +318,28 @@ static void layer_backward(GPT *m, int l, const Batch *b) {
     LayerActs *L = &m->act.layers[l];
     Activations *a = &m->act;
     int N = b->B * b->T, C = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, hd = cfg_head_dim(c);
+    const ActStore lo = a->store, f32 = ACT_F32;
     // Recompute what the forward did not keep, with the forward's own ops and inputs, so the
     // gradients are bit-identical to none's. Attention is never run again: O and LSE are kept.
-    if (a->mode == RECOMPUTE_FULL) attn_out_forward(m, l, L, batch_rows(b));   // xm
-    if (a->mode != RECOMPUTE_NONE) mlp_in_forward(m, l, L, batch_rows(b));     // rstd2, xn2, gate, up
+    if (a->mode == RECOMPUTE_FULL) attn_out_forward(m, l, L, batch_rows(b));       // xm, rstd2, xn2
+    if (a->mode != RECOMPUTE_NONE)
+        mlp_in_forward(m, l, L, batch_rows(b), a->mode == RECOMPUTE_MLP);        // (rstd2, xn2,) gate, up
     // MLP branch: out = xm + h @ w_downᵀ, h = swiglu(xn2 @ w_gateᵀ, xn2 @ w_upᵀ)
-    be->swiglu_forward(a->h, L->gate, L->up, N, F);                       // recompute h (N, F)
-    be->matmul_backward(NULL, g->w_down, a->res, a->h, w->w_down, N, F, C, 0);
-    be->matmul_backward(a->h, NULL, a->res, NULL, w->w_down, N, F, C, 0);  // h now holds dh
-    be->swiglu_backward(a->d_gate, a->d_up, a->h, L->gate, L->up, N, F);
-    be->matmul_backward(a->d_c, g->w_gate, a->d_gate, L->xn2, w->w_gate, N, C, F, 0);
-    be->matmul_backward(a->d_c, g->w_up, a->d_up, L->xn2, w->w_up, N, C, F, 1);
+    be->swiglu_forward(a->h, L->gate, L->up, N, F, lo);                   // recompute h (N, F)
+    be->matmul_backward(NULL, g->w_down, a->res, a->h, w->w_down, N, F, C, 0, lo, f32, lo);
+    be->matmul_backward(a->h, NULL, a->res, NULL, w->w_down, N, F, C, 0, lo, f32, lo);  // h now holds dh
+    be->swiglu_backward(a->d_gate, a->d_up, a->h, L->gate, L->up, N, F, lo);
+    be->matmul_backward(a->d_c, g->w_gate, a->d_gate, L->xn2, w->w_gate, N, C, F, 0, f32, lo, lo);
+    be->matmul_backward(a->d_c, g->w_up, a->d_up, L->xn2, w->w_up, N, C, F, 1, f32, lo, lo);
     be->rmsnorm_backward(a->res, g->mlp_norm, a->d_c, L->xm, w->mlp_norm, L->rstd2, N, C);   // res = dL/dxm
     // attention branch: xm = x + att @ woᵀ
-    be->matmul_backward(a->d_c, g->wo, a->res, L->att, w->wo, N, C, C, 0);  // d_c = d(att)
+    be->matmul_backward(a->d_c, g->wo, a->res, L->att, w->wo, N, C, C, 0, f32, f32, f32);  // d_c = d(att)
     if (a->mode == RECOMPUTE_FULL) qkv_forward(m, l, L, batch_rows(b));    // rstd1, xn1, q, k, v from x
     attention_backward(m, L, a->d_c, b->B, b->T);                          // d_q, d_k, d_v
-    be->rope(a->d_q, b->pos, N, c->n_head, hd, c->rope_theta, 1);
-    be->rope(a->d_k, b->pos, N, c->n_kv_head, hd, c->rope_theta, 1);
-    be->matmul_backward(a->d_c, g->wq, a->d_q, L->xn1, w->wq, N, C, C, 0);
-    be->matmul_backward(a->d_c, g->wk, a->d_k, L->xn1, w->wk, N, C, KV, 1);
-    be->matmul_backward(a->d_c, g->wv, a->d_v, L->xn1, w->wv, N, C, KV, 1);
+    be->rope(a->d_q, a->d_k, b->pos, N, c->n_head, c->n_kv_head, hd, c->rope_theta, 1, f32);
+    be->matmul_backward(a->d_c, g->wq, a->d_q, L->xn1, w->wq, N, C, C, 0, f32, f32, lo);
+    be->matmul_backward(a->d_c, g->wk, a->d_k, L->xn1, w->wk, N, C, KV, 1, f32, f32, lo);
+    be->matmul_backward(a->d_c, g->wv, a->d_v, L->xn1, w->wv, N, C, KV, 1, f32, f32, lo);
     be->rmsnorm_backward(a->res, g->attn_norm, a->d_c, L->x, w->attn_norm, L->rstd1, N, C);  // res = dL/dx
 }
 
@@ -346,7 +359,7 @@ void gpt_logits(GPT *m, const Batch *b, float *out) {
     const ModelConfig *c = &m->cfg;
     int N = b->B * b->T, V = c->vocab_size;
     real *logits = m->be->alloc((size_t)N * V * sizeof(real), "logits");
-    m->be->matmul_forward(logits, m->act.xn_f, m->w.lm_head, N, c->dim, V);
+    m->be->matmul_forward(logits, m->act.xn_f, m->w.lm_head, N, c->dim, V, ACT_F32, m->act.store);
     if (sizeof(real) == sizeof(float)) {
         m->be->to_host(out, logits, (size_t)N * V * sizeof(real));
     } else {

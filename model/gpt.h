@@ -14,41 +14,43 @@ struct AttnRing;   // attention/ring.h: the ring of sp ranks this model's attent
 // Saved for the backward, per layer, for a micro-batch of N = B·T rows (T = this rank's tokens).
 // Under recompute, the buffers a mode does not keep point into the one shared arena (the same
 // pointer in every layer) and are filled again from the kept x, O and LSE in the backward.
+// [act]: stored as GPT.act_store says (core/backend.h; offsets through act_at), the rest fp32.
 typedef struct {
     real *x;        // (N, C) layer input (residual stream)
     real *rstd1;    // (N) 1/rms of x
-    real *xn1;      // (N, C) attention-norm output
-    real *q;        // (N, H·hd) after RoPE
-    real *k, *v;    // (N, Hkv·hd) k after RoPE
+    real *xn1;      // (N, C) [act] attention-norm output
+    real *q;        // (N, H·hd) [act] after RoPE
+    real *k, *v;    // (N, Hkv·hd) [act] k after RoPE
     real *att;      // (N, H·hd) attention output
     real *lse;      // (N, H) fp32 log-sum-exp of each row
     real *xm;       // (N, C) residual after attention
     real *rstd2;    // (N)
-    real *xn2;      // (N, C) mlp-norm output
-    real *gate, *up;// (N, F)
+    real *xn2;      // (N, C) [act] mlp-norm output
+    real *gate, *up;// (N, F) [act]
 } LayerActs;
 
 typedef struct {
     LayerActs *layers;  // n_layer
     real *x_final;      // (N, C) last residual
     real *rstd_f;       // (N)
-    real *xn_f;         // (N, C) final-norm output, input to the LM head
+    real *xn_f;         // (N, C) [act] final-norm output, input to the LM head
     real *dx_f;         // (N, C) gradient of the loss w.r.t. xn_f (filled by the forward's fused head)
     // scratch shared by all layers
     real *res;          // (N, C) residual gradient during the backward
     real *d_c;          // (N, C)
     real *d_q;          // (N, H·hd)
     real *d_k, *d_v;    // (N, Hkv·hd)
-    real *h;            // (N, F) swiglu output / its gradient
-    real *d_gate, *d_up;// (N, F)
+    real *h;            // (N, F) [act] swiglu output / its gradient
+    real *d_gate, *d_up;// (N, F) [act]
     real *attn_tmp;     // (N, H) attention scratch (running sum, D)
     real *arena;        // one layer's working set under recompute (NULL for none)
-    real *ring_ws;      // (10, T, Hkv·hd) the ring's packets, in the arena under full (else NULL: the ring's own)
+    real *ring_ws;      // the ring's packets (ring_workspace_bytes), in the arena under full (else NULL: the ring's own)
     void **owned;       // every buffer allocated for these activations (released by acts_free)
     int n_owned;
     size_t kept_bytes, work_bytes, shared_bytes;   // what acts_ensure allocated (the memory plan's figures)
     int B, T;           // the shape these buffers were sized for
-    Recompute mode;     // ... and the recompute mode
+    Recompute mode;     // ... the recompute mode
+    ActStore store;     // ... and the storage of the [act] buffers
 } Activations;
 
 typedef struct {
@@ -65,6 +67,7 @@ typedef struct {
     int32_t *doc_ids, *doc_ids_host;   // (B, T·sp) each sample's document ids in zigzag rank order (backend, host)
     size_t doc_ids_cap;  // elements the two buffers hold
     Recompute recompute; // what the forward keeps for the backward (default none; may change between steps)
+    ActStore act_store;  // storage of the [act] activations (train --activations; ACT_F32 by default, always on the CPU)
 } GPT;
 
 // Builds the table, allocates parameters and gradients on the backend, initialises from seed.
@@ -77,6 +80,9 @@ void gpt_zero_grad(GPT *m);
 double gpt_forward(GPT *m, const Batch *b, double grad_scale, bool want_grad, real *losses);
 // Backward of the last gpt_forward(want_grad) on the same batch: accumulates into m->grads.
 void gpt_backward(GPT *m, const Batch *b);
+// Allocates the activations of B sequences of T tokens now, as the first forward would (for the recompute
+// mode and activation storage set); no op runs.
+void gpt_prepare(GPT *m, int B, int T);
 // Logits of every row (B·T, V) into out (host memory), for evaluation and export checks.
 void gpt_logits(GPT *m, const Batch *b, float *out);
 
@@ -102,4 +108,4 @@ void gpt_layer_forward(GPT *m, int l, LayerActs *L, real *h, Rows r, AttnStep *a
 // x (N, C) = the token embeddings of tokens (N).
 void gpt_embed(GPT *m, real *x, const int32_t *tokens, int N);
 // xn (N, C), rstd (N) = the final RMSNorm of x, the LM head's input.
-void gpt_final_norm(GPT *m, real *xn, real *rstd, const real *x, int N);
+void gpt_final_norm(GPT *m, real *xn, real *rstd, real *x, int N);

@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/backend.h"
 #include "model/config.h"
 
 // What the forward keeps per layer for the backward (model/gpt.c). Recompute never runs attention
@@ -17,22 +18,24 @@ typedef enum {
 bool recompute_parse(const char *s, Recompute *r);
 const char *recompute_name(Recompute r);
 
-// Every arena piece starts on a multiple of this many elements (256 bytes for fp32: the alignment
-// cudaMalloc gives, which vector loads in the kernels rely on).
-enum { ACT_ALIGN = 64 };
+// Every arena piece starts on a multiple of this many bytes (the alignment cudaMalloc gives, which vector
+// loads in the kernels rely on).
+enum { ACT_ALIGN_BYTES = 256 };
 
-// Elements of the activation buffers model/gpt.c allocates for B sequences of T_local tokens on a
-// ring of sp ranks (N = B·T_local rows), by where they live.
+// Bytes of the activation buffers model/gpt.c allocates for B sequences of T_local tokens on a ring of
+// sp ranks (N = B·T_local rows), by where they live, with the [act] tensors stored as `store`
+// (core/backend.h: bf16 halves them under --activations bf16).
 typedef struct {
     size_t kept_per_layer;   // kept from the forward to the backward, per layer
     size_t work;             // one layer's working set: the shared arena (0 for none; holds the ring's packets under full)
     size_t shared;           // buffers shared by all layers: backward scratch, final norm, head gradient
 } ActSizes;
-ActSizes act_sizes(const ModelConfig *c, Recompute r, int B, int T_local, int sp);
+ActSizes act_sizes(const ModelConfig *c, Recompute r, ActStore store, int B, int T_local, int sp);
 
-// One rank's memory for a step, in bytes (elem = the backend's element size, sizeof(real) here).
+// One rank's memory for a step, in bytes: parameters, gradients and AdamW state are `real` (fp32), the
+// activations as act_sizes says for `store`.
 typedef struct {
-    double weights, grads, optimizer;   // parameters, their gradients, AdamW's two moments
+    double weights, grads, optimizer;   // parameters (+ their bf16 copies under bf16), their gradients, AdamW's moments
     double kept;                        // activations kept for the backward, all layers
     double work;                        // one layer's recompute working set
     double shared;                      // backward scratch, final norm, LM-head gradient
@@ -46,12 +49,12 @@ typedef struct {
     double work_per_token;              // bytes per token of the working set
 } MemPlan;
 
-MemPlan memplan(const ModelConfig *c, int B, int T_local, int sp, Recompute r, size_t elem, int loss_chunk,
+MemPlan memplan(const ModelConfig *c, int B, int T_local, int sp, Recompute r, ActStore store, int loss_chunk,
                 double runtime_bytes);
 // Prints the plan (rank 0): one line per part, then the predicted peak.
 void memplan_print(const MemPlan *p, const ModelConfig *c, Recompute r, int B, int T, int sp);
 // The longest T (a multiple of 2·sp, or any T ≥ 1 for sp = 1) whose plan fits in budget bytes; 0 if none.
-long memplan_max_seq_len(const ModelConfig *c, int B, int sp, Recompute r, size_t elem, int loss_chunk,
+long memplan_max_seq_len(const ModelConfig *c, int B, int sp, Recompute r, ActStore store, int loss_chunk,
                          double runtime_bytes, double budget);
 
 // This process's resident set now (/proc/self/status VmRSS) and the machine's available memory

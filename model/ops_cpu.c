@@ -15,6 +15,11 @@ static void cpu_release(void *p) { free(p); }
 static void cpu_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
 static void cpu_copy(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 
+// The CPU is the fp32 reference: an [act] tensor in any other storage is a caller's bug.
+static void f32_only(ActStore s, const char *op) {
+    if (s != ACT_F32) fail("%s: the CPU backend stores activations as fp32 only (--activations bf16 is a CUDA setting)", op);
+}
+
 static void embedding_forward(real *out, const int32_t *tokens, const real *table, int N, int C) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) memcpy(out + (size_t)n * C, table + (size_t)tokens[n] * C, C * sizeof(real));
@@ -29,7 +34,12 @@ static void embedding_backward(real *dtable, const real *dout, const int32_t *to
     }
 }
 
-static void rmsnorm_forward(real *y, real *rstd, const real *x, const real *w, int N, int C, float eps) {
+static void add_inplace(real *y, const real *x, size_t n);
+
+static void rmsnorm_forward(real *y, real *rstd, real *x, const real *add, const real *w, int N, int C, float eps,
+                            ActStore ys) {
+    f32_only(ys, "rmsnorm_forward");
+    if (add) add_inplace(x, add, (size_t)N * C);   // the residual add, then the norm of its result
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const real *xr = x + (size_t)n * C;
@@ -61,18 +71,33 @@ static void rmsnorm_backward(real *dx, real *dw, const real *dy, const real *x, 
     }
 }
 
-static void matmul_forward(real *out, const real *in, const real *w, int N, int In, int Out) {
+static void matmul_forward(real *out, const real *in, const real *w, int N, int In, int Out, ActStore outs,
+                           ActStore ins) {
+    f32_only(outs, "matmul_forward"), f32_only(ins, "matmul_forward");
     cblas_xgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, Out, In, 1, in, In, w, In, 0, out, Out);
 }
 
 static void matmul_backward(real *din, real *dw, const real *dout, const real *in, const real *w, int N, int In, int Out,
-                            int accumulate_din) {
+                            int accumulate_din, ActStore dins, ActStore douts, ActStore ins) {
+    f32_only(dins, "matmul_backward"), f32_only(douts, "matmul_backward"), f32_only(ins, "matmul_backward");
     if (din) cblas_xgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, In, Out, 1, dout, Out, w, In, accumulate_din ? 1 : 0, din, In);
     if (dw) cblas_xgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Out, In, N, 1, dout, Out, in, In, 1, dw, In);
 }
 
+// Rotates the nh heads of row n of x (N, nh, hd) by angle pair i: cos c, sin s.
+static inline void rotate_pair(real *x, int n, int nh, int hd, int i, real c, real s) {
+    for (int h = 0; h < nh; h++) {
+        real *p = x + ((size_t)n * nh + h) * hd + 2 * i;
+        real x0 = p[0], x1 = p[1];
+        p[0] = x0 * c - x1 * s;
+        p[1] = x0 * s + x1 * c;
+    }
+}
+
 // Angles in double: at a million positions a float angle would be off by ~0.1 rad.
-static void rope(real *x, const int32_t *pos, int N, int nh, int hd, float theta, int inverse) {
+static void rope(real *q, real *k, const int32_t *pos, int N, int Hq, int Hk, int hd, float theta, int inverse,
+                 ActStore st) {
+    f32_only(st, "rope");
     int half = hd / 2;
     double *inv_freq = xmalloc(half * sizeof(double), "rope frequencies");
     for (int i = 0; i < half; i++) inv_freq[i] = pow((double)theta, -2.0 * i / hd);
@@ -82,18 +107,15 @@ static void rope(real *x, const int32_t *pos, int N, int nh, int hd, float theta
         for (int i = 0; i < half; i++) {
             double a = pos[n] * inv_freq[i];
             real c = (real)cos(a), s = (real)(sign * sin(a));
-            for (int h = 0; h < nh; h++) {
-                real *p = x + ((size_t)n * nh + h) * hd + 2 * i;
-                real x0 = p[0], x1 = p[1];
-                p[0] = x0 * c - x1 * s;
-                p[1] = x0 * s + x1 * c;
-            }
+            rotate_pair(q, n, Hq, hd, i, c, s);
+            rotate_pair(k, n, Hk, hd, i, c, s);
         }
     }
     free(inv_freq);
 }
 
-static void swiglu_forward(real *h, const real *gate, const real *up, int N, int F) {
+static void swiglu_forward(real *h, const real *gate, const real *up, int N, int F, ActStore st) {
+    f32_only(st, "swiglu_forward");
     size_t n = (size_t)N * F;
 #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
@@ -103,7 +125,9 @@ static void swiglu_forward(real *h, const real *gate, const real *up, int N, int
 }
 
 // h = g·σ(g)·u:  dg = dh·u·σ(g)·(1 + g·(1−σ(g))),  du = dh·g·σ(g)
-static void swiglu_backward(real *dgate, real *dup, const real *dh, const real *gate, const real *up, int N, int F) {
+static void swiglu_backward(real *dgate, real *dup, const real *dh, const real *gate, const real *up, int N, int F,
+                            ActStore st) {
+    f32_only(st, "swiglu_backward");
     size_t n = (size_t)N * F;
 #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
@@ -134,7 +158,8 @@ static double ce_row(real *logits, int V, int target, double grad_scale, int wan
 }
 
 static double lmhead_ce(real *dx, real *dw, real *losses, const real *x, const real *w, const int32_t *targets, int N,
-                        int C, int V, int chunk, double grad_scale) {
+                        int C, int V, int chunk, double grad_scale, ActStore xs) {
+    f32_only(xs, "lmhead_ce");
     if (chunk <= 0 || chunk > N) chunk = N;
     real *logits = xmalloc((size_t)chunk * V * sizeof(real), "a chunk of logits");   // (chunk, V)
     double *row_loss = xmalloc((size_t)chunk * sizeof(double), "chunk losses");       // (chunk)
@@ -189,18 +214,20 @@ static void scale(real *x, float a, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] *= a;
 }
 
-// Decoupled weight decay (AdamW): w -= lr·(m̂/(√v̂+eps) + wd·w).
-static void adamw(real *w, const real *g, real *m, real *v, size_t n, float lr, float beta1, float beta2, float eps,
-                  float wd, int step, int decay) {
+// Decoupled weight decay (AdamW): w -= lr·(m̂/(√v̂+eps) + wd·w), one tensor (span) after another.
+static void adamw(real *w, const real *g, real *m, real *v, const AdamwSpan *spans, int n_spans, float lr, float beta1,
+                  float beta2, float eps, float wd, int step) {
     double bc1 = 1.0 - pow(beta1, step), bc2 = 1.0 - pow(beta2, step);
-    real decay_wd = decay ? wd : 0;
+    for (const AdamwSpan *sp = spans; sp < spans + n_spans; sp++) {
+        real decay_wd = sp->decay ? wd : 0;
 #pragma omp parallel for schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        real gi = g[i];
-        m[i] = beta1 * m[i] + (1 - beta1) * gi;
-        v[i] = beta2 * v[i] + (1 - beta2) * gi * gi;
-        real mh = (real)(m[i] / bc1), vh = (real)(v[i] / bc2);
-        w[i] -= lr * (mh / (sqrt_r(vh) + eps) + decay_wd * w[i]);
+        for (size_t i = sp->offset; i < sp->offset + sp->n; i++) {
+            real gi = g[i];
+            m[i] = beta1 * m[i] + (1 - beta1) * gi;
+            v[i] = beta2 * v[i] + (1 - beta2) * gi * gi;
+            real mh = (real)(m[i] / bc1), vh = (real)(v[i] / bc2);
+            w[i] -= lr * (mh / (sqrt_r(vh) + eps) + decay_wd * w[i]);
+        }
     }
 }
 

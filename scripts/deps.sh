@@ -40,6 +40,24 @@ ensure_deps() {
   fi
   # transformers (without torch) lets a test load an export with AutoTokenizer; optional.
   "$PY" -c "import transformers" 2>/dev/null || "$PY" -m pip install -q --break-system-packages transformers >/dev/null 2>&1 || true
+  ensure_cuda_deps
+}
+
+# With the CUDA toolkit (nvcc): the cuDNN frontend's headers (--attn cudnn; cmake/cuda.cmake finds them next to
+# the wheel's `cudnn` package) and cuobjdump/nvdisasm for the SASS checks (tests/check_kernels_sass.sh). Optional:
+# without them the build has no cuDNN path and the SASS checks SKIP. cuDNN itself comes with the toolkit (or
+# pip's nvidia-cudnn-cu13) and is opened at run time.
+ensure_cuda_deps() {
+  command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]] || return 0
+  local want=() cu nvcc
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  cu=$("$nvcc" --version 2>/dev/null | sed -nE 's/.*release ([0-9]+)\..*/\1/p' || true)
+  "$PY" -c "import importlib.util as u; exit(0 if u.find_spec('cudnn') else 1)" 2>/dev/null || want+=(nvidia-cudnn-frontend)
+  "$PY" -c "import sysconfig, glob, sys; sys.exit(0 if glob.glob(sysconfig.get_paths()['purelib'] + '/nvidia/cu*/bin/cuobjdump') else 1)" 2>/dev/null ||
+    want+=("nvidia-cuda-cuobjdump${cu:+==${cu}.*}" "nvidia-cuda-nvdisasm${cu:+==${cu}.*}")
+  ((${#want[@]})) || return 0
+  "$PY" -m pip install -q --break-system-packages "${want[@]}" >/dev/null 2>&1 || "$PY" -m pip install -q "${want[@]}" >/dev/null 2>&1 ||
+    echo "ringgpt: pip could not install ${want[*]}; the CUDA build has no --attn cudnn and the SASS checks will SKIP" >&2
 }
 
 build_ringgpt() {

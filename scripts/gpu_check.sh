@@ -1,98 +1,135 @@
 #!/usr/bin/env bash
-# scripts/gpu_check.sh — one command on a GPU machine: build with CUDA, run the GPU tests and benchmarks, write a report.
-# usage: scripts/gpu_check.sh [--quick] [--sanitize] [--out DIR] [--build DIR]
-#   --quick     attention and training benchmarks at T=4096 only, 6 steps
+# scripts/gpu_check.sh — on a GPU machine: build with CUDA (or take a packed build), run every GPU test, compute-sanitizer and the side-by-side benchmark, write a report.
+# usage: scripts/gpu_check.sh [--only STAGE]... [--build DIR] [--out DIR] [--quick]
+#   STAGE       tests (ptxas figures, ctest -L gpu, a CUDA training smoke run, the CPU suite with --device cpu),
+#               sanitize (compute-sanitizer memcheck and synccheck on the GPU test programs), bench (all of
+#               bench/gpu_side_by_side.sh), bench-kernels (its attention and kernel parts), bench-train (its training
+#               part; CONFIGS, STEPS, APPEND pass through); default: tests, sanitize, bench. Repeat --only for several.
 #   --build DIR use an existing CUDA build (e.g. $B from ../shared/gpu/pack.sh's device-setup.sh) instead of building
-#   --sanitize  also run the attention tests (sm_80 and sm90) and the op test under compute-sanitizer (memcheck)
-#   --out DIR   where the report and logs go (default gpu_report/)
-# Writes DIR/report.md (device, CUDA/driver versions, every test result and benchmark figure) and
-# prints it. Exit status: non-zero when the build or a GPU test failed (benchmarks never fail it).
+#   --out DIR   where the report and logs go (default gpu_report/); a later call with the same DIR adds to them
+#   --quick     benchmarks at T=4096 only, 6 steps
+# Writes DIR/report-<stages>.md (device, CUDA/driver/cuDNN versions, every test result and figure) and prints it.
+# Exit status: non-zero when the build, a GPU test or the sanitizer failed (benchmarks never fail it).
+# Where one command may run at most 10 minutes, run the stages as separate calls into one --out (docs/gpu.md lists them).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=gpu_report QUICK=0 SANITIZE=0 PREBUILT=
+OUT=gpu_report QUICK=0 PREBUILT= STAGES=()
 while [ $# -gt 0 ]; do
   case $1 in
+    --only) STAGES+=("$2"); shift ;;
     --quick) QUICK=1 ;;
-    --sanitize) SANITIZE=1 ;;
+    --sanitize) ;;   # kept for old command lines: sanitize is a default stage now
     --out) OUT=$2; shift ;;
     --build) PREBUILT=$2; shift ;;
-    *) echo "usage: scripts/gpu_check.sh [--quick] [--sanitize] [--out DIR] [--build DIR]" >&2; exit 2 ;;
+    *) echo "usage: scripts/gpu_check.sh [--only tests|sanitize|bench|bench-kernels|bench-train]... [--build DIR] [--out DIR] [--quick]" >&2; exit 2 ;;
   esac
   shift
 done
+[ ${#STAGES[@]} -eq 0 ] && STAGES=(tests sanitize bench)
+for s in "${STAGES[@]}"; do
+  case $s in tests|sanitize|bench|bench-kernels|bench-train) ;; *) echo "gpu_check.sh: unknown stage '$s'" >&2; exit 2 ;; esac
+done
+stage() { [[ " ${STAGES[*]} " == *" $1 "* ]]; }
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-REPORT=$OUT/report.md BUILD=build-gpu status=0
+REPORT=$OUT/report-$(IFS=-; echo "${STAGES[*]}").md BUILD=build-gpu status=0
 JOBS=$(nproc 2>/dev/null || echo 4)
 say() { echo "$@" | tee -a "$REPORT"; }
 block() { echo '```' >> "$REPORT"; cat "$1" >> "$REPORT"; echo '```' >> "$REPORT"; cat "$1"; }
 
+# cuDNN for --attn cudnn: the loader's path, else the toolkit's lib directory or pip's nvidia-cudnn wheel.
+if ! ldconfig -p 2>/dev/null | grep -q 'libcudnn.so.9'; then
+  d=$(dirname "$(find /usr/local/cuda*/lib* /opt /usr/lib -name 'libcudnn.so.9' 2>/dev/null | head -n 1)" 2>/dev/null)
+  [ -n "$d" ] && [ "$d" != . ] && export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+
 : > "$REPORT"
-say "# ringgpt GPU check — $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+say "# ringgpt GPU check ($(IFS=,; echo "${STAGES[*]}")) — $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || cat "${PREBUILT:-.}/../src/.commit" 2>/dev/null || echo '?')"
 say ""
 say "## Device"
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1 || echo "nvidia-smi failed"
-  nvcc --version 2>&1 | tail -2 || echo "nvcc not found"; } > "$OUT/device.txt"
+  nvcc --version 2>&1 | tail -2 || echo "nvcc not found"
+  echo "libcudnn: $(ldconfig -p 2>/dev/null | grep -m1 'libcudnn.so.9' || echo "${LD_LIBRARY_PATH:-not found}")"; } > "$OUT/device.txt"
 block "$OUT/device.txt"
 
-say "## Build (-DRINGGPT_CUDA=ON, Release)"
 if [ -n "$PREBUILT" ]; then
   BUILD=$PREBUILT
   say "build: prebuilt $BUILD"
 elif cmake -S . -B $BUILD -DCMAKE_BUILD_TYPE=Release -DRINGGPT_CUDA=ON > "$OUT/configure.log" 2>&1 &&
-   cmake --build $BUILD -j"$JOBS" > "$OUT/build.log" 2>&1; then
-  say "build: ok ($(grep -c -i warning "$OUT/build.log") warning lines; log in build.log)"
+     cmake --build $BUILD -j"$JOBS" > "$OUT/build.log" 2>&1; then
+  say "build: ok ($(grep -c -i warning "$OUT/build.log") warning lines; log in build.log; $(grep -o 'ringgpt: cuDNN[^,]*' "$OUT/configure.log" || echo 'no cuDNN path'))"
 else
   say "build: FAILED — see $OUT/configure.log and $OUT/build.log"; tail -30 "$OUT/build.log"; exit 1
 fi
-# Registers and spills of the attention kernels (sm_90): a spill here is the first thing to fix.
-nvcc -std=c++20 -O3 -arch=sm_90 -I. -Xptxas -v -c attention/attention_cuda.cu -o /dev/null 2>&1 |
-  grep -E "Compiling entry|registers|spill" | paste - - - | sed -E 's/ptxas info +: //g; s/Compiling entry function //' \
-  > "$OUT/ptxas.txt" || true
-# The Hopper kernels (RINGGPT_ATTN=sm90): sm_90a only; ptxas also says when it serialises wgmma (C7513...).
-nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a -I. -Xptxas -v -c attention/attention_sm90.cu -o /dev/null \
-  > "$OUT/ptxas_sm90.log" 2>&1 || true
-grep -E "Compiling entry|registers|spill" "$OUT/ptxas_sm90.log" | paste - - - |
-  sed -E 's/ptxas info +: //g; s/Compiling entry function //' >> "$OUT/ptxas.txt"
-grep "Performance Loss" "$OUT/ptxas_sm90.log" >> "$OUT/ptxas.txt" || true
-say "### attention kernels: registers / spills (ptxas)"
-block "$OUT/ptxas.txt"
 
-say "## GPU tests (ctest -L gpu)"
-(cd $BUILD && ctest -L gpu -V --timeout 900) > "$OUT/tests.log" 2>&1 || status=1
-grep -E "rel err|step +[0-9]+:|largest per-step|FAIL|ok   |SKIP|passed, |tests passed|tests failed|Test +#" "$OUT/tests.log" \
-  | sed -E 's/^[0-9]+: //' > "$OUT/tests.txt"
-block "$OUT/tests.txt"
-[ $status -eq 0 ] && say "GPU tests: all passed" || say "GPU tests: FAILURES (full log: tests.log)"
+if stage tests; then
+  say "## Registers and spills (ptxas, sm_90 / sm_90a)"
+  : > "$OUT/ptxas.txt"
+  for f in attention/attention_cuda.cu attention/attention_cudnn.cu model/cuda/norm.cu model/cuda/pointwise.cu model/cuda/optim.cu; do
+    nvcc -std=c++20 -O3 -arch=sm_90 -I. -Xptxas -v --expt-relaxed-constexpr -c "$f" -o /dev/null 2>&1 |
+      grep -E "Compiling entry|registers|spill" | paste - - - | sed -E 's/ptxas info +: //g; s/Compiling entry function //' >> "$OUT/ptxas.txt" || true
+  done
+  nvcc -std=c++20 -O3 -gencode arch=compute_90a,code=sm_90a -I. -Xptxas -v -c attention/attention_sm90.cu -o /dev/null \
+    > "$OUT/ptxas_sm90.log" 2>&1 || true
+  grep -E "Compiling entry|registers|spill" "$OUT/ptxas_sm90.log" | paste - - - |
+    sed -E 's/ptxas info +: //g; s/Compiling entry function //' >> "$OUT/ptxas.txt"
+  grep "Performance Loss" "$OUT/ptxas_sm90.log" >> "$OUT/ptxas.txt" || true
+  block "$OUT/ptxas.txt"
 
-if [ $SANITIZE -eq 1 ]; then
-  say "## compute-sanitizer (memcheck) on the attention and op tests"
-  for t in test_gpu_attention test_gpu_attention_sm90 test_gpu_ops test_gpu_bf16; do
-    compute-sanitizer --tool memcheck $BUILD/$t > "$OUT/sanitize_$t.log" 2>&1 && say "$t: clean" ||
-      { say "$t: sanitizer reported problems"; tail -20 "$OUT/sanitize_$t.log" >> "$REPORT"; status=1; }
+  say "## GPU tests (ctest -L gpu)"
+  (cd "$BUILD" && ctest -L gpu -V --timeout 900) > "$OUT/tests.log" 2>&1 || status=1
+  grep -E "rel err|differ|step +[0-9]+:|largest per-step|cuDNN|FAIL|ok   |SKIP|passed, |tests passed|tests failed|Test +#" "$OUT/tests.log" \
+    | sed -E 's/^[0-9]+: //' > "$OUT/tests.txt"
+  block "$OUT/tests.txt"
+  [ $status -eq 0 ] && say "GPU tests: all passed" || say "GPU tests: FAILURES (full log: tests.log)"
+
+  say "## Smoke: ringgpt train --device cuda (tiny model, 30 steps), default path and --attn cudnn --activations bf16"
+  TMPD=$(mktemp -d)
+  awk 'BEGIN { srand(5); for (i = 0; i < 2000; i++) { b = ""; for (j = 0; j < 16; j++) b = b substr("abcdefghijklmnop", int(rand() * 16) + 1, 1); printf "%s%s", b, b } }' > "$TMPD/copy.txt"
+  for flags in "" "--attn cudnn --activations bf16"; do
+    $BUILD/ringgpt train --device cuda --data "$TMPD/copy.txt" --model tiny --dim 128 --heads 2 --seq-len 256 --steps 30 \
+      --log-every 10 --ckpt-every -1 --out "$TMPD/smoke" $flags >> "$OUT/smoke.log" 2>&1 || { status=1; echo "smoke run ($flags) FAILED" >> "$OUT/smoke.log"; }
+    rm -rf "$TMPD/smoke"
+  done
+  block "$OUT/smoke.log"
+  say "### bad input: --device cuda with no device visible (CUDA_VISIBLE_DEVICES=)"
+  CUDA_VISIBLE_DEVICES= $BUILD/ringgpt train --device cuda --data "$TMPD/copy.txt" --steps 1 > "$OUT/nodev.log" 2>&1
+  say "exit $? — $(tail -1 "$OUT/nodev.log")"
+  rm -rf "$TMPD"
+
+  say "## CPU suite with --device cpu (other labels must stay green on a GPU machine)"
+  (cd "$BUILD" && RINGGPT_DEVICE=cpu ctest -LE gpu -j"$JOBS" --timeout 900) > "$OUT/cpu_tests.log" 2>&1 || status=1
+  tail -3 "$OUT/cpu_tests.log" | tee -a "$REPORT"
+fi
+
+if stage sanitize; then
+  say "## compute-sanitizer (memcheck, synccheck) on the GPU test programs"
+  SAN=(memcheck:test_gpu_fused memcheck:test_gpu_ops memcheck:test_gpu_bf16 memcheck:test_gpu_attention
+       memcheck:test_gpu_attention_cudnn memcheck:test_gpu_attention_sm90
+       synccheck:test_gpu_attention synccheck:test_gpu_attention_cudnn synccheck:test_gpu_attention_sm90 synccheck:test_gpu_fused)
+  for item in "${SAN[@]}"; do
+    tool=${item%%:*} t=${item#*:}
+    [ -x "$BUILD/$t" ] || { say "$tool $t: not built (SKIP)"; continue; }
+    log="$OUT/sanitize_${tool}_$t.log"
+    timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$BUILD/$t" > "$log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then say "$tool $t: clean ($(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" || echo 'no errors'))"
+    elif [ $rc -eq 77 ] || grep -q '^SKIP' "$log"; then say "$tool $t: SKIP ($(grep -m1 '^SKIP' "$log"))"
+    elif [ $rc -eq 124 ]; then say "$tool $t: did not finish in 300 s (log: $(basename "$log"))"
+    else say "$tool $t: PROBLEMS (exit $rc)"; grep -m20 -E '=====|FAIL' "$log" >> "$REPORT"; status=1
+    fi
   done
 fi
 
-say "## CPU suite with --device cpu (other labels must stay green on a GPU machine)"
-(cd $BUILD && RINGGPT_DEVICE=cpu ctest -LE gpu -j"$JOBS" --timeout 900) > "$OUT/cpu_tests.log" 2>&1 || status=1
-tail -3 "$OUT/cpu_tests.log" | tee -a "$REPORT"
-
-say "## Smoke: ringgpt train --device cuda (tiny model, 30 steps)"
-TMPD=$(mktemp -d)
-awk 'BEGIN { srand(5); for (i = 0; i < 2000; i++) { b = ""; for (j = 0; j < 16; j++) b = b substr("abcdefghijklmnop", int(rand() * 16) + 1, 1); printf "%s%s", b, b } }' > "$TMPD/copy.txt"
-$BUILD/ringgpt train --device cuda --data "$TMPD/copy.txt" --model tiny --seq-len 256 --steps 30 --log-every 10 \
-  --ckpt-every -1 --out "$TMPD/smoke" > "$OUT/smoke.log" 2>&1 || { status=1; echo "smoke run FAILED" >> "$OUT/smoke.log"; }
-block "$OUT/smoke.log"
-say "### bad input: --device cuda with no device visible (CUDA_VISIBLE_DEVICES=)"
-CUDA_VISIBLE_DEVICES= $BUILD/ringgpt train --device cuda --data "$TMPD/copy.txt" --steps 1 > "$OUT/nodev.log" 2>&1
-say "exit $? — $(tail -1 "$OUT/nodev.log")"
-rm -rf "$TMPD"
-
-say "## Benchmarks: ringgpt vs PyTorch on this GPU (bench/gpu_side_by_side.sh)"
-STEPS=12
-[ $QUICK -eq 1 ] && STEPS=6
-QUICK=$QUICK STEPS=$STEPS bash bench/gpu_side_by_side.sh "$BUILD" "$OUT/side_by_side" > "$OUT/side_by_side.txt" 2>&1
-block "$OUT/side_by_side.txt"
+if stage bench || stage bench-kernels || stage bench-train; then
+  say "## Benchmarks: ringgpt vs PyTorch on this GPU (bench/gpu_side_by_side.sh)"
+  parts="train attention kernels"
+  stage bench || { parts=; stage bench-kernels && parts="attention kernels"; stage bench-train && parts="$parts train"; }
+  STEPS=${STEPS:-12}
+  [ $QUICK -eq 1 ] && STEPS=6
+  PARTS="$parts" QUICK=$QUICK STEPS=$STEPS bash bench/gpu_side_by_side.sh "$BUILD" "$OUT/side_by_side" > "$OUT/side_by_side.txt" 2>&1
+  block "$OUT/side_by_side.txt"
+fi
 
 say ""
 say "overall: $([ $status -eq 0 ] && echo PASS || echo FAIL) (report: $REPORT)"

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-# scripts/plot_passkey.py — heatmaps of `ringgpt passkey` results: exact match by length × depth, one panel per JSON file (stage).
+# scripts/plot_passkey.py — heatmaps of `ringgpt passkey` results: exact match by length × depth, one panel per JSON file (stage × grid).
 """Usage: plot_passkey.py RESULT.json [MORE.json ...] [-o OUT.png] [--title TEXT]
 
-Each JSON file is one `ringgpt passkey --out X` run (X.json); its "label" names the panel. With several
-files (the stages of a context-extension run) the panels share one colour scale and sit side by side.
-Default output: the first file's name with .png.
+Each JSON file is one `ringgpt passkey --out X` run (X.json); its "label" names the panel. The panels share
+one colour scale: one row per kind of grid (the generator's filler, a real-text haystack, K distractors:
+from the JSON's "haystack" and "distractors"), one column per label (the stages of a context-extension
+run), in the order the files come. Default output: the first file's name with .png.
 """
 import argparse
 import json
@@ -29,6 +30,13 @@ def load(path):
     return r, lengths, depths, grid
 
 
+def grid_kind(r):
+    hay = r.get("haystack", "generator filler")
+    kind = "filler" if hay == "generator filler" else "haystack " + hay.rstrip("/").rsplit("/", 1)[-1]
+    k = r.get("distractors", 0)
+    return kind + (f", {k} distractor{'s' if k > 1 else ''}" if k else "")
+
+
 def length_label(n):
     return f"{n // 1024}K" if n % 1024 == 0 else str(n)
 
@@ -42,10 +50,20 @@ def main():
     plt = pyfind.pyplot("plot_passkey")
     import numpy as np
     runs = [load(p) for p in a.results]
-    fig, axes = plt.subplots(1, len(runs), figsize=(1.2 + 0.45 * max(len(r[2]) for r in runs) * len(runs) + 1.0 * len(runs),
-                                                    1.8 + 0.45 * max(len(r[1]) for r in runs)), squeeze=False,
-                             layout="constrained")
-    for k, (ax, (r, lengths, depths, grid)) in enumerate(zip(axes[0], runs)):
+    kinds, columns = [], []
+    for r in runs:
+        kinds += [grid_kind(r[0])] if grid_kind(r[0]) not in kinds else []
+        columns += [r[0].get("label", "")] if r[0].get("label", "") not in columns else []
+    width = max(len(r[2]) for r in runs)
+    fig, axes = plt.subplots(len(kinds), len(columns), figsize=(1.2 + (0.45 * width + 1.0) * len(columns),
+                                                                (1.8 + 0.45 * max(len(r[1]) for r in runs)) * len(kinds)),
+                             squeeze=False, layout="constrained")
+    for ax in axes.flat:
+        ax.set_visible(False)
+    for r, lengths, depths, grid in runs:
+        row, col = kinds.index(grid_kind(r)), columns.index(r.get("label", ""))
+        ax = axes[row][col]
+        ax.set_visible(True)
         im = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=100, aspect="auto", origin="lower")
         for i in range(len(lengths)):
             for j in range(len(depths)):
@@ -54,11 +72,12 @@ def main():
         ax.set_xticks(range(len(depths)), [f"{d:g}" for d in depths], fontsize=7)
         ax.set_yticks(range(len(lengths)), [length_label(n) for n in lengths], fontsize=8)
         trained = r.get("trained_seq_len", 0)
-        ax.set_title(f"{r.get('label', '')}\n(trained at {length_label(trained)}, θ={r.get('rope_theta', 0):g})", fontsize=9)
+        ax.set_title(f"{r.get('label', '')}: {grid_kind(r)}\n(trained at {length_label(trained)}, θ={r.get('rope_theta', 0):g})",
+                     fontsize=9)
         ax.set_xlabel("depth of the key")
-        if k == 0:
+        if col == 0:
             ax.set_ylabel("context length (tokens)")
-    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="exact match %")
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8, label="exact match %")
     fig.suptitle(a.title, fontsize=10)
     out = a.out or a.results[0].rsplit(".", 1)[0] + ".png"
     fig.savefig(out, dpi=120, bbox_inches="tight")

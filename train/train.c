@@ -27,6 +27,11 @@
 #include "core/backend_cuda.h"
 #endif
 
+// --activations: the storage of the [act] activations (core/backend.h); bf16 only on a GPU.
+static ActStore train_act_store(const TrainConfig *t) {
+    return t->activations && !strcmp(t->activations, "bf16") ? ACT_BF16 : ACT_F32;
+}
+
 void train_check_config(const TrainConfig *t) {
     if (!t->data) fail_usage("--data is required: a text file or a dataset directory (see `ringgpt train --help`)");
     if (t->seq_len < 1) fail_usage("--seq-len must be at least 1 (got %d)", t->seq_len);
@@ -57,8 +62,16 @@ void train_check_config(const TrainConfig *t) {
     if (t->peak_tflops < 0) fail_usage("--peak-tflops must not be negative (got %g)", t->peak_tflops);
     if (t->logits_mb < 0) fail_usage("--logits-mb must not be negative (got %d)", t->logits_mb);
     if (t->matmul && strcmp(t->matmul, "bf16") && strcmp(t->matmul, "tf32") && strcmp(t->matmul, "fp32"))
-        fail_usage("--matmul %s: use bf16, tf32 or fp32", t->matmul);
-    if (t->attn && strcmp(t->attn, "flash") && strcmp(t->attn, "sm90")) fail_usage("--attn %s: use flash or sm90", t->attn);
+        fail_usage("--matmul %s: use tf32, bf16 or fp32", t->matmul);
+    if (t->attn && strcmp(t->attn, "flash") && strcmp(t->attn, "cudnn") && strcmp(t->attn, "sm90"))
+        fail_usage("--attn %s: use flash, cudnn or sm90", t->attn);
+    if (t->activations && strcmp(t->activations, "fp32") && strcmp(t->activations, "bf16"))
+        fail_usage("--activations %s: use fp32 or bf16", t->activations);
+    if (train_act_store(t) == ACT_BF16 && t->matmul && strcmp(t->matmul, "bf16"))
+        fail_usage("--activations bf16 runs the matmuls on bf16 operands; drop --matmul %s or use --activations fp32",
+                   t->matmul);
+    if (train_act_store(t) == ACT_BF16 && t->device && !strcmp(t->device, "cpu"))
+        fail_usage("--activations bf16 is a GPU setting (--device cuda); the CPU stores activations as fp32");
     if (t->comm && strcmp(t->comm, "auto") && strcmp(t->comm, "nccl") && strcmp(t->comm, "mpi"))
         fail_usage("--comm %s: use auto, nccl or mpi", t->comm);
     ScheduleKind k;
@@ -150,8 +163,11 @@ static const Backend *select_backend(const TrainConfig *t, int rank) {
         comm_fail_usage_all("--device %s: use cpu, cuda or auto", device);
 #ifdef RINGGPT_HAVE_CUDA
     if (!strcmp(device, "auto")) cuda = cuda_device_count() > 0;
+    if (!cuda && train_act_store(t) == ACT_BF16)
+        comm_fail_usage_all("--activations bf16 is a GPU setting (--device cuda); the CPU stores activations as fp32");
     if (!cuda) return &BACKEND_CPU;
-    cuda_backend_set_matmul(t->matmul);
+    cuda_backend_set_matmul(t->matmul ? t->matmul : train_act_store(t) == ACT_BF16 ? "bf16" : NULL);
+    cuda_backend_set_fused(t->fused);
     cuda_backend_init(cuda_local_rank(), rank);   // fails with one clear line when no GPU is visible
     attn_cuda_set_impl(t->attn);
     comm_cuda_set_kind(t->comm);
@@ -164,6 +180,8 @@ static const Backend *select_backend(const TrainConfig *t, int rank) {
     if (cuda)
         comm_fail_usage_all("--device cuda: this ringgpt was built without CUDA (no nvcc at build time, or "
                             "-DRINGGPT_CUDA=OFF); rebuild with the CUDA toolkit or use --device cpu");
+    if (train_act_store(t) == ACT_BF16)
+        comm_fail_usage_all("--activations bf16 is a GPU setting (--device cuda); the CPU stores activations as fp32");
     return &BACKEND_CPU;
 #endif
 }
@@ -187,17 +205,17 @@ static void fitting_options(const TrainConfig *t, double budget, double runtime,
     const ModelConfig *c = &t->model_cfg;
     int len = 0;
     for (int r = t->recompute_mode + 1; r <= RECOMPUTE_FULL; r++) {
-        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, r, sizeof(real), t->loss_chunk, runtime);
+        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, r, train_act_store(t), t->loss_chunk, runtime);
         if (p.total <= budget && len < (int)n)
             len += snprintf(buf + len, n - len, "--recompute %s (%.0f MiB), ", recompute_name(r), p.total / 1048576);
     }
     for (int sp = 2 * t->sp; sp <= 1024 && 2 * sp <= t->seq_len; sp *= 2) {
-        MemPlan p = memplan(c, t->batch, t->seq_len / sp, sp, t->recompute_mode, sizeof(real), t->loss_chunk, runtime);
+        MemPlan p = memplan(c, t->batch, t->seq_len / sp, sp, t->recompute_mode, train_act_store(t), t->loss_chunk, runtime);
         if (p.total > budget) continue;
         if (len < (int)n) len += snprintf(buf + len, n - len, "--sp %d (%.0f MiB per rank), ", sp, p.total / 1048576);
         break;
     }
-    long T = memplan_max_seq_len(c, t->batch, t->sp, t->recompute_mode, sizeof(real), t->loss_chunk, runtime, budget);
+    long T = memplan_max_seq_len(c, t->batch, t->sp, t->recompute_mode, train_act_store(t), t->loss_chunk, runtime, budget);
     if (len < (int)n) {
         if (T > 0) snprintf(buf + len, n - len, "--seq-len %ld or shorter", T);
         else snprintf(buf + len, n - len, "no shorter --seq-len (the model alone does not fit)");
@@ -210,7 +228,7 @@ static void fitting_options(const TrainConfig *t, double budget, double runtime,
 static MemPlan plan_memory(const TrainConfig *t, const Backend *be, Comm *world) {
     bool device = be->mem_free != NULL;
     double runtime = device ? 0 : mem_rss_now_bytes();   // a device starts empty; the host holds libraries, data
-    MemPlan p = memplan(&t->model_cfg, t->batch, t->seq_len / t->sp, t->sp, t->recompute_mode, sizeof(real),
+    MemPlan p = memplan(&t->model_cfg, t->batch, t->seq_len / t->sp, t->sp, t->recompute_mode, train_act_store(t),
                         t->loss_chunk, runtime);
     memplan_print(&p, &t->model_cfg, t->recompute_mode, t->batch, t->seq_len, t->sp);
     const char *source = "--mem-budget";
@@ -284,6 +302,7 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     r->model.loss_chunk = t->loss_chunk;
     r->model.doc_mask = t->doc_mask;
     r->model.recompute = t->recompute_mode;
+    r->model.act_store = train_act_store(t);
     if (t->sp > 1) r->model.ring = ring_create(r->ring_comm, be, t->ring_overlap);   // attention spans the sp ranks
     adamw_init(&r->opt, &r->model, (AdamWConfig){t->beta1, t->beta2, 1e-8f, t->weight_decay});
     r->sched = (Schedule){.lr = t->lr, .min_lr = t->min_lr, .warmup = t->warmup, .total = t->steps};

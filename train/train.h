@@ -39,6 +39,8 @@ typedef struct TrainConfig {
     bool ring_overlap;   // --ring-overlap: post the next KV hop before computing the block (false: the serial baseline)
     float peak_tflops;   // --peak-tflops: the device's dense bf16 peak per rank for MFU (0: the GPU table's)
     const char *matmul, *attn, *comm;   // CUDA: --matmul, --attn, --comm (NULL: the defaults)
+    const char *activations;            // CUDA: --activations fp32 or bf16 (NULL: fp32)
+    bool fused;                         // CUDA: --fused, the fused step's kernels
     int logits_mb;       // CUDA: --logits-mb, the fused LM head's logits budget
 } TrainConfig;
 

@@ -98,7 +98,7 @@ static void run_case_docs(int H, int Hkv, int hd, int T, int causal, int splits,
             int nk = T - j0 < per ? T - j0 : per;
             size_t off = (size_t)j0 * Hkv * hd;
             AttnDocs docs = {doc, doc + j0};
-            be->attn_backward_block(&s, dq, dk + off, dv + off, q, k + off, v + off, dout, lse, D, T, nk, ATTN_FULL,
+            be->attn_backward_block(&s, dq, dk + off, dv + off, q, k + off, v + off, out, dout, lse, D, T, nk, ATTN_FULL,
                                     doc ? &docs : NULL);
         }
     }

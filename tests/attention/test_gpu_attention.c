@@ -3,7 +3,9 @@
 // step's KV owner j (the three cases of attention/ring.c: j == r causal, j < r full, j > r second
 // half of the rows), forward and backward, on both backends; outputs, LSE, dQ and the dK/dV each
 // block collects around the ring are compared (bf16 tensor cores: ~1e-2). Cases with `docs` pass
-// document ids (--doc-mask) to both backends' kernels: the CUDA predicate must match the CPU's.
+// document ids (--doc-mask) to both backends' kernels: the CUDA predicate must match the CPU's; cases with `bf16`
+// store q, k, v as bf16 on the GPU (--activations bf16). `--attn NAME` runs every case on those kernels (the
+// calls they cannot run fall back to flash).
 #include <math.h>
 
 #include "tests/attention/attn_ring_replay.h"
@@ -55,6 +57,9 @@ int main(int argc, char **argv) {
         {4, 2, 32, 2, 37, 1},    // ... around a ring of 2, GQA, odd chunk
         {8, 2, 128, 3, 70, 1},
         {2, 1, 16, 4, 64, 1},
+        {4, 2, 64, 2, 100, 0, 1},   // --activations bf16: q, k, v stored as bf16
+        {8, 2, 128, 3, 70, 0, 1},
+        {4, 2, 32, 2, 37, 1, 1},    // ... with documents, hd 32
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) test_case(cases[i], 100 + 10 * i);
     test_empty_rows();

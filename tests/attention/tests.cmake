@@ -1,4 +1,4 @@
-# tests/attention/tests.cmake — attention/: blockwise = naive attention, the ring = one rank (under mpiexec), the CUDA kernels = the CPU's.
+# tests/attention/tests.cmake — attention/: blockwise = naive attention, the ring = one rank (under mpiexec), cuDNN's planning, the CUDA kernels = the CPU's.
 add_executable(test_attention ${CMAKE_SOURCE_DIR}/tests/attention/test_attention.c)
 target_link_libraries(test_attention PRIVATE ringgpt_lib)
 add_test(NAME attention_vs_naive COMMAND test_attention)
@@ -15,8 +15,14 @@ foreach(prec f32 f64)
   endforeach()
 endforeach()
 
+# cuDNN attention's host-side planning (attention/sdpa_plan.c, plain C): every build, no GPU.
+add_executable(test_sdpa_plan ${CMAKE_SOURCE_DIR}/tests/attention/test_sdpa_plan.c)
+target_link_libraries(test_sdpa_plan PRIVATE ringgpt_lib)
+add_test(NAME attention_cudnn_plan COMMAND test_sdpa_plan)
+set_tests_properties(attention_cudnn_plan PROPERTIES LABELS attention)
+
 # GPU (label gpu; SKIP without a device, reported as skipped): the CUDA blocks against the CPU's for every ring
-# case, the Hopper kernels against both, the sm_80 test's cases again on the Hopper kernels, and their SASS.
+# case, the Hopper kernels and cuDNN's against both, the flash test's cases again on each of them, and SASS.
 if(RINGGPT_HAVE_CUDA)
   foreach(t test_gpu_attention test_gpu_attention_sm90)
     add_executable(${t} ${CMAKE_SOURCE_DIR}/tests/attention/${t}.c)
@@ -25,9 +31,31 @@ if(RINGGPT_HAVE_CUDA)
   ringgpt_gpu_test(attention_gpu_vs_cpu test_gpu_attention)
   ringgpt_gpu_test(attention_gpu_sm90_kernels test_gpu_attention_sm90)
   ringgpt_gpu_test(attention_gpu_vs_cpu_on_sm90 test_gpu_attention --attn sm90)
-  # No GPU needed: the sm_90a code is wgmma + TMA + mbarrier code without spills (SKIP without cuobjdump).
-  find_program(CUOBJDUMP cuobjdump HINTS ${CUDAToolkit_BIN_DIR})
+  if(RINGGPT_HAVE_CUDNN)
+    add_executable(test_gpu_attention_cudnn ${CMAKE_SOURCE_DIR}/tests/attention/test_gpu_attention_cudnn.c)
+    target_link_libraries(test_gpu_attention_cudnn PRIVATE ringgpt_lib)
+    ringgpt_gpu_test(attention_gpu_cudnn_blocks test_gpu_attention_cudnn)
+    ringgpt_gpu_test(attention_gpu_vs_cpu_on_cudnn test_gpu_attention --attn cudnn)
+    # No GPU needed: the configured cuDNN loads at run time (SKIP where the library is absent).
+    add_executable(test_cudnn_load ${CMAKE_SOURCE_DIR}/tests/attention/test_cudnn_load.c)
+    target_link_libraries(test_cudnn_load PRIVATE ringgpt_lib)
+    target_include_directories(test_cudnn_load PRIVATE ${CUDNN_INCLUDE_DIR})
+    add_test(NAME attention_cudnn_loads COMMAND test_cudnn_load)
+    set_tests_properties(attention_cudnn_loads PROPERTIES LABELS attention TIMEOUT 60 SKIP_RETURN_CODE 77)
+  else()
+    add_test(NAME attention_gpu_cudnn_not_built
+             COMMAND sh -c "echo 'SKIP: this build has no cuDNN path (cudnn.h or the cuDNN frontend headers not found)'; exit 77")
+    set_tests_properties(attention_gpu_cudnn_not_built PROPERTIES LABELS "attention;gpu" SKIP_RETURN_CODE 77)
+  endif()
+  # No GPU needed: the sm_90a code is wgmma + TMA + mbarrier code without spills (SKIP without cuobjdump), and
+  # every other CUDA kernel of the attention and model libraries is free of local memory with 16-byte accesses
+  # where it vectorizes.
+  find_program(CUOBJDUMP cuobjdump HINTS ${CUDAToolkit_BIN_DIR} ${RINGGPT_PIP_NVIDIA_BIN})
   add_test(NAME attention_gpu_sm90_sass
            COMMAND bash ${CMAKE_SOURCE_DIR}/tests/attention/check_sm90_sass.sh "${CUOBJDUMP}" $<TARGET_FILE:rg_attention>)
   set_tests_properties(attention_gpu_sm90_sass PROPERTIES LABELS "attention;gpu" TIMEOUT 120 SKIP_RETURN_CODE 77)
+  add_test(NAME cuda_kernels_sass
+           COMMAND bash ${CMAKE_SOURCE_DIR}/tests/check_kernels_sass.sh "${CUOBJDUMP}" $<TARGET_FILE:rg_attention>
+                   $<TARGET_FILE:rg_model>)
+  set_tests_properties(cuda_kernels_sass PROPERTIES LABELS "attention;model;gpu" TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()

@@ -55,6 +55,13 @@ for sp in 2 4; do
   ok "passkey and needle answers over sp $sp = one rank's"
 done
 grep -q "The grass is green" <<<"$(answers "$W/hay1.json")" && fail "the haystack run used the generator's filler"
+# distractors: the same answers over the ring; the JSON records the count and the haystack's bytes and CRC
+"$BIN" passkey "$W/run" --lengths 400 --depths 0,1 --trials 2 --threads 1 --distractors 3 --haystack "$W/copy.txt" --out "$W/dis1" >/dev/null
+mpirun_np 2 "$BIN" passkey "$W/run" --lengths 400 --depths 0,1 --trials 2 --threads 1 --distractors 3 --haystack "$W/copy.txt" --sp 2 \
+  --out "$W/dis2" >/dev/null
+[[ $(answers "$W/dis2.json") == "$(answers "$W/dis1.json")" ]] || fail "distractor answers over sp 2 differ from one rank's"
+grep -qE '"distractors":\s*3' "$W/dis1.json" && grep -qE '"haystack_crc32":\s*"[0-9a-f]{8}"' "$W/dis1.json" \
+  && ok "passkey --distractors 3 in a haystack over sp 2 = one rank's; recorded in the JSON" || fail "distractor JSON: $(head -c 400 "$W/dis1.json")"
 
 # bad input: exit 2, one line naming the problem
 expect2() {
@@ -70,7 +77,9 @@ expect2 "too short for a passkey" "$BIN" passkey "$W/run" --lengths 100 --thread
 expect2 "outside 0..1" "$BIN" passkey "$W/run" --depths 0:2:0.5 --threads 1
 expect2 "write e.g. --lengths" "$BIN" passkey "$W/run" --lengths 1X --threads 1
 head -c 150 "$W/copy.txt" > "$W/short.txt"
-expect2 "too short for length" "$BIN" passkey "$W/run" --lengths 1K --haystack "$W/short.txt" --threads 1
+expect2 "fewer than a document of --lengths 1024" "$BIN" passkey "$W/run" --lengths 1K --haystack "$W/short.txt" --threads 1
+expect2 "distractors 9: give 0..8" "$BIN" passkey "$W/run" --distractors 9 --threads 1
+expect2 "or fewer --distractors" "$BIN" passkey "$W/run" --lengths 200 --distractors 3 --threads 1
 expect2 "cannot open" "$BIN" passkey "$W/run" --haystack "$W/nothing" --threads 1
 expect2 "not divisible by 2·sp" mpirun_np 3 "$BIN" eval "$W/run" --data "$W/copy.txt" --seq-len 50 --sp 3 --threads 1
 expect2 "multiple of dp" mpirun_np 2 "$BIN" eval "$W/run" --data "$W/copy.txt" --seq-len 48 --batches 3 --threads 1

@@ -11,13 +11,13 @@ add_test(NAME cli_corruption_sweep COMMAND python3 ${CLI_T}/corruption_sweep.py 
 set_tests_properties(cli_corruption_sweep PROPERTIES LABELS cli TIMEOUT 120)
 # A one-node Slurm started by the test; SKIP (77) with the reason where slurm-wlm is missing or cannot run.
 add_test(NAME cli_slurm_srun COMMAND bash ${CLI_T}/slurm.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
-set_tests_properties(cli_slurm_srun PROPERTIES LABELS cli TIMEOUT 120 SKIP_RETURN_CODE 77)
+set_tests_properties(cli_slurm_srun PROPERTIES LABELS cli TIMEOUT 300 SKIP_RETURN_CODE 77)
 # scripts/long_context.sh at toy sizes through the built binary; SKIP (77) without a Python that has matplotlib.
 add_test(NAME cli_long_context COMMAND bash ${CLI_T}/long_context.sh ${RINGGPT_BIN})
 set_tests_properties(cli_long_context PROPERTIES LABELS cli TIMEOUT 180 SKIP_RETURN_CODE 77)
 # Every ```sh block of the README, run in a scratch copy (GPU, Slurm and build blocks are marked and skipped).
 add_test(NAME cli_readme_commands COMMAND bash ${CLI_T}/readme_commands.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
-set_tests_properties(cli_readme_commands PROPERTIES LABELS cli TIMEOUT 120)
+set_tests_properties(cli_readme_commands PROPERTIES LABELS cli TIMEOUT 300)
 add_test(NAME cli_docs_links COMMAND python3 ${CLI_T}/docs_links.py ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli_docs_links PROPERTIES LABELS cli TIMEOUT 30)
 
@@ -46,6 +46,11 @@ bad_input(no_data_flag "--data is required" train --model tiny)
 bad_input(unknown_model "unknown --model" train --data ${OK} --model huge)
 bad_input(unknown_command "unknown command" trian)
 bad_input(unknown_recompute "unknown --recompute 'some'" train --data ${OK} --model tiny --recompute some)
-bad_input(unknown_matmul "--matmul fast: use bf16, tf32 or fp32" train --data ${OK} --model tiny --matmul fast)
-bad_input(unknown_attn "--attn cudnn9: use flash or sm90" train --data ${OK} --model tiny --attn cudnn9)
+bad_input(unknown_matmul "--matmul fast: use tf32, bf16 or fp32" train --data ${OK} --model tiny --matmul fast)
+bad_input(unknown_attn "--attn cudnn9: use flash, cudnn or sm90" train --data ${OK} --model tiny --attn cudnn9)
+bad_input(unknown_activations "--activations fp16: use fp32 or bf16" train --data ${OK} --model tiny --activations fp16)
+bad_input(activations_bf16_tf32 "--activations bf16 runs the matmuls on bf16 operands" train --data ${OK} --model tiny
+          --activations bf16 --matmul tf32)
+bad_input(activations_bf16_cpu "--activations bf16 is a GPU setting" train --data ${OK} --model tiny --device cpu
+          --activations bf16)
 bad_input(unknown_comm "--comm tcp: use auto, nccl or mpi" train --data ${OK} --model tiny --comm tcp)

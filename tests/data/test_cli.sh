@@ -77,6 +77,25 @@ expect_fail "prepare --long-frac with recall" "drop them for --synthetic recall"
 expect_fail "prepare --text-frac without --text" "needs --text FILE" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --text-frac 0.1
 expect_fail "prepare --text missing" "cannot open" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --text "$DIR/none.txt" --text-frac 0.1
 expect_fail "prepare --doc-len list with a bad entry" "not a number" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --doc-len 300,x
+# Needles in prose and distractors (the haystack a directory: a link to a file already there is not read twice),
+# kept apart from a held-out text; the held-out text sharing a passage (re-wrapped) with the haystack is refused.
+mkdir -p "$DIR/hay" && python3 -c "
+import random; r = random.Random(3); w = 'river stone lamp garden window letter music winter city bread'.split()
+open('$DIR/hay/a.txt', 'w').write(' '.join(r.choice(w) for _ in range(3000)) + '\n')" && ln -sf a.txt "$DIR/hay/b.txt"
+printf 'A held-out text about licences and the freedom to share and change software, nothing else at all.\n%.0s' 1 2 3 > "$DIR/held.txt"
+"$BIN" prepare --out "$DIR/pkhay" --synthetic passkey --docs 40 --doc-len 400,2K --haystack "$DIR/hay" --haystack-frac 0.5 \
+    --distractor-frac 0.5 --distractors 3 --held-out "$DIR/held.txt" --quiet > /dev/null && "$BIN" inspect --verify "$DIR/pkhay" > /dev/null \
+    && grep -qE '"haystack_frac":\s*0.5' "$DIR/pkhay/manifest.json" && ok || bad "prepare --synthetic passkey with a haystack and distractors"
+head -c 700 "$DIR/hay/a.txt" | tr ' ' '\n' > "$DIR/held_copy.txt"
+expect_fail "prepare --held-out sharing text" "shares text with the held-out" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey \
+    --doc-len 300 --haystack "$DIR/hay" --haystack-frac 0.5 --held-out "$DIR/held_copy.txt"
+expect_fail "prepare --haystack shorter than a document" "shorter than the longest document" -- "$BIN" prepare --out "$DIR/x" \
+    --synthetic passkey --doc-len 64K --haystack "$DIR/held.txt" --haystack-frac 0.5
+expect_fail "prepare --haystack-frac without --haystack" "needs --haystack" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --haystack-frac 0.5
+expect_fail "prepare --held-out without --haystack" "give both" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --held-out "$DIR/held.txt"
+expect_fail "prepare --distractors 9" "distractors 9: give 1..8" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --distractor-frac 0.5 --distractors 9
+"$BIN" prepare --out "$DIR/pkshort" --synthetic passkey --docs 20 --doc-len 160,400 --distractor-frac 1 --distractors 3 --quiet > /dev/null \
+    && ok || bad "prepare --distractors: a document too short for them holds as many as fit"
 
 # JSONL prompt/completion records: a clean dataset with loss weights; a bad record names its line (exit 2).
 printf '{"prompt": "Q: 1+1? A: ", "completion": "2"}\n\n{"prompt": "say hi ", "completion": "hi"}\n' > "$DIR/ok.jsonl"

@@ -17,7 +17,7 @@ static bool digits_at(const uint32_t *doc, uint64_t pos, const char *want, int n
 static bool text_at(const uint32_t *doc, uint64_t pos, const char *want) { return digits_at(doc, pos, want, (int)strlen(want)); }
 
 static void test_passkey(void) {
-    const uint64_t lens[] = {passkey_min_len(), 200, 1000, 4096, 65536, 1000003, 2500000};
+    const uint64_t lens[] = {passkey_min_len(0), 200, 1000, 4096, 65536, 1000003, 2500000};
     const double depths[] = {0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0, -1};
     uint32_t *doc = malloc(2500000 * sizeof *doc);
     int bad = 0, cases = 0;
@@ -25,10 +25,10 @@ static void test_passkey(void) {
         for (size_t d = 0; d < sizeof depths / sizeof depths[0]; d++) {
             uint64_t len = lens[l];
             PasskeyInfo info;
-            synth_passkey(5, l * 10 + d, len, depths[d], NULL, doc, &info);
+            synth_passkey(5, l * 10 + d, len, depths[d], 0, NULL, doc, &info);
             char key[8];
             snprintf(key, sizeof key, "%05u", info.key);
-            uint64_t filler = len - passkey_min_len(), digits = 0;
+            uint64_t filler = len - passkey_min_len(0), digits = 0;
             for (uint64_t i = 0; i < len; i++) digits += doc[i] >= '0' && doc[i] <= '9';
             double want_depth = depths[d] < 0 ? info.depth : depths[d];
             uint64_t want_needle = strlen("There is a pass key hidden in this text. Remember it. ") + (uint64_t)(want_depth * filler + 0.5);
@@ -44,12 +44,12 @@ static void test_passkey(void) {
     // Seeded: the same (seed, doc) gives the same document; another seed another key.
     PasskeyInfo a, b;
     uint32_t *doc2 = malloc(4096 * sizeof *doc2);
-    synth_passkey(9, 3, 4096, -1, NULL, doc, &a);
-    synth_passkey(9, 3, 4096, -1, NULL, doc2, &b);
+    synth_passkey(9, 3, 4096, -1, 0, NULL, doc, &a);
+    synth_passkey(9, 3, 4096, -1, 0, NULL, doc2, &b);
     CHECK(a.key == b.key && a.depth == b.depth && memcmp(doc, doc2, 4096 * 4) == 0, "passkey is deterministic");
     int differ = 0;
     for (int s = 0; s < 10; s++) {
-        synth_passkey(100 + s, 3, 4096, -1, NULL, doc2, &b);
+        synth_passkey(100 + s, 3, 4096, -1, 0, NULL, doc2, &b);
         differ += b.key != a.key;
     }
     CHECK(differ >= 9, "seeds change the key");
@@ -93,7 +93,7 @@ static void test_prepare_synthetic(void) {
           "synthetic dataset: 4 documents of 5000 tokens (EOS included) with loss weights: %s", e.msg);
     uint32_t *doc = malloc(4999 * sizeof *doc);
     PasskeyInfo info;
-    synth_passkey(9, 2, 4999, 0.5, NULL, doc, &info);
+    synth_passkey(9, 2, 4999, 0.5, 0, NULL, doc, &info);
     // Document 2 starts at token 2·5000; read the blocks holding its key and its answer.
     const Shard *s = d.shards[0];
     void *raw = malloc(shard_raw_bytes(&s->h, 1024)), *comp = malloc(shard_max_comp_bytes(s));
@@ -187,7 +187,7 @@ static MixStats mix_docs(const PasskeyMix *mx, const uint64_t *lens, int n_lens,
     for (int k = 0; k < docs; k++) {
         uint64_t len = lens[k % n_lens];
         PasskeyInfo info;
-        uint64_t n = synth_passkey_train(21, (uint64_t)k, len, mx, NULL, doc, w, &info);
+        uint64_t n = synth_passkey_train(21, (uint64_t)k, len, mx, doc, w, &info);
         uint64_t digits = n - info.answer_pos, extra = digits - PASSKEY_KEY_DIGITS;
         int ok = n == len + 2 * extra && digits >= PASSKEY_KEY_DIGITS && (int)digits <= mx->key_max;
         for (uint64_t i = 0; ok && i < digits; i++) ok = doc[info.key_pos + i] == doc[info.answer_pos + i] && doc[info.answer_pos + i] >= '0' && doc[info.answer_pos + i] <= '9';
@@ -224,8 +224,8 @@ static void test_train_mix(void) {
     uint32_t a[999 + 2 * PASSKEY_KEY_MAX], b[999];
     uint8_t w[999 + 2 * PASSKEY_KEY_MAX];
     PasskeyInfo ia, ib;
-    synth_passkey_train(21, 4, 999, &plain, NULL, a, w, &ia);
-    synth_passkey(21, 4, 999, -1, NULL, b, &ib);
+    synth_passkey_train(21, 4, 999, &plain, a, w, &ia);
+    synth_passkey(21, 4, 999, -1, 0, NULL, b, &ib);
     CHECK(memcmp(a, b, sizeof b) == 0 && ia.key == ib.key, "the zero mix gives synth_passkey's document");
 }
 
@@ -240,7 +240,7 @@ static void test_pinned_draw(void) {
     char line[2048];
     for (int k = 0; k < 40; k++) {
         PasskeyInfo info;
-        uint64_t n = synth_passkey_train(1, (uint64_t)k, k % 2 ? 699 : 299, &mx, NULL, doc, w, &info);
+        uint64_t n = synth_passkey_train(1, (uint64_t)k, k % 2 ? 699 : 299, &mx, doc, w, &info);
         int p = snprintf(line, sizeof line, "{\"completion\":\"");
         for (uint64_t i = info.answer_pos; i < n; i++) line[p++] = (char)doc[i];
         p += snprintf(line + p, sizeof line - p, "\",\"prompt\":\"");
@@ -253,6 +253,77 @@ static void test_pinned_draw(void) {
           " bytes): the recipe's measured runs would not repeat", h, bytes);
 }
 
+// Distractors: 1 + K needles "The pass key for NAME is KEY", distinct names and keys; the question names
+// the asked one, whose needle holds the answer; the document is exactly len tokens; with a haystack the
+// filler is the haystack's text.
+static bool text_at_str(const uint32_t *doc, uint64_t pos, const char *s) {
+    for (size_t i = 0; s[i]; i++)
+        if (doc[pos + i] != (unsigned char)s[i]) return false;
+    return true;
+}
+
+static int count_text(const uint32_t *doc, uint64_t n, const char *s) {
+    int c = 0;
+    for (uint64_t i = 0; i + strlen(s) <= n; i++) c += text_at_str(doc, i, s);
+    return c;
+}
+
+static void test_distractors(void) {
+    uint32_t *doc = malloc(4096 * sizeof *doc), *hay = malloc(4096 * sizeof *hay);
+    for (int i = 0; i < 4096; i++) hay[i] = "Some plain prose, nothing more. "[i % 32];
+    int bad = 0;
+    for (int K = 1; K <= PASSKEY_MAX_DISTRACTORS; K++) {
+        for (int d = 0; d < 20; d++) {
+            uint64_t len = d % 2 ? 4096 : passkey_min_len(K) + 3;
+            PasskeyInfo info;
+            synth_passkey(33, (uint64_t)(K * 100 + d), len, d / 19.0, K, d % 3 ? NULL : hay, doc, &info);
+            char key[8];
+            snprintf(key, sizeof key, "%05u", info.key);
+            // The asked name: between "What is the pass key for " and "?" in the question.
+            uint64_t q = info.answer_pos;
+            while (q > 0 && doc[q] != '?') q--;
+            uint64_t qs = q;
+            while (qs > 0 && doc[qs - 1] != ' ') qs--;
+            char name[16] = "";
+            for (uint64_t i = qs; i < q && i - qs < 15; i++) name[i - qs] = (char)doc[i];
+            char needle[64];
+            snprintf(needle, sizeof needle, "The pass key for %s is %s", name, key);
+            bad += info.needles != K + 1 || count_text(doc, len, "The pass key for ") != K + 2 ||   // + the question's
+                   count_text(doc, len, needle) != 2 ||   // the needle and the question + answer
+                   !text_at_str(doc, info.key_pos, key) ||
+                   !text_at_str(doc, info.answer_pos, key) || info.answer_pos + PASSKEY_KEY_DIGITS != len ||
+                   !text_at_str(doc, 0, "There are pass keys hidden in this text. Remember them. ") ||
+                   (len == 4096 && (d % 3 == 0) != (count_text(doc, len, "Some plain prose") > 0));
+        }
+    }
+    CHECK(bad == 0, "distractors: %d documents with a wrong layout", bad);
+    CHECK(passkey_min_len(3) > passkey_min_len(1) && passkey_min_len(1) > passkey_min_len(0), "longer minimum with more needles");
+    // Training documents with distractors and long keys: the asked key, lengthened, is the answer; every
+    // distractor key is lengthened too (so the longest key is not a shortcut); the weights cover the answer.
+    PasskeyMix mx = {.depth = -1, .edge_span = 0.03, .edge_far = 0.5, .long_frac = 1, .key_max = 12, .distractor_frac = 1,
+                     .distractors = 3, .hay_frac = 0.5, .hay = hay, .hay_len = 4096};
+    uint8_t *w = malloc(passkey_train_cap(4000));
+    uint32_t *t = malloc(passkey_train_cap(4000) * sizeof *t);
+    int with_hay = 0;
+    bad = 0;
+    for (int k = 0; k < 50; k++) {
+        PasskeyInfo info;
+        uint64_t n = synth_passkey_train(5, (uint64_t)k, 4000, &mx, t, w, &info);
+        uint64_t digits = n - info.answer_pos;
+        int ok = info.needles >= 2 && info.needles <= 4 && digits > PASSKEY_KEY_DIGITS && digits <= 12;
+        for (uint64_t i = 0; ok && i < digits; i++) ok = t[info.key_pos + i] == t[info.answer_pos + i];
+        ok = ok && !(t[info.key_pos + digits] >= '0' && t[info.key_pos + digits] <= '9');   // the needle's key ends there
+        for (uint64_t i = 0; ok && i < n; i++) ok = w[i] == (i >= info.answer_pos);
+        with_hay += count_text(t, n, "Some plain prose") > 0;
+        bad += !ok;
+    }
+    CHECK(bad == 0 && with_hay > 10 && with_hay < 40, "training distractors: %d bad, %d of 50 in the haystack", bad, with_hay);
+    free(t);
+    free(w);
+    free(doc);
+    free(hay);
+}
+
 int main(void) {
     test_passkey();
     test_recall();
@@ -260,5 +331,6 @@ int main(void) {
     test_windows();
     test_train_mix();
     test_pinned_draw();
+    test_distractors();
     return test_finish();
 }

@@ -22,8 +22,8 @@ static const double TOL_BF16 = 1e-2;
 // out (N, F) = in @ w (F, C)ᵀ on both backends; w_g may be inside the registered parameters.
 static void forward_both(float *out_g, float *out_c, const float *in_g, const float *in_c, const float *w_g,
                          const float *w_c) {
-    GPU->matmul_forward(out_g, in_g, w_g, N, C, F);
-    CPU->matmul_forward(out_c, in_c, w_c, N, C, F);
+    GPU->matmul_forward(out_g, in_g, w_g, N, C, F, ACT_F32, ACT_F32);
+    CPU->matmul_forward(out_c, in_c, w_c, N, C, F, ACT_F32, ACT_F32);
 }
 
 // Bit-equality of two GPU buffers (n floats).
@@ -54,8 +54,8 @@ static void test_matmul_shadow(void) {
     compare("bf16 matmul forward (weight via shadow)", out, out_c, (size_t)N * F, TOL_BF16);
     CHECK(cuda_backend_shadow_refreshes() == r0 + 1, "the first weight read converts the shadow once");
     for (int acc = 0; acc <= 1; acc++) {
-        GPU->matmul_backward(din, dw, dout, in, w, N, C, F, acc);
-        CPU->matmul_backward(din_c, dw_c, dout_c, in_c, w_c, N, C, F, acc);
+        GPU->matmul_backward(din, dw, dout, in, w, N, C, F, acc, ACT_F32, ACT_F32, ACT_F32);
+        CPU->matmul_backward(din_c, dw_c, dout_c, in_c, w_c, N, C, F, acc, ACT_F32, ACT_F32, ACT_F32);
         compare(acc ? "bf16 matmul backward din (accumulate)" : "bf16 matmul backward din", din, din_c, (size_t)N * C,
                 TOL_BF16);
         compare("bf16 matmul backward dw (accumulates, fp32)", dw, dw_c, wn, TOL_BF16);
@@ -65,12 +65,13 @@ static void test_matmul_shadow(void) {
     // An AdamW step (large lr: every weight moves) keeps the shadow fresh without a full conversion.
     float *g = on(GPU, hdout, pn), *m = GPU->alloc(pn * sizeof(float), "m"), *v = GPU->alloc(pn * sizeof(float), "v");
     GPU->zero(m, pn * sizeof(float)), GPU->zero(v, pn * sizeof(float));
-    GPU->adamw(params, g, m, v, pn, 0.05f, 0.9f, 0.95f, 1e-8f, 0.1f, 1, 1);
+    const AdamwSpan all = {0, pn, 1};
+    GPU->adamw(params, g, m, v, &all, 1, 0.05f, 0.9f, 0.95f, 1e-8f, 0.1f, 1);
     float *plain = GPU->alloc(wn * sizeof(float) + 16, "plain weight copy");
     float *out2 = GPU->alloc((size_t)N * F * sizeof(float), "out");
     GPU->copy(plain, w, wn * sizeof(float));
-    GPU->matmul_forward(out, in, w, N, C, F);
-    GPU->matmul_forward(out2, in, plain, N, C, F);
+    GPU->matmul_forward(out, in, w, N, C, F, ACT_F32, ACT_F32);
+    GPU->matmul_forward(out2, in, plain, N, C, F, ACT_F32, ACT_F32);
     same_bits("after AdamW: shadow == fresh conversion", out, out2, (size_t)N * F);
     CHECK(cuda_backend_shadow_refreshes() == r0 + 1, "AdamW updates the shadow in its own kernel (no conversion)");
 
@@ -78,16 +79,16 @@ static void test_matmul_shadow(void) {
     float *hload = host_randn(wn, 4, 0.1);
     GPU->to_device(params + OFFSET, hload, wn * sizeof(float));
     GPU->to_device(plain, hload, wn * sizeof(float));
-    GPU->matmul_forward(out, in, w, N, C, F);
-    GPU->matmul_forward(out2, in, plain, N, C, F);
+    GPU->matmul_forward(out, in, w, N, C, F, ACT_F32, ACT_F32);
+    GPU->matmul_forward(out2, in, plain, N, C, F, ACT_F32, ACT_F32);
     same_bits("after to_device: shadow == fresh conversion", out, out2, (size_t)N * F);
     CHECK(cuda_backend_shadow_refreshes() == r0 + 2, "a load converts the shadow once before the next read");
 
     // scale (grad clipping's op) on the parameters also marks it stale.
     GPU->scale(params, 0.5f, pn);
     GPU->scale(plain, 0.5f, wn);
-    GPU->matmul_forward(out, in, w, N, C, F);
-    GPU->matmul_forward(out2, in, plain, N, C, F);
+    GPU->matmul_forward(out, in, w, N, C, F, ACT_F32, ACT_F32);
+    GPU->matmul_forward(out2, in, plain, N, C, F, ACT_F32, ACT_F32);
     same_bits("after scale: shadow == fresh conversion", out, out2, (size_t)N * F);
 
     // The tf32 and fp32 paths ignore the shadow and read the fp32 weights.

@@ -2,6 +2,7 @@
 // Linked against ringgpt_core64 (real = double): the same source as the product, in double.
 #include <string.h>
 
+#include "attention/attention.h"
 #include "core/backend.h"
 #include "core/common.h"
 #include "core/rng.h"
@@ -61,7 +62,7 @@ static void fd_check(const char *what, real *x, size_t n, const real *analytic, 
 typedef struct { int N, C; real *x, *w, *y, *rstd, *R; } NormCtx;
 static double norm_loss(void *p) {
     NormCtx *c = p;
-    be->rmsnorm_forward(c->y, c->rstd, c->x, c->w, c->N, c->C, 1e-5f);
+    be->rmsnorm_forward(c->y, c->rstd, c->x, NULL, c->w, c->N, c->C, 1e-5f, ACT_F32);
     return dotp(c->y, c->R, (size_t)c->N * c->C);
 }
 static void test_rmsnorm(void) {
@@ -75,11 +76,35 @@ static void test_rmsnorm(void) {
     fd_check("rmsnorm dw", c.w, c.C, dw, norm_loss, &c, c.C);
 }
 
+// The residual add fused into the norm: s = x + a (written over a copy of x), y = RMSNorm(s); the loss reads
+// both, so d/dx = d/da = rmsnorm's dx + R2.
+typedef struct { int N, C; real *x, *a, *s, *w, *y, *rstd, *R, *R2; } ResNormCtx;
+static double res_norm_loss(void *p) {
+    ResNormCtx *c = p;
+    size_t n = (size_t)c->N * c->C;
+    memcpy(c->s, c->x, n * sizeof(real));
+    be->rmsnorm_forward(c->y, c->rstd, c->s, c->a, c->w, c->N, c->C, 1e-5f, ACT_F32);
+    return dotp(c->y, c->R, n) + dotp(c->s, c->R2, n);
+}
+static void test_rmsnorm_residual(void) {
+    ResNormCtx c = {.N = 5, .C = 24};
+    size_t n = (size_t)c.N * c.C;
+    c.x = randn(n, 1), c.a = randn(n, 1), c.s = zeros(n), c.w = randn(c.C, 1), c.y = zeros(n), c.rstd = zeros(c.N);
+    c.R = randn(n, 1), c.R2 = randn(n, 1);
+    res_norm_loss(&c);
+    real *dx = zeros(n), *dw = zeros(c.C);
+    memcpy(dx, c.R2, n * sizeof(real));
+    be->rmsnorm_backward(dx, dw, c.R, c.s, c.w, c.rstd, c.N, c.C);
+    fd_check("rmsnorm + residual dx", c.x, n, dx, res_norm_loss, &c, (int)n);
+    fd_check("rmsnorm + residual dadd", c.a, n, dx, res_norm_loss, &c, (int)n);
+    fd_check("rmsnorm + residual dw", c.w, c.C, dw, res_norm_loss, &c, c.C);
+}
+
 // ---- matmul ----------------------------------------------------------------------------------
 typedef struct { int N, In, Out; real *in, *w, *out, *R; } MatCtx;
 static double mat_loss(void *p) {
     MatCtx *c = p;
-    be->matmul_forward(c->out, c->in, c->w, c->N, c->In, c->Out);
+    be->matmul_forward(c->out, c->in, c->w, c->N, c->In, c->Out, ACT_F32, ACT_F32);
     return dotp(c->out, c->R, (size_t)c->N * c->Out);
 }
 static void test_matmul(void) {
@@ -87,7 +112,7 @@ static void test_matmul(void) {
     c.in = randn((size_t)c.N * c.In, 1), c.w = randn((size_t)c.Out * c.In, 1), c.out = zeros((size_t)c.N * c.Out);
     c.R = randn((size_t)c.N * c.Out, 1);
     real *din = zeros((size_t)c.N * c.In), *dw = zeros((size_t)c.Out * c.In);
-    be->matmul_backward(din, dw, c.R, c.in, c.w, c.N, c.In, c.Out, 0);
+    be->matmul_backward(din, dw, c.R, c.in, c.w, c.N, c.In, c.Out, 0, ACT_F32, ACT_F32, ACT_F32);
     fd_check("matmul din", c.in, (size_t)c.N * c.In, din, mat_loss, &c, 40);
     fd_check("matmul dw", c.w, (size_t)c.Out * c.In, dw, mat_loss, &c, 40);
 }
@@ -108,31 +133,35 @@ static void test_embedding(void) {
     fd_check("embedding dtable", c.table, (size_t)c.V * c.C, dt, emb_loss, &c, c.V * c.C);
 }
 
-// ---- rope ------------------------------------------------------------------------------------
-typedef struct { int N, nh, hd; int32_t *pos; real *x, *y, *R; } RopeCtx;
+// ---- rope (q and k in one call) ----------------------------------------------------------------
+typedef struct { int N, nq, nk, hd; int32_t *pos; real *xq, *xk, *yq, *yk, *Rq, *Rk; } RopeCtx;
 static double rope_loss(void *p) {
     RopeCtx *c = p;
-    size_t n = (size_t)c->N * c->nh * c->hd;
-    memcpy(c->y, c->x, n * sizeof(real));
-    be->rope(c->y, c->pos, c->N, c->nh, c->hd, 10000.0f, 0);
-    return dotp(c->y, c->R, n);
+    size_t nq = (size_t)c->N * c->nq * c->hd, nk = (size_t)c->N * c->nk * c->hd;
+    memcpy(c->yq, c->xq, nq * sizeof(real));
+    memcpy(c->yk, c->xk, nk * sizeof(real));
+    be->rope(c->yq, c->yk, c->pos, c->N, c->nq, c->nk, c->hd, 10000.0f, 0, ACT_F32);
+    return dotp(c->yq, c->Rq, nq) + dotp(c->yk, c->Rk, nk);
 }
 static void test_rope(void) {
-    RopeCtx c = {.N = 6, .nh = 3, .hd = 8};
+    RopeCtx c = {.N = 6, .nq = 3, .nk = 1, .hd = 8};
     int32_t pos[6] = {0, 1, 7, 100, 5000, 1000000};   // global positions, far ones included
-    size_t n = (size_t)c.N * c.nh * c.hd;
-    c.pos = pos, c.x = randn(n, 1), c.y = zeros(n), c.R = randn(n, 1);
-    real *dx = zeros(n);
-    memcpy(dx, c.R, n * sizeof(real));
-    be->rope(dx, c.pos, c.N, c.nh, c.hd, 10000.0f, 1);   // the backward is the inverse rotation
-    fd_check("rope dx", c.x, n, dx, rope_loss, &c, (int)n);
+    size_t nq = (size_t)c.N * c.nq * c.hd, nk = (size_t)c.N * c.nk * c.hd;
+    c.pos = pos, c.xq = randn(nq, 1), c.xk = randn(nk, 1), c.yq = zeros(nq), c.yk = zeros(nk);
+    c.Rq = randn(nq, 1), c.Rk = randn(nk, 1);
+    real *dq = zeros(nq), *dk = zeros(nk);
+    memcpy(dq, c.Rq, nq * sizeof(real));
+    memcpy(dk, c.Rk, nk * sizeof(real));
+    be->rope(dq, dk, c.pos, c.N, c.nq, c.nk, c.hd, 10000.0f, 1, ACT_F32);   // the backward is the inverse rotation
+    fd_check("rope dq", c.xq, nq, dq, rope_loss, &c, (int)nq);
+    fd_check("rope dk", c.xk, nk, dk, rope_loss, &c, (int)nk);
 }
 
 // ---- swiglu ----------------------------------------------------------------------------------
 typedef struct { int N, F; real *g, *u, *h, *R; } SwiCtx;
 static double swi_loss(void *p) {
     SwiCtx *c = p;
-    be->swiglu_forward(c->h, c->g, c->u, c->N, c->F);
+    be->swiglu_forward(c->h, c->g, c->u, c->N, c->F, ACT_F32);
     return dotp(c->h, c->R, (size_t)c->N * c->F);
 }
 static void test_swiglu(void) {
@@ -140,7 +169,7 @@ static void test_swiglu(void) {
     size_t n = (size_t)c.N * c.F;
     c.g = randn(n, 2), c.u = randn(n, 1), c.h = zeros(n), c.R = randn(n, 1);
     real *dg = zeros(n), *du = zeros(n);
-    be->swiglu_backward(dg, du, c.R, c.g, c.u, c.N, c.F);
+    be->swiglu_backward(dg, du, c.R, c.g, c.u, c.N, c.F, ACT_F32);
     fd_check("swiglu dgate", c.g, n, dg, swi_loss, &c, (int)n);
     fd_check("swiglu dup", c.u, n, du, swi_loss, &c, (int)n);
 }
@@ -149,19 +178,19 @@ static void test_swiglu(void) {
 typedef struct { int N, C, V, chunk; real *x, *w; int32_t *tgt; } CeCtx;
 static double ce_loss(void *p) {
     CeCtx *c = p;
-    return be->lmhead_ce(NULL, NULL, NULL, c->x, c->w, c->tgt, c->N, c->C, c->V, c->chunk, 1.0);
+    return be->lmhead_ce(NULL, NULL, NULL, c->x, c->w, c->tgt, c->N, c->C, c->V, c->chunk, 1.0, ACT_F32);
 }
 static void test_lmhead(void) {
     CeCtx c = {.N = 11, .C = 8, .V = 13, .chunk = 4};
     int32_t tgt[11] = {1, 12, -1, 0, 5, 5, 7, -1, 3, 2, 11};   // -1: no target
     c.x = randn((size_t)c.N * c.C, 1), c.w = randn((size_t)c.V * c.C, 1), c.tgt = tgt;
     real *dx = zeros((size_t)c.N * c.C), *dw = zeros((size_t)c.V * c.C);
-    double loss = be->lmhead_ce(dx, dw, NULL, c.x, c.w, c.tgt, c.N, c.C, c.V, c.chunk, 1.0);
+    double loss = be->lmhead_ce(dx, dw, NULL, c.x, c.w, c.tgt, c.N, c.C, c.V, c.chunk, 1.0, ACT_F32);
     fd_check("lm head + CE dx", c.x, (size_t)c.N * c.C, dx, ce_loss, &c, c.N * c.C);
     fd_check("lm head + CE dw", c.w, (size_t)c.V * c.C, dw, ce_loss, &c, c.V * c.C);
     // chunked (4 rows at a time) equals unchunked (all rows at once): loss and both gradients
     real *dx1 = zeros((size_t)c.N * c.C), *dw1 = zeros((size_t)c.V * c.C);
-    double loss1 = be->lmhead_ce(dx1, dw1, NULL, c.x, c.w, c.tgt, c.N, c.C, c.V, c.N, 1.0);
+    double loss1 = be->lmhead_ce(dx1, dw1, NULL, c.x, c.w, c.tgt, c.N, c.C, c.V, c.N, 1.0, ACT_F32);
     CHECK(rel_err(loss, loss1, 1e-12) < 1e-12, "chunked loss %.15g != unchunked %.15g", loss, loss1);
     double e = 0;
     for (int i = 0; i < c.N * c.C; i++) e = fmax(e, rel_err(dx[i], dx1[i], 1e-12));
@@ -229,6 +258,7 @@ static void test_model(bool tied, bool doc_mask) {
 int main(void) {
     rng_seed(&rng, 42);
     test_rmsnorm();
+    test_rmsnorm_residual();
     test_matmul();
     test_embedding();
     test_rope();

@@ -67,13 +67,24 @@ static StepResult run_step(GPT *m, const Batch *b, Recompute mode, double grad_s
 
 // The bytes acts_ensure allocated are the plan's (model/memplan.c states the layout a second time).
 static void check_plan(const GPT *m, Recompute mode, int T_local, int sp, const char *shape) {
-    ActSizes s = act_sizes(&m->cfg, mode, B, T_local, sp);
+    ActSizes s = act_sizes(&m->cfg, mode, m->act_store, B, T_local, sp);
     const Activations *a = &m->act;
-    CHECK(a->kept_bytes == s.kept_per_layer * m->cfg.n_layer * sizeof(real) && a->work_bytes == s.work * sizeof(real) &&
-              a->shared_bytes == s.shared * sizeof(real),
-          "%s, --recompute %s: allocated kept/work/shared %zu/%zu/%zu bytes, plan says %zu/%zu/%zu", shape,
-          recompute_name(mode), a->kept_bytes, a->work_bytes, a->shared_bytes,
-          s.kept_per_layer * m->cfg.n_layer * sizeof(real), s.work * sizeof(real), s.shared * sizeof(real));
+    CHECK(a->kept_bytes == s.kept_per_layer * m->cfg.n_layer && a->work_bytes == s.work && a->shared_bytes == s.shared,
+          "%s, --recompute %s, %s activations: allocated kept/work/shared %zu/%zu/%zu bytes, plan says %zu/%zu/%zu",
+          shape, recompute_name(mode), m->act_store == ACT_BF16 ? "bf16" : "fp32", a->kept_bytes, a->work_bytes,
+          a->shared_bytes, s.kept_per_layer * m->cfg.n_layer, s.work, s.shared);
+}
+
+// --activations bf16 (a CUDA setting): the layout of bf16 [act] buffers in every mode is the plan's too. Only
+// allocated here (gpt_prepare runs no op), so the CPU can check the byte counts the GPU will allocate.
+static void check_bf16_plans(GPT *m, int T_local, int sp, const char *shape) {
+    for (int mode = RECOMPUTE_NONE; mode <= RECOMPUTE_FULL; mode++) {
+        m->recompute = (Recompute)mode;
+        m->act_store = ACT_BF16;
+        gpt_prepare(m, B, T_local);
+        check_plan(m, (Recompute)mode, T_local, sp, shape);
+        m->act_store = ACT_F32;
+    }
 }
 
 static void test_shape(const Shape *sh, const CommGrid *g) {
@@ -101,6 +112,7 @@ static void test_shape(const Shape *sh, const CommGrid *g) {
               recompute_name(order[i]), r.exchanges, ref.exchanges);
         free(r.grads);
     }
+    check_bf16_plans(&m, b.T, g->sp, sh->name);
     log_info("  %-10s dp=%d sp=%d T=%d: mlp and full bit-identical to none, %ld ring exchanges per step in every mode\n",
              sh->name, g->dp, g->sp, T, ref.exchanges);
     free(ref.grads);

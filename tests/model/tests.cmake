@@ -41,16 +41,25 @@ foreach(layout "2;2" "3;3" "4;2")
   ringgpt_mpi_test(model_recompute_dp${dp}_sp${sp} model ${np} $<TARGET_FILE:test_recompute> ${sp})
 endforeach()
 
-# GPU (label gpu; SKIP without a device): every CUDA op, the bf16 GEMMs and their weight shadow, a whole step and a
-# 200-step loss curve against the CPU.
+# GPU (label gpu; SKIP without a device): every CUDA op, the bf16 GEMMs and their weight shadow, the fused kernels
+# against the unfused ones and the bf16 activation storage, a whole step and a 200-step loss curve against the CPU.
 if(RINGGPT_HAVE_CUDA)
-  foreach(t test_gpu_ops test_gpu_bf16 test_gpu_model)
+  foreach(t test_gpu_ops test_gpu_bf16 test_gpu_model test_gpu_fused)
     add_executable(${t} ${CMAKE_SOURCE_DIR}/tests/model/${t}.c)
     target_link_libraries(${t} PRIVATE ringgpt_lib)
   endforeach()
   ringgpt_gpu_test(model_gpu_ops test_gpu_ops)
   ringgpt_gpu_test(model_gpu_bf16 test_gpu_bf16)
+  ringgpt_gpu_test(model_gpu_fused test_gpu_fused)
   ringgpt_gpu_test(model_gpu_step_and_curve test_gpu_model)
+  # The same step and curve on the fused step's kernels, with bf16 GEMMs and bf16 activations (--activations bf16),
+  # and on cuDNN's attention.
+  ringgpt_gpu_test(model_gpu_step_and_curve_fused test_gpu_model --fused)
+  ringgpt_gpu_test(model_gpu_step_and_curve_bf16 test_gpu_model --activations bf16)
+  if(RINGGPT_HAVE_CUDNN)
+    ringgpt_gpu_test(model_gpu_step_and_curve_cudnn test_gpu_model --attn cudnn)
+    ringgpt_gpu_test(model_gpu_step_and_curve_cudnn_bf16 test_gpu_model --attn cudnn --activations bf16)
+  endif()
 else()
   add_test(NAME gpu_not_built COMMAND sh -c "echo 'SKIP: this build has no CUDA backend (no nvcc, or -DRINGGPT_CUDA=OFF)'; exit 77")
   set_tests_properties(gpu_not_built PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)

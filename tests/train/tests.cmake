@@ -11,7 +11,7 @@ foreach(script loss_curve learn_across_ranks loss_mask_curve)
 endforeach()
 # SIGTERM / SIGUSR1 / SIGINT at a random step, on one rank and on dp=2 x sp=2 under mpiexec; resume = uninterrupted.
 add_test(NAME train_signals COMMAND bash ${TRAIN_T}/signals.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
-set_tests_properties(train_signals PROPERTIES LABELS "train;mpi" TIMEOUT 400)
+set_tests_properties(train_signals PROPERTIES LABELS "train;mpi" TIMEOUT 600)
 foreach(how exit stall)
   add_test(NAME train_rank_${how}s COMMAND bash ${TRAIN_T}/rank_failure.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE} ${how})
   set_tests_properties(train_rank_${how}s PROPERTIES LABELS "train;mpi" TIMEOUT 180)
