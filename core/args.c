@@ -244,10 +244,7 @@ void args_apply_json_only(const ArgCommand *cmd, ArgSpec *specs, int n, const ch
 char *args_json_sign(const char *json) {
     cJSON *root = cJSON_Parse(json);
     if (!cJSON_IsObject(root)) fail("internal: the flags to sign are not a JSON object");
-    char crc[16];
-    snprintf(crc, sizeof crc, "%08x", json_crc_without(root, ARGS_CRC_KEY));
-    cJSON_DeleteItemFromObjectCaseSensitive(root, ARGS_CRC_KEY);
-    cJSON_AddStringToObject(root, ARGS_CRC_KEY, crc);
+    json_sign(root, ARGS_CRC_KEY);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     if (!text) fail("out of memory writing the flags as JSON");

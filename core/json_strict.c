@@ -159,3 +159,10 @@ uint32_t json_crc_without(cJSON *root, const char *key) {
     cJSON_Delete(copy);
     return crc;
 }
+
+void json_sign(cJSON *root, const char *key) {
+    char crc[16];
+    snprintf(crc, sizeof crc, "%08x", json_crc_without(root, key));
+    cJSON_DeleteItemFromObjectCaseSensitive(root, key);
+    if (!cJSON_AddStringToObject(root, key, crc)) fail("out of memory signing a manifest");
+}

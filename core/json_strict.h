@@ -28,3 +28,5 @@ cJSON *json_parse_strict(const char *text, size_t len, char *err, size_t n);
 const char *json_printable(const char *s, char *out, size_t n);
 // CRC-32 of the document as cJSON prints it without the member `key` (a self-checksum stored under key).
 uint32_t json_crc_without(cJSON *root, const char *key);
+// Stores that CRC as the last member, `key`: "%08x" (a member of that name already there is replaced).
+void json_sign(cJSON *root, const char *key);

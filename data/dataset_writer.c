@@ -253,9 +253,7 @@ void dataset_writer_close(DatasetWriter *w, SplitSummary sums[N_SPLITS]) {
     cJSON_AddItemToObject(root, "splits", splits);
     if (w->source) cJSON_AddItemToObject(root, "source", w->source);
     if (w->tokenizer_json) cJSON_AddItemToObject(root, DATASET_TOKENIZER_KEY, w->tokenizer_json);
-    char crc[16];   // last: the CRC of everything above, so that any change to the text is caught
-    snprintf(crc, sizeof crc, "%08x", json_crc_without(root, MANIFEST_CRC_KEY));
-    cJSON_AddStringToObject(root, MANIFEST_CRC_KEY, crc);
+    json_sign(root, MANIFEST_CRC_KEY);   // last: the CRC of everything above, so that any change to the text is caught
     write_manifest(w, root);
     cJSON_Delete(root);
     set_open(w, false);   // committed: nothing is removed any more

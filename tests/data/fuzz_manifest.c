@@ -17,10 +17,7 @@ static char *resign(const char *text, size_t len, size_t *out_len) {
         cJSON_Delete(root);
         return NULL;
     }
-    char crc[16];
-    snprintf(crc, sizeof crc, "%08x", json_crc_without(root, MANIFEST_CRC_KEY));
-    cJSON_DeleteItemFromObjectCaseSensitive(root, MANIFEST_CRC_KEY);
-    cJSON_AddStringToObject(root, MANIFEST_CRC_KEY, crc);
+    json_sign(root, MANIFEST_CRC_KEY);
     char *printed = cJSON_Print(root);
     cJSON_Delete(root);
     if (!printed) return NULL;
