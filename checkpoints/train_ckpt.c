@@ -169,10 +169,10 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
     fs_join(spath, sizeof spath, dir, "state.json");
     if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("%s", e.msg);
     check_model(spath, &s.model, &h->base.model, h->init_from ? SRC_INIT : SRC_RESUME);
-    check_run(spath, &s, &h->base);
-    if (s.step >= h->base.run.steps)
+    if (s.step >= h->base.run.steps)   // before check_run, whose note about a new --steps would come first
         comm_fail_usage_all("--steps %d is not beyond the checkpoint's step %" PRId64 " (%s): there is nothing to train; "
                             "give --steps larger than %" PRId64 " to extend the run", h->base.run.steps, s.step, dir, s.step);
+    check_run(spath, &s, &h->base);
     check_not_older(h, dir, s.step);
     model_check_record(spath, &s.tok, data_tokenizer(train));
     m->cfg.norm_eps = s.model.norm_eps;   // from the weights' origin (an HF import may differ from the preset)

@@ -74,6 +74,8 @@ cp "$W/t1/config.json" "$W/t1.config"
 snapshot "$W/t1" > "$W/t1.before"
 expect_fail 2 "--steps 8 is not beyond the checkpoint's step 8" "$BIN" train --out "$W/t1" --resume
 expect_fail 2 "--steps 6 is not beyond the checkpoint's step 8" "$BIN" train --out "$W/t1" --resume --steps 6
+check "  and no note that the schedule follows the new --steps first" \
+  bash -c "! '$BIN' train --out '$W/t1' --resume --steps 6 2>&1 | grep -q 'the schedule follows'"
 check "--steps at or below the saved step: config.json and everything else as they were" unchanged "$W/t1" "$W/t1.before"
 # an older explicit step while newer valid ones exist: refused, nothing renamed; into a new --out it continues
 expect_fail 2 "holds a newer valid checkpoint ($W/t1/step_00000008)" "$BIN" train --resume "$W/t1/step_00000004" --steps 10
