@@ -51,10 +51,21 @@ void attn_cpu_state_reset(const AttnShape *s, AttnState st, int nq) {
     }
 }
 
-// Two (TILE × TILE) tiles per thread, allocated once and kept: too big for a thread's stack.
+// Two (TILE × TILE) tiles per thread, allocated once and kept for the process's life: too big for a thread's
+// stack. Every tile is also listed in g_tiles, so that it stays reachable (not a leak) when its thread ends.
+enum { MAX_TILES = 4096 };
+static real *g_tiles[MAX_TILES];
+static int g_n_tiles;
+
 static real *tile_scratch(int which) {
     static _Thread_local real *tiles[2];
-    if (!tiles[which]) tiles[which] = xmalloc((size_t)TILE * TILE * sizeof(real), "attention tiles");
+    if (!tiles[which]) {
+        tiles[which] = xmalloc((size_t)TILE * TILE * sizeof(real), "attention tiles");
+        int k;
+#pragma omp atomic capture
+        k = g_n_tiles++;
+        if (k < MAX_TILES) g_tiles[k] = tiles[which];
+    }
     return tiles[which];
 }
 

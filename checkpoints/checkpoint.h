@@ -10,6 +10,7 @@
 #include "model/gpt.h"
 
 #define CKPT_FORMAT "ringgpt-checkpoint"
+#define CKPT_REAL_DTYPE (sizeof(real) == 4 ? ST_F32 : ST_F64)   // tensors are stored as the build's `real`
 enum { CKPT_VERSION = 1 };
 
 // The run flags a checkpoint records; a resume must agree with them (see ckpt_check_resume).
@@ -51,15 +52,24 @@ typedef struct {
 // Saves OUT/step_NNNNNNNN atomically: files into step_N.tmp/, each fsync'd, MANIFEST.json last,
 // rename to step_N/, fsync OUT, LATEST replaced by rename. opt NULL writes a weights-only
 // checkpoint (kind "weights"). keep > 0 then removes the oldest step directories beyond keep,
-// never the one LATEST names; stale *.tmp directories are removed first. On any error nothing
-// committed before is touched. Returns 0, or -1 with e.
+// never the one LATEST names, and says which it removes; stale *.tmp directories are removed first. On any
+// error nothing committed before is touched and the save's own .tmp is removed. An existing step_N that
+// verifies is never replaced (-1); a damaged one is moved to step_N.damagedK. Returns 0, or -1 with e.
 int ckpt_save(const char *out, const CkptState *s, const GPT *m, const AdamW *opt, int keep, CkErr *e);
 // Checks dir/MANIFEST.json: format, version, and every listed file's size and CRC32.
 int ckpt_verify(const char *dir, CkErr *e);
+// The same for manifest text (len bytes) that stands for dir/MANIFEST.json (checkpoints/ckpt_format.c).
+int ckpt_verify_manifest_text(const char *dir, const char *text, size_t len, CkErr *e);
+// Writes dir/MANIFEST.json: the size and CRC32 of each checkpoint file in dir (optim and tokenizer when given).
+int ckpt_write_manifest(const char *dir, bool with_optim, bool with_tokenizer, CkErr *e);
 // The newest step directory of out whose manifest verifies, into dir (size n). Damaged or
-// incomplete newer ones are reported on stderr. Returns 1 found, 0 none at all, -1 (with e) when
-// step directories exist but none is valid.
+// incomplete newer ones are reported on stderr, one line each naming the checkpoint used instead. Returns 1
+// found, 0 none at all, -1 (with e) when step directories exist but none is valid.
 int ckpt_find_latest(const char *out, char *dir, size_t n, CkErr *e);
+// 1 when out holds a checkpoint newer than step that passes its checks (the newest such into dir), else 0.
+int ckpt_newer_valid(const char *out, int64_t step, char *dir, size_t n);
+// Removes out/step_*.tmp directories that saves which crashed or failed left behind (the caller holds out's lock).
+int ckpt_remove_stale_tmp(const char *out, CkErr *e);
 // A path given by the user: a step directory, or a run directory (its newest valid checkpoint).
 // Fails with a clear message.
 void ckpt_resolve(const char *path, char *dir, size_t n);

@@ -21,6 +21,7 @@ void ck_err(CkErr *e, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
+    one_line(e->msg);
 }
 
 void fs_join(char *out, size_t n, const char *dir, const char *name) {

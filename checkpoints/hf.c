@@ -1,4 +1,4 @@
-// checkpoints/hf.c — Hugging Face Llama directories: config.json <-> ModelConfig, tensor names, RoPE row permutation.
+// checkpoints/hf.c — Hugging Face Llama directories: tensor names, RoPE row permutation, loading and saving (config.json is read in hf_config.c).
 #include "checkpoints/hf.h"
 
 #include <cjson/cJSON.h>
@@ -68,111 +68,6 @@ static int rope_heads(const ModelConfig *c, const char *name) {
     if (n > 8 && strcmp(name + n - 8, ".attn.wq") == 0) return c->n_head;
     if (n > 8 && strcmp(name + n - 8, ".attn.wk") == 0) return c->n_kv_head;
     return 0;
-}
-
-// ---- config.json -----------------------------------------------------------------------------------
-
-static int get_num(const cJSON *root, const char *path, const char *key, bool required, double dflt, double *out,
-                   CkErr *e) {
-    const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
-    if (!j || cJSON_IsNull(j)) {
-        if (required) {
-            ck_err(e, "%s: field %s is missing", path, key);
-            return -1;
-        }
-        *out = dflt;
-        return 0;
-    }
-    if (!cJSON_IsNumber(j)) {
-        ck_err(e, "%s: field %s is not a number", path, key);
-        return -1;
-    }
-    *out = j->valuedouble;
-    return 0;
-}
-
-static int check_arch(const cJSON *root, const char *path, CkErr *e) {
-    const cJSON *arch = cJSON_GetObjectItemCaseSensitive(root, "architectures");
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    bool llama = cJSON_IsString(type) && strcmp(type->valuestring, "llama") == 0;
-    const cJSON *a;
-    cJSON_ArrayForEach(a, arch) if (cJSON_IsString(a) && strcmp(a->valuestring, "LlamaForCausalLM") == 0) llama = true;
-    if (!llama) {
-        const char *what = cJSON_IsString(type) ? type->valuestring : "(none)";
-        ck_err(e, "%s: field model_type is '%s' and architectures has no LlamaForCausalLM; only Llama models can be "
-               "imported", path, what);
-        return -1;
-    }
-    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
-    if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu") != 0)) {
-        ck_err(e, "%s: field hidden_act is not 'silu'; ringgpt's MLP is SwiGLU", path);
-        return -1;
-    }
-    const char *flags[] = {"attention_bias", "mlp_bias"};
-    for (int i = 0; i < 2; i++)
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, flags[i]))) {
-            ck_err(e, "%s: field %s is true; ringgpt's projections have no biases", path, flags[i]);
-            return -1;
-        }
-    const cJSON *scaling = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
-    if (scaling && !cJSON_IsNull(scaling)) {
-        ck_err(e, "%s: field rope_scaling is set; only the default RoPE is supported (extend the context by "
-               "fine-tuning with a larger --rope-theta instead)", path);
-        return -1;
-    }
-    return 0;
-}
-
-// rope_theta at the top level (transformers v4) or in rope_parameters (v5).
-static double rope_theta_of(const cJSON *root) {
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "rope_theta");
-    if (cJSON_IsNumber(t)) return t->valuedouble;
-    const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
-    t = cJSON_GetObjectItemCaseSensitive(p, "rope_theta");
-    return cJSON_IsNumber(t) ? t->valuedouble : 10000.0;
-}
-
-static int read_dims(const cJSON *root, const char *path, ModelConfig *c, int *max_pos, CkErr *e) {
-    double v[9];
-    if (get_num(root, path, "hidden_size", true, 0, &v[0], e) || get_num(root, path, "intermediate_size", true, 0, &v[1], e) ||
-        get_num(root, path, "num_hidden_layers", true, 0, &v[2], e) ||
-        get_num(root, path, "num_attention_heads", true, 0, &v[3], e) || get_num(root, path, "vocab_size", true, 0, &v[4], e))
-        return -1;
-    if (get_num(root, path, "num_key_value_heads", false, v[3], &v[5], e) ||
-        get_num(root, path, "rms_norm_eps", false, 1e-6, &v[6], e) ||
-        get_num(root, path, "max_position_embeddings", false, 2048, &v[7], e) ||
-        get_num(root, path, "head_dim", false, v[3] > 0 ? v[0] / v[3] : 0, &v[8], e))
-        return -1;
-    *c = (ModelConfig){.dim = (int)v[0], .ffn_dim = (int)v[1], .n_layer = (int)v[2], .n_head = (int)v[3],
-                       .vocab_size = (int)v[4], .n_kv_head = (int)v[5], .norm_eps = (float)v[6],
-                       .rope_theta = (float)rope_theta_of(root)};
-    *max_pos = (int)v[7];
-    if (v[3] < 1 || v[8] * v[3] != v[0]) {
-        ck_err(e, "%s: field head_dim is %g but hidden_size / num_attention_heads = %g; ringgpt needs them equal", path,
-               v[8], v[3] > 0 ? v[0] / v[3] : 0);
-        return -1;
-    }
-    c->tie_embeddings = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings"));
-    return 0;
-}
-
-int hf_read_config(const char *dir, ModelConfig *c, int *max_pos, CkErr *e) {
-    char path[4200];
-    fs_join(path, sizeof path, dir, "config.json");
-    size_t len;
-    unsigned char *text = fs_read_file(path, &len, e);
-    if (!text) return -1;
-    cJSON *root = cJSON_Parse((const char *)text);
-    free(text);
-    int rc = 0;
-    if (!cJSON_IsObject(root)) {
-        ck_err(e, "%s: not a valid JSON object", path);
-        rc = -1;
-    }
-    if (rc == 0) rc = check_arch(root, path, e);
-    if (rc == 0) rc = read_dims(root, path, c, max_pos, e);
-    cJSON_Delete(root);
-    return rc;
 }
 
 // ---- loading ---------------------------------------------------------------------------------------

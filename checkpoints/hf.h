@@ -10,7 +10,12 @@ bool hf_is_dir(const char *dir);
 // Reads dir/config.json: a LlamaForCausalLM / model_type "llama" config that ringgpt can run
 // (silu MLP, no biases, default RoPE, head_dim = hidden_size / heads). *max_pos gets
 // max_position_embeddings. Returns 0, or -1 with e naming config.json and the field.
+// Read as strictly as a flag: standard JSON (no duplicate keys, no control bytes), model_type and
+// architectures must not name another model, counts are whole numbers in range, rms_norm_eps is required,
+// and a key a letter or two away from one ringgpt reads (with that one absent) is refused as a typo.
 int hf_read_config(const char *dir, ModelConfig *c, int *max_pos, CkErr *e);
+// The same on the text of a config.json (len bytes; path names it in messages).
+int hf_parse_config(const char *text, size_t len, const char *path, ModelConfig *c, int *max_pos, CkErr *e);
 // Loads the weights of an HF directory (model.safetensors, or shards listed in
 // model.safetensors.index.json; F32/BF16/F16) into m, whose table fixes the expected shapes;
 // q/k rows go from HF's rotate-half order back to ringgpt's interleaved pairs.

@@ -203,10 +203,24 @@ static int parse_header(StFile *f, const char *json, size_t len, CkErr *e) {
 }
 
 int st_open(StFile *f, const char *path, CkErr *e) {
+    size_t size;
+    unsigned char *bytes = fs_read_file(path, &size, e);
+    if (!bytes) {
+        memset(f, 0, sizeof *f);
+        return -1;
+    }
+    return st_parse(f, bytes, size, path, e);
+}
+
+int st_parse(StFile *f, unsigned char *bytes, size_t size, const char *path, CkErr *e) {
     memset(f, 0, sizeof *f);
     f->path = strdup(path);
-    f->bytes = fs_read_file(path, &f->size, e);
-    if (!f->bytes) goto fail;
+    f->bytes = bytes;
+    f->size = size;
+    if (!f->path) {
+        ck_err(e, "%s: out of memory", path);
+        goto fail;
+    }
     uint64_t hlen = 0;
     if (f->size < 8) {
         ck_err(e, "%s: %zu bytes, too short for the 8-byte header length (truncated?)", path, f->size);

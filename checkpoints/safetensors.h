@@ -41,6 +41,9 @@ typedef struct {
 
 // Reads and checks path. Returns 0, or -1 with e.
 int st_open(StFile *f, const char *path, CkErr *e);
+// Checks a whole file already in memory (bytes: malloc'ed, size bytes; f owns it from here, st_close frees it,
+// also on failure); path names it in messages. Returns 0, or -1 with e.
+int st_parse(StFile *f, unsigned char *bytes, size_t size, const char *path, CkErr *e);
 void st_close(StFile *f);
 const StEntry *st_find(const StFile *f, const char *name);
 // Converts a tensor of a supported dtype (F32, F64, BF16, F16) into dst (numel values).

@@ -11,6 +11,8 @@
 #include "checkpoints/fsio.h"
 #include "checkpoints/hf.h"
 #include "checkpoints/model_tokenizer.h"
+#include "checkpoints/rundir.h"
+#include "core/args.h"
 #include "core/common.h"
 
 bool ckpt_run_config(const char *path, char *buf, size_t n) {
@@ -54,13 +56,20 @@ void ckpt_write_run_config(const char *out, const char *json) {
     fs_join(path, sizeof path, out, "config.json");
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     CkErr e;
-    size_t len = strlen(json);
+    if (ckpt_remove_stale_tmp(out, &e) != 0) fail("%s", e.msg);   // a save that died must not keep the disk full
+    char *signed_json = args_json_sign(json);   // a damaged value is refused when the run is resumed
+    size_t len = strlen(signed_json);
     char *text = xmalloc(len + 2, "config.json");
-    memcpy(text, json, len);
+    memcpy(text, signed_json, len);
     memcpy(text + len, "\n", 2);
     int rc = fs_write_file(tmp, text, len + 1, &e);
     free(text);
-    if (rc != 0 || fs_rename(tmp, path, &e) != 0) fail("%s", e.msg);
+    free(signed_json);
+    if (rc == 0) rc = fs_rename(tmp, path, &e);
+    if (rc != 0) {
+        unlink(tmp);
+        fail("%s", e.msg);
+    }
 }
 
 void ckpt_normalize_resume_flag(int argc, char **argv) {
@@ -142,6 +151,17 @@ static void resume_dir(const CkptHook *h, char *dir, size_t n) {
                             "none", h->out);
 }
 
+// A resume from an older step of this run directory would replace its newer checkpoints (and drop their
+// metrics lines): refused before anything is written. Into another --out the newer ones stay where they are.
+static void check_not_older(const CkptHook *h, const char *dir, int64_t step) {
+    char newer[4200];
+    if (strcmp(h->resume, "latest") == 0 || strcmp(h->resume, "auto") == 0 || !rundir_contains(h->out, dir)) return;
+    if (ckpt_newer_valid(h->out, step, newer, sizeof newer))
+        comm_fail_usage_all("--resume %s: %s holds a newer valid checkpoint (%s) that this run would replace; continue "
+                            "from step %" PRId64 " into a new run directory with --out NEW (the newer steps stay), or "
+                            "resume the newest with a bare --resume", h->resume, h->out, newer, step);
+}
+
 static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource *train) {
     CkptState s;
     CkErr e;
@@ -149,7 +169,11 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
     fs_join(spath, sizeof spath, dir, "state.json");
     if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("%s", e.msg);
     check_model(spath, &s.model, &h->base.model, h->init_from ? SRC_INIT : SRC_RESUME);
+    if (s.step >= h->base.run.steps)   // before check_run, whose note about a new --steps would come first
+        comm_fail_usage_all("--steps %d is not beyond the checkpoint's step %" PRId64 " (%s): there is nothing to train; "
+                            "give --steps larger than %" PRId64 " to extend the run", h->base.run.steps, s.step, dir, s.step);
     check_run(spath, &s, &h->base);
+    check_not_older(h, dir, s.step);
     model_check_record(spath, &s.tok, data_tokenizer(train));
     m->cfg.norm_eps = s.model.norm_eps;   // from the weights' origin (an HF import may differ from the preset)
     h->base.model.norm_eps = s.model.norm_eps;
@@ -206,7 +230,12 @@ long ckpt_train_begin(CkptHook *h, GPT *m, AdamW *opt, DataSource *train) {
 void ckpt_train_step_done(CkptHook *h, long done, long total, const GPT *m, const AdamW *opt, DataSource *train,
                           double next_lr) {
     bool due = h->every >= 0 && (done == total || (h->every > 0 && done % h->every == 0));
-    if (!due) return;
+    if (due) ckpt_train_save(h, done, m, opt, train, next_lr);
+}
+
+void ckpt_train_save(CkptHook *h, long done, const GPT *m, const AdamW *opt, DataSource *train, double next_lr) {
+    if (h->saved_step == done) return;
+    h->saved_step = done;
     if (h->rank == 0) {
         CkptState s = h->base;
         snprintf(s.kind, sizeof s.kind, "train");

@@ -17,6 +17,7 @@ typedef struct {
     CkptState base;         // the run as the flags describe it (model, run flags, seed, layout)
     Comm *world;
     int rank;
+    long saved_step;        // the step of the last checkpoint this run saved (0: none yet)
 } CkptHook;
 
 // The run's flags (config.json) that belong to a checkpoint or run directory: path/config.json for a
@@ -25,15 +26,20 @@ typedef struct {
 bool ckpt_run_config(const char *path, char *buf, size_t n);
 // The architecture of an --init-from source: a ringgpt checkpoint's state.json or an HF config.json.
 void ckpt_source_model(const char *src, ModelConfig *c);
-// Writes OUT/config.json (tmp + rename); fails with the path on an error.
+// Writes OUT/config.json (tmp + rename) with its checksum (args_json_sign), after removing what failed saves left
+// (step_*.tmp); fails with the path on an error, leaving no config.json.tmp.
 void ckpt_write_run_config(const char *out, const char *json);
 // A bare `--resume` (last argument, or followed by another flag) becomes `--resume=latest`, so the
 // flag parser sees a value. Call before parsing.
 void ckpt_normalize_resume_flag(int argc, char **argv);
 // Before the loop: resumes (model, AdamW moments and step, data position) from the newest valid
-// checkpoint when asked, or loads --init-from weights; returns the first step index to run.
+// checkpoint when asked, or loads --init-from weights; returns the first step index to run. Refused (exit 2,
+// nothing written): --steps at or below the checkpoint's step; an explicit older step of --out while a newer
+// valid one exists there (it would be replaced).
 long ckpt_train_begin(CkptHook *h, GPT *m, AdamW *opt, DataSource *train);
 // After `done` optimizer steps (1-based count) of `total`: saves when due. Rank 0 writes, every
 // rank waits at a barrier. next_lr is the schedule's lr of step index `done`.
 void ckpt_train_step_done(CkptHook *h, long done, long total, const GPT *m, const AdamW *opt, DataSource *train,
                           double next_lr);
+// Saves after `done` steps now, whatever --ckpt-every says (a stop on a signal), unless that step is saved already.
+void ckpt_train_save(CkptHook *h, long done, const GPT *m, const AdamW *opt, DataSource *train, double next_lr);

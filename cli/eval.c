@@ -125,10 +125,14 @@ int cmd_eval(int argc, char **argv) {
     if (ckpt_run_config(pos[0], run_config, sizeof run_config)) args_apply_json_only(&EVAL_CMD, specs, n, run_config, RUN_FLAGS);
     if (strcmp(loss_on, "masked") && strcmp(loss_on, "all")) fail_usage("--loss-on must be masked or all, not '%s'", loss_on);
     CommGrid g = cli_infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
+    if (dump && g.world_size > 1) comm_fail_usage_all("--dump-logits runs on one rank; drop mpiexec or --dump-logits");
+    if (dump) make_dirs(dump);   // an output that cannot be written is refused before the model is read
     cpu_threads(threads);
     GPT m;
     CkptState s;
-    load_model(pos[0], &m, rope_theta, &s);
+    char used[4200];
+    load_model(pos[0], &m, rope_theta, &s, used, sizeof used);
+    load_report("eval", pos[0], used, &s, stdout);
     m.loss_chunk = loss_chunk;
     m.doc_mask = doc_mask;
     bool loss_on_all = !strcmp(loss_on, "all");
@@ -137,13 +141,12 @@ int cmd_eval(int argc, char **argv) {
     if (sp > 1 && seq_len % (2 * sp) != 0)
         comm_fail_usage_all("--seq-len %d is not divisible by 2·sp = %d (the zigzag layout cuts each sequence into 2·sp equal"
                             " chunks); use e.g. --seq-len %d", seq_len, 2 * sp, seq_len < 2 * sp ? 2 * sp : seq_len / (2 * sp) * (2 * sp));
-    if (dump && g.world_size > 1) comm_fail_usage_all("--dump-logits runs on one rank; drop mpiexec or --dump-logits");
     if (sp > 1) m.ring = ring_create(g.ring, m.be, true);   // attention spans the sp ranks
     DataOptions o = {.seq_len = seq_len, .batch = batch, .seed = (uint64_t)seed, .dp = g.dp, .dp_index = g.dp_index,
                      .sp = sp, .sp_index = g.sp_index, .val_fraction = val_fraction, .loss_on_all = loss_on_all};
     DataSource *d = data_open(data, &o, strcmp(split, "val") == 0);
     Tokenizer tok;
-    model_tokenizer(pos[0], &m.cfg, &s, &tok);
+    model_tokenizer(used, &m.cfg, &s, &tok);
     model_check_data(pos[0], &tok, m.cfg.vocab_size, data, data_tokenizer(d));   // ids past the model's rows would read out of bounds
     tokenizer_free(&tok);
     uint64_t rest;   // --batches all: samples past the last round of full batches, evaluated one by one

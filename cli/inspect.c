@@ -7,6 +7,7 @@
 #include "core/args.h"
 #include "core/common.h"
 #include "data/dataset.h"
+#include "data/dataset_tokenizer.h"
 #include "data/tokenizer.h"
 #include "cli/commands.h"
 
@@ -46,6 +47,16 @@ static void print_head(const Dataset *d, int n) {
     free(tok);
 }
 
+// The tokenizer the dataset carries (a BPE dataset's tokenizer.json: present, its CRC as the manifest records,
+// the same vocab), loaded as training and eval will load it.
+static void verify_tokenizer(const char *path) {
+    Tokenizer t;
+    DataErr e;
+    if (dataset_tokenizer(path, &t, &e) != 0) fail_usage("%s", e.msg);
+    printf("  tokenizer %s: ok (vocab %u%s)\n", t.id, t.vocab_size, t.bpe ? ", tokenizer.json loads and matches its CRC" : "");
+    tokenizer_free(&t);
+}
+
 int cmd_inspect(int argc, char **argv) {
     bool verify = false;
     int head = 0;
@@ -77,6 +88,7 @@ int cmd_inspect(int argc, char **argv) {
         dataset_close(&d);
     }
     if (!any) fail_usage("%s: has no splits; re-run `ringgpt prepare`", pos[0]);
+    if (verify) verify_tokenizer(pos[0]);
     if (verify) printf("verify: ok\n");
     return 0;
 }

@@ -1,11 +1,13 @@
 // cli/passkey.c — `ringgpt passkey`: greedy exact match of a hidden key for every (length, depth) cell, prefill + decode over the ring.
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "checkpoints/load.h"
@@ -290,6 +292,21 @@ static const ArgCommand PASSKEY_CMD = {
     "python3 scripts/plot_passkey.py OUT.json (several JSON files: one panel per stage). Training documents of the\n"
     "same task come from `ringgpt prepare --synthetic passkey`."};
 
+// OUT.json and OUT.csv can be written: their directory is created (by rank 0) or refused before the evaluation.
+static void check_out(const char *out, Comm *world) {
+    char dir[4200], why[4400] = "";
+    if (comm_rank(world) == 0) {
+        path_dirname(out, dir, sizeof dir);
+        struct stat st;
+        if (stat(dir, &st) != 0 && mkdir_parents(dir) != 0) snprintf(why, sizeof why, "cannot create %s (%s)", dir, strerror(errno));
+        else if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) snprintf(why, sizeof why, "%s is not a directory", dir);
+        else if (access(dir, W_OK) != 0) snprintf(why, sizeof why, "cannot write into %s (%s)", dir, strerror(errno));
+    }
+    double bad = why[0] != 0;
+    comm_allreduce(world, &bad, 1, COMM_F64, COMM_MAX, "passkey --out check");
+    if (bad) comm_fail_usage_all("--out %s: %s; give a writable path (OUT.json and OUT.csv are written there)", out, why);
+}
+
 int cmd_passkey(int argc, char **argv) {
     comm_init(&argc, &argv);
     const char *lengths = "1K", *depths = "0:1:0.25", *out = "passkey", *label = NULL, *config = NULL, *pos[1] = {NULL};
@@ -325,9 +342,12 @@ int cmd_passkey(int argc, char **argv) {
         comm_fail_usage_all("--distractors %d: give 0..%d", g.distractors, PASSKEY_MAX_DISTRACTORS);
     check_lengths(&g);
     if (g.haystack) load_haystack(&g);
+    check_out(out, cg.world);
     GPT m;
     CkptState st;
-    load_model(pos[0], &m, rope_theta, &st);
+    char used[4200];
+    load_model(pos[0], &m, rope_theta, &st, used, sizeof used);
+    load_report("passkey", pos[0], used, &st, stdout);
     if (m.cfg.vocab_size != TOK_VOCAB_SIZE)
         comm_fail_usage_all("%s: vocab %d is not the byte-level tokenizer's %d; passkey documents are byte tokens", pos[0],
                             m.cfg.vocab_size, TOK_VOCAB_SIZE);

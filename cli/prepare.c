@@ -13,6 +13,7 @@
 
 #include "core/args.h"
 #include "core/common.h"
+#include "core/outdir.h"
 #include "core/rng.h"
 #include "data/dataset.h"
 #include "data/dataset_tokenizer.h"
@@ -29,7 +30,7 @@ enum { LLMC_GPT2 = 20240520, LLMC_LLAMA3 = 20240801, LLMC_HEADER_BYTES = 1024, C
 enum { MAX_DOC_LENS = 64 };
 
 typedef struct {
-    const char *out, *kind, *synthetic, *tokenizer, *include, *doc_len, *text, *config, *haystack, *held_out;
+    const char *out, *kind, *synthetic, *tokenizer, *include, *doc_len, *text, *config, *haystack, *held_out, *out_exists;
     int64_t shard_tokens, block_tokens, eos, vocab, docs, seed;
     int level, token_bytes, pairs, queries, threads;
     double val_fraction, text_frac;
@@ -90,7 +91,7 @@ static void collect(FileList *l, const char *path, const char *include, bool nam
     }
     struct dirent **names;
     int n = scandir(path, &names, NULL, alphasort);
-    if (n < 0) fail_data(path, "cannot list directory (%s)", strerror(errno));
+    if (n < 0) fail_io(path, errno, "cannot list directory");
     for (int i = 0; i < n; i++) {
         if (names[i]->d_name[0] != '.') {
             size_t k = strlen(path) + strlen(names[i]->d_name) + 2;
@@ -114,23 +115,64 @@ static bool looks_binary(const char *path) {
     return memchr(b, 0, n) != NULL;
 }
 
-static void drop_binary(FileList *l, bool quiet) {
+static bool is_empty(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_size == 0;   // one that cannot be read is reported when it is read
+}
+
+// Removes the files `skip` picks from the list; returns how many, with the first in *example (free it).
+static size_t drop_files(FileList *l, bool (*skip)(const char *path), char **example) {
     size_t kept = 0, skipped = 0;
-    const char *example = NULL;
+    *example = NULL;
     for (size_t i = 0; i < l->n; i++) {
-        if (!looks_binary(l->paths[i])) {
+        if (!skip(l->paths[i])) {
             l->paths[kept++] = l->paths[i];
             continue;
         }
-        if (!example) example = l->paths[i];
+        if (!*example) *example = l->paths[i];
         else free(l->paths[i]);
         skipped++;
     }
     l->n = kept;
+    return skipped;
+}
+
+static void drop_binary(FileList *l, bool quiet) {
+    char *example;
+    size_t skipped = drop_files(l, looks_binary, &example);
     if (skipped && !quiet)
         fprintf(stderr, "prepare: skipped %zu binary file%s (a NUL byte in the first 8 KiB), e.g. %s; --include GLOBS picks "
                 "the files to read\n", skipped, skipped == 1 ? "" : "s", example);
-    free((char *)example);
+    free(example);
+}
+
+// Empty inputs hold no document: skipped, and when nothing is left, refused before anything is written.
+static void drop_empty(FileList *l, bool quiet) {
+    char *example;
+    size_t skipped = drop_files(l, is_empty, &example);
+    if (!l->n) fail_usage("every input is empty (0 bytes), e.g. %s; give files with text or tokens in them", example);
+    if (skipped && !quiet) fprintf(stderr, "prepare: skipped %zu empty file%s, e.g. %s\n", skipped, skipped == 1 ? "" : "s", example);
+    free(example);
+}
+
+// Every entry of a directory counts: a dataset directory holds one dataset.
+static bool any_entry(const char *name) { return name[0] != 0; }
+
+// --out belongs to this prepare before anything is written there: locked for the process's life (another
+// prepare or writer there exits 2), and refused or moved aside when it holds anything (core/outdir.h).
+static void claim_out(const PrepareArgs *a) {
+    OutdirMode mode;
+    if (!outdir_mode_parse(a->out_exists, &mode)) fail_usage("--out-exists must be refuse or move, not '%s'", a->out_exists);
+    char err[600], moved[4200] = "";
+    int errno_out = 0;
+    int rc = outdir_claim(a->out, mode, any_entry, err, sizeof err, moved, sizeof moved, &errno_out);
+    if (rc == OUTDIR_BUSY) fail_usage("--out %s is being written by another ringgpt process (%s); wait for it, or use another --out", a->out, err);
+    if (rc == OUTDIR_TAKEN)
+        fail_usage("--out %s is not empty (%s); give a new --out, or add --out-exists move to move it aside (nothing is "
+                   "deleted)", a->out, err);
+    if (rc == OUTDIR_FAILED && exit_code_for_errno(errno_out) == EXIT_USAGE) fail_usage("--out %s", err);
+    if (rc == OUTDIR_FAILED) fail("--out %s", err);
+    if (moved[0] && !a->quiet) fprintf(stderr, "prepare: moved what %s held to %s (--out-exists move)\n", a->out, moved);
 }
 
 static uint32_t llmc_magic(const char *path) {
@@ -209,7 +251,7 @@ static void read_text(Prep *p, const char *path) {
         p->in_bytes += n;
         progress(p);
     }
-    if (ferror(f)) fail_data(path, "read failed (%s)", strerror(errno));
+    if (ferror(f)) fail_io(path, errno, "read failed");
     doc_end(p);
     fclose(f);
     free(chunk);
@@ -241,7 +283,7 @@ static void bpe_text_piece(void *ctx, size_t file, const uint32_t *ids, size_t n
 // Raw little-endian tokens of width w from byte `from` to the end; each id checked against vocab.
 static void read_tokens(Prep *p, const char *path, int w, uint64_t from, uint32_t vocab, bool eos_first) {
     FILE *f = xfopen(path, "rb");
-    if (fseek(f, (long)from, SEEK_SET) != 0) fail_data(path, "seek failed (%s)", strerror(errno));
+    if (fseek(f, (long)from, SEEK_SET) != 0) fail_io(path, errno, "seek failed");
     unsigned char *chunk = xmalloc(CHUNK_BYTES, "a read buffer");
     uint64_t at = from;
     size_t n;
@@ -260,7 +302,7 @@ static void read_tokens(Prep *p, const char *path, int w, uint64_t from, uint32_
         p->in_bytes += n;
         progress(p);
     }
-    if (ferror(f)) fail_data(path, "read failed (%s)", strerror(errno));
+    if (ferror(f)) fail_io(path, errno, "read failed");
     if (p->in_doc) doc_end(p);
     fclose(f);
     free(chunk);
@@ -272,7 +314,7 @@ static void read_llmc(Prep *p, const char *path, uint32_t vocab) {
     FILE *f = xfopen(path, "rb");
     unsigned char h[LLMC_HEADER_BYTES];
     if (fread(h, 1, sizeof h, f) != sizeof h) fail_data(path, "shorter than the 1024-byte llm.c header: truncated");
-    if (fseek(f, 0, SEEK_END) != 0) fail_data(path, "seek failed (%s)", strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0) fail_io(path, errno, "seek failed");
     len = (size_t)ftell(f);
     fclose(f);
     uint32_t magic = rd32(h), version = rd32(h + 4), ntok = rd32(h + 8);
@@ -449,7 +491,7 @@ static void read_jsonl(Prep *p, const char *path, const Tokenizer *t) {
         cJSON_Delete(rec);
         progress(p);
     }
-    if (ferror(f)) fail_data(path, "read failed (%s)", strerror(errno));
+    if (ferror(f)) fail_io(path, errno, "read failed");
     free(line);
     fclose(f);
     tokenizer_encoder_free(&enc);
@@ -584,9 +626,12 @@ int cmd_prepare(int argc, char **argv) {
     PrepareArgs a = {.kind = "auto", .shard_tokens = 1 << 26, .block_tokens = SHARD_DEFAULT_BLOCK_TOKENS, .eos = -1, .vocab = -1,
                      .docs = 100, .doc_len = "4096", .seed = 1337, .level = 6, .pairs = 16, .queries = 4, .byte_planes = true,
                      .val_fraction = 0.1, .threads = (int)sysconf(_SC_NPROCESSORS_ONLN),
-                     .mix = {.depth = -1, .edge_span = 0.03, .edge_far = 0.5, .key_max = 40, .distractors = 3}};
+                     .mix = {.depth = -1, .edge_span = 0.03, .edge_far = 0.5, .key_max = 40, .distractors = 3},
+                     .out_exists = "refuse"};
     ArgSpec specs[] = {
-        {"--out", ARG_STRING, &a.out, "output dataset directory (created; shards + manifest.json)"},
+        {"--out", ARG_STRING, &a.out, "output dataset directory (created; shards + manifest.json); an existing one must be empty"},
+        {"--out-exists", ARG_STRING, &a.out_exists, "an --out that is not empty: refuse (exit 2), or move it aside to OUT.old1, "
+                                                    "OUT.old2, ... (never deleted)"},
         {"--config", ARG_STRING, &a.config, "flags as a JSON object {\"synthetic\": \"passkey\", ...}; the command line overrides it"},
         {"--input-kind", ARG_STRING, &a.kind, "auto (llm.c .bin by magic, *.jsonl JSONL, else text), text, u16, u32, llmc or jsonl"},
         {"--eos", ARG_I64, &a.eos, "document delimiter id for u16/u32 (and llm.c override)",
@@ -661,7 +706,9 @@ int cmd_prepare(int argc, char **argv) {
     }
     if (kind == KIND_TEXT) drop_binary(&files, a.quiet);
     if (!a.synthetic && !files.n) fail_usage("every input file is binary; give text files (or --input-kind u16|u32|llmc)");
+    if (!a.synthetic) drop_empty(&files, a.quiet);
     ShardParams sp = shard_params(&a, kind, magic, &tok);
+    claim_out(&a);
     Prep p = {.val_fraction = a.val_fraction, .t0 = now_seconds(), .quiet = a.quiet, .eos = sp.eos_id, .bos = tok.add_bos ? tok.bos : -1};
     p.last_report = p.t0;
     p.buf = xmalloc(CHUNK_BYTES * sizeof(uint32_t), "a token buffer");
@@ -687,8 +734,7 @@ int cmd_prepare(int argc, char **argv) {
     }
     free(files.paths);
     SplitSummary sums[N_SPLITS];
-    dataset_writer_close(p.w, sums);
-    if (!sums[SPLIT_TRAIN].tokens) fail_usage("no documents went to the training split; lower --val-fraction or give more input");
+    dataset_writer_close(p.w, sums);   // refuses a dataset whose training split is empty (and removes its shards)
     summary(&a, &p, sums, sp.token_bytes);
     free(p.buf);
     tokenizer_free(&tok);

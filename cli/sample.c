@@ -113,9 +113,11 @@ int cmd_sample(int argc, char **argv) {
     cpu_threads(threads);
     GPT m;
     CkptState state;
-    load_model(pos[0], &m, rope_theta, &state);
+    char used[4200];
+    load_model(pos[0], &m, rope_theta, &state, used, sizeof used);
+    load_report("sample", pos[0], used, &state, stderr);   // stdout is the text
     Tokenizer tok;
-    model_tokenizer(pos[0], &m.cfg, &state, &tok);
+    model_tokenizer(used, &m.cfg, &state, &tok);
     size_t plen;
     unsigned char *text = read_prompt(prompt, prompt_file, g.ring, &plen);
     uint32_t *ids;

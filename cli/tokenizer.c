@@ -23,7 +23,7 @@ static unsigned char *read_input(const char *path, size_t *len) {
         n += k;
         if (n == cap) buf = xrealloc(buf, cap *= 2, "the input");
     }
-    if (ferror(stdin)) fail_data("stdin", "read failed (%s)", strerror(errno));
+    if (ferror(stdin)) fail_io("stdin", errno, "read failed");
     *len = n;
     return buf;
 }
@@ -31,7 +31,7 @@ static unsigned char *read_input(const char *path, size_t *len) {
 static void load(const char *path, Tokenizer *t) {
     char err[512];
     if (!path) fail_usage("needs --tokenizer FILE (a tokenizer.json)");
-    if (tokenizer_load(path, t, err, sizeof err) != 0) fail("%s", err);
+    if (tokenizer_load(path, t, err, sizeof err) != 0) fail_usage("%s", err);   // a file that is not a tokenizer: bad input
 }
 
 static int cmd_encode(int argc, char **argv) {
@@ -119,7 +119,7 @@ static int cmd_info(int argc, char **argv) {
 // Regular files under path, recursively, in name order; dotfiles skipped (as `prepare` reads inputs).
 static void collect(const char *path, char ***list, size_t *n) {
     struct stat st;
-    if (stat(path, &st) != 0) fail_data(path, "cannot read input (%s); check the path", strerror(errno));
+    if (stat(path, &st) != 0) fail_io(path, errno, "cannot read input; check the path");
     if (!S_ISDIR(st.st_mode)) {
         *list = xrealloc(*list, (*n + 1) * sizeof **list, "the input list");
         (*list)[(*n)++] = xstrdup(path);
@@ -127,7 +127,7 @@ static void collect(const char *path, char ***list, size_t *n) {
     }
     struct dirent **names;
     int k = scandir(path, &names, NULL, alphasort);
-    if (k < 0) fail_data(path, "cannot list directory (%s)", strerror(errno));
+    if (k < 0) fail_io(path, errno, "cannot list directory");
     for (int i = 0; i < k; i++) {
         if (names[i]->d_name[0] != '.') {
             size_t len = strlen(path) + strlen(names[i]->d_name) + 2;
@@ -139,6 +139,23 @@ static void collect(const char *path, char ***list, size_t *n) {
         free(names[i]);
     }
     free(names);
+}
+
+// The tokenizer.json to write: its directory must exist and take files, and the path must not be a directory —
+// checked before the text is read and counted.
+static void check_out_file(const char *out) {
+    char dir[4200];
+    path_dirname(out, dir, sizeof dir);
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        fail_usage("--out %s: the directory %s does not exist; create it first, or give another path", out, dir);
+    if (access(dir, W_OK) != 0) fail_io(dir, errno, "--out %s: cannot write into the directory", out);
+    if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) fail_usage("--out %s is a directory; give the path of a .json file", out);
+}
+
+static const char *g_tmp_out;   // the .tmp of the tokenizer being written, removed if the process fails
+static void remove_tmp_out(void) {
+    if (g_tmp_out) unlink(g_tmp_out);
 }
 
 static int cmd_train_bpe(int argc, char **argv) {
@@ -169,16 +186,20 @@ static int cmd_train_bpe(int argc, char **argv) {
     size_t n_files = 0;
     for (int i = 0; i < n_in; i++) collect(in[i], &files, &n_files);
     if (!n_files) fail_usage("no input files found under the given paths");
+    check_out_file(out);
     BpeTrainOptions o = {.vocab_size = (uint32_t)vocab, .threads = threads, .pattern = pattern, .min_frequency = (uint64_t)min_freq, .quiet = quiet};
     BpeTrainStats st;
     char *json = bpe_train((const char *const *)files, n_files, &o, &st);
     size_t len = strlen(out) + 8;
     char *tmp = xmalloc(len, "a path");
     snprintf(tmp, len, "%s.tmp", out);
+    g_tmp_out = tmp;   // a failed write leaves no .tmp
+    atexit(remove_tmp_out);
     FILE *f = xfopen(tmp, "wb");
     xfwrite(json, strlen(json), f, tmp);
     xfclose(f, tmp);
     if (rename(tmp, out) != 0) fail("cannot rename %s to %s (%s)", tmp, out, strerror(errno));
+    g_tmp_out = NULL;
     printf("tokenizer train: %s: %u tokens (%" PRIu64 " merges) from %.1f MB in %zu file%s (%" PRIu64 " words, %" PRIu64
            " distinct); counting %.1f s (%d threads), merging %.1f s\n",
            out, (uint32_t)(BPE_TRAIN_FIRST_MERGE + st.merges), st.merges, st.bytes / 1e6, n_files, n_files == 1 ? "" : "s", st.words,

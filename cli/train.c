@@ -17,7 +17,10 @@ static const ArgCommand TRAIN_CMD = {
     "with the byte-level tokenizer (the last --val-fraction is held out for validation unless --val-data\n"
     "is given). --config FILE gives flags as JSON; every run writes the resolved flags to OUT/config.json,\n"
     "which --resume and --init-from read back, so neither needs the flags again. Writes OUT/metrics.jsonl\n"
-    "(one JSON object per step); scripts/plot_metrics.py plots it."};
+    "(one JSON object per step); scripts/plot_metrics.py plots it. A run directory belongs to one run: a new run\n"
+    "into an --out that holds another exits 2 (--out-exists move moves the old one aside), and two processes\n"
+    "never write one --out at once. SIGINT, SIGTERM or SIGUSR1 (on any rank) stop the run after the current step\n"
+    "with a checkpoint and exit 75; `--resume` continues it with the same losses. A second SIGINT stops at once."};
 
 // Fills *t from argv. Model-shape flags override the preset named by --model.
 static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
@@ -29,7 +32,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
                        .debug_exit_rank = -1, .loss_on = "masked", .recompute = "none",
                        .device = getenv("RINGGPT_DEVICE") ? getenv("RINGGPT_DEVICE") : "auto", .ring_overlap = true,
                        .logits_mb = 512, .comm_progress = true, .straggler = 0.25f, .straggler_every = 10,
-                       .debug_slow_rank = -1};
+                       .debug_slow_rank = -1, .out_exists = "refuse"};
     ModelConfig *mc = &t->model_cfg;
     int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0;
     float rope_theta = 0;
@@ -38,7 +41,9 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--config", ARG_STRING, &t->config, "flags as a JSON object {\"seq-len\": 1024, ...}; the command line overrides it"},
         {"--val-data", ARG_STRING, &t->val_data, "validation data", .dflt = "the held-out tail of --data"},
         {"--val-fraction", ARG_FLOAT, &t->val_fraction, "fraction of a text file held out for validation"},
-        {"--out", ARG_STRING, &t->out, "output directory (metrics.jsonl)"},
+        {"--out", ARG_STRING, &t->out, "run directory (config.json, metrics.jsonl, step_*/); a new run needs one that holds no other run"},
+        {"--out-exists", ARG_STRING, &t->out_exists, "a new run into an --out that holds another run: refuse (exit 2), or move "
+                                                     "the old run aside to OUT.old1, OUT.old2, ... (never deleted)"},
         {"--model", ARG_STRING, &t->model, "preset: tiny, small, base, 125m"},
         {"--layers", ARG_INT, &layers, "layer count", .dflt = "preset"},
         {"--dim", ARG_INT, &dim, "model width", .dflt = "preset"},
@@ -94,7 +99,8 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--debug-stall", ARG_BOOL, &t->debug_stall, "(testing) the --debug-exit-rank rank stalls instead of exiting"},
         {"--ckpt-every", ARG_INT, &t->ckpt_every, "checkpoint every N steps and at the end (0 = only at the end, -1 = never)"},
         {"--keep", ARG_INT, &t->keep, "keep the newest K checkpoints (0 = all)"},
-        {"--resume", ARG_STRING, &t->resume, "continue from the newest valid checkpoint in --out (bare), `auto` (if any), or PATH"},
+        {"--resume", ARG_STRING, &t->resume, "continue from the newest valid checkpoint in --out (bare), `auto` (if any), or PATH "
+                                             "(an older step of --out is refused while a newer valid one exists: give a new --out)"},
         {"--init-from", ARG_STRING, &t->init_from, "start a new run from the weights (and architecture) of a checkpoint or HF Llama directory"},
         {"--comm-progress", ARG_BOOL, &t->comm_progress, "a thread drives MPI transfers while the ranks compute, so ring hops overlap"
                                                          " the blocks (=false: transfers move only inside MPI calls)"},
@@ -139,7 +145,9 @@ int cmd_train(int argc, char **argv) {
     TrainConfig t;
     ckpt_normalize_resume_flag(argc, argv);   // a bare --resume means the newest checkpoint
     parse_train_flags(&t, argc, argv);
-    train_run(&t);
+    int code = train_run(&t);
+    free(t.config_json);
+    free(t.same_json);
     comm_finalize();
-    return 0;
+    return code;
 }

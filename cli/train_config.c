@@ -3,17 +3,18 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "checkpoints/train_ckpt.h"
 #include "core/common.h"
 
-const char *const TRAIN_NOT_SAVED[] = {"--config", "--resume", NULL};
+const char *const TRAIN_NOT_SAVED[] = {"--config", "--resume", "--out-exists", NULL};
 // What a continued or derived run does not take from the saved config: actions and this machine's settings.
-static const char *const NOT_INHERITED_ON_RESUME[] = {"--config", "--resume", "--threads", "--device", "--debug-exit-rank",
-                                                      "--debug-exit-step", "--debug-stall", NULL};
-static const char *const NOT_INHERITED_ON_INIT[] = {"--config", "--resume", "--init-from", "--out", "--threads", "--device",
-                                                    "--debug-exit-rank", "--debug-exit-step", "--debug-stall", NULL};
+static const char *const NOT_INHERITED_ON_RESUME[] = {"--config", "--resume", "--out-exists", "--threads", "--device",
+                                                      "--debug-exit-rank", "--debug-exit-step", "--debug-stall", NULL};
+static const char *const NOT_INHERITED_ON_INIT[] = {"--config", "--resume", "--out-exists", "--init-from", "--out", "--threads",
+                                                    "--device", "--debug-exit-rank", "--debug-exit-step", "--debug-stall", NULL};
 
 static void check_readable(const char *flag, const char *path) {
     if (access(path, R_OK) != 0) fail_usage("%s %s: cannot open (%s); check the path", flag, path, strerror(errno));
@@ -21,6 +22,23 @@ static void check_readable(const char *flag, const char *path) {
 
 // The value of a string flag of the table (NULL when unset).
 static const char *str_flag(ArgSpec *specs, int n, const char *name) { return *(const char **)args_find(specs, n, name)->dst; }
+
+// --resume names the real problem when there is no run to continue, before any other flag is missed.
+static void check_resumable(const char *resume, const char *out, bool path) {
+    struct stat st;
+    if (path && stat(resume, &st) != 0)
+        fail_usage("--resume %s: no such checkpoint or run directory (%s); check the path", resume, strerror(errno));
+    if (path || strcmp(resume, "auto") == 0) return;
+    if (stat(out, &st) != 0)
+        fail_usage("--resume: %s holds no checkpoint (there is no such directory, so no run to continue); give the run's "
+                   "--out, or start a new run without --resume", out);
+    if (!S_ISDIR(st.st_mode)) fail_usage("--out %s is a file, not a run directory; give the run's --out", out);
+    char dir[4200], config[4200];
+    CkErr e;
+    if (!ckpt_run_config(out, config, sizeof config) && ckpt_find_latest(out, dir, sizeof dir, &e) == 0)
+        fail_usage("--resume: %s holds no checkpoint and no run (no config.json, no step_*/); give the run's --out, or use "
+                   "--resume auto to start fresh when there is none", out);
+}
 
 ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n) {
     args_apply_config(cmd, specs, n);
@@ -33,6 +51,7 @@ ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n
     char saved[4200];
     if (resume) {
         bool path = strcmp(resume, "latest") != 0 && strcmp(resume, "auto") != 0;
+        check_resumable(resume, out, path);
         if (ckpt_run_config(path ? resume : out, saved, sizeof saved))
             args_apply_json(cmd, specs, n, saved, NOT_INHERITED_ON_RESUME);
     } else if (init_from) {

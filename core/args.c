@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/common.h"
+#include "core/json_strict.h"
 
 static void print_default(const ArgSpec *s) {
     if (s->dflt) {   // one default per line: the words replace the sentinel's value
@@ -64,7 +65,7 @@ static void parse_value(const ArgCommand *cmd, ArgSpec *s, const char *v) {
     case ARG_FLOAT:
     case ARG_DOUBLE: {
         double x = strtod(v, &end);
-        if (errno || *end || end == v || !isfinite(x))
+        if (errno || *end || end == v || !isfinite(x) || (s->kind == ARG_FLOAT && !isfinite((float)x)))
             fail_usage("%s expects a number, got '%s' (see `ringgpt %s --help`)", s->name, v, cmd->command);
         if (s->kind == ARG_FLOAT) *(float *)s->dst = (float)x;
         else *(double *)s->dst = x;
@@ -132,31 +133,93 @@ static bool in_list(const char *name, const char *const *list) {
     return false;
 }
 
-// One key of a config file into its flag; the value's JSON type must fit the flag's kind.
-static void apply_value(const ArgCommand *cmd, ArgSpec *s, const cJSON *v, const char *path) {
+// A string flag from a config file lives as long as the process (the flag tables point at it, beside argv's);
+// the list keeps it reachable.
+static char **g_kept;
+static size_t g_n_kept;
+
+static const char *keep_string(const char *s) {
+    g_kept = xrealloc(g_kept, (g_n_kept + 1) * sizeof *g_kept, "config strings");
+    return g_kept[g_n_kept++] = xstrdup(s);
+}
+
+void args_free_strings(void) {
+    for (size_t i = 0; i < g_n_kept; i++) free(g_kept[i]);
+    free(g_kept);
+    g_kept = NULL, g_n_kept = 0;
+}
+
+// One key of a config file into its flag; the value's JSON type must fit the flag's kind, and its value the
+// flag's range (as on the command line: a finite number, an integer that fits). Returns 0, or -1 with err.
+static int apply_value(const ArgCommand *cmd, ArgSpec *s, const cJSON *v, const char *path, char *err, size_t errn) {
     const char *key = s->name + 2;
     bool number = s->kind == ARG_INT || s->kind == ARG_I64 || s->kind == ARG_FLOAT || s->kind == ARG_DOUBLE;
-    if (number && !cJSON_IsNumber(v))
-        fail_usage("%s: \"%s\" must be a number (see `ringgpt %s --help`)", path, key, cmd->command);
-    if (s->kind == ARG_STRING && !cJSON_IsString(v)) fail_usage("%s: \"%s\" must be a string", path, key);
-    if (s->kind == ARG_BOOL && !cJSON_IsBool(v)) fail_usage("%s: \"%s\" must be true or false", path, key);
     double x = v->valuedouble;
-    bool integral = x == (double)(int64_t)x;
+    bool integral = isfinite(x) && x == floor(x);
+    if (number && !cJSON_IsNumber(v))
+        return snprintf(err, errn, "%s: \"%s\" must be a number (see `ringgpt %s --help`)", path, key, cmd->command), -1;
+    if (s->kind == ARG_STRING && !cJSON_IsString(v)) return snprintf(err, errn, "%s: \"%s\" must be a string", path, key), -1;
+    if (s->kind == ARG_BOOL && !cJSON_IsBool(v)) return snprintf(err, errn, "%s: \"%s\" must be true or false", path, key), -1;
+    if (number && !(s->kind == ARG_FLOAT ? isfinite((float)x) : isfinite(x)))
+        return snprintf(err, errn, "%s: \"%s\" must be a finite number (got %g)", path, key, x), -1;
+    if ((s->kind == ARG_INT && (!integral || x < -2147483647.0 || x > 2147483647.0)) ||
+        (s->kind == ARG_I64 && (!integral || x < -9.2e18 || x > 9.2e18)))
+        return snprintf(err, errn, "%s: \"%s\" must be an integer (got %g)", path, key, x), -1;
     switch (s->kind) {
-    case ARG_INT:
-        if (!integral || x < -2147483647.0 || x > 2147483647.0) fail_usage("%s: \"%s\" must be an integer (got %g)", path, key, x);
-        *(int *)s->dst = (int)x;
-        break;
-    case ARG_I64:
-        if (!integral) fail_usage("%s: \"%s\" must be an integer (got %g)", path, key, x);
-        *(int64_t *)s->dst = (int64_t)x;
-        break;
+    case ARG_INT: *(int *)s->dst = (int)x; break;
+    case ARG_I64: *(int64_t *)s->dst = (int64_t)x; break;
     case ARG_FLOAT: *(float *)s->dst = (float)x; break;
     case ARG_DOUBLE: *(double *)s->dst = x; break;
-    case ARG_STRING: *(const char **)s->dst = xstrdup(v->valuestring); break;   // lives as long as the run
+    case ARG_STRING: *(const char **)s->dst = keep_string(v->valuestring); break;
     case ARG_BOOL: *(bool *)s->dst = cJSON_IsTrue(v); break;
     }
     s->seen = true;
+    return 0;
+}
+
+// A config_crc32 member (written by ringgpt into OUT/config.json) must match the rest of the document.
+static int check_crc(cJSON *root, const char *path, char *err, size_t errn) {
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(root, ARGS_CRC_KEY);
+    if (!c) return 0;   // a file written by hand
+    char want[16];
+    snprintf(want, sizeof want, "%08x", json_crc_without(root, ARGS_CRC_KEY));
+    if (!cJSON_IsString(c) || strcmp(c->valuestring, want) != 0)
+        return snprintf(err, errn, "%s: \"" ARGS_CRC_KEY "\" does not match the flags in the file (CRC-32 %s): the file "
+                        "was damaged or edited; repair it, or delete the " ARGS_CRC_KEY " line to accept an edit", path,
+                        want), -1;
+    return 0;
+}
+
+int args_json_load(const ArgCommand *cmd, ArgSpec *specs, int n, const char *text, size_t len, const char *path,
+                   const char *const *skip, const char *const *only, char *err, size_t errn) {
+    char why[512];
+    cJSON *root = json_parse_strict(text, len, why, sizeof why);
+    if (!root) return snprintf(err, errn, "%s: %s; fix the file", path, why), -1;
+    int rc = cJSON_IsObject(root) ? check_crc(root, path, err, errn) : -1;
+    if (!cJSON_IsObject(root)) snprintf(err, errn, "%s: not a JSON object of flags ({\"seq-len\": 1024, ...}); fix the file", path);
+    char name[128];
+    bool *named = xcalloc((size_t)n, sizeof *named, "config keys");   // "seq-len" and "--seq-len" are one key
+    for (const cJSON *v = rc == 0 ? root->child : NULL; v && rc == 0; v = v->next) {
+        if (strcmp(v->string, ARGS_CRC_KEY) == 0) continue;
+        snprintf(name, sizeof name, "%s%s", strncmp(v->string, "--", 2) == 0 ? "" : "--", v->string);
+        if (only && !in_list(name, only)) continue;
+        ArgSpec *s = args_find(specs, n, name);
+        if (!s) {
+            char key[128];
+            snprintf(err, errn, "%s: unknown key \"%s\": not a flag of `ringgpt %s` (see `ringgpt %s --help`)", path,
+                     json_printable(v->string, key, sizeof key), cmd->command, cmd->command);
+            rc = -1;
+        } else if (named[s - specs]) {
+            snprintf(err, errn, "%s: the flag %s appears twice (which value is meant?); fix the file", path, s->name);
+            rc = -1;
+        } else {
+            named[s - specs] = true;
+            if (!s->seen && !in_list(s->name, skip)) rc = apply_value(cmd, s, v, path, err, errn);
+        }
+    }
+    free(named);
+    cJSON_Delete(root);
+    return rc;
 }
 
 // The keys of the JSON object at path into the flags not given yet: every key must be a flag unless `only`
@@ -165,21 +228,8 @@ static void apply_json(const ArgCommand *cmd, ArgSpec *specs, int n, const char 
                        const char *const *only) {
     size_t len;
     char *text = (char *)read_whole_file(path, &len);
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, false);
-    if (!cJSON_IsObject(root)) fail_usage("%s: not a JSON object of flags ({\"seq-len\": 1024, ...}); fix the file", path);
-    for (; end && end < text + len; end++)
-        if (!strchr(" \t\r\n", *end)) fail_usage("%s: bytes after the JSON object (at byte %td); fix the file", path, end - text);
-    char name[128];
-    for (const cJSON *v = root->child; v; v = v->next) {
-        snprintf(name, sizeof name, "%s%s", strncmp(v->string, "--", 2) == 0 ? "" : "--", v->string);
-        if (only && !in_list(name, only)) continue;
-        ArgSpec *s = args_find(specs, n, name);
-        if (!s) fail_usage("%s: unknown key \"%s\": not a flag of `ringgpt %s` (see `ringgpt %s --help`)", path, v->string,
-                           cmd->command, cmd->command);
-        if (!s->seen && !in_list(s->name, skip)) apply_value(cmd, s, v, path);
-    }
-    cJSON_Delete(root);
+    char err[1024];
+    if (args_json_load(cmd, specs, n, text, len, path, skip, only, err, sizeof err) != 0) fail_usage("%s", err);
     free(text);
 }
 
@@ -189,6 +239,16 @@ void args_apply_json(const ArgCommand *cmd, ArgSpec *specs, int n, const char *p
 
 void args_apply_json_only(const ArgCommand *cmd, ArgSpec *specs, int n, const char *path, const char *const *only) {
     apply_json(cmd, specs, n, path, NULL, only);
+}
+
+char *args_json_sign(const char *json) {
+    cJSON *root = cJSON_Parse(json);
+    if (!cJSON_IsObject(root)) fail("internal: the flags to sign are not a JSON object");
+    json_sign(root, ARGS_CRC_KEY);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) fail("out of memory writing the flags as JSON");
+    return text;
 }
 
 void args_apply_config(const ArgCommand *cmd, ArgSpec *specs, int n) {

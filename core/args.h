@@ -1,6 +1,7 @@
 // core/args.h — typed command-line flags for every subcommand: parsing, --help, one-line errors.
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum { ARG_INT, ARG_I64, ARG_FLOAT, ARG_DOUBLE, ARG_STRING, ARG_BOOL } ArgKind;
@@ -36,6 +37,12 @@ ArgSpec *args_find(ArgSpec *specs, int n_specs, const char *name);
 // left alone. An unknown key, a value of the wrong type or a file that is not one JSON object is a
 // usage error naming the file and the key (exit 2).
 void args_apply_json(const ArgCommand *cmd, ArgSpec *specs, int n_specs, const char *path, const char *const *skip);
+// Frees the string values config files gave (they live until then; a process never needs to call it).
+void args_free_strings(void);
+// What args_apply_json does, on text (len bytes; path names it in messages), without exiting: returns 0, or -1
+// with the one-line message in err (size errn). only: NULL for every key, else the flags to take (see below).
+int args_json_load(const ArgCommand *cmd, ArgSpec *specs, int n_specs, const char *text, size_t len, const char *path,
+                   const char *const *skip, const char *const *only, char *err, size_t errn);
 // The same for only the flags named in `only` (NULL-terminated); the file's other keys are passed over (another
 // command's config: eval reading the training run's --doc-mask and --loss-on).
 void args_apply_json_only(const ArgCommand *cmd, ArgSpec *specs, int n_specs, const char *path, const char *const *only);
@@ -46,6 +53,11 @@ void args_apply_config(const ArgCommand *cmd, ArgSpec *specs, int n_specs);
 // The resolved flags as such a JSON object (malloc'ed text), every flag but those in skip; a string
 // flag without a value is left out.
 char *args_to_json(const ArgSpec *specs, int n_specs, const char *const *skip);
+// A run's saved flags carry their own checksum: json (an object from args_to_json) with "config_crc32", the CRC-32 of
+// the document without it, as the last member (malloc'ed text). A config file with that member is read only
+// when it matches (a damaged or edited value is refused); a file without it (written by hand) is read as it is.
+#define ARGS_CRC_KEY "config_crc32"
+char *args_json_sign(const char *json);
 
 // A comma-separated list of token counts ("1K,4K,16K", "144,177,1000"; K = 1024, M = 1024²) from flag `flag`
 // into out (at most max); each a whole number in 1..INT32_MAX/2. A bad list is a usage error naming the flag.

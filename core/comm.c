@@ -31,10 +31,12 @@ size_t comm_type_size(CommType t) {
 static bool multi_rank(void) { return g_mpi && g_world && g_world->size > 1; }
 static bool g_collective;   // the failure in progress is one every rank detects alike (comm_fail_all)
 
-// A usage error (flags, files every rank reads alike) or a collective failure is printed by rank 0 only.
-static bool quiet_usage_error(int code) {
-    return (code == EXIT_USAGE || g_collective) && multi_rank() && g_world->rank != 0;
-}
+// A failure every rank detects alike: a usage error (flags, files every rank reads alike) or a collective
+// failure; a failure of one rank alone (fail_data, fail_io) is not, whatever its code.
+static bool every_rank_alike(int code) { return (code == EXIT_USAGE && !fail_is_local()) || g_collective; }
+
+// A failure every rank detects alike is printed by rank 0 only.
+static bool quiet_usage_error(int code) { return every_rank_alike(code) && multi_rank() && g_world->rank != 0; }
 
 // Every rank meets the others at a barrier and leaves MPI cleanly, so the job ends with exit 2 and no abort
 // banner. A rank whose partners do not come within the deadline (the error was its own) prints its line
@@ -58,7 +60,7 @@ static _Noreturn void leave_together(int code, const char *line) {
 // A failure on one rank must end the whole job: the other ranks would otherwise wait for it.
 static void abort_job_hook(int code, const char *line) {
     if (!multi_rank()) return;
-    if (code == EXIT_USAGE || g_collective) leave_together(code, line);
+    if (every_rank_alike(code)) leave_together(code, line);
     comm_mpi_abort(code);
 }
 
@@ -196,6 +198,7 @@ void comm_barrier(Comm *c, const char *what) {
 }
 
 void comm_abort(int code, const char *fmt, ...) {
+    fail_exiting();
     va_list ap;
     va_start(ap, fmt);
     print_error_line(fmt, ap);

@@ -6,18 +6,38 @@
 #include <stdint.h>
 #include <stdio.h>
 
-// Exit codes: 2 for usage errors (bad flags, impossible layouts), 1 for everything else.
-enum { EXIT_USAGE = 2, EXIT_RUNTIME = 1 };
+// Exit codes (docs/usage.md, "Exit codes"): 2 for bad input — flags, layouts, files that are missing, damaged or not
+// what the command needs, output paths that cannot be used — found before or during the work; 1 for failures at run
+// time (I/O errors, full disks, out of memory, a dead rank); 75 (EX_TEMPFAIL) for a training run that a signal
+// stopped after it saved a checkpoint (resume it with --resume).
+enum { EXIT_USAGE = 2, EXIT_RUNTIME = 1, EXIT_STOPPED = 75 };
 
 // Print one line "ringgpt: <message>" to stderr and exit. fail_usage exits 2, fail exits 1.
 // A hook (set by the comm layer) runs after the line so that a multi-rank job ends on all ranks; the
 // quiet filter (also the comm layer's) keeps the line off ranks other than 0 when every rank fails alike.
 _Noreturn void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void fail_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-// Data errors name the file: "ringgpt: <path>: <message>", exit 1.
+// Bad input data, found by this process alone (a damaged block, a missing file): "ringgpt: <path>: <message>",
+// exit 2 (path NULL: the message names the file itself). Under MPI it ends the job at once (the other ranks did
+// not see it), with exit 2.
 _Noreturn void fail_data(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// A failed system call on path with errno err: exit 2 when the path is the problem (missing, not a directory,
+// no permission, a read-only file system), 1 when the machine is (a full disk, an I/O error, no memory).
+// Like fail_data it is this process's own failure. "ringgpt: <path>: <message> (<strerror>)".
+_Noreturn void fail_io(const char *path, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+// The exit code fail_io uses for errno err.
+int exit_code_for_errno(int err);
+// True while a failure of this process alone (fail_data, fail_io) is being reported: the comm layer's hook then
+// aborts the job instead of waiting for the other ranks to fail alike.
+bool fail_is_local(void);
+// Marks the process as ending on an error (fail* do it; comm_abort too): the sanitized build's leak check,
+// which holds every normal exit to freeing everything, is skipped then.
+void fail_exiting(void);
 void set_fail_hook(void (*hook)(int code, const char *line));
 void set_fail_quiet(bool (*quiet)(int code));
+// Makes s one line: every control byte (a newline from a file's key, a tab) becomes '?'. Every error message
+// passes through it (fail, and the error records of the data and checkpoint readers).
+void one_line(char *s);
 // Prints "ringgpt: <message>\n" to stderr and flushes (the line fail() prints, without exiting).
 void print_error_line(const char *fmt, va_list ap);
 
@@ -34,8 +54,12 @@ void xfwrite(const void *src, size_t bytes, FILE *f, const char *path);
 void xfclose(FILE *f, const char *path);
 // Reads a whole file; *len gets its size. Fails with a clear message on any error.
 unsigned char *read_whole_file(const char *path, size_t *len);
-// mkdir -p; fails with the path and reason.
+// mkdir -p; fails with the path and reason (fail_io).
 void make_dirs(const char *path);
+// mkdir -p without failing: 0, or -1 with errno (ENOTDIR when path or a parent is a file).
+int mkdir_parents(const char *path);
+// The directory part of path ("a/b/c" -> "a/b", "c" -> ".", "/c" -> "/") into out (size n).
+void path_dirname(const char *path, char *out, size_t n);
 
 // Wall-clock seconds (monotonic) and peak resident set size of this process in MiB.
 double now_seconds(void);

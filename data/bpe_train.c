@@ -185,7 +185,7 @@ static void *count_thread(void *arg) {
         const Chunk *ch = &j->chunks[i];
         if (ch->len > cap) buf = xrealloc(buf, cap = ch->len, "a text chunk");
         int fd = open(ch->path, O_RDONLY);
-        if (fd < 0) fail_data(ch->path, "cannot open (%s)", strerror(errno));
+        if (fd < 0) fail_io(ch->path, errno, "cannot open");
         for (uint64_t got = 0; got < ch->len;) {
             ssize_t k = pread(fd, buf + got, ch->len - got, (off_t)(ch->off + got));
             if (k <= 0) fail_data(ch->path, "read failed at byte %" PRIu64 " (%s)", ch->off + got, k ? strerror(errno) : "file shrank");
@@ -213,7 +213,7 @@ static Chunk *make_chunks(const char *const *files, size_t n_files, size_t *n_ch
     *total = 0;
     for (size_t f = 0; f < n_files; f++) {
         struct stat st;
-        if (stat(files[f], &st) != 0) fail_data(files[f], "cannot read input (%s)", strerror(errno));
+        if (stat(files[f], &st) != 0) fail_io(files[f], errno, "cannot read input");
         uint64_t size = (uint64_t)st.st_size, at = 0;
         FILE *fp = xfopen(files[f], "rb");
         while (at < size) {

@@ -208,18 +208,9 @@ static int manifest_strict(const Dataset *d, cJSON *root, DataErr *e) {
     return 0;
 }
 
-static int open_manifest(const char *dir, int split, Dataset *d, DataErr *e) {
-    d->manifest = join(dir, MANIFEST_NAME);
-    FILE *f = fopen(d->manifest, "rb");
-    if (!f) {
-        data_err(e, "%s: cannot open (%s); give a directory made by `ringgpt prepare`", d->manifest, strerror(errno));
-        return -1;
-    }
-    fclose(f);
-    size_t len;
-    char *text = (char *)read_whole_file(d->manifest, &len), why[256];
+static int manifest_text(const char *dir, const char *text, size_t len, int split, Dataset *d, DataErr *e) {
+    char why[256];
     cJSON *root = json_parse_exact(text, len, 1, why, sizeof why);
-    free(text);
     int rc = -1;
     if (!root) {
         data_err(e, "%s: %s" REMAKE, d->manifest, why);
@@ -251,6 +242,28 @@ static int open_manifest(const char *dir, int split, Dataset *d, DataErr *e) {
     rc = 0;
 done:
     cJSON_Delete(root);
+    return rc;
+}
+
+static int open_manifest(const char *dir, int split, Dataset *d, DataErr *e) {
+    d->manifest = join(dir, MANIFEST_NAME);
+    FILE *f = fopen(d->manifest, "rb");
+    if (!f) {
+        data_err(e, "%s: cannot open (%s); give a directory made by `ringgpt prepare`", d->manifest, strerror(errno));
+        return -1;
+    }
+    fclose(f);
+    size_t len;
+    char *text = (char *)read_whole_file(d->manifest, &len);
+    int rc = manifest_text(dir, text, len, split, d, e);
+    free(text);
+    return rc;
+}
+
+int dataset_open_manifest_text(const char *dir, const char *text, size_t len, int split, Dataset *d, DataErr *e) {
+    *d = (Dataset){.path = xstrdup(dir), .manifest = join(dir, MANIFEST_NAME)};
+    int rc = manifest_text(dir, text, len, split, d, e);
+    if (rc != 0) dataset_close(d);
     return rc;
 }
 

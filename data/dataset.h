@@ -29,6 +29,8 @@ typedef struct {
 // Returns 0, 1 when the split does not exist (nothing opened), or -1 with e (message starts with the file).
 int dataset_open(const char *path, int split, Dataset *d, DataErr *e);
 void dataset_close(Dataset *d);
+// dataset_open of a directory, with text (len bytes) standing for its manifest.json (the fuzz test's entry).
+int dataset_open_manifest_text(const char *dir, const char *text, size_t len, int split, Dataset *d, DataErr *e);
 // Full check of an open split: whole-file CRCs against the manifest, every block, every token id,
 // the document indexes and document continuity across shards. Prints one line per shard when verbose.
 int dataset_verify(const Dataset *d, bool verbose, DataErr *e);

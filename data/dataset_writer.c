@@ -1,5 +1,6 @@
 // data/dataset_writer.c — writes a dataset for `prepare`: rolls shards per split, then manifest.json atomically.
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,6 +12,7 @@
 #include "core/common.h"
 #include "core/json_strict.h"
 #include "data/dataset.h"
+#include "data/tokenizer.h"
 
 typedef struct {
     ShardWriter *w;            // the open shard, NULL between shards
@@ -29,12 +31,65 @@ struct DatasetWriter {
     bool in_doc, start_pending;
     cJSON *source;
     cJSON *tokenizer_json;     // the "tokenizer_json" manifest entry (data/dataset_tokenizer.c), NULL for none
+    char **made;               // (n_made) every file this writer created, final and .tmp names
+    size_t n_made;
 };
+
+// Writers not closed yet: a process that fails before its manifest is written removes what they made, so a
+// failed prepare leaves no shards and no .tmp behind (the manifest, written last, marks a dataset complete).
+enum { MAX_OPEN_WRITERS = 16 };
+static DatasetWriter *g_open[MAX_OPEN_WRITERS];
+
+static void remove_unfinished(void) {
+    for (int i = 0; i < MAX_OPEN_WRITERS; i++)
+        for (size_t k = 0; g_open[i] && k < g_open[i]->n_made; k++) unlink(g_open[i]->made[k]);
+}
+
+static void track(DatasetWriter *w, const char *path) {
+    w->made = xrealloc(w->made, (w->n_made + 2) * sizeof *w->made, "the dataset's file list");
+    size_t n = strlen(path) + 5;
+    w->made[w->n_made] = xstrdup(path);
+    w->made[w->n_made + 1] = xmalloc(n, "a path");
+    snprintf(w->made[w->n_made + 1], n, "%s.tmp", path);
+    w->n_made += 2;
+}
+
+static void set_open(DatasetWriter *w, bool open) {
+    static bool registered;
+    if (!registered) atexit(remove_unfinished);
+    registered = true;
+    for (int i = 0; i < MAX_OPEN_WRITERS; i++)
+        if (open ? g_open[i] == NULL : g_open[i] == w) {
+            g_open[i] = open ? w : NULL;
+            return;
+        }
+    if (open) fail("internal: more than %d dataset writers open at once", MAX_OPEN_WRITERS);
+}
+
+// Removes the partial files (*.tmp) of an earlier prepare into dir that died: they are never part of a dataset.
+static void remove_stale_tmp(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *de;
+    char path[4200];
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n < 5 || strcmp(de->d_name + n - 4, ".tmp") != 0) continue;
+        if (strncmp(de->d_name, "train_", 6) && strncmp(de->d_name, "val_", 4) && strcmp(de->d_name, MANIFEST_NAME ".tmp") &&
+            strcmp(de->d_name, TOKENIZER_FILE ".tmp"))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        unlink(path);
+    }
+    closedir(d);
+}
 
 DatasetWriter *dataset_writer_open(const char *dir, const ShardParams *p, uint64_t shard_tokens) {
     if (shard_tokens == 0) fail_usage("--shard-tokens must be positive");
     make_dirs(dir);
+    remove_stale_tmp(dir);
     DatasetWriter *w = xcalloc(1, sizeof *w, "a dataset writer");
+    set_open(w, true);
     w->dir = xstrdup(dir);
     w->p = *p;
     w->shard_tokens = shard_tokens;
@@ -74,6 +129,7 @@ static void open_shard(DatasetWriter *w, SplitWriter *s, int split) {
     size_t n = strlen(w->dir) + strlen(name) + 2;
     char *path = xmalloc(n, "a path");
     snprintf(path, n, "%s/%s", w->dir, name);
+    track(w, path);
     s->w = shard_writer_open(path, &w->p, w->in_doc && !w->start_pending);
     free(path);
 }
@@ -135,6 +191,10 @@ void dataset_writer_tokenizer(DatasetWriter *w, const char *json_object) {
     cJSON_Delete(w->tokenizer_json);
     w->tokenizer_json = cJSON_Parse(json_object);
     if (!w->tokenizer_json) fail("internal: bad manifest tokenizer JSON: %s", json_object);
+    const cJSON *file = cJSON_GetObjectItemCaseSensitive(w->tokenizer_json, "file");
+    char path[4200];
+    if (cJSON_IsString(file) && snprintf(path, sizeof path, "%s/%s", w->dir, file->valuestring) < (int)sizeof path)
+        track(w, path);   // written by dataset_tokenizer_write into the dataset: removed with it if prepare fails
 }
 
 static void write_manifest(DatasetWriter *w, cJSON *root) {
@@ -147,12 +207,12 @@ static void write_manifest(DatasetWriter *w, cJSON *root) {
     FILE *f = xfopen(tmp, "wb");
     xfwrite(text, strlen(text), f, tmp);
     xfwrite("\n", 1, f, tmp);
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0) fail_data(tmp, "flush to disk failed (%s)", strerror(errno));
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) fail_io(tmp, errno, "flush to disk failed");
     xfclose(f, tmp);
-    if (rename(tmp, path) != 0) fail_data(path, "cannot rename %s into place (%s)", tmp, strerror(errno));
+    if (rename(tmp, path) != 0) fail_io(path, errno, "cannot rename %s into place", tmp);
     int dfd = open(w->dir, O_RDONLY | O_DIRECTORY);
     if (dfd >= 0) {
-        if (fsync(dfd) != 0) fail_data(w->dir, "fsync of the directory failed (%s)", strerror(errno));
+        if (fsync(dfd) != 0) fail_io(w->dir, errno, "fsync of the directory failed");
         close(dfd);
     }
     free(text);
@@ -162,6 +222,9 @@ static void write_manifest(DatasetWriter *w, cJSON *root) {
 
 void dataset_writer_close(DatasetWriter *w, SplitSummary sums[N_SPLITS]) {
     if (w->in_doc) dataset_doc_end(w);
+    for (int s = 0; s < N_SPLITS; s++) close_shard(w, &w->split[s]);
+    if (!w->split[SPLIT_TRAIN].sum.tokens)   // before the manifest: the shards written so far are removed at exit
+        fail_usage("no documents went to the training split; lower --val-fraction or give more input");
     cJSON *root = cJSON_CreateObject(), *splits = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", MANIFEST_FORMAT);
     cJSON_AddNumberToObject(root, "version", 1);
@@ -190,11 +253,12 @@ void dataset_writer_close(DatasetWriter *w, SplitSummary sums[N_SPLITS]) {
     cJSON_AddItemToObject(root, "splits", splits);
     if (w->source) cJSON_AddItemToObject(root, "source", w->source);
     if (w->tokenizer_json) cJSON_AddItemToObject(root, DATASET_TOKENIZER_KEY, w->tokenizer_json);
-    char crc[16];   // last: the CRC of everything above, so that any change to the text is caught
-    snprintf(crc, sizeof crc, "%08x", json_crc_without(root, MANIFEST_CRC_KEY));
-    cJSON_AddStringToObject(root, MANIFEST_CRC_KEY, crc);
+    json_sign(root, MANIFEST_CRC_KEY);   // last: the CRC of everything above, so that any change to the text is caught
     write_manifest(w, root);
     cJSON_Delete(root);
+    set_open(w, false);   // committed: nothing is removed any more
+    for (size_t k = 0; k < w->n_made; k++) free(w->made[k]);
+    free(w->made);
     free(w->dir);
     free(w);
 }

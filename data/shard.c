@@ -28,6 +28,7 @@ void data_err(DataErr *e, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(e->msg, sizeof e->msg, fmt, ap);
     va_end(ap);
+    one_line(e->msg);
 }
 
 // pread all n bytes at off, or explain why not.

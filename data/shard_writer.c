@@ -190,7 +190,7 @@ static void write_next(ShardWriter *w) {
         if (w->taken < w->filled) compress_next(w);
         else check_pthread(pthread_cond_wait(&w->done, &w->mu), "pthread_cond_wait");
     }
-    if (j->zr != Z_OK) fail_data(w->tmp, "zlib %s failed (%s) at block %zu", j->zcall, zError(j->zr), w->n_blocks);
+    if (j->zr != Z_OK) fail("%s: zlib %s failed (%s) at block %zu", w->tmp, j->zcall, zError(j->zr), w->n_blocks);
     if (w->n_blocks == w->cap_blocks) {
         w->cap_blocks = w->cap_blocks ? 2 * w->cap_blocks : 64;
         w->blocks = xrealloc(w->blocks, w->cap_blocks * sizeof *w->blocks, "the block index");
@@ -330,11 +330,11 @@ ShardSummary shard_writer_close(ShardWriter *w) {
     uint64_t body = w->offset - SHARD_HEADER_BYTES;
     unsigned char hb[SHARD_HEADER_BYTES];
     encode_header(&h, hb);
-    if (fseek(w->f, 0, SEEK_SET) != 0) fail_data(w->tmp, "seek failed (%s)", strerror(errno));
+    if (fseek(w->f, 0, SEEK_SET) != 0) fail_io(w->tmp, errno, "seek failed");
     xfwrite(hb, sizeof hb, w->f, w->tmp);
-    if (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0) fail_data(w->tmp, "flush to disk failed (%s)", strerror(errno));
+    if (fflush(w->f) != 0 || fsync(fileno(w->f)) != 0) fail_io(w->tmp, errno, "flush to disk failed");
     xfclose(w->f, w->tmp);
-    if (rename(w->tmp, w->path) != 0) fail_data(w->path, "cannot rename %s into place (%s)", w->tmp, strerror(errno));
+    if (rename(w->tmp, w->path) != 0) fail_io(w->path, errno, "cannot rename %s into place", w->tmp);
     ShardSummary s = {.num_tokens = w->tokens, .num_docs = w->n_docs, .file_bytes = h.file_bytes,
                       .file_crc = (uint32_t)crc32_combine(crc32(0, hb, sizeof hb), w->body_crc, (z_off_t)body),
                       .index_crc = w->index_crc, .raw_bytes = w->tokens * w->p.token_bytes};

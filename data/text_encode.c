@@ -46,7 +46,7 @@ static bool read_more(Reader *r, Piece *p, size_t want) {
     reserve(&p->text, &p->cap, p->len + want);
     size_t k = fread(p->text + p->len, 1, want, r->f);
     p->len += k;
-    if (k < want && ferror(r->f)) fail_data(r->paths[r->i], "read failed (%s)", strerror(errno));
+    if (k < want && ferror(r->f)) fail_io(r->paths[r->i], errno, "read failed");
     return k < want;
 }
 
@@ -59,7 +59,7 @@ static bool next_piece(Reader *r, Piece *p) {
     }
     p->len = 0;
     reserve(&p->text, &p->cap, r->carry_len + PIECE_BYTES);
-    memcpy(p->text, r->carry, r->carry_len);
+    if (r->carry_len) memcpy(p->text, r->carry, r->carry_len);   // carry is NULL before the first cut
     p->len = r->carry_len;
     r->carry_len = 0;
     bool eof = false;

@@ -1,4 +1,5 @@
 // data/textdata.c — a text file as a data source: byte tokens, non-overlapping windows shuffled per epoch.
+#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +36,32 @@ static void shuffle_epoch(TextSource *d, uint64_t epoch) {
     }
 }
 
+// A text file is read as bytes, so a binary file or JSONL records would train silently on the wrong thing:
+// both are refused with the command that reads them (prepare skips binary files and parses JSONL).
+static void check_plain_text(const char *path, const unsigned char *text, size_t len) {
+    size_t head = len < 8192 ? len : 8192;
+    const unsigned char *nul = memchr(text, 0, head);
+    if (nul)
+        fail_usage("%s looks binary (a NUL byte at byte %td), not text; give a text file, or `ringgpt prepare` for token "
+                   "files (--input-kind u16|u32|llmc)", path, nul - text);
+    size_t at = 0;
+    while (at < len && strchr(" \t\r\n", text[at])) at++;
+    size_t eol = at;
+    while (eol < len && text[eol] != '\n') eol++;
+    cJSON *first = at < len && text[at] == '{' ? cJSON_ParseWithLength((const char *)text + at, eol - at) : NULL;
+    bool jsonl = cJSON_IsObject(first);
+    cJSON_Delete(first);
+    size_t n = strlen(path);
+    if (jsonl || (n > 6 && strcmp(path + n - 6, ".jsonl") == 0))
+        fail_usage("%s looks like JSONL records (its first line is a JSON object); `ringgpt prepare --out DIR %s` makes a "
+                   "document of each record, then train --data DIR (prepare --input-kind text keeps the raw text)", path, path);
+}
+
 void *text_source_open(const char *path, const DataOptions *o, bool validation) {
     size_t len;
     unsigned char *text = read_whole_file(path, &len);
     if (len == 0) fail_usage("%s is empty; give a text file with at least --seq-len + 1 bytes", path);
+    check_plain_text(path, text, len);
     size_t split = len;
     if (o->val_fraction > 0) split = len - (size_t)(len * o->val_fraction);
     size_t lo = validation ? split : 0, hi = validation ? len : split;

@@ -4,43 +4,15 @@
 usage: plot_metrics.py OUT/metrics.jsonl [--out DIR] [--log]
 writes DIR/loss.png (train and val loss; --log: log-scale loss axis), DIR/optim.png (learning rate and gradient norm)
 and DIR/throughput.png (tokens/s, and MFU when the run had it). Needs matplotlib: when this Python lacks it, the script
-runs itself with another python3 that has it, or says how to install it.
+runs itself with another python3 that has it, or says how to install it (scripts/pyfind.py).
 """
 import argparse
 import json
 import os
-import shutil
-import subprocess
 import sys
 
-
-def find_matplotlib_python():
-    """Another python3 on this machine that has matplotlib, or None."""
-    seen = {os.path.realpath(sys.executable)}
-    for cand in ("/usr/bin/python3", shutil.which("python3"), "/usr/local/bin/python3"):
-        if not cand or not os.path.exists(cand) or os.path.realpath(cand) in seen:
-            continue
-        seen.add(os.path.realpath(cand))
-        if subprocess.run([cand, "-c", "import matplotlib"], capture_output=True).returncode == 0:
-            return cand
-    return None
-
-
-def import_pyplot():
-    try:
-        import matplotlib
-    except ImportError:
-        if os.environ.get("RINGGPT_PLOT_REEXEC"):
-            sys.exit("plot_metrics: matplotlib is missing")
-        other = find_matplotlib_python()
-        if other:
-            os.environ["RINGGPT_PLOT_REEXEC"] = "1"
-            os.execv(other, [other] + sys.argv)
-        sys.exit(f"plot_metrics: {sys.executable} has no matplotlib and no other python3 here has it; install it "
-                 "(Debian: apt-get install python3-matplotlib; or: python3 -m pip install matplotlib)")
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pyfind  # noqa: E402  (scripts/pyfind.py: finds a Python with matplotlib)
 
 
 def read_metrics(path):
@@ -75,7 +47,7 @@ def main():
     ap.add_argument("--log", action="store_true", help="log-scale loss axis")
     a = ap.parse_args()
     rows = read_metrics(a.metrics)
-    plt = import_pyplot()
+    plt = pyfind.pyplot("plot_metrics")
     out = a.out or os.path.dirname(os.path.abspath(a.metrics))
     os.makedirs(out, exist_ok=True)
 

@@ -9,18 +9,20 @@ run), in the order the files come. Default output: the first file's name with .p
 """
 import argparse
 import json
+import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pyfind  # noqa: E402  (scripts/pyfind.py: finds a Python with matplotlib; --help works without it)
 
 
 def load(path):
-    with open(path) as f:
-        r = json.load(f)
+    import numpy as np
+    try:
+        with open(path) as f:
+            r = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"plot_passkey: {path}: {e}; give the OUT.json of `ringgpt passkey --out OUT`")
     lengths, depths = r["lengths"], r["depths"]
     grid = np.full((len(lengths), len(depths)), np.nan)
     for c in r["cells"]:
@@ -45,6 +47,8 @@ def main():
     ap.add_argument("-o", "--out")
     ap.add_argument("--title", default="passkey retrieval: exact match (%)")
     a = ap.parse_args()
+    plt = pyfind.pyplot("plot_passkey")
+    import numpy as np
     runs = [load(p) for p in a.results]
     kinds, columns = [], []
     for r in runs:

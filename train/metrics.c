@@ -26,10 +26,10 @@ static void drop_steps_after(const char *path, long resume_step, double *elapsed
         xfwrite(line, strlen(line), out, tmp);
     }
     free(line);
-    if (ferror(in)) fail_data(path, "read failed (%s)", strerror(errno));
+    if (ferror(in)) fail_io(path, errno, "read failed");
     fclose(in);
     xfclose(out, tmp);
-    if (rename(tmp, path) != 0) fail_data(path, "cannot replace with %s (%s)", tmp, strerror(errno));
+    if (rename(tmp, path) != 0) fail_io(path, errno, "cannot replace with %s", tmp);
 }
 
 void metrics_open(MetricsLog *log, const char *out_dir, long resume_step) {
@@ -81,7 +81,7 @@ void metrics_log(MetricsLog *log, const StepMetrics *m, int print) {
         if (m->ranks > 1) write_rank_times(log->jsonl, m);
         if (m->straggler && m->straggler[0]) fprintf(log->jsonl, ", \"straggler\": \"%s\"", m->straggler);
         fprintf(log->jsonl, "}\n");
-        if (fflush(log->jsonl) != 0) fail_data(log->path, "write failed (%s)", strerror(errno));
+        if (fflush(log->jsonl) != 0) fail("%s: write failed (%s)", log->path, strerror(errno));
     }
     if (!print || log_rank() != 0) return;
     char eta[32];

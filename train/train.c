@@ -13,6 +13,7 @@
 
 #include "attention/ring.h"
 #include "checkpoints/model_tokenizer.h"
+#include "checkpoints/rundir.h"
 #include "checkpoints/train_ckpt.h"
 #include "core/comm.h"
 #include "core/common.h"
@@ -23,6 +24,7 @@
 #include "train/metrics.h"
 #include "train/rank_times.h"
 #include "train/schedule.h"
+#include "train/stop.h"
 #ifdef RINGGPT_HAVE_CUDA
 #include "attention/attention_cuda.h"
 #include "core/backend_cuda.h"
@@ -47,6 +49,9 @@ void train_check_config(const TrainConfig *t) {
     if (t->loss_chunk < 1) fail_usage("--loss-chunk must be at least 1 (got %d)", t->loss_chunk);
     if (t->ckpt_every < -1) fail_usage("--ckpt-every must be N > 0, 0 (only at the end) or -1 (never) (got %d)", t->ckpt_every);
     if (t->keep < 0) fail_usage("--keep must not be negative (got %d; 0 keeps all)", t->keep);
+    if (t->sp < 1) fail_usage("--sp must be at least 1 (got %d)", t->sp);
+    OutdirMode mode;
+    if (!outdir_mode_parse(t->out_exists, &mode)) fail_usage("--out-exists must be refuse or move, not '%s'", t->out_exists);
     if (t->debug_exit_step < 0) fail_usage("--debug-exit-step must not be negative (got %d)", t->debug_exit_step);
     if (!(t->lr > 0)) fail_usage("--lr must be positive (got %g)", t->lr);
     if (t->min_lr < 0 || t->min_lr > t->lr) fail_usage("--min-lr must be between 0 and --lr (got %g)", t->min_lr);
@@ -252,6 +257,13 @@ static MemPlan plan_memory(const TrainConfig *t, const Backend *be, Comm *world)
                         avail / 1048576, source, options);
 }
 
+// --out belongs to this run before anything is written there (checkpoints/rundir.h).
+static void claim_out(const TrainConfig *t, Comm *world) {
+    OutdirMode mode;
+    outdir_mode_parse(t->out_exists, &mode);
+    rundir_claim_train(t->out, t->resume, t->init_from, mode, world);
+}
+
 // Everything one training run holds, set up by run_open and released by run_close.
 typedef struct {
     TrainConfig t;
@@ -275,12 +287,12 @@ typedef struct {
 static void run_open(Run *r, const TrainConfig *cfg) {
     r->t = *cfg;
     TrainConfig *t = &r->t;
+    train_check_config(t);   // before the layout, which divides by --sp
     r->grid = setup_layout(t);
-    train_check_config(t);
     cpu_threads(t->threads);
     check_readable("--data", t->data);
     if (t->val_data) check_readable("--val-data", t->val_data);
-    make_dirs(t->out);
+    claim_out(t, r->grid.world);
     r->train = open_data(t, false);
     r->val = open_data(t, true);
     t->model_cfg.vocab_size = (int)data_vocab_size(r->train);   // the data's tokenizer decides the vocab
@@ -425,12 +437,29 @@ static void report_memory(const Run *r) {
              measured, what, 100 * (predicted / measured - 1));
 }
 
-void train_run(TrainConfig *cfg) {
+// After a step all ranks agree on: when any rank got a stop signal, every rank saves this step (if it is not
+// saved already) and the run ends with EXIT_STOPPED and one line saying where the checkpoint is.
+static int stop_after(Run *r, long done) {
+    int signo = stop_agree(r->grid.world);
+    if (!signo) return 0;
+    ckpt_train_save(&r->ckpt, done, &r->model, &r->opt, r->train, lr_at(&r->sched, done));
+    if (r->grid.rank == 0) {
+        fflush(stdout);
+        fprintf(stderr, "ringgpt: stopped by %s after step %ld of %d; checkpoint %s/step_%08ld; continue with `ringgpt "
+                "train --out %s --resume`\n", stop_signal_name(signo), done, r->t.steps, r->t.out, done, r->t.out);
+    }
+    return EXIT_STOPPED;
+}
+
+int train_run(TrainConfig *cfg) {
     Run r;
+    stop_install();
     run_open(&r, cfg);
     const TrainConfig *t = &r.t;
     double run_start = now_seconds();
+    int code = 0;
     for (long step = r.start; step < t->steps; step++) {
+        if (step > r.start && (code = stop_after(&r, step))) break;   // a signal on any rank: save `step`, stop
         if (r.grid.rank == t->debug_exit_rank && step + 1 == t->debug_exit_step) debug_leave(t, r.grid.rank);
         double t0 = now_seconds();
         double count = fetch_micro_batches(&r);
@@ -468,8 +497,13 @@ void train_run(TrainConfig *cfg) {
         metrics_log(&r.log, &sm, (step + 1) % t->log_every == 0 || last || sm.val_loss >= 0 || named);
         ckpt_train_step_done(&r.ckpt, step + 1, t->steps, &r.model, &r.opt, r.train, lr_at(&r.sched, step + 1));
     }
+    if (code) {
+        run_close(&r);
+        return code;
+    }
     log_info("done: %ld steps in %.1f s, peak RSS %.0f MB, metrics in %s\n", t->steps - r.start,
              now_seconds() - run_start, peak_rss_mb(), r.log.path);
     report_memory(&r);
     run_close(&r);
+    return 0;
 }

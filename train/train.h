@@ -22,6 +22,7 @@ typedef struct TrainConfig {
     int debug_exit_rank, debug_exit_step;   // tests: that rank leaves (or stalls) at that step
     bool debug_stall;
     const char *resume, *init_from;   // checkpoints: --resume [auto|PATH], --init-from CKPT|HF_DIR
+    const char *out_exists;           // --out-exists: refuse or move (a new run into a directory that holds another)
     int ckpt_every, keep;
     bool threads_auto;   // --threads not given: share the cores among the ranks of a node
     const char *device;  // --device: cpu, cuda or auto
@@ -52,5 +53,6 @@ typedef struct TrainConfig {
 // Checks the values every rank sees alike; a bad one is a usage error (exit 2) naming the flag.
 void train_check_config(const TrainConfig *t);
 // Runs the training run t describes on the world comm_init started: the dp × sp layout, the data, the
-// model (fresh, --resume or --init-from), the steps, checkpoints and metrics. Returns when it is done.
-void train_run(TrainConfig *t);
+// model (fresh, --resume or --init-from), the steps, checkpoints and metrics. Returns the exit code: 0 when
+// every step ran, EXIT_STOPPED when a signal stopped the run after a step and its checkpoint (train/stop.h).
+int train_run(TrainConfig *t);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# tests/cli/scripts.sh — the Python helpers: plot_metrics.py draws every panel from a real metrics.jsonl (finding a
-# Python with matplotlib, or saying how to install it), check_hf_export.py --help works and the bf16 export passes.
+# tests/cli/scripts.sh — the Python helpers: plot_metrics.py and plot_passkey.py draw from real output (finding a Python
+# with matplotlib through scripts/pyfind.py, or saying how to install it; --help without it), check_hf_export.py --help
+# works and the bf16 export passes.
 set -uo pipefail
 BIN=$1
 . "$(dirname "$0")/common.sh"
@@ -19,6 +20,19 @@ fi
 rc=0; out=$(python3 "$S/plot_metrics.py" "$W/none.jsonl" 2>&1) || rc=$?
 check "plot_metrics.py on a missing file: one clear line ($out)" test $rc != 0 -a "$(wc -l <<<"$out")" = 1
 check "check_hf_export.py --help" python3 "$S/check_hf_export.py" --help
+# plot_passkey.py (the command `passkey` prints) finds matplotlib like plot_metrics.py (scripts/pyfind.py); --help of both
+# works where no Python has matplotlib (a matplotlib that fails to import stands for one that is missing).
+"$BIN" passkey "$W/run" --lengths 160 --depths 0,1 --trials 1 --threads 1 --out "$W/pk" > /dev/null
+mkdir -p "$W/nompl/matplotlib"; echo 'raise ImportError("no matplotlib (test)")' > "$W/nompl/matplotlib/__init__.py"
+for script in plot_passkey plot_metrics; do
+  check "$script.py --help without matplotlib" bash -c "PYTHONPATH='$W/nompl' python3 '$S/$script.py' --help > /dev/null"
+done
+rc=0; out=$(PYTHONPATH="$W/nompl" python3 "$S/plot_passkey.py" "$W/pk.json" 2>&1) || rc=$?
+check "plot_passkey.py without matplotlib anywhere: one line naming it, no traceback ($out)" \
+  bash -c '[[ $1 != 0 && $2 == *matplotlib* && $2 != *Traceback* && $(grep -c . <<<"$2") == 1 ]]' _ $rc "$out"
+if [[ $have_mpl == 1 ]]; then
+  check "plot_passkey.py draws the heatmap" bash -c "python3 '$S/plot_passkey.py' '$W/pk.json' -o '$W/pk.png' > /dev/null && test -s '$W/pk.png'"
+fi
 PYNP=""
 for py in python3 /usr/bin/python3; do command -v "$py" > /dev/null && "$py" -c "import numpy" 2>/dev/null && PYNP=$py && break; done
 if [[ -n $PYNP ]]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/cli/slurm.sh — a one-node Slurm (Debian's slurm-wlm: munged, slurmctld, slurmd, started and stopped here, all
 # state in a scratch directory) runs a 2-rank ring through `srun --mpi=pmix`: the ranks come from PMIx, the run equals
-# the same run under mpiexec, and a usage error prints one line. Exit 77 (SKIP) with the reason when Slurm is not
+# the same run under mpiexec, a usage error prints one line, and a signal (scancel --signal=USR1, SIGTERM to srun) stops
+# both ranks after one step with a checkpoint that resumes bit for bit. Exit 77 (SKIP) with the reason when Slurm is not
 # installed or its daemons cannot run in this sandbox. Slurm from Debian: apt-get install slurmd slurmctld slurm-client munge
 set -uo pipefail
 BIN=$(readlink -f "$1") MPIEXEC=${2:-mpiexec}
@@ -94,4 +95,37 @@ check "srun, missing data: exit 2 ($rc)" test "$rc" = 2
 check "srun, missing data: one ringgpt line" test "$(grep -c '^ringgpt:' <<<"$err")" = 1
 rc=0; err=$(srun -n 2 --mpi=none "$BIN" "${RUN[@]}" --sp 2 --out "$W/nopmi" 2>&1 >/dev/null) || rc=$?
 check "srun --mpi=none: refused with the fix, not two 1-rank worlds ($rc)" grep -q -- "--mpi=pmix" <<<"$err"
+
+# Signals through Slurm: `scancel --signal=USR1` (what `#SBATCH --signal=USR1@T` sends before the time limit) and
+# SIGUSR1 sent to srun (forwarded) reach both tasks; a plain `scancel` (a cancellation, a preemption) sends SIGTERM
+# and SIGKILL after KillWait (30 s). Each way the ranks stop after the same step, save it, say where once, and
+# `--resume` under srun ends bit for bit where an uninterrupted run ends: final weights and AdamW moments
+# byte-identical, every loss identical. (SIGTERM to srun itself kills the tasks: docs/usage.md.)
+SSTEPS=400
+[[ ${RINGGPT_SANITIZED:-0} == 1 ]] && SSTEPS=150   # the sanitized build runs several times slower
+LONG=(train --data "$W/text.txt" --model tiny --seq-len 32 --batch 2 --steps $SSTEPS --threads 1 --log-every 100000
+      --eval-every 0 --ckpt-every 0 --sp 2)
+SRUN=(srun -n 2 --mpi=pmix --export=ALL,OMP_NUM_THREADS=1)
+final=step_$(printf %08d $SSTEPS)
+steps_logged() { [[ -f $1/metrics.jsonl ]] && wc -l < "$1/metrics.jsonl" || echo 0; }
+"${SRUN[@]}" "$BIN" "${LONG[@]}" --out "$W/sref" > "$W/sref.log" 2>&1 || bad "uninterrupted srun run failed: $(tail -2 "$W/sref.log")"
+for how in scancel_USR1 srun_USR1 scancel_TERM; do
+  out=$W/s_$how target=$((10 + RANDOM % (SSTEPS / 4))) sig=${how#*_}
+  "${SRUN[@]}" -J "sig_$how" "$BIN" "${LONG[@]}" --out "$out" > "$out.log" 2>&1 &
+  pid=$!
+  while kill -0 $pid 2> /dev/null && (($(steps_logged "$out") < target)); do sleep 0.01; done
+  if [[ $how == scancel_* ]]; then scancel --signal="$sig" --name="sig_$how"; else kill -"$sig" $pid; fi
+  wait $pid; rc=$?
+  step=$(sed -nE "s/^ringgpt: stopped by SIG$sig after step ([0-9]+) of.*/\1/p" "$out.log" | head -1)
+  # srun exits with its tasks' 75; a cancelled job's srun reports the cancellation instead
+  [[ $how == scancel_TERM ]] || check "$how: exit 75 ($rc)" test "$rc" = 75
+  check "$how: stopped after step ${step:-?} (signal at ~$target), before the end" test "${step:-0}" -ge $target -a "${step:-0}" -lt $SSTEPS
+  check "$how: one stop line for the two ranks" test "$(grep -c '^ringgpt: stopped by' "$out.log")" = 1
+  check "$how: LATEST names step ${step:-?}" grep -qx "step_$(printf %08d "${step:-0}")" "$out/LATEST"
+  "${SRUN[@]}" "$BIN" train --out "$out" --resume > "$out.resume.log" 2>&1
+  check "$how: --resume under srun exits 0 ($?)" test $? = 0
+  check "$how + resume: final model byte-identical" cmp -s "$W/sref/$final/model.safetensors" "$out/$final/model.safetensors"
+  check "$how + resume: final AdamW moments byte-identical" cmp -s "$W/sref/$final/optim.safetensors" "$out/$final/optim.safetensors"
+  check "$how + resume: every loss identical, each step once" diff <(losses "$W/sref") <(losses "$out")
+done
 finish

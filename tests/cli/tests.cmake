@@ -1,6 +1,6 @@
 # tests/cli/tests.cmake — the command line: config files, resume/fine-tune without flags, defaults, exit codes, the README's commands, docs links.
 set(CLI_T ${CMAKE_SOURCE_DIR}/tests/cli)
-foreach(script config consistency scripts eval_run_flags plan)
+foreach(script config consistency scripts eval_run_flags plan inputs)
   add_test(NAME cli_${script} COMMAND bash ${CLI_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
   set_tests_properties(cli_${script} PROPERTIES LABELS cli TIMEOUT 120)
 endforeach()
@@ -11,7 +11,7 @@ add_test(NAME cli_corruption_sweep COMMAND python3 ${CLI_T}/corruption_sweep.py 
 set_tests_properties(cli_corruption_sweep PROPERTIES LABELS cli TIMEOUT 120)
 # A one-node Slurm started by the test; SKIP (77) with the reason where slurm-wlm is missing or cannot run.
 add_test(NAME cli_slurm_srun COMMAND bash ${CLI_T}/slurm.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
-set_tests_properties(cli_slurm_srun PROPERTIES LABELS cli TIMEOUT 120 SKIP_RETURN_CODE 77)
+set_tests_properties(cli_slurm_srun PROPERTIES LABELS cli TIMEOUT 300 SKIP_RETURN_CODE 77)
 # scripts/long_context.sh at toy sizes through the built binary; SKIP (77) without a Python that has matplotlib.
 add_test(NAME cli_long_context COMMAND bash ${CLI_T}/long_context.sh ${RINGGPT_BIN})
 set_tests_properties(cli_long_context PROPERTIES LABELS cli TIMEOUT 180 SKIP_RETURN_CODE 77)

@@ -303,6 +303,7 @@ static int probe(int argc, char **argv) {
     Batch b = batch_alloc(B, o.seq_len);
     for (uint64_t s = 0; s < data_num_samples(d); s += B) data_next(d, &b);
     data_close(d);
+    batch_free(&b);
     return 0;
 }
 
@@ -324,9 +325,9 @@ static void test_bad(const char *dir, const char *ds) {
     bytes[300] ^= 0xff;   // inside block 0 (blocks start at byte 256)
     write_bytes(shard, bytes, n);
     g_probe_path = copy;
-    CHECK(run_cmd(probe, "probe", NULL) == 1, "a damaged block stops the loader");
+    CHECK(run_cmd(probe, "probe", NULL) == 2, "a damaged block stops the loader (bad input: exit 2)");
     g_probe_path = path_join(dir, "nope");
-    CHECK(run_cmd(probe, "probe", NULL) == 1, "a missing path is an error");
+    CHECK(run_cmd(probe, "probe", NULL) == 2, "a missing path is bad input (exit 2)");
     free(bytes);
     free(shard);
     free(copy);
@@ -397,5 +398,6 @@ int main(void) {
     rm_rf(dir);
     free(g_stream);
     free(g_starts);
+    free(dir), free(ds), free(ds_val), free(dsw);
     return test_finish();
 }

@@ -60,7 +60,7 @@ static void test_text(const char *dir) {
     char *long_text = malloc(7000);
     for (int i = 0; i < 7000; i++) long_text[i] = (char)(1 + i * 31 % 251);   // every byte but NUL, longer than a block and a shard
     snprintf(p, sizeof p, "%s/a.txt", in), add_text(&want, p, "hello world", 11);
-    snprintf(p, sizeof p, "%s/c.txt", in), add_text(&want, p, "", 0);
+    snprintf(p, sizeof p, "%s/c.txt", in), write_bytes(p, "", 0);   // empty: no document, skipped
     snprintf(p, sizeof p, "%s/.hidden", in), write_bytes(p, "skip me", 7);
     snprintf(p, sizeof p, "%s/x.pyc", in), write_bytes(p, "\x03\xf3\r\n\0\0\0\0binary", 14);   // a NUL: binary, skipped
     snprintf(p, sizeof p, "%s/notes.md", sub), write_bytes(p, "markdown", 8);
@@ -72,7 +72,7 @@ static void test_text(const char *dir) {
     Dataset d;
     Vec got = read_split(ds, SPLIT_TRAIN, &d);
     CHECK(same(&got, &want), "text round trip (%zu vs %zu tokens)", got.n, want.n);
-    CHECK(d.docs == 4 && d.n == 3 && d.vocab_size == 260 && d.eos_id == 256 && d.token_bytes == 2 && strcmp(d.tokenizer, "byte260") == 0,
+    CHECK(d.docs == 3 && d.n == 3 && d.vocab_size == 260 && d.eos_id == 256 && d.token_bytes == 2 && strcmp(d.tokenizer, "byte260") == 0,
           "text dataset: %" PRIu64 " docs in %zu shards", d.docs, d.n);
     dataset_close(&d);
     free(got.t);
@@ -136,12 +136,23 @@ static void test_raw(const char *dir) {
     Vec g32 = read_split(d32, SPLIT_TRAIN, &d);
     CHECK(same(&g32, &w32) && d.docs == 4 && d.token_bytes == 4 && d.vocab_size == 100000, "u32 round trip");
     dataset_close(&d);
-    // Errors: an id >= vocab, no --eos, an odd-sized file.
-    CHECK(run_cmd(cmd_prepare, "prepare", "--out", d16, "--input-kind", "u16", "--eos", "2", "--vocab", "8", "--quiet", f16, NULL) == 1,
-          "token >= --vocab is an error");
-    CHECK(run_cmd(cmd_prepare, "prepare", "--out", d16, "--input-kind", "u16", "--quiet", f16, NULL) == 2, "u16 without --eos is a usage error");
+    // Errors (bad input, exit 2), each into a new directory that the failed prepare leaves not even created:
+    // an id >= vocab, no --eos, an odd-sized file. Into the existing d16: refused, d16 untouched.
+    char *fresh = path_join(dir, "ds16_failed");
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", fresh, "--input-kind", "u16", "--eos", "2", "--vocab", "8", "--quiet", f16, NULL) == 2,
+          "token >= --vocab is bad input (exit 2)");
+    CHECK(access(fresh, F_OK) != 0, "a prepare that failed midway left no directory, no shard, no .tmp");
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", fresh, "--input-kind", "u16", "--quiet", f16, NULL) == 2, "u16 without --eos is a usage error");
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", d16, "--input-kind", "u16", "--eos", "7", "--quiet", f16, NULL) == 2,
+          "prepare into a dataset directory that is not empty is refused");
+    Vec again = read_split(d16, SPLIT_TRAIN, &d);
+    CHECK(same(&again, &w16), "the refused prepare left the dataset as it was");
+    dataset_close(&d);
+    free(again.t);
     write_bytes(f16, "abc", 3);
-    CHECK(run_cmd(cmd_prepare, "prepare", "--out", d16, "--input-kind", "u16", "--eos", "7", "--quiet", f16, NULL) == 1, "odd-sized u16 file");
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", fresh, "--input-kind", "u16", "--eos", "7", "--quiet", f16, NULL) == 2, "odd-sized u16 file");
+    CHECK(access(fresh, F_OK) != 0, "nor did this one");
+    free(fresh);
     free(g16.t), free(g32.t), free(w16.t), free(w32.t);
     free(f16), free(f32), free(d16), free(d32);
 }
@@ -186,10 +197,13 @@ static void test_llmc(const char *dir) {
     CHECK(same(&gl, &wl) && d.docs == 4 && d.vocab_size == 128256 && d.token_bytes == 4, "llm.c llama3 round trip");
     dataset_close(&d);
     Vec wb = write_llmc(bad, 20240520, 1, 2, 50256, 10, true);
-    CHECK(run_cmd(cmd_prepare, "prepare", "--out", dg, "--quiet", bad, NULL) == 1, "truncated llm.c shard is an error");
-    write_llmc(bad, 20240520, 3, 2, 50256, 10, false);
-    CHECK(run_cmd(cmd_prepare, "prepare", "--out", dg, "--input-kind", "llmc", "--quiet", bad, NULL) == 1, "unsupported llm.c version");
-    CHECK(run_cmd(cmd_prepare, "prepare", "--out", dg, "--quiet", "/nonexistent/input", NULL) == 2, "missing input is a usage error");
+    char *fresh = path_join(dir, "ds_llmc_failed");
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", fresh, "--quiet", bad, NULL) == 2, "truncated llm.c shard is bad input (exit 2)");
+    free(write_llmc(bad, 20240520, 3, 2, 50256, 10, false).t);
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", fresh, "--input-kind", "llmc", "--quiet", bad, NULL) == 2, "unsupported llm.c version");
+    CHECK(run_cmd(cmd_prepare, "prepare", "--out", fresh, "--quiet", "/nonexistent/input", NULL) == 2, "missing input is a usage error");
+    CHECK(access(fresh, F_OK) != 0, "the failed prepares left no directory");
+    free(fresh);
     free(wb.t), free(gg.t), free(gl.t), free(wg.t), free(wl.t);
     free(in), free(g), free(l), free(bad), free(dg), free(dl);
 }
@@ -201,5 +215,6 @@ int main(void) {
     test_raw(dir);
     test_llmc(dir);
     rm_rf(dir);
+    free(dir);
     return test_finish();
 }

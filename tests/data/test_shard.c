@@ -216,7 +216,9 @@ static void test_corruption(const char *dir, const char *name) {
     memcpy(b, orig, n);
     b[8] = 9;
     CHECK(open_verify(bad, b, n, &e) != 0 && strstr(e.msg, "unsupported shard version 9"), "version: %s", e.msg);
-    CHECK(shard_open(path_join(dir, "missing.rgs"), &e) == NULL && strstr(e.msg, "cannot open"), "missing file: %s", e.msg);
+    char *missing = path_join(dir, "missing.rgs");
+    CHECK(shard_open(missing, &e) == NULL && strstr(e.msg, "cannot open"), "missing file: %s", e.msg);
+    free(missing);
     shard_close(s);
     free(longer);
     free(orig);
@@ -381,5 +383,6 @@ int main(void) {
     test_corruption(dir, "w2w.rgs");
     test_manifest(dir);
     rm_rf(dir);
+    free(dir);
     return test_finish();
 }

@@ -52,6 +52,7 @@ static inline unsigned char *read_bytes(const char *path, size_t *n) {
     fseek(f, 0, SEEK_SET);
     unsigned char *b = malloc(*n + 1);
     if (fread(b, 1, *n, f) != *n) *n = 0;
+    b[*n] = 0;   // a text file reads as a string (strstr on it stays inside the buffer)
     fclose(f);
     return b;
 }

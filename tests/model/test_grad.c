@@ -14,12 +14,22 @@ static const Backend *be = &BACKEND_CPU;
 static Rng rng;
 static const double EPS = 1e-5, TOL = 1e-4;
 
+// The test tensors: every one is listed and freed at the end (the sanitized build checks for leaks).
+static real *g_tensors[256];
+static int g_n_tensors;
+static real *keep(real *x) {
+    if (g_n_tensors == 256) abort();
+    return g_tensors[g_n_tensors++] = x;
+}
+static void free_tensors(void) {
+    while (g_n_tensors) free(g_tensors[--g_n_tensors]);
+}
 static real *randn(size_t n, double std) {
-    real *x = xmalloc(n * sizeof(real), "test");
+    real *x = keep(xmalloc(n * sizeof(real), "test"));
     for (size_t i = 0; i < n; i++) x[i] = (real)(std * rng_normal(&rng));
     return x;
 }
-static real *zeros(size_t n) { return xcalloc(n, sizeof(real), "test"); }
+static real *zeros(size_t n) { return keep(xcalloc(n, sizeof(real), "test")); }
 static double dotp(const real *a, const real *b, size_t n) {
     double s = 0;
     for (size_t i = 0; i < n; i++) s += (double)a[i] * b[i];
@@ -261,5 +271,6 @@ int main(void) {
     test_model(false, false);
     test_model(true, false);
     test_model(false, true);
+    free_tensors();
     return check_summary();
 }
