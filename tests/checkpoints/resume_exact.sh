@@ -38,9 +38,10 @@ check "interrupted run logged 2 steps past its checkpoint" test "$(losses "$W/la
 run "$W/text.txt" "$W/late" --resume
 check "resumed metrics.jsonl: each step once, losses as uninterrupted" \
   diff <(losses "$W/full_text.txt/metrics.jsonl") <(losses "$W/late/metrics.jsonl")
-# The shuffle setting is part of the run: resuming a shuffled run with --no-shuffle is refused.
+# The shuffle setting is part of the run: resuming a shuffled run with --no-shuffle is refused (--steps beyond the
+# checkpoint, so that the step count is not what is refused).
 expect_fail 2 "run.shuffle" "$BIN" train --data "$W/text.txt" --model tiny --seq-len 48 --batch 2 --grad-accum 2 \
-  --steps $((2 * K)) --warmup 3 --threads 1 --out "$W/split_text.txt" --resume --no-shuffle
+  --steps $((2 * K + 4)) --warmup 3 --threads 1 --out "$W/split_text.txt" --resume --no-shuffle
 # Unshuffled really is stream order, shuffled is not: their first losses differ.
 differ() { ! diff -q <(losses "$1") <(losses "$2") > /dev/null; }
 check "--no-shuffle changes the data order" differ "$W/full_text.txt/metrics.jsonl" "$W/full_text.txt_no-shuffle/metrics.jsonl"
