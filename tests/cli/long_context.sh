@@ -48,21 +48,24 @@ expect_fail 2 "START=2 needs" env "${toy[@]}" OUT="$W/empty" START=2 bash "$S/lo
 expect_fail 2 "START must be 1..3" env "${toy[@]}" START=4 bash "$S/long_context.sh"
 expect_fail 2 "has no stage1.train.json" env "${toy[@]}" RECIPE="$W" bash "$S/long_context.sh"
 
-# The shipped recipe: every stage's config is accepted by its command (a few documents, one step, one trial)...
-R=$ROOT/recipes/long_context
+# The shipped recipe and the experiment recipe pinned in the docs: every stage's config is accepted by its command
+# (a few documents, one step, one trial)...
+name_i=0
+for R in "$ROOT/recipes/long_context" "$ROOT/docs/experiments/2026-11-24-v3-recipe"; do
+name=${R#"$ROOT/"} name_i=$((name_i + 1))
 for k in 1 2 3; do
-  (cd "$ROOT" && "$BIN" prepare --config "$R/stage$k.data.json" --docs 40 --out "$W/rc$k" > /dev/null 2>&1) \
-    && ok || bad "recipes/long_context/stage$k.data.json: prepare --config fails"
-  init=(); ((k == 1)) || init=(--init-from "$W/rt$((k - 1))")
-  "$BIN" train --config "$R/stage$k.train.json" --data "$W/rc$k" --steps 1 --batch 1 --threads 1 --val-fraction 0 \
-    --out "$W/rt$k" "${init[@]}" > "$W/rt$k.log" 2>&1 && ok || bad "recipes/long_context/stage$k.train.json: $(tail -1 "$W/rt$k.log")"
+  (cd "$ROOT" && "$BIN" prepare --config "$R/stage$k.data.json" --docs 40 --out "$W/rc$k.$name_i" > /dev/null 2>&1) \
+    && ok || bad "$name/stage$k.data.json: prepare --config fails"
+  init=(); ((k == 1)) || init=(--init-from "$W/rt$((k - 1)).$name_i")
+  "$BIN" train --config "$R/stage$k.train.json" --data "$W/rc$k.$name_i" --steps 1 --batch 1 --threads 1 --val-fraction 0 \
+    --out "$W/rt$k.$name_i" "${init[@]}" > "$W/rt$k.$name_i.log" 2>&1 && ok || bad "$name/stage$k.train.json: $(tail -1 "$W/rt$k.$name_i.log")"
   for grid in "$R"/stage$k.passkey*.json; do
-    "$BIN" passkey "$W/rt$k" --config "$grid" --lengths 512 --trials 1 --threads 1 --out "$W/rp$k" > /dev/null 2>&1 \
-      && ok || bad "recipes/long_context/$(basename "$grid"): passkey --config fails"
+    "$BIN" passkey "$W/rt$k.$name_i" --config "$grid" --lengths 512 --trials 1 --threads 1 --out "$W/rp$k" > /dev/null 2>&1 \
+      && ok || bad "$name/$(basename "$grid"): passkey --config fails"
   done
 done
 # ... and the θ rule holds: stage N's RoPE base = stage N-1's × (T_N / the longest document stage N-1 trained on)^2.
-"$PY" - "$R" <<'PYEOF' && ok || bad "the recipe's rope-theta values do not follow the θ rule"
+"$PY" - "$R" <<'PYEOF' && ok || bad "$name: the rope-theta values do not follow the θ rule"
 import json, sys
 r = sys.argv[1]
 cfg = lambda n, kind: json.load(open(f"{r}/stage{n}.{kind}.json"))
@@ -73,4 +76,5 @@ for n in (2, 3):
     assert cur["rope-theta"] == want, (n, cur["rope-theta"], want)
     assert max(int(x) for x in cfg(n, "data")["doc-len"].split(",")) <= cur["seq-len"] - 2 * (cfg(n, "data")["key-max"] - 5), n
 PYEOF
+done
 finish
