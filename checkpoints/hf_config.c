@@ -1,5 +1,6 @@
 // checkpoints/hf_config.c — an HF Llama config.json read as strictly as a flag: standard JSON, a Llama and nothing else, counts in range, no typo taken for an absent key.
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,8 +148,8 @@ static int read_dims(const cJSON *root, const char *path, ModelConfig *c, int *m
         get_count(root, path, "head_dim", false, floor(v[0] / v[3]) > 0 ? floor(v[0] / v[3]) : 1, &v[8], e) ||
         rope_theta_of(root, path, &theta, e))
         return -1;
-    if (!(v[6] > 0 && v[6] < 1)) {
-        ck_err(e, "%s: field rms_norm_eps is %g; it must be in (0, 1)", path, v[6]);
+    if (!((float)v[6] > 0 && v[6] < 1)) {   // in float too: 1e-75 would become 0
+        ck_err(e, "%s: field rms_norm_eps is %g; it must be in (0, 1) and at least %g (float)", path, v[6], (double)FLT_TRUE_MIN);
         return -1;
     }
     if (!(theta > 1 && theta < 1e30)) {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,9 +187,12 @@ static int parse_header(StFile *f, const char *json, size_t len, CkErr *e) {
     f->entries = calloc((size_t)(count ? count : 1), sizeof(StEntry));
     int rc = f->entries ? 0 : -1;
     if (rc) ck_err(e, "%s: out of memory", f->path);
+    bool metadata = false;
     for (const cJSON *c = root->child; c && rc == 0; c = c->next) {
         if (strcmp(c->string, "__metadata__") == 0) {
-            rc = parse_metadata(f, c, e);
+            if (metadata) ck_err(e, "%s: header field __metadata__ appears twice (damaged header)", f->path);
+            rc = metadata ? -1 : parse_metadata(f, c, e);
+            metadata = true;
             continue;
         }
         for (int i = 0; i < f->n && rc == 0; i++)

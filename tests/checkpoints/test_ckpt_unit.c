@@ -91,6 +91,9 @@ static void test_bad_files(void) {
     expect_open_fails("dup.safetensors", "appears twice");
     write_raw("meta.safetensors", "{\"__metadata__\":{\"format\":3}}", 0, -1);
     expect_open_fails("meta.safetensors", "__metadata__.format");
+    // Two __metadata__ objects (cJSON keeps both): refused, and nothing leaks (found by fuzzing).
+    write_raw("meta2.safetensors", "{\"__metadata__\":{\"format\":\"pt\"},\"__metadata__\":{\"format\":\"pt\"}}", 0, -1);
+    expect_open_fails("meta2.safetensors", "__metadata__ appears twice");
     write_raw("shape.safetensors", "{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, -1);
     expect_open_fails("shape.safetensors", "shape[0]");
     // a supported container dtype that ringgpt cannot use: opens, but reading names the dtype

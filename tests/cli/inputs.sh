@@ -89,6 +89,8 @@ hf_variant hf_typo "c['rms_norm_epz'] = c.pop('rms_norm_eps')"
 expect_fail 2 'did you mean "rms_norm_eps"' "$BIN" import "$W/hf_typo" --out "$W/imp1"
 hf_variant hf_noeps "del c['rms_norm_eps']"
 expect_fail 2 "field rms_norm_eps is missing" "$BIN" import "$W/hf_noeps" --out "$W/imp1"
+hf_variant hf_tiny_eps "c['rms_norm_eps'] = 1e-75"   # > 0 as a double, 0 as the float the model keeps (found by fuzzing)
+expect_fail 2 "field rms_norm_eps is 1e-75" "$BIN" import "$W/hf_tiny_eps" --out "$W/imp1"
 hf_variant hf_gpt2 "c['model_type'] = 'gpt2'"
 expect_fail 2 "only Llama models" "$BIN" import "$W/hf_gpt2" --out "$W/imp1"
 hf_variant hf_dup "raw = json.dumps(c)[:-1] + ', \"hidden_size\": 32}'"
