@@ -6,10 +6,12 @@
 #include <string.h>
 
 #include "attention/attention.h"
+#include "core/comm.h"
 #include "core/common.h"
 
 // Q and KV blocks are visited in (TILE × TILE) tiles: the scores of one tile are the most that
-// ever exist at once, and each tile is a handful of small GEMMs.
+// ever exist at once, and each tile is a handful of small GEMMs. After each tile, comm_poke() lets a
+// ring hop in flight move (core/comm.h: COMM_PROGRESS_COMPUTE).
 enum { TILE = ATTN_CPU_TILE };
 
 static long g_doc_tiles_skipped;   // forward tiles skipped by the document mask (all threads)
@@ -167,6 +169,7 @@ void attn_cpu_forward_block(const AttnShape *s, AttnState st, const real *q, int
                 gemm_nt(rows, cols, hd, scale, qh, q_stride, kh + (size_t)j0 * kv_stride, kv_stride, 0, S, TILE);
                 softmax_tile(S, rows, cols, i0, j0, mask, nk, docs, st.m + h, st.l + h, st.acc + h * hd, H, hd);
                 gemm_nn_acc(rows, hd, cols, S, TILE, vh + (size_t)j0 * kv_stride, kv_stride, acc, q_stride);
+                comm_poke();
             }
         }
     }
@@ -241,6 +244,7 @@ static void p_ds_tile(const BwdArgs *a, int h, int i0, int rows, int j0, int col
     gemm_nt(rows, cols, hd, a->scale, a->q + qo, qs, a->k + ko, ks, 0, S, TILE);
     gemm_nt(rows, cols, hd, 1, a->dout + qo, qs, a->v + ko, ks, 0, dP, TILE);
     backward_tile(S, dP, rows, cols, i0, j0, a->mask, a->nk, a->docs, a->lse + h, a->D + h, H, a->scale);
+    comm_poke();
 }
 
 // The keys of tile j0 that query tile (i0, rows) sees: 0 when none.

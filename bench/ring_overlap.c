@@ -1,6 +1,6 @@
 // bench/ring_overlap.c — one ring attention forward + backward (one sequence, one layer) per repetition on a ring of all ranks:
 // wall time, block compute and exposed ring wait; with --calibrate, the CPU block kernels' FLOP/s and the link's message latency.
-// Usage: mpirun -np W ring_overlap [--tokens L] [--reps R] [--ring-overlap=false] [--comm-progress=false]
+// Usage: mpirun -np W ring_overlap [--tokens L] [--reps R] [--ring-overlap=false] [--comm-progress compute|thread|off]
 //        [--heads H --kv-heads K --head-dim D]                       (the `small` model's attention by default)
 //        ring_overlap --calibrate attn --tokens T                     (one rank: causal forward + backward of T tokens)
 //        mpirun -np 2 ring_overlap --calibrate link                   (sendrecv pairs between two ranks: latency, bandwidth)
@@ -106,7 +106,7 @@ static void predict(const AttnShape *s, int W, int L, double gflops, double gbps
 }
 
 // The ring: --reps forward + backward passes after one warm-up; the slowest rank's figures.
-static void run_ring(const AttnShape *s, Comm *ring_comm, Comm *world, int L, int reps, bool overlap, bool progress) {
+static void run_ring(const AttnShape *s, Comm *ring_comm, Comm *world, int L, int reps, bool overlap, const char *progress) {
     AttnRing *ring = ring_create(ring_comm, &BACKEND_CPU, overlap);
     Tensors t = tensors(s, L, 11 + (uint64_t)comm_rank(ring_comm));
     double sum[4] = {0};   // wall, compute, wait, bytes
@@ -122,7 +122,7 @@ static void run_ring(const AttnShape *s, Comm *ring_comm, Comm *world, int L, in
         comm_allreduce(world, v, 4, COMM_F64, COMM_MAX, "repetition figures");
         for (int k = 0; k < 4 && i > 0; k++) sum[k] += v[k];
     }
-    log_info("ranks=%d tokens=%d heads=%d kv_heads=%d head_dim=%d overlap=%d progress=%d progress_thread=%d reps=%d "
+    log_info("ranks=%d tokens=%d heads=%d kv_heads=%d head_dim=%d overlap=%d progress=%s progress_thread=%d reps=%d "
              "attn_s=%.5f compute_s=%.5f wait_s=%.5f bytes=%.0f\n",
              comm_size(ring_comm), L, s->n_head, s->n_kv_head, s->head_dim, overlap, progress, comm_progress_running(), reps,
              sum[0] / reps, sum[1] / reps, sum[2] / reps, sum[3] / reps);
@@ -133,7 +133,8 @@ static void run_ring(const AttnShape *s, Comm *ring_comm, Comm *world, int L, in
 int main(int argc, char **argv) {
     comm_init(&argc, &argv);
     int L = 1024, reps = 3, heads = 4, kv_heads = 4, head_dim = 64, ranks = 2;
-    bool overlap = true, progress = true, predict_only = false;
+    bool overlap = true, predict_only = false;
+    const char *progress = "compute";
     double gflops = 0, gbps = 0, latency_us = 0;
     const char *calibrate = NULL;
     ArgSpec specs[] = {
@@ -143,7 +144,8 @@ int main(int argc, char **argv) {
         {"--kv-heads", ARG_INT, &kv_heads, "key/value heads"},
         {"--head-dim", ARG_INT, &head_dim, "head dimension"},
         {"--ring-overlap", ARG_BOOL, &overlap, "start each hop before computing (=false: the serial baseline)"},
-        {"--comm-progress", ARG_BOOL, &progress, "the MPI progress thread (core/comm.h)"},
+        {"--comm-progress", ARG_STRING, &progress, "what moves a hop while the block computes: compute, thread or off "
+                                                    "(core/comm.h)"},
         {"--calibrate", ARG_STRING, &calibrate, "attn (one rank) or link (two ranks) instead of the ring", .dflt = "off"},
         {"--predict", ARG_BOOL, &predict_only, "print the timing model's figures for --ranks, --tokens and the rates below"},
         {"--ranks", ARG_INT, &ranks, "ring size (--predict)"},
@@ -163,7 +165,9 @@ int main(int argc, char **argv) {
         return 0;
     }
     comm_set_timeout(3600);
-    comm_set_progress(progress);
+    CommProgress mode;
+    if (!comm_progress_parse(progress, &mode)) comm_fail_usage_all("--comm-progress %s: use compute, thread or off", progress);
+    comm_set_progress(mode);
     cpu_threads(1);   // one core per rank: the two-host runs give each rank one
     CommGrid g = comm_grid(comm_size(comm_world()));
     if (calibrate && !strcmp(calibrate, "attn")) calibrate_attention(&s, L, reps);

@@ -60,11 +60,12 @@ unit_train_one_rank() {
   echo "train1 tokens=4096 $(step_means "$d/metrics.jsonl")"
 }
 
-# One sweep configuration: the ring with overlap, the serial baseline, and overlap without the progress thread.
+# One sweep configuration: the ring with overlap (the compute loops drive MPI), the serial baseline, overlap driven by the
+# progress thread, and overlap with neither.
 unit_sweep() {   # unit_sweep RATE TOKENS
   load_before
   hosts "$1" bash -c "$(declare -f two_ranks)"'
-    for flags in "" "--ring-overlap=false" "--comm-progress=false"; do two_ranks "$BENCH" --tokens "$0" --reps "$REPS" $flags; done' "$2"
+    for flags in "" "--ring-overlap=false" "--comm-progress=thread" "--comm-progress=off"; do two_ranks "$BENCH" --tokens "$0" --reps "$REPS" $flags; done' "$2"
 }
 
 # A two-host `small` training run (sp = 2, one thread a rank).

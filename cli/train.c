@@ -31,7 +31,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
                        .seed = 1337, .dp = 1, .sp = 1, .comm_timeout = 600,
                        .debug_exit_rank = -1, .loss_on = "masked", .recompute = "none",
                        .device = getenv("RINGGPT_DEVICE") ? getenv("RINGGPT_DEVICE") : "auto", .ring_overlap = true,
-                       .logits_mb = 512, .comm_progress = true, .straggler = 0.25f, .straggler_every = 10,
+                       .logits_mb = 512, .comm_progress = "auto", .straggler = 0.25f, .straggler_every = 10,
                        .debug_slow_rank = -1, .out_exists = "refuse"};
     ModelConfig *mc = &t->model_cfg;
     int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0;
@@ -102,8 +102,10 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--resume", ARG_STRING, &t->resume, "continue from the newest valid checkpoint in --out (bare), `auto` (if any), or PATH "
                                              "(an older step of --out is refused while a newer valid one exists: give a new --out)"},
         {"--init-from", ARG_STRING, &t->init_from, "start a new run from the weights (and architecture) of a checkpoint or HF Llama directory"},
-        {"--comm-progress", ARG_BOOL, &t->comm_progress, "a thread drives MPI transfers while the ranks compute, so ring hops overlap"
-                                                         " the blocks (=false: transfers move only inside MPI calls)"},
+        {"--comm-progress", ARG_STRING, &t->comm_progress, "what moves MPI transfers while the ranks compute, so ring hops "
+                                                           "overlap the blocks: compute (the attention loops, between tiles), "
+                                                           "thread (a progress thread), off (only MPI calls), auto (compute "
+                                                           "on the CPU, thread with --device cuda)"},
         {"--straggler", ARG_FLOAT, &t->straggler, "the progress line names a rank whose compute exceeds the median by this fraction"
                                                    " (0 = off)"},
         {"--straggler-every", ARG_INT, &t->straggler_every, "steps per straggler check (compute summed over them)"},

@@ -117,8 +117,18 @@ int comm_rank(const Comm *c) { return c->rank; }
 int comm_size(const Comm *c) { return c->size; }
 int comm_world_rank_of(const Comm *c, int r) { return c->world_ranks[r]; }
 int comm_node_size(void) { return g_mpi ? comm_mpi_node_size() : 1; }
-void comm_set_progress(bool on) {
-    if (g_mpi) comm_mpi_set_progress(on);
+void comm_set_progress(CommProgress mode) {
+    if (g_mpi) comm_mpi_set_progress(mode);
+}
+bool comm_progress_parse(const char *name, CommProgress *mode) {
+    static const char *const names[] = {[COMM_PROGRESS_OFF] = "off", [COMM_PROGRESS_COMPUTE] = "compute",
+                                        [COMM_PROGRESS_THREAD] = "thread"};
+    for (int m = 0; m < 3; m++)
+        if (name && strcmp(name, names[m]) == 0) return *mode = (CommProgress)m, true;
+    return false;
+}
+void comm_poke(void) {
+    if (g_mpi) comm_mpi_poke();
 }
 bool comm_progress_running(void) { return g_mpi && comm_mpi_progress_running(); }
 void comm_set_timeout(double seconds) { g_timeout = seconds > 0 ? seconds : 600.0; }

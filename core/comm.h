@@ -36,13 +36,26 @@ int comm_world_rank_of(const Comm *c, int r);
 // Ranks of this job on this machine (they share its cores), 1 without MPI.
 int comm_node_size(void);
 
-// The progress thread (on by default): while an operation is in flight, a thread enters MPI every
-// 0.2 ms so that a transfer moves while the caller computes (Open MPI moves TCP and large shared-memory
-// messages only inside MPI calls). Off: transfers move only inside the caller's MPI calls (comm_wait).
-// Where MPI does not provide MPI_THREAD_SERIALIZED it stays off, with a note. No effect without MPI.
-void comm_set_progress(bool on);
+// How a started transfer moves while the caller computes. Open MPI moves TCP and large shared-memory
+// messages only inside MPI calls, so a ring hop posted before a block's compute would sit still until
+// comm_wait without one of these:
+//   COMM_PROGRESS_COMPUTE  the compute loops call comm_poke() between tiles; while an operation is in
+//                          flight it enters MPI at most every 0.2 ms. No thread competes for the cores.
+//   COMM_PROGRESS_THREAD   a thread enters MPI every 0.2 ms while an operation is in flight (for a caller
+//                          that leaves its cores idle while it waits: a GPU run).
+//   COMM_PROGRESS_OFF      transfers move only inside the caller's MPI calls (comm_wait).
+// COMPUTE and THREAD need MPI_THREAD_SERIALIZED (threads other than the main one enter MPI); where MPI
+// provides less, OFF with a note. No effect without MPI. Set it before starting operations.
+typedef enum { COMM_PROGRESS_OFF, COMM_PROGRESS_COMPUTE, COMM_PROGRESS_THREAD } CommProgress;
+void comm_set_progress(CommProgress mode);
+// "off", "compute" or "thread" into *mode; false for any other name.
+bool comm_progress_parse(const char *name, CommProgress *mode);
 // True once the progress thread has started (it starts with the first operation in flight).
 bool comm_progress_running(void);
+// Drives MPI's progress once when COMM_PROGRESS_COMPUTE is set, an operation is in flight and 0.2 ms
+// have passed since the last time; never waits for another thread's MPI call. Callable from any
+// thread (OpenMP workers too); otherwise an atomic load and a clock read.
+void comm_poke(void);
 
 // Seconds any single wait may block before the job is aborted (default 600).
 void comm_set_timeout(double seconds);

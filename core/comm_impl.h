@@ -31,7 +31,8 @@ Comm *comm_mpi_init(int *argc, char ***argv);
 void comm_mpi_finalize(void);
 int comm_mpi_node_size(void);
 _Noreturn void comm_mpi_abort(int code);
-void comm_mpi_set_progress(bool on);
+void comm_mpi_set_progress(CommProgress mode);
+void comm_mpi_poke(void);
 bool comm_mpi_progress_running(void);
 // The single-process world.
 Comm *comm_local_world(void);

@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <mpi.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -10,23 +11,27 @@
 #include "core/common.h"
 #include "core/real.h"
 
-// MPI progress while the caller computes. Open MPI moves a nonblocking message over TCP (and a large
-// shared-memory one) only inside MPI calls, so a ring hop started before a block's compute would sit
-// still until the rank waits for it. The progress thread enters MPI every PROGRESS_NS while any
-// operation is in flight: MPI_Iprobe on a private duplicate of the world matches nothing and runs the
-// progress engine. One mutex serialises every MPI call of the process, so MPI_THREAD_SERIALIZED is
-// enough; where MPI provides less, no thread starts and transfers move only inside MPI calls.
+// MPI progress while the caller computes (core/comm.h: CommProgress). Open MPI moves a nonblocking
+// message over TCP (and a large shared-memory one) only inside MPI calls, so a ring hop started before a
+// block's compute would sit still until the rank waits for it. Either the compute loops poke MPI between
+// tiles (comm_poke: at most every PROGRESS_NS, a trylock, so a poke never waits), or the progress thread
+// enters MPI every PROGRESS_NS while any operation is in flight. Both call MPI_Iprobe on a private
+// duplicate of the world: it matches nothing and runs the progress engine. One mutex serialises every
+// MPI call of the process, so MPI_THREAD_SERIALIZED is enough; where MPI provides less, neither runs and
+// transfers move only inside MPI calls.
 enum { PROGRESS_NS = 200000 };
 static struct {
     pthread_mutex_t lock;   // held around every MPI call
     pthread_cond_t wake;    // signalled when an operation starts or the thread must stop
     pthread_t thread;
     MPI_Comm probe;         // the private duplicate: nothing is ever sent on it
-    long in_flight;         // operations started and not yet seen complete
-    bool wanted;            // comm_set_progress
+    atomic_long in_flight;  // operations started and not yet seen complete (changed under the lock)
+    atomic_int mode;        // CommProgress (comm_set_progress)
+    atomic_llong last_poke; // CLOCK_MONOTONIC ns of the last poke that entered MPI
     bool serialized;        // MPI provided MPI_THREAD_SERIALIZED or more
     bool running, stop, noted;   // noted: the note on a missing thread was printed
-} g_prog = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .probe = MPI_COMM_NULL, .wanted = true};
+} g_prog = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .probe = MPI_COMM_NULL,
+            .mode = COMM_PROGRESS_COMPUTE};
 
 static void mpi_lock(void) { pthread_mutex_lock(&g_prog.lock); }
 static void mpi_unlock(void) { pthread_mutex_unlock(&g_prog.lock); }
@@ -77,12 +82,13 @@ static void progress_started_locked(void) {
         if (g_prog.in_flight == 1) pthread_cond_signal(&g_prog.wake);
         return;
     }
-    if (!g_prog.wanted || !g_prog.serialized) return;
+    if (g_prog.mode != COMM_PROGRESS_THREAD) return;
     int err = pthread_create(&g_prog.thread, NULL, progress_main, NULL);
     g_prog.running = err == 0;
-    if (err && !g_prog.noted) log_info("note: no MPI progress thread (%s); transfers move only inside MPI calls\n", strerror(err));
-    g_prog.noted |= err != 0;
-    g_prog.wanted &= err == 0;   // no second try
+    if (err) {   // no second try: the compute loops drive the transfers instead
+        log_info("note: no MPI progress thread (%s); the compute loops drive transfers instead\n", strerror(err));
+        g_prog.mode = COMM_PROGRESS_COMPUTE;
+    }
 }
 
 static void progress_started(void) {
@@ -237,8 +243,8 @@ const CommBackend COMM_MPI = {
 Comm *comm_mpi_init(int *argc, char ***argv) {
     int initialized = 0, provided = 0;
     MPI_CHECK(MPI_Initialized(&initialized));
-    // SERIALIZED: the main thread and the progress thread call MPI, one at a time (g_prog.lock); OpenMP
-    // threads and the data loader's thread never do.
+    // SERIALIZED: the main thread, the progress thread and OpenMP threads (comm_poke) call MPI, one at a
+    // time (g_prog.lock); the data loader's thread never does.
     if (!initialized) MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
     else MPI_CHECK(MPI_Query_thread(&provided));
     g_prog.serialized = provided >= MPI_THREAD_SERIALIZED;
@@ -268,15 +274,37 @@ int comm_mpi_node_size(void) {
     return size;
 }
 
-void comm_mpi_set_progress(bool on) {
+void comm_mpi_set_progress(CommProgress mode) {
     mpi_lock();
-    g_prog.wanted = on;
-    if (on && !g_prog.serialized && !g_prog.noted)
-        log_info("note: MPI provides less than MPI_THREAD_SERIALIZED, so no progress thread runs; transfers move only "
-                 "inside MPI calls (a ring hop does not overlap the compute on TCP)\n");
-    g_prog.noted |= on && !g_prog.serialized;
+    if (mode != COMM_PROGRESS_OFF && !g_prog.serialized) {
+        if (!g_prog.noted)
+            log_info("note: MPI provides less than MPI_THREAD_SERIALIZED, so nothing drives transfers while the ranks "
+                     "compute; they move only inside MPI calls (a ring hop does not overlap the compute on TCP)\n");
+        g_prog.noted = true;
+        mode = COMM_PROGRESS_OFF;
+    }
+    g_prog.mode = mode;
     mpi_unlock();
-    if (!on) progress_stop();
+    if (mode != COMM_PROGRESS_THREAD) progress_stop();
+}
+
+static long long monotonic_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+void comm_mpi_poke(void) {
+    if (atomic_load_explicit(&g_prog.mode, memory_order_relaxed) != COMM_PROGRESS_COMPUTE ||
+        atomic_load_explicit(&g_prog.in_flight, memory_order_relaxed) <= 0)
+        return;
+    long long now = monotonic_ns();
+    if (now - atomic_load_explicit(&g_prog.last_poke, memory_order_relaxed) < PROGRESS_NS) return;
+    if (pthread_mutex_trylock(&g_prog.lock) != 0) return;   // another thread is inside MPI: it makes the progress
+    g_prog.last_poke = now;
+    int found = 0, err = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, g_prog.probe, &found, MPI_STATUS_IGNORE);
+    mpi_unlock();
+    mpi_check(err, "MPI_Iprobe(comm_poke)");
 }
 
 bool comm_mpi_progress_running(void) {

@@ -80,6 +80,9 @@ void train_check_config(const TrainConfig *t) {
         fail_usage("--activations bf16 is a GPU setting (--device cuda); the CPU stores activations as fp32");
     if (t->comm && strcmp(t->comm, "auto") && strcmp(t->comm, "nccl") && strcmp(t->comm, "mpi"))
         fail_usage("--comm %s: use auto, nccl or mpi", t->comm);
+    CommProgress progress;
+    if (strcmp(t->comm_progress, "auto") && !comm_progress_parse(t->comm_progress, &progress))
+        fail_usage("--comm-progress %s: use auto, compute, thread or off", t->comm_progress);
     ScheduleKind k;
     if (!schedule_parse(t->schedule, &k)) fail_usage("unknown --schedule '%s'; use cosine or constant", t->schedule);
     config_validate(&t->model_cfg);
@@ -96,7 +99,6 @@ static CommGrid setup_layout(TrainConfig *t) {
     comm_check_same_config(t->same_json);   // ranks with different flags (or config files) would train different models
     if (!(t->comm_timeout > 0)) comm_fail_usage_all("--comm-timeout must be positive (got %g)", t->comm_timeout);
     comm_set_timeout(t->comm_timeout);
-    comm_set_progress(t->comm_progress);
     int world = comm_size(comm_world());
     if (t->sp_inherited && world % t->sp != 0) {   // a resume on another layout: one rank per sequence
         log_info("note: the saved run had --sp %d; %d rank%s cannot hold it, so this run uses --sp 1\n", t->sp, world,
@@ -192,6 +194,14 @@ static const Backend *select_backend(const TrainConfig *t, int rank) {
         comm_fail_usage_all("--activations bf16 is a GPU setting (--device cuda); the CPU stores activations as fp32");
     return &BACKEND_CPU;
 #endif
+}
+
+// --comm-progress (checked by train_check_config); auto: the attention loops drive MPI on the CPU, where every
+// core computes, and a thread with a GPU, whose host cores wait.
+static void set_comm_progress(const TrainConfig *t, const Backend *be) {
+    CommProgress mode = be == &BACKEND_CPU ? COMM_PROGRESS_COMPUTE : COMM_PROGRESS_THREAD;
+    if (strcmp(t->comm_progress, "auto") != 0) comm_progress_parse(t->comm_progress, &mode);
+    comm_set_progress(mode);
 }
 
 // Device buffers (gradients, ring packets) need a device-aware communicator: NCCL, or MPI with host staging.
@@ -304,6 +314,7 @@ static void run_open(Run *r, const TrainConfig *cfg) {
         fail_usage("--val-data has vocab %u (tokenizer %s) but --data has %u (%s); both must come from the same tokenizer",
                    data_vocab_size(r->val), data_tokenizer(r->val)->id, data_vocab_size(r->train), data_tokenizer(r->train)->id);
     const Backend *be = select_backend(t, r->grid.rank);
+    set_comm_progress(t, be);
     r->grad_comm = device_comm(be, r->grid.world, "gradient communicator");
     r->ring_comm = t->sp > 1 ? device_comm(be, r->grid.ring, "ring communicator") : NULL;
     r->plan = plan_memory(t, be, r->grid.world);

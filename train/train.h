@@ -42,7 +42,7 @@ typedef struct TrainConfig {
     const char *activations;            // CUDA: --activations fp32 or bf16 (NULL: fp32)
     bool fused;                         // CUDA: --fused, the fused step's kernels
     int logits_mb;       // CUDA: --logits-mb, the fused LM head's logits budget
-    bool comm_progress;  // --comm-progress: a thread drives MPI transfers while the ranks compute
+    const char *comm_progress;   // --comm-progress: auto, compute, thread or off (core/comm.h: CommProgress)
     float straggler;     // --straggler: name a rank whose compute exceeds the median by this fraction (0: off)
     int straggler_every; // --straggler-every: steps per straggler check
     int debug_slow_rank, debug_slow_ms;   // tests: that rank sleeps this long in every step's compute
