@@ -17,6 +17,9 @@
 # Open MPI's TCP transport is told to use plain send/receive fragments (btl_tcp_flags send,inplace): its emulated-put
 # protocol for large messages waits for acknowledgements that queue behind the opposite direction's data, which
 # halves the rate of a ring exchange on a shaped link (measured: 0.48 instead of 0.93 Gbit/s each way at 1 Gbit/s).
+# Cores: host a gets the first half of this machine's cores and host b the rest (taskset; both all of them on one core),
+# and Open MPI binds nothing further (--bind-to none): each host's daemon would otherwise bind its first rank to core 0,
+# and the two hosts' ranks would share one core.
 set -uo pipefail
 refuse() { echo "two_hosts.sh: $*" >&2; exit 77; }
 usage() { echo "two_hosts.sh: $*; usage: two_hosts.sh [--rate RATE] [--slots N] [--mpiexec PATH] -- COMMAND [ARGS...]" >&2; exit 2; }
@@ -38,6 +41,9 @@ command -v "$MPIEXEC" > /dev/null || usage "--mpiexec $MPIEXEC: not found"
 
 [[ $(id -u) == 0 ]] || refuse "needs root (network namespaces, veth links and tc); run it as root"
 command -v ip > /dev/null && command -v tc > /dev/null || refuse "needs ip and tc (Debian: apt-get install iproute2)"
+command -v taskset > /dev/null || refuse "needs taskset (Debian: apt-get install util-linux)"
+NCPU=$(nproc)
+CPUS_A=0-$(( NCPU > 1 ? NCPU / 2 - 1 : 0 )) CPUS_B=$(( NCPU > 1 ? NCPU / 2 : 0 ))-$(( NCPU - 1 ))
 
 # Names unique to this run, so that two runs (or two engineers) never touch each other's hosts.
 TAG=rg$$
@@ -87,17 +93,17 @@ cat > "$DIR/agent" << EOF
 # Open MPI's rsh agent for the two hosts: \$1 is the host, the rest the command to run there.
 host=\$1; shift
 case \$host in
-  10.77.0.1) ns=$NSA ;;
-  10.77.0.2) ns=$NSB ;;
+  10.77.0.1) ns=$NSA cpus=$CPUS_A ;;
+  10.77.0.2) ns=$NSB cpus=$CPUS_B ;;
   *) echo "two_hosts agent: unknown host \$host" >&2; exit 1 ;;
 esac
-exec ip netns exec "\$ns" sh -c "\$*"
+exec ip netns exec "\$ns" taskset -c "\$cpus" sh -c "\$*"
 EOF
 cat > "$DIR/mpiexec" << EOF
 #!/bin/sh
 # mpiexec for the two hosts of scripts/two_hosts.sh ($NSA, $NSB), Open MPI over TCP on the veth link only.
-exec ip netns exec $NSA "$(command -v "$MPIEXEC")" --allow-run-as-root --oversubscribe \\
-  -H 10.77.0.1:$SLOTS,10.77.0.2:$SLOTS --mca plm_rsh_agent "$DIR/agent" \\
+exec ip netns exec $NSA taskset -c $CPUS_A "$(command -v "$MPIEXEC")" --allow-run-as-root --oversubscribe \\
+  -H 10.77.0.1:$SLOTS,10.77.0.2:$SLOTS --mca plm_rsh_agent "$DIR/agent" --bind-to none \\
   --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 \\
   --mca btl_tcp_flags send,inplace "\$@"
 EOF
