@@ -50,6 +50,12 @@ unit_calibrate() {
   hosts unlimited bash -c "$(declare -f two_ranks); two_ranks '$BENCH' --calibrate link"
 }
 
+# The link as a shaped rate delivers it: latency and bandwidth of sendrecv pairs (TCP over tbf reaches less than the rate).
+unit_link() {   # unit_link RATE
+  load_before
+  hosts "$1" bash -c "$(declare -f two_ranks); two_ranks '$BENCH' --calibrate link"
+}
+
 # A one-rank `small` training run at T=4096, one thread: its step time outside attention calibrates the matmul rate.
 unit_train_one_rank() {
   load_before
@@ -86,7 +92,7 @@ m = [json.loads(l) for l in open(sys.argv[1])][1:]
 w = [max(x.get("rank_ring_wait_s", [0])) for x in m]
 print("step_s=%.4f ring_wait_s=%.4f steps=%d" % (sum(x["step_ms"] for x in m) / len(m) / 1e3, sum(w) / len(w), len(m)))' "$1"
 }
-export -f load_before hosts two_ranks unit_calibrate unit_train_one_rank unit_sweep unit_train_two_hosts step_means
+export -f load_before hosts two_ranks unit_link unit_calibrate unit_train_one_rank unit_sweep unit_train_two_hosts step_means
 export PY
 
 # timed UNIT ARGS...: the unit alone on the machine when LOCK is set.
@@ -107,9 +113,17 @@ tag() {
 }
 
 
+# A rate's link, measured once per OUT (the report predicts with what the link delivers, not its nominal rate).
+link_stage() {   # link_stage RATE
+  grep -q "^stage=link rate=$1 " "$RESULTS" 2> /dev/null && return
+  echo "link: rate $1" >&2
+  timed unit_link "$1" | tag "stage=link rate=$1"
+}
+
 # Two-host training runs; the report sets `ringgpt plan`'s prediction beside each.
 train_stage() {
   for rate in $TRAIN_RATES; do
+    link_stage "$rate"
     for T in $TRAIN_T; do
       echo "train: rate $rate, T=$T on two hosts" >&2
       timed unit_train_two_hosts "$rate" "$T" | tag "stage=train rate=$rate"
@@ -131,6 +145,7 @@ for stage in $STAGES; do
       timed unit_train_one_rank | tag "stage=calibrate" ;;
     sweep)
       for rate in $RATES; do
+        link_stage "$rate"
         for L in $TOKENS; do
           echo "sweep: rate $rate, $L tokens per rank" >&2
           timed unit_sweep "$rate" "$L" | tag "stage=sweep rate=$rate"

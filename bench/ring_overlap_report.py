@@ -41,7 +41,10 @@ def parse(path):
     return rows
 
 
-def gbps(rate, link_gbps):
+def gbps(rate, link_gbps, links=None):
+    """The link's rate in Gbit/s: measured on it when links has it, else the unlimited link's or the nominal tc rate."""
+    if links and rate in links:
+        return links[rate]["bandwidth_gbps"]
     if rate == "unlimited":
         return link_gbps
     n = float(rate.rstrip("bit").rstrip("kmg") or 0)
@@ -83,7 +86,9 @@ def main():
     rows = parse(a.results)
     md = []
     cal_attn = {int(r["tokens"]): r for r in rows if r.get("calibrate") == "attn"}
-    link = next((r for r in rows if r.get("calibrate") == "link"), None)
+    link = next((r for r in rows if r.get("calibrate") == "link" and r.get("stage") == "calibrate"), None)
+    # per rate: the link as measured on it (stage=link); the prediction uses these, a rate without one its nominal rate
+    links = {r["rate"]: r for r in rows if r.get("calibrate") == "link" and r.get("stage") == "link"}
     train1 = next((r for r in rows if r.get("kind") == "train1"), None)
     if not cal_attn or not link:
         sys.exit("ring_overlap_report.py: no calibration in %s (run the calibrate stage)" % a.results)
@@ -142,7 +147,7 @@ def main():
             comp, xfer = off["compute_s"], off["wait_s"]
             ratio = comp / xfer if xfer > 0 else float("inf")
             hidden = (off["attn_s"] - on["attn_s"]) / min(comp, xfer) if min(comp, xfer) > 0 else float("nan")
-            p = predict(a.bench, L, F, gbps(rate, bw), lat)
+            p = predict(a.bench, L, F, gbps(rate, bw, links), links.get(rate, link)["latency_us"])
             thr = "%.4f" % m["thread"]["attn_s"] if "thread" in m else "-"
             nop = "%.4f" % m["noprog"]["attn_s"] if "noprog" in m else "-"
             md.append("| %s | %d | %.4f | %.4f | %.4f | %.4f | %.2f | %.2f | %s | %s | %.4f / %.4f | %.2f |" % (
@@ -154,30 +159,32 @@ def main():
                 violations.append("%s, %d tokens: compute/transfer %.2f, hidden %.2f" % (rate, L, ratio, hidden))
         H, Hkv = SMALL["heads"], SMALL["kv_heads"]
         # compute(L) = 14·hd·H·L² / F and transfer(L) = 24·Hkv·hd·L / B for two ranks (6 pieces of L·Hkv·hd fp32 each)
-        pred = 24.0 * Hkv * F * 1e9 / (14.0 * H * gbps(rate, bw) * 1e9 / 8)
-        cross.append((rate, crossover(pts), pred))
+        pred = 24.0 * Hkv * F * 1e9 / (14.0 * H * gbps(rate, bw, links) * 1e9 / 8)
+        cross.append((rate, crossover(pts), pred, gbps(rate, bw, links)))
     md.append("\nWhere compute ≥ 1.2 × transfer, the hidden fraction is below 0.8 in: %s.\n"
               % ("; ".join(violations) if violations else "no configuration"))
     md.append("### Crossover: tokens per rank where compute = transfer\n")
-    md.append("| link | measured | FLOPs / bandwidth (%.2f GFLOP/s, the link's rate) | measured / predicted |" % F)
-    md.append("|---|---|---|---|")
-    for rate, meas, pred in cross:
-        md.append("| %s | %s | %.0f | %s |" % (rate, "%.0f" % meas if meas else "outside the sweep", pred,
-                                               "%.2f" % (meas / pred) if meas else "-"))
+    md.append("| link | its measured rate, Gbit/s | measured | FLOPs / bandwidth (%.2f GFLOP/s, that rate) | "
+              "measured / predicted |" % F)
+    md.append("|---|---|---|---|---|")
+    for rate, meas, pred, rate_gbps in cross:
+        md.append("| %s | %.3f | %s | %.0f | %s |" % (rate, rate_gbps, "%.0f" % meas if meas else "outside the sweep", pred,
+                                                      "%.2f" % (meas / pred) if meas else "-"))
 
     trains = [r for r in rows if r.get("kind") == "train2"]
     if trains and M:
         md.append("\n### `ringgpt plan` against two-host training runs (`small`, sp = 2, B = 1, one thread a rank)\n")
         md.append("Predicted with the rates calibrated above (matmul %.2f, attention %.2f GFLOP/s, latency %.1f us) and the "
-                  "link's rate (unlimited: the measured %.2f Gbit/s): `ringgpt plan --device cpu --model small --sp 2 "
+                  "link's rate as measured on it (sendrecv pairs; unlimited: %.2f Gbit/s): `ringgpt plan --device cpu --model small --sp 2 "
                   "--matmul-tflops M --attn-tflops A --latency-us U --link-gbps B`; steps 2-4 of each run.\n" % (M, F, lat, bw))
         md.append("| link | T | measured step (s) | predicted step (s) | error | measured ring wait, most of a rank (s) | "
                   "predicted exposed wait (s) | load |")
         md.append("|---|---|---|---|---|---|---|---|")
         for m in trains:
             p = plan(a.ringgpt, ["--seq-len", "%d" % m["tokens"], "--sp", "2", "--matmul-tflops", str(M / 1e3),
-                                 "--attn-tflops", str(F / 1e3), "--latency-us", str(lat),
-                                 "--link-gbps", str(gbps(m["rate"], bw))])
+                                 "--attn-tflops", str(F / 1e3),
+                                 "--latency-us", str(links.get(m["rate"], link)["latency_us"]),
+                                 "--link-gbps", str(gbps(m["rate"], bw, links))])
             md.append("| %s | %d | %.3f | %.3f | %+.1f %% | %.3f | %.3f | %.2f |" % (
                 m["rate"], m["tokens"], m["step_s"], p["step_s"], 100 * (p["step_s"] / m["step_s"] - 1), m["ring_wait_s"],
                 p["ring_wait_s"], m["load"]))
