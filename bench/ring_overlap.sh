@@ -120,13 +120,16 @@ link_stage() {   # link_stage RATE
   timed unit_link "$1" | tag "stage=link rate=$1"
 }
 
-# Two-host training runs; the report sets `ringgpt plan`'s prediction beside each.
-train_stage() {
-  for rate in $TRAIN_RATES; do
+# runs STAGE RATES VALUES UNIT: per rate its link once, then `UNIT RATE VALUE` for each value (tokens per rank, or T).
+# The sweep's units time the ring; the train stage's are two-host training runs, beside which the report sets
+# `ringgpt plan`'s prediction.
+runs() {
+  local stage=$1 rates=$2 values=$3 unit=$4 rate v
+  for rate in $rates; do
     link_stage "$rate"
-    for T in $TRAIN_T; do
-      echo "train: rate $rate, T=$T on two hosts" >&2
-      timed unit_train_two_hosts "$rate" "$T" | tag "stage=train rate=$rate"
+    for v in $values; do
+      echo "$stage: rate $rate, $v tokens" >&2
+      timed "$unit" "$rate" "$v" | tag "stage=$stage rate=$rate"
     done
   done
 }
@@ -143,15 +146,8 @@ for stage in $STAGES; do
       echo "calibrate: CPU block kernels, the unlimited link, a one-rank training step" >&2
       timed unit_calibrate | tag "stage=calibrate rate=unlimited"
       timed unit_train_one_rank | tag "stage=calibrate" ;;
-    sweep)
-      for rate in $RATES; do
-        link_stage "$rate"
-        for L in $TOKENS; do
-          echo "sweep: rate $rate, $L tokens per rank" >&2
-          timed unit_sweep "$rate" "$L" | tag "stage=sweep rate=$rate"
-        done
-      done ;;
-    train) train_stage ;;
+    sweep) runs sweep "$RATES" "$TOKENS" unit_sweep ;;
+    train) runs train "$TRAIN_RATES" "$TRAIN_T" unit_train_two_hosts ;;
     report) "$PY" "$ROOT/bench/ring_overlap_report.py" "$RESULTS" --bench "$BENCH" --ringgpt "$RINGGPT" --out "$OUT" ;;
     *) echo "ring_overlap.sh: unknown stage '$stage' (calibrate, sweep, train, report)" >&2; exit 2 ;;
   esac
