@@ -168,16 +168,19 @@ _Noreturn static void timed_out(CommRequest *r) {
 }
 
 // Polls instead of blocking in MPI_Wait so that a dead peer becomes a message after the deadline.
-// Yields first, then sleeps with a growing pause (≤ 1 ms): a waiting rank must not steal the core of
-// a rank that is still computing (ranks often share cores in tests).
+// For the first SPIN_S it yields between polls: a core with nothing else to run comes straight back, so
+// a hop costs the link's latency and not a sleep's, and a rank that shares its core with one still
+// computing (ranks often do in tests) hands it the core. Then it sleeps with a growing pause (≤ 1 ms).
+enum { SPIN_US = 5000 };
 double comm_wait(CommRequest *r) {
     if (!r->active) return 0.0;
-    double start = now_seconds(), deadline = start + g_timeout;
-    long pause_ns = 20000;
-    for (int polls = 0;; polls++) {
+    double start = now_seconds(), deadline = start + g_timeout, spin_end = start + SPIN_US * 1e-6;
+    long pause_ns = 50000;
+    for (;;) {
         if (r->comm->be->test(r->comm, r)) break;
-        if (now_seconds() > deadline) timed_out(r);
-        if (polls < 64) {
+        double now = now_seconds();
+        if (now > deadline) timed_out(r);
+        if (now < spin_end) {
             sched_yield();
         } else {
             struct timespec ts = {0, pause_ns};
