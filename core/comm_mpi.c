@@ -1,4 +1,5 @@
 // core/comm_mpi.c — the MPI comm backend: non-blocking point-to-point and collectives that core/comm.c polls.
+#include <errno.h>
 #include <limits.h>
 #include <mpi.h>
 #include <pthread.h>
@@ -245,6 +246,12 @@ Comm *comm_mpi_init(int *argc, char ***argv) {
     MPI_CHECK(MPI_Initialized(&initialized));
     // SERIALIZED: the main thread, the progress thread and OpenMP threads (comm_poke) call MPI, one at a
     // time (g_prog.lock); the data loader's thread never does.
+    // Open MPI's nonblocking all-reduce (libnbc) reduces to one rank and broadcasts back whenever the
+    // buffer is in place or there are fewer than 4 ranks: the gradients cross each link twice, one way at
+    // a time (measured: 1.1 s instead of 0.56 s for `small`'s 13 MB at 190 Mbit/s). The ring sends each
+    // byte once each way. A value the user gave (mpiexec --mca, the environment) wins.
+    if (!initialized && setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0) != 0)
+        fail("setenv(OMPI_MCA_coll_libnbc_iallreduce_algorithm): %s", strerror(errno));
     if (!initialized) MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided));
     else MPI_CHECK(MPI_Query_thread(&provided));
     g_prog.serialized = provided >= MPI_THREAD_SERIALIZED;
