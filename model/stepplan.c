@@ -13,8 +13,9 @@
 // NVLink bandwidth per direction (half the datasheet's bidirectional figure).
 static const DeviceSpec PRESETS[] = {
     {"cpu", "one core of the project's 2-core Xeon (Cascade Lake, AVX-512), fp32", 11.5 * 1073741824.0, 131.8e9, 112.0e9,
-     0.897e9, 9.7e-6,
-     "measured by bench/ring_overlap.sh --calibrate on 2026-11-24 at 619ef9a, load 5.2 (docs/benchmarks.md): matmul = a one-rank training step's "
+     1.913e9, 5.1e-6,
+     "measured by bench/ring_overlap.sh --calibrate on 2026-11-24 (matmul and attention at 619ef9a and again at 1fff65d, "
+     "within 1 %; the link at 1fff65d, each host on its own core, load 0.5) (docs/benchmarks.md): matmul = a one-rank training step's "
      "time outside attention over its matmul FLOPs; attention = the CPU block kernels' FLOP/s; link = the two-host veth "
      "link without a rate limit (Open MPI over TCP), latency its small-message time; memory = MemTotal / 2 cores"},
     {"h100-sxm", "NVIDIA H100 SXM5 80 GB, BF16", 80e9, 989e12, 740e12, 450e9, 10e-6,
