@@ -105,7 +105,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--comm-progress", ARG_STRING, &t->comm_progress, "what moves MPI transfers while the ranks compute, so ring hops "
                                                            "overlap the blocks: compute (the attention loops, between tiles), "
                                                            "thread (a progress thread), off (only MPI calls), auto (compute "
-                                                           "on the CPU, thread with --device cuda)"},
+                                                           "with --device cpu, thread with --device cuda)"},
         {"--straggler", ARG_FLOAT, &t->straggler, "the progress line names a rank whose compute exceeds the median by this fraction"
                                                    " (0 = off)"},
         {"--straggler-every", ARG_INT, &t->straggler_every, "steps per straggler check (compute summed over them)"},

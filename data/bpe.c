@@ -137,7 +137,7 @@ static uint64_t hash_bytes(const unsigned char *s, size_t n) {
         h ^= h >> 29;
     }
     uint64_t w = 0;
-    memcpy(&w, s + i, n - i);
+    if (n > i) memcpy(&w, s + i, n - i);   // s may be NULL when n == 0
     return mix64(h ^ w);
 }
 
@@ -395,6 +395,10 @@ static bool parse_merges(Bpe *b, Errs *e, const cJSON *merges) {
             break;
         }
         size_t sl = strlen(l), sr = strlen(r);
+        if (sl == 0 || sr == 0) {   // "" is no token a merge can join (found by fuzzing: a merge " ")
+            ok = bad(e, "model.merges[%d]: an empty side; both sides must be tokens of model.vocab", i);
+            break;
+        }
         if (raw_cap < sl + sr) raw = xrealloc(raw, raw_cap = 2 * (sl + sr), "a merge");
         size_t nl = unmap_token(l, sl, raw);
         int64_t li = str_find(b, raw, nl);

@@ -27,6 +27,7 @@ variant("norm", lambda t: t.update(normalizer={"type": "NFC"}))
 variant("wordpiece", lambda t: t["model"].update(type="WordPiece"))
 variant("merge_oov", lambda t: t["model"]["merges"].append(["ab", "zz"]))
 variant("merge_form", lambda t: t["model"]["merges"].append("a b c"))
+variant("merge_empty", lambda t: t["model"]["merges"].append(" "))
 variant("no_byte", lambda t: t["model"]["vocab"].pop("a"))
 variant("pretok", lambda t: t.update(pre_tokenizer={"type": "Whitespace"}))
 variant("split_beh", lambda t: t.update(pre_tokenizer={"type": "Sequence", "pretokenizers": [
@@ -46,6 +47,7 @@ expect_fail 2 "normalizer: type 'NFC' is not supported" "$BIN" tokenizer info --
 expect_fail 2 "model.type: 'WordPiece' is not supported" "$BIN" tokenizer info --tokenizer "$W/wordpiece.json"
 expect_fail 2 "model.merges[2]: token 'zz' is not in model.vocab" "$BIN" tokenizer info --tokenizer "$W/merge_oov.json"
 expect_fail 2 "model.merges[2]: not \"a b\"" "$BIN" tokenizer info --tokenizer "$W/merge_form.json"
+expect_fail 2 "model.merges[2]: an empty side; both sides must be tokens of model.vocab" "$BIN" tokenizer info --tokenizer "$W/merge_empty.json"
 expect_fail 2 "model.vocab: has no token for byte 0x61" "$BIN" tokenizer info --tokenizer "$W/no_byte.json"
 expect_fail 2 "pre_tokenizer.type: 'Whitespace' is not supported" "$BIN" tokenizer info --tokenizer "$W/pretok.json"
 expect_fail 2 "pre_tokenizer.pretokenizers[0].behavior: only \"Isolated\"" "$BIN" tokenizer info --tokenizer "$W/split_beh.json"
