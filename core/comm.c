@@ -123,7 +123,7 @@ void comm_set_progress(CommProgress mode) {
 bool comm_progress_parse(const char *name, CommProgress *mode) {
     static const char *const names[] = {[COMM_PROGRESS_OFF] = "off", [COMM_PROGRESS_COMPUTE] = "compute",
                                         [COMM_PROGRESS_THREAD] = "thread"};
-    for (int m = 0; m < 3; m++)
+    for (int m = 0; m < (int)(sizeof names / sizeof names[0]); m++)
         if (name && strcmp(name, names[m]) == 0) return *mode = (CommProgress)m, true;
     return false;
 }
@@ -168,7 +168,7 @@ _Noreturn static void timed_out(CommRequest *r) {
 }
 
 // Polls instead of blocking in MPI_Wait so that a dead peer becomes a message after the deadline.
-// For the first SPIN_S it yields between polls: a core with nothing else to run comes straight back, so
+// For the first SPIN_US it yields between polls: a core with nothing else to run comes straight back, so
 // a hop costs the link's latency and not a sleep's, and a rank that shares its core with one still
 // computing (ranks often do in tests) hands it the core. Then it sleeps with a growing pause (≤ 1 ms).
 enum { SPIN_US = 5000 };

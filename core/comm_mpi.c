@@ -28,9 +28,9 @@ static struct {
     MPI_Comm probe;         // the private duplicate: nothing is ever sent on it
     atomic_long in_flight;  // operations started and not yet seen complete (changed under the lock)
     atomic_int mode;        // CommProgress (comm_set_progress)
-    atomic_llong last_poke; // CLOCK_MONOTONIC ns of the last poke that entered MPI
+    atomic_llong last_poke; // now_seconds() in ns of the last poke that entered MPI
     bool serialized;        // MPI provided MPI_THREAD_SERIALIZED or more
-    bool running, stop, noted;   // noted: the note on a missing thread was printed
+    bool running, stop, noted;   // noted: the note on an MPI without MPI_THREAD_SERIALIZED was printed
 } g_prog = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .probe = MPI_COMM_NULL,
             .mode = COMM_PROGRESS_COMPUTE};
 
@@ -295,17 +295,11 @@ void comm_mpi_set_progress(CommProgress mode) {
     if (mode != COMM_PROGRESS_THREAD) progress_stop();
 }
 
-static long long monotonic_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
 void comm_mpi_poke(void) {
     if (atomic_load_explicit(&g_prog.mode, memory_order_relaxed) != COMM_PROGRESS_COMPUTE ||
         atomic_load_explicit(&g_prog.in_flight, memory_order_relaxed) <= 0)
         return;
-    long long now = monotonic_ns();
+    long long now = (long long)(now_seconds() * 1e9);
     if (now - atomic_load_explicit(&g_prog.last_poke, memory_order_relaxed) < PROGRESS_NS) return;
     if (pthread_mutex_trylock(&g_prog.lock) != 0) return;   // another thread is inside MPI: it makes the progress
     g_prog.last_poke = now;
