@@ -46,6 +46,9 @@ echo "ok: rank 1 on host b killed (SIGKILL) at step 3; the job ended in ${took}s
 read -r krc took < "$W/kill2.result"
 grep -v '^step' "$W/kill2.log" | grep ringgpt | tail -3
 [ "$krc" -ne 0 ] && [ "$took" -le 30 ] || { echo "FAIL: without the launcher's abort the job ended in ${took}s, exit $krc"; exit 1; }
-grep -qE "got no answer within 5 s \((nothing arrived from rank 1|rank 1 took nothing)" "$W/kill2.log" ||
+# Which half of the pair is still pending when the deadline passes depends on where in the hop rank 1 died
+# (a sanitized run saw both): every form names rank 1.
+grep -qE "got no answer within 5 s \((nothing arrived from rank 1|rank 1 took nothing|sending to rank 1, receiving from rank 1\))" \
+  "$W/kill2.log" ||
   { echo "FAIL: without the launcher's abort no deadline line names rank 1"; exit 1; }
 echo "ok: with Open MPI told not to abort, ringgpt's deadline ended the job in ${took}s naming rank 1"
