@@ -28,8 +28,12 @@ file(WRITE ${BAD_DIR}/empty.txt "")
 file(WRITE ${BAD_DIR}/short.txt "only a few bytes of text")
 file(WRITE ${BAD_DIR}/ok.txt "some text that is long enough for a sequence of thirty-two tokens or so, and more")
 set(OK ${BAD_DIR}/ok.txt)
+# Each case runs in a directory of its own: cases that get as far as claiming the default --out would otherwise
+# meet each other's run lock under ctest -j ("--out out is being written by another ringgpt process").
 function(bad_input name pattern)
-  add_test(NAME cli_bad_input_${name} COMMAND bash ${CLI_T}/expect_exit.sh 2 "${pattern}" -- ${RINGGPT_BIN} ${ARGN})
+  file(MAKE_DIRECTORY ${BAD_DIR}/${name})
+  add_test(NAME cli_bad_input_${name} COMMAND bash ${CLI_T}/expect_exit.sh 2 "${pattern}" -- ${RINGGPT_BIN} ${ARGN}
+           WORKING_DIRECTORY ${BAD_DIR}/${name})
   set_tests_properties(cli_bad_input_${name} PROPERTIES LABELS cli)
 endfunction()
 bad_input(unknown_flag "unknown flag '--bogus'" train --data ${OK} --bogus 3)
