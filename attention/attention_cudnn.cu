@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/cuda_check.h"
 
@@ -183,24 +184,54 @@ bool attn_cudnn_forward_block(const AttnShape *s, AttnState st, const real *q, i
     return true;
 }
 
-bool attn_cudnn_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
-                               const real *v, const real *out, const real *dout, const real *lse, int nq, int nk,
-                               AttnMask mask) {
-    SdpaPlan p = sdpa_plan(s, nq, nk, mask, SDPA_BACKWARD);
-    size_t qn = (size_t)nq * s->n_head * s->head_dim, kn = (size_t)nk * s->n_kv_head * s->head_dim;
-    const void *qb = q_operand(s, q, qn);
-    const void *kb = operand(s, k, kn, &g_k, "cuDNN attention bf16 K"), *vb = operand(s, v, kn, &g_v, "cuDNN attention bf16 V");
-    const __nv_bfloat16 *ob = pass_bf16(&g_out, out, qn, "cuDNN attention bf16 O");
-    const __nv_bfloat16 *dob = pass_bf16(&g_dout, dout, qn, "cuDNN attention bf16 dO");
-    float *stats = (float *)grow(&g_stats, (size_t)nq * s->n_head * sizeof(float), "cuDNN attention statistics");
-    lse_to_stats_kernel<<<grid_for((size_t)nq * s->n_head, 256), 256, 0, stream()>>>(stats, lse, nq, s->n_head);
-    CUDA_CHECK_LAUNCH("cudnn attention: statistics");
+// One cuDNN backward call on a sub-block: q rows [q0, q0 + bq) against keys [k0, k0 + bk), its bf16 gradients
+// added into dq, dk, dv (fp32, accumulated in a fixed order). stats (H, bq) are the rows' statistics.
+static bool backward_sub(const AttnShape *s, real *dq, real *dk, real *dv, const __nv_bfloat16 *qb,
+                         const __nv_bfloat16 *kb, const __nv_bfloat16 *vb, const __nv_bfloat16 *ob,
+                         const __nv_bfloat16 *dob, const float *stats, int q0, int bq, int k0, int bk, AttnMask mask) {
+    SdpaPlan p = sdpa_plan(s, bq, bk, mask, SDPA_BACKWARD);
+    size_t qw = (size_t)s->n_head * s->head_dim, kw = (size_t)s->n_kv_head * s->head_dim;
+    size_t qn = (size_t)bq * qw, kn = (size_t)bk * kw;
     __nv_bfloat16 *dqb = (__nv_bfloat16 *)grow(&g_dq, qn * sizeof(__nv_bfloat16), "cuDNN attention block dQ");
     __nv_bfloat16 *dkb = (__nv_bfloat16 *)grow(&g_dk, kn * sizeof(__nv_bfloat16), "cuDNN attention block dK");
     __nv_bfloat16 *dvb = (__nv_bfloat16 *)grow(&g_dv, kn * sizeof(__nv_bfloat16), "cuDNN attention block dV");
-    if (!cudnn_sdpa_backward(&p, qb, kb, vb, ob, dob, stats, dqb, dkb, dvb)) return false;
-    add_bf16(dq, dqb, qn);
-    add_bf16(dk, dkb, kn);
-    add_bf16(dv, dvb, kn);
+    if (!cudnn_sdpa_backward(&p, qb + q0 * qw, kb + k0 * kw, vb + k0 * kw, ob + q0 * qw, dob + q0 * qw, stats, dqb,
+                             dkb, dvb))
+        return false;
+    add_bf16(dq + q0 * qw, dqb, qn);
+    add_bf16(dk + k0 * kw, dkb, kn);
+    add_bf16(dv + k0 * kw, dvb, kn);
+    return true;
+}
+
+// A block too large for one deterministic call (sdpa_backward_tile) runs as tile × tile sub-blocks: under a
+// causal mask the diagonal ones causal, those below it full, those above skipped. Only the first sub-block may
+// find cuDNN unwilling (nothing is added yet, the caller runs the flash kernels); a later refusal is fatal.
+bool attn_cudnn_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
+                               const real *v, const real *out, const real *dout, const real *lse, int nq, int nk,
+                               AttnMask mask) {
+    size_t qn = (size_t)nq * s->n_head * s->head_dim, kn = (size_t)nk * s->n_kv_head * s->head_dim;
+    const __nv_bfloat16 *qb = (const __nv_bfloat16 *)q_operand(s, q, qn);
+    const __nv_bfloat16 *kb = (const __nv_bfloat16 *)operand(s, k, kn, &g_k, "cuDNN attention bf16 K");
+    const __nv_bfloat16 *vb = (const __nv_bfloat16 *)operand(s, v, kn, &g_v, "cuDNN attention bf16 V");
+    const __nv_bfloat16 *ob = pass_bf16(&g_out, out, qn, "cuDNN attention bf16 O");
+    const __nv_bfloat16 *dob = pass_bf16(&g_dout, dout, qn, "cuDNN attention bf16 dO");
+    const char *hook = getenv("RINGGPT_CUDNN_BWD_TILE");
+    int tile = sdpa_backward_tile(s, nq, nk, hook ? atoi(hook) : 0), calls = 0;
+    for (int q0 = 0; q0 < nq; q0 += tile) {
+        int bq = min(tile, nq - q0);
+        float *stats = (float *)grow(&g_stats, (size_t)bq * s->n_head * sizeof(float), "cuDNN attention statistics");
+        lse_to_stats_kernel<<<grid_for((size_t)bq * s->n_head, 256), 256, 0, stream()>>>(stats, lse + (size_t)q0 * s->n_head,
+                                                                                         bq, s->n_head);
+        CUDA_CHECK_LAUNCH("cudnn attention: statistics");
+        for (int k0 = 0; k0 < nk && !(mask == ATTN_CAUSAL && k0 > q0); k0 += tile) {
+            int bk = min(tile, nk - k0);
+            AttnMask m = mask == ATTN_CAUSAL && k0 == q0 ? ATTN_CAUSAL : ATTN_FULL;
+            if (backward_sub(s, dq, dk, dv, qb, kb, vb, ob, dob, stats, q0, bq, k0, bk, m)) calls++;
+            else if (calls == 0) return false;
+            else fail("cuDNN attention: a %d x %d sub-block of a %d x %d backward block was refused after others ran; "
+                      "use --attn flash", bq, bk, nq, nk);
+        }
+    }
     return true;
 }

@@ -30,6 +30,20 @@ SdpaPlan sdpa_plan(const AttnShape *s, int nq, int nk, AttnMask mask, SdpaDir di
     return p;
 }
 
+static double bwd_workspace_bytes(const AttnShape *s, int nq, int nk) {
+    return (double)nq * s->n_head * s->head_dim * 4.0 * ceil(nk / 128.0);
+}
+
+int sdpa_backward_tile(const AttnShape *s, int nq, int nk, int forced) {
+    int whole = nq > nk ? nq : nk;
+    if (forced > 0) return forced < whole ? forced : whole;
+    double budget = SDPA_BWD_WORKSPACE_MIB * 1048576.0;
+    if (bwd_workspace_bytes(s, nq, nk) <= budget) return whole;
+    int tile = 256;
+    while (tile * 2 < whole && bwd_workspace_bytes(s, tile * 2, tile * 2) <= budget) tile *= 2;
+    return tile;
+}
+
 static bool tensor_equal(const SdpaTensor *a, const SdpaTensor *b) {
     return !memcmp(a->dim, b->dim, sizeof a->dim) && !memcmp(a->stride, b->stride, sizeof a->stride);
 }

@@ -99,7 +99,7 @@ class GPT(nn.Module):
         for layer in self.layers:
             x = checkpoint(layer, x, cos, sin, use_reentrant=False) if self.use_checkpoint else layer(x, cos, sin)
         logits = self.lm_head(self.norm(x))
-        return F.cross_entropy(logits.float().view(-1, VOCAB), targets.view(-1))
+        return F.cross_entropy(logits.float().reshape(-1, VOCAB), targets.reshape(-1))
 
 
 def flops_per_token(c, T):

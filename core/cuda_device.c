@@ -51,7 +51,7 @@ void cuda_device_init(int local_rank, int world_rank) {
     D.rank = world_rank;
     int n = cuda_device_count();
     if (n == 0)
-        fail("rank %d: --device cuda: no CUDA device is visible to this process (check nvidia-smi and "
+        fail_usage("rank %d: --device cuda: no CUDA device is visible to this process (check nvidia-smi and "
              "CUDA_VISIBLE_DEVICES); use --device cpu",
              world_rank);
     D.device = local_rank % n;

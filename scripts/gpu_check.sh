@@ -98,7 +98,7 @@ if stage tests; then
   rm -rf "$TMPD"
 
   say "## CPU suite with --device cpu (other labels must stay green on a GPU machine)"
-  (cd "$BUILD" && RINGGPT_DEVICE=cpu ctest -LE gpu -j"$JOBS" --timeout 900) > "$OUT/cpu_tests.log" 2>&1 || status=1
+  (cd "$BUILD" && RINGGPT_DEVICE=cpu ctest -LE gpu -j"$(( JOBS > 8 ? JOBS / 4 : 2 ))" --output-on-failure --timeout 900) > "$OUT/cpu_tests.log" 2>&1 || status=1
   tail -3 "$OUT/cpu_tests.log" | tee -a "$REPORT"
 fi
 

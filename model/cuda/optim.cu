@@ -53,11 +53,14 @@ enum { ADAMW_GROUP = 4, ADAMW_MAX_SPANS = 2048 };
 // w16, when not NULL, is w's bf16 copy in the parameter shadow: written with w, in the same pass.
 static __device__ __forceinline__ void adamw_one(float &w, float g, float &m, float &v, float lr, float beta1,
                                                  float beta2, float eps, float wd, double bc1, double bc2) {
-    float mi = beta1 * m + (1 - beta1) * g;
-    float vi = beta2 * v + (1 - beta2) * g * g;
+    // Every rounding spelled out (no contraction left to the compiler): reference.cu's kernel does the same
+    // operations in the same order, and the two must agree bit for bit.
+    float mi = __fmaf_rn(beta1, m, __fmul_rn(1 - beta1, g));
+    float vi = __fmaf_rn(beta2, v, __fmul_rn(__fmul_rn(1 - beta2, g), g));
     m = mi, v = vi;
     float mh = (float)(mi / bc1), vh = (float)(vi / bc2);
-    w = w - lr * (mh / (sqrtf(vh) + eps) + wd * w);
+    float step = __fmaf_rn(wd, w, __fdiv_rn(mh, __fadd_rn(__fsqrt_rn(vh), eps)));
+    w = __fmaf_rn(-lr, step, w);
 }
 
 __global__ void adamw_kernel(float *w, __nv_bfloat16 *w16, const float *g, float *m, float *v, const DevSpan *spans,

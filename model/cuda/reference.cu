@@ -112,11 +112,12 @@ __global__ void ref_adamw_kernel(float *w, __nv_bfloat16 *w16, const float *g, f
                                  float beta1, float beta2, float eps, float wd, double bc1, double bc2) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float gi = g[i];
-        float mi = beta1 * m[i] + (1 - beta1) * gi;
-        float vi = beta2 * v[i] + (1 - beta2) * gi * gi;
+        // every rounding spelled out, as in optim.cu: the fused update must match this one bit for bit
+        float mi = __fmaf_rn(beta1, m[i], __fmul_rn(1 - beta1, gi));
+        float vi = __fmaf_rn(beta2, v[i], __fmul_rn(__fmul_rn(1 - beta2, gi), gi));
         m[i] = mi, v[i] = vi;
         float mh = (float)(mi / bc1), vh = (float)(vi / bc2);
-        float wi = w[i] - lr * (mh / (sqrtf(vh) + eps) + wd * w[i]);
+        float wi = __fmaf_rn(-lr, __fmaf_rn(wd, w[i], __fdiv_rn(mh, __fadd_rn(__fsqrt_rn(vh), eps))), w[i]);
         w[i] = wi;
         if (w16) w16[i] = __float2bfloat16_rn(wi);
     }

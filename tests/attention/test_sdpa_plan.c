@@ -140,7 +140,24 @@ static void test_cache_lru(void) {
           "stats: %ld built, %ld rejected, %ld evicted, %d entries", c.stats.built, c.stats.rejected, c.stats.evicted, c.n);
 }
 
+// The backward's sub-block size: whole blocks while cuDNN's deterministic workspace fits the budget, else the
+// largest power of two whose square sub-block fits (the 65536-token block that asked an H100 for 96 GiB).
+static void test_backward_tile(void) {
+    AttnShape s = {.n_head = 12, .n_kv_head = 12, .head_dim = 64};
+    CHECK(sdpa_backward_tile(&s, 4096, 4096, 0) == 4096, "4096 x 4096, H·hd 768: one call (384 MiB)");
+    int t = sdpa_backward_tile(&s, 65536, 65536, 0);
+    CHECK(t == 4096, "65536 x 65536, H·hd 768: sub-blocks of 4096 (got %d): 384 MiB each, 8192 would need 1.5 GiB", t);
+    CHECK(sdpa_backward_tile(&s, 65536, 1024, 0) == 4096, "a tall block past the budget (1.5 GiB) is cut: 4096 (got %d)",
+          sdpa_backward_tile(&s, 65536, 1024, 0));
+    AttnShape w = {.n_head = 32, .n_kv_head = 8, .head_dim = 128};
+    t = sdpa_backward_tile(&w, 32768, 32768, 0);
+    CHECK(t == 2048, "32768 x 32768, H·hd 4096: 2048 (got %d)", t);
+    CHECK(sdpa_backward_tile(&s, 150, 150, 64) == 64 && sdpa_backward_tile(&s, 150, 150, 4096) == 150,
+          "the test hook's tile is taken, capped at the block");
+}
+
 int main(void) {
+    test_backward_tile();
     test_supported();
     test_views();
     test_ring_schedule();
