@@ -583,6 +583,10 @@ extern "C" void attn_cuda_set_impl(const char *name) {
 
 extern "C" const char *attn_cuda_impl(void) { return IMPL_NAMES[g_impl]; }
 
+#ifndef RINGGPT_HAVE_CUDNN
+extern "C" bool attn_cuda_cudnn_available(void) { return false; }   // attention/cudnn_sdpa.cpp's otherwise
+#endif
+
 // The Hopper kernels run a call when chosen, on an sm_90 device, for hd 64/128 without document ids.
 static bool sm90_runs(const AttnShape *s, const AttnDocs *docs) {
     return g_impl == IMPL_SM90 && !docs && (s->head_dim == 64 || s->head_dim == 128) && attn_sm90_device();

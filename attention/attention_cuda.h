@@ -28,6 +28,8 @@ void attn_cuda_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, 
 void attn_cuda_set_impl(const char *name);
 // "flash", "cudnn" or "sm90": what attn_cuda_set_impl chose.
 const char *attn_cuda_impl(void);
+// true when this build has the cuDNN path and libcudnn loads here (train's default --attn on a GPU).
+bool attn_cuda_cudnn_available(void);
 
 // ---- the Hopper kernels (attention/attention_sm90.cu, sm_90a only) ----
 // True on a compute capability 9.0 device (sm_90a code runs nowhere else).

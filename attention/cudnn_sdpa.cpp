@@ -66,6 +66,8 @@ size_t cudnn_sdpa_version(void) {
     return get_version ? get_version() : 0;
 }
 
+bool attn_cuda_cudnn_available(void) { return cudnn_sdpa_version() / 10000 == CUDNN_MAJOR; }
+
 void cudnn_sdpa_load(void) {
     if (S.loaded) return;
     std::string why;

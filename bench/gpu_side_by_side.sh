@@ -6,8 +6,8 @@
 #        instead of starting it again), CONFIGS="model:T:B ..." (training shapes), STEPS=12 (STEPS_LONG=4 at T ≥ 1M),
 #        PEAK_TFLOPS=989, QUICK=1 (T=4096 only), PYTHON=python3
 # Training: 125m at T=4096 B=8 and T=65536 B=1, small at T=1,048,576 B=1, 125m at T=1,048,576 B=1 (fits? with
-# --recompute full) — ringgpt's default path (TF32 GEMMs, flash attention, fp32 activations) and its fast path
-# (--attn cudnn --activations bf16, bf16 GEMMs), torch eager and torch.compile (bf16 autocast, SDPA, fused AdamW:
+# --recompute full) — ringgpt's fp32 path (--attn flash --activations fp32: TF32 GEMMs, the default until the
+# 2026-11-24 H100 run) and its fast path (--attn cudnn --activations bf16, bf16 GEMMs: the GPU default since), torch eager and torch.compile (bf16 autocast, SDPA, fused AdamW:
 # bench/torch_ref.py): tokens/s, ms/step, peak memory, MFU and the ratios against both.
 # Attention fwd+bwd, causal, bf16, through ringgpt's block API (merges included): flash, cuDNN (fp32 and bf16
 # operands, one causal block and the ring's blocks of 4 ranks replayed on this GPU), sm90 — against every SDPA
@@ -23,7 +23,9 @@ trap 'rm -rf "$W"' EXIT
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 # ---- training --------------------------------------------------------------------------------
-# ringgpt's two paths: the default (what has passed its GPU tests) and the fast one (cuDNN, bf16).
+# ringgpt's two paths, both named by their flags: fp32 activations with the flash kernels, and the fast one
+# (cuDNN, bf16: the GPU default).
+FP32=(--attn flash --activations fp32)
 FAST=(--attn cudnn --activations bf16)
 CONFIGS=${CONFIGS:-125m:4096:8 125m:65536:1 small:1048576:1 125m:1048576:1}
 [ "${QUICK:-0}" = 1 ] && CONFIGS="125m:4096:8"
@@ -75,8 +77,8 @@ if part train; then
       ringgpt_run ringgpt-fast "$model" "$T" "$B" "$steps" "${FAST[@]}" --recompute full
       continue
     fi
-    # the default path at 1M is known (144 s/step on an H100, docs/benchmarks.md): only the fast one runs there
-    [ "$T" -lt 1048576 ] && ringgpt_run ringgpt "$model" "$T" "$B" "$steps"
+    # the fp32 path at 1M is known (144 s/step on an H100, docs/benchmarks.md): only the fast one runs there
+    [ "$T" -lt 1048576 ] && ringgpt_run ringgpt-fp32 "$model" "$T" "$B" "$steps" "${FP32[@]}"
     ringgpt_run ringgpt-fast "$model" "$T" "$B" "$steps" "${FAST[@]}"
     [ "$T" -ge 1048576 ] && ringgpt_run ringgpt-fast-recompute "$model" "$T" "$B" "$steps" "${FAST[@]}" --recompute mlp
     for mode in eager compile; do

@@ -83,12 +83,12 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
                                                         " the serial baseline of the overlap measurement)"},
         {"--peak-tflops", ARG_FLOAT, &t->peak_tflops, "dense bf16 peak per GPU for MFU", .dflt = "a table of known GPUs"},
         {"--matmul", ARG_STRING, &t->matmul, "CUDA matmul operands: tf32, bf16 or fp32",
-         .dflt = "tf32; bf16 under --activations bf16"},
+         .dflt = "bf16 with bf16 activations (the GPU default), else tf32"},
         {"--attn", ARG_STRING, &t->attn, "CUDA attention per ring block: flash (sm_80 mma.sync), cudnn (cuDNN fused SDPA, "
-                                         "hd 64/128) or sm90 (Hopper kernels, hd 64/128)", .dflt = "flash"},
+                                         "hd 64/128) or sm90 (Hopper kernels, hd 64/128)", .dflt = "cudnn where libcudnn loads, else flash"},
         {"--activations", ARG_STRING, &t->activations, "CUDA storage of the activations and ring K/V packets: fp32 or "
                                                        "bf16 (statistics, residual stream and gradients stay fp32)",
-         .dflt = "fp32"},
+         .dflt = "bf16 with --device cuda; fp32 with --matmul tf32 or fp32, and with --device cpu"},
         {"--fused", ARG_BOOL, &t->fused, "CUDA: the fused step's kernels (RMSNorm + residual, RoPE q+k, one AdamW launch, "
                                          "16-byte SwiGLU) instead of the GPU-verified ones (always on with bf16 activations)"},
         {"--comm", ARG_STRING, &t->comm, "CUDA ring and gradient exchange: auto, nccl or mpi (host staging)", .dflt = "auto"},

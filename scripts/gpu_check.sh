@@ -83,15 +83,18 @@ if stage tests; then
   block "$OUT/tests.txt"
   [ $status -eq 0 ] && say "GPU tests: all passed" || say "GPU tests: FAILURES (full log: tests.log)"
 
-  say "## Smoke: ringgpt train --device cuda (tiny model, 30 steps), default path and --attn cudnn --activations bf16"
+  say "## Smoke: ringgpt train --device cuda (tiny model, 30 steps), the defaults and --attn flash --activations fp32"
   TMPD=$(mktemp -d)
   awk 'BEGIN { srand(5); for (i = 0; i < 2000; i++) { b = ""; for (j = 0; j < 16; j++) b = b substr("abcdefghijklmnop", int(rand() * 16) + 1, 1); printf "%s%s", b, b } }' > "$TMPD/copy.txt"
-  for flags in "" "--attn cudnn --activations bf16"; do
+  for flags in "" "--attn flash --activations fp32"; do
     $BUILD/ringgpt train --device cuda --data "$TMPD/copy.txt" --model tiny --dim 128 --heads 2 --seq-len 256 --steps 30 \
       --log-every 10 --ckpt-every -1 --out "$TMPD/smoke" $flags >> "$OUT/smoke.log" 2>&1 || { status=1; echo "smoke run ($flags) FAILED" >> "$OUT/smoke.log"; }
     rm -rf "$TMPD/smoke"
   done
   block "$OUT/smoke.log"
+  # the GPU defaults (train/train.c gpu_defaults): bf16 matmuls and activations, cuDNN's attention where it loads
+  if grep -m1 '^device:' "$OUT/smoke.log" | grep -q 'matmul bf16.*attention cudnn'; then say "defaults: bf16 + cudnn (ok)"
+  else say "defaults: NOT bf16 + cudnn: $(grep -m1 '^device:' "$OUT/smoke.log")"; status=1; fi
   say "### bad input: --device cuda with no device visible (CUDA_VISIBLE_DEVICES=)"
   CUDA_VISIBLE_DEVICES= $BUILD/ringgpt train --device cuda --data "$TMPD/copy.txt" --steps 1 > "$OUT/nodev.log" 2>&1
   say "exit $? — $(tail -1 "$OUT/nodev.log")"

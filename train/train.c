@@ -165,8 +165,18 @@ static CkptState ckpt_base(const TrainConfig *t) {
     return s;
 }
 
+#ifdef RINGGPT_HAVE_CUDA
+// With a GPU, the flags left unset take the paths that passed their GPU tests and run fastest (docs/gpu.md):
+// bf16 activations and matmuls (fp32 activations where --matmul names tf32 or fp32), cuDNN's attention where
+// libcudnn loads, else the flash kernels.
+static void gpu_defaults(TrainConfig *t) {
+    if (!t->activations) t->activations = t->matmul && strcmp(t->matmul, "bf16") ? "fp32" : "bf16";
+    if (!t->attn) t->attn = attn_cuda_cudnn_available() ? "cudnn" : "flash";
+}
+#endif
+
 // --device: cpu, cuda, or auto (cuda when this binary has the CUDA backend and a GPU is visible).
-static const Backend *select_backend(const TrainConfig *t, int rank) {
+static const Backend *select_backend(TrainConfig *t, int rank) {
     const char *device = t->device;
     bool cuda = !strcmp(device, "cuda");
     if (strcmp(device, "cpu") && strcmp(device, "cuda") && strcmp(device, "auto"))
@@ -176,6 +186,7 @@ static const Backend *select_backend(const TrainConfig *t, int rank) {
     if (!cuda && train_act_store(t) == ACT_BF16)
         comm_fail_usage_all("--activations bf16 is a GPU setting (--device cuda); the CPU stores activations as fp32");
     if (!cuda) return &BACKEND_CPU;
+    gpu_defaults(t);
     cuda_backend_set_matmul(t->matmul ? t->matmul : train_act_store(t) == ACT_BF16 ? "bf16" : NULL);
     cuda_backend_set_fused(t->fused);
     cuda_backend_init(cuda_local_rank(), rank);   // fails with one clear line when no GPU is visible
