@@ -59,11 +59,13 @@ void ring_stats_reset(AttnRing *ring);
 // modelled times: a block call takes its FLOPs / attn_flops (4·hd per visible pair and head forward,
 // 10·hd backward), a piece (L/2 rows of K and V stored as s->qkv says, or of dK and dV as real) takes
 // latency + bytes / bandwidth on its link, one message at a time per direction, and starts once both ends have posted it. Transfers
-// move while the ranks compute (the progress thread); overlap false: the serial baseline.
+// move while the ranks compute, at busy_share of the link's rate while the sending rank computes (a CPU rank's
+// core also runs the network stack; 0 is taken as 1); overlap false: the serial baseline.
 typedef struct {
     double attn_flops;         // attention FLOP/s of one rank's block calls
     double link_bytes_per_s;   // each direction of a ring link
     double latency_s;          // per message
+    double busy_share;         // (0, 1]: the share of link_bytes_per_s a message gets while its sender computes
 } RingCosts;
 typedef struct {
     double seconds;     // the slowest rank's time for the call

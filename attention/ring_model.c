@@ -56,16 +56,63 @@ static Recorder record(int W, int r, int L, const AttnShape *s, const RingCosts 
     return rec;
 }
 
+// A message on one direction of a link: posted at `begin` (both ends), `bytes` long; `end` once resolved.
+typedef struct {
+    double begin, bytes, end;
+} Msg;
+
+// One direction r -> r + 1: its messages in posting order (the first `resolved` have their end) and its
+// sender's compute intervals [busy[i][0], busy[i][1]) in time order.
+typedef struct {
+    Msg *msg;
+    int n, resolved;
+    double (*busy)[2];
+    int nbusy;
+} Dir;
+
+// When `bytes` sent from `t` are through: at busy_share of the rate inside the sender's compute
+// intervals, the whole rate outside them and after the last (the sender waits for this message then).
+static double progress(const Dir *d, double t, double bytes, const RingCosts *c) {
+    double rate = c->link_bytes_per_s, busy_rate = rate * (c->busy_share > 0 ? c->busy_share : 1);
+    for (int i = 0; i < d->nbusy && bytes > 0; i++) {
+        double a = d->busy[i][0], b = d->busy[i][1];
+        if (b <= t) continue;
+        if (t < a) {   // idle until the interval
+            if (bytes <= rate * (a - t)) return t + bytes / rate;
+            bytes -= rate * (a - t), t = a;
+        }
+        if (bytes <= busy_rate * (b - t)) return t + bytes / busy_rate;
+        bytes -= busy_rate * (b - t), t = b;
+    }
+    return t + bytes / rate;
+}
+
+// Message m's end, resolving the ones before it first (one message at a time per direction).
+static double resolve(Dir *d, int m, const RingCosts *c) {
+    for (; d->resolved <= m; d->resolved++) {
+        Msg *x = &d->msg[d->resolved];
+        double start = x->begin;
+        if (d->resolved > 0 && d->msg[d->resolved - 1].end > start) start = d->msg[d->resolved - 1].end;
+        x->end = progress(d, start + c->latency_s, x->bytes, c);
+    }
+    return d->msg[m].end;
+}
+
 // Every rank runs the same sequence of operations (only task times differ), so the ranks are replayed
 // in lockstep, operation by operation. A hop's message from r to r + 1 starts when both have posted
 // it and the link's direction is free (one message at a time, in posting order: a full-duplex link),
-// and takes latency + bytes / bandwidth; a wait ends when the rank's outgoing and incoming messages
-// of that hop have arrived.
+// and takes latency + bytes at the link's rate (busy_share of it while r computes); a wait ends when
+// the rank's outgoing and incoming messages of that hop have arrived. A message's end is resolved at
+// its wait, when its sender's compute before it is known and the sender waits for it too.
 static RingTiming replay(Recorder *recs, int W, const double piece_bytes[2], const RingCosts *c) {
-    double *clock = xcalloc((size_t)W, sizeof(double), "ring model"), *link_free = xcalloc((size_t)W, sizeof(double), "ring model");
-    double *posted = xcalloc((size_t)W, sizeof(double), "ring model"), *wait = xcalloc((size_t)W, sizeof(double), "ring model");
+    double *clock = xcalloc((size_t)W, sizeof(double), "ring model"), *wait = xcalloc((size_t)W, sizeof(double), "ring model");
     double *compute = xcalloc((size_t)W, sizeof(double), "ring model");
-    double (*sent)[2][2] = xcalloc((size_t)W, sizeof *sent, "ring model");   // [rank][kind][piece]: r -> r+1 arrival
+    Dir *dir = xcalloc((size_t)W, sizeof(Dir), "ring model");
+    for (int r = 0; r < W; r++) {
+        dir[r].msg = xcalloc((size_t)recs[0].n + 1, sizeof(Msg), "ring model");
+        dir[r].busy = xcalloc((size_t)recs[0].n + 1, sizeof *dir[r].busy, "ring model");
+    }
+    int (*sent)[2][2] = xcalloc((size_t)W, sizeof *sent, "ring model");   // [rank][kind][piece]: message index r -> r+1
     bool (*pending)[2][2] = xcalloc((size_t)W, sizeof *pending, "ring model");
     RingTiming t = {0};
     for (int i = 0; i < recs[0].n; i++) {
@@ -74,12 +121,10 @@ static RingTiming replay(Recorder *recs, int W, const double piece_bytes[2], con
             if (recs[r].n != recs[0].n || recs[r].ops[i].kind != op0->kind)
                 fail("ring timing model: rank %d's schedule differs from rank 0's at operation %d", r, i);
         if (op0->kind == OP_START) {
-            for (int r = 0; r < W; r++) posted[r] = clock[r];
             for (int r = 0; r < W; r++) {
-                double begin = posted[r] > posted[(r + 1) % W] ? posted[r] : posted[(r + 1) % W];
-                if (link_free[r] > begin) begin = link_free[r];
-                double msg_s = c->latency_s + piece_bytes[op0->piece_kind] / c->link_bytes_per_s;
-                link_free[r] = sent[r][op0->piece_kind][op0->piece] = begin + msg_s;
+                double begin = clock[r] > clock[(r + 1) % W] ? clock[r] : clock[(r + 1) % W];
+                sent[r][op0->piece_kind][op0->piece] = dir[r].n;
+                dir[r].msg[dir[r].n++] = (Msg){.begin = begin, .bytes = piece_bytes[op0->piece_kind]};
                 pending[r][op0->piece_kind][op0->piece] = true;
             }
             t.bytes += piece_bytes[op0->piece_kind];
@@ -88,21 +133,26 @@ static RingTiming replay(Recorder *recs, int W, const double piece_bytes[2], con
             bool *p = &pending[r][op0->piece_kind][op0->piece];
             if (!*p) continue;   // already finished (the serial baseline waits right after starting)
             *p = false;
-            double done = sent[r][op0->piece_kind][op0->piece], in = sent[(r - 1 + W) % W][op0->piece_kind][op0->piece];
+            int from = (r - 1 + W) % W;
+            double done = resolve(&dir[r], sent[r][op0->piece_kind][op0->piece], c);
+            double in = resolve(&dir[from], sent[from][op0->piece_kind][op0->piece], c);
             if (in > done) done = in;
             if (done > clock[r]) wait[r] += done - clock[r], clock[r] = done;
         }
         for (int r = 0; r < W && op0->kind == OP_TASK; r++) {
-            clock[r] += recs[r].ops[i].seconds;
-            compute[r] += recs[r].ops[i].seconds;
+            double d = recs[r].ops[i].seconds;
+            if (d > 0) dir[r].busy[dir[r].nbusy][0] = clock[r], dir[r].busy[dir[r].nbusy++][1] = clock[r] + d;
+            clock[r] += d;
+            compute[r] += d;
         }
     }
     for (int r = 0; r < W; r++) {
         if (clock[r] > t.seconds) t.seconds = clock[r];
         if (compute[r] > t.compute_s) t.compute_s = compute[r];
         if (wait[r] > t.wait_s) t.wait_s = wait[r];
+        free(dir[r].msg), free(dir[r].busy);
     }
-    free(clock), free(link_free), free(posted), free(wait), free(compute), free(sent), free(pending);
+    free(clock), free(wait), free(compute), free(dir), free(sent), free(pending);
     return t;
 }
 

@@ -96,8 +96,9 @@ static void calibrate_link(Comm *ring) {
 }
 
 // The timing model's figures for the same ring (attention/ring.h), overlap on and off.
-static void predict(const AttnShape *s, int W, int L, double gflops, double gbps, double latency_us) {
-    RingCosts c = {.attn_flops = gflops * 1e9, .link_bytes_per_s = gbps * 1e9 / 8, .latency_s = latency_us * 1e-6};
+static void predict(const AttnShape *s, int W, int L, double gflops, double gbps, double latency_us, double busy_share) {
+    RingCosts c = {.attn_flops = gflops * 1e9, .link_bytes_per_s = gbps * 1e9 / 8, .latency_s = latency_us * 1e-6,
+                   .busy_share = busy_share};
     RingTiming on_f = ring_model(W, L, s, &c, true, false), on_b = ring_model(W, L, s, &c, true, true);
     RingTiming off_f = ring_model(W, L, s, &c, false, false), off_b = ring_model(W, L, s, &c, false, true);
     log_info("predict ranks=%d tokens=%d attn_s=%.5f serial_s=%.5f compute_s=%.5f transfer_s=%.5f wait_s=%.5f bytes=%.0f\n",
@@ -135,7 +136,7 @@ int main(int argc, char **argv) {
     int L = 1024, reps = 3, heads = 4, kv_heads = 4, head_dim = 64, ranks = 2;
     bool overlap = true, predict_only = false;
     const char *progress = "compute";
-    double gflops = 0, gbps = 0, latency_us = 0;
+    double gflops = 0, gbps = 0, latency_us = 0, busy_share = 1;
     const char *calibrate = NULL;
     ArgSpec specs[] = {
         {"--tokens", ARG_INT, &L, "tokens per rank (the ring), or of the causal block (--calibrate attn)"},
@@ -152,6 +153,7 @@ int main(int argc, char **argv) {
         {"--attn-gflops", ARG_DOUBLE, &gflops, "attention GFLOP/s of a rank (--predict)"},
         {"--link-gbps", ARG_DOUBLE, &gbps, "link Gbit/s each way (--predict)"},
         {"--latency-us", ARG_DOUBLE, &latency_us, "per message (--predict)"},
+        {"--busy-share", ARG_DOUBLE, &busy_share, "share of the link's rate while the sender computes (--predict)"},
     };
     ArgCommand cmd = {"ring_overlap", "mpirun -np W ring_overlap [flags]", "Ring attention time, compute and exposed wait."};
     args_parse(&cmd, specs, sizeof specs / sizeof specs[0], argc, argv, NULL, 0);
@@ -160,7 +162,7 @@ int main(int argc, char **argv) {
     AttnShape s = {.n_head = heads, .n_kv_head = kv_heads, .head_dim = head_dim};
     if (predict_only) {
         if (!(gflops > 0) || !(gbps > 0) || ranks < 1) fail_usage("--predict needs --attn-gflops, --link-gbps > 0 and --ranks >= 1");
-        predict(&s, ranks, L, gflops, gbps, latency_us);
+        predict(&s, ranks, L, gflops, gbps, latency_us, busy_share);
         comm_finalize();
         return 0;
     }

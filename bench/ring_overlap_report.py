@@ -52,10 +52,10 @@ def gbps(rate, link_gbps, links=None):
     return n * {"k": 1e-6, "m": 1e-3, "g": 1.0}.get(unit, 1e-9)
 
 
-def predict(bench, L, gflops, link, latency_us):
+def predict(bench, L, gflops, link, latency_us, busy_share):
     out = subprocess.run([bench, "--predict", "--ranks", "2", "--tokens", str(L), "--attn-gflops", str(gflops),
-                          "--link-gbps", str(link), "--latency-us", str(latency_us)], capture_output=True, text=True,
-                         check=True).stdout
+                          "--link-gbps", str(link), "--latency-us", str(latency_us), "--busy-share", str(busy_share)],
+                         capture_output=True, text=True, check=True).stdout
     return {k: float(v) for k, v in (t.split("=") for t in out.split() if "=" in t)}
 
 
@@ -74,6 +74,27 @@ def crossover(points):
             a = (math.log(1) - math.log(r0)) / (math.log(r1) - math.log(r0))
             return math.exp(math.log(l0) + a * (math.log(l1) - math.log(l0)))
     return None
+
+
+def busy_share_fit(bench, F, bw, link, links, fig_pts):
+    """The model's overlap time against the measured one on the rate-limited links, for shares of the link's rate
+    while the sender computes: the `cpu` preset's share is the one with the least rms error."""
+    rows = [(rate, L, on) for rate, pts in fig_pts.items() if rate != "unlimited" for (L, _, _, on, *_rest) in pts]
+    if not rows:
+        return []
+    md = ["### The share of the link while a rank computes (the `cpu` preset's `busy_share`)\n",
+          "The model's overlap time against the measured one on the %d rate-limited rows above, per share:\n" % len(rows),
+          "| share | mean error | rms error |", "|---|---|---|"]
+    best = None
+    for share in [1.0, 0.9, 0.8, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4]:
+        errs = [(predict(bench, L, F, gbps(rate, bw, links), links.get(rate, link)["latency_us"], share)["attn_s"] - on) / on
+                for rate, L, on in rows]
+        rms = (sum(e * e for e in errs) / len(errs)) ** 0.5
+        md.append("| %.2f | %+.1f %% | %.1f %% |" % (share, 100 * sum(errs) / len(errs), 100 * rms))
+        if best is None or rms < best[1]:
+            best = (share, rms)
+    md.append("\nLeast rms error: %.2f.\n" % best[0])
+    return md
 
 
 def main():
@@ -129,7 +150,7 @@ def main():
     md.append("### The overlap, per link rate and tokens per rank (2 ranks on 2 hosts, one thread each)\n")
     md.append("Times in seconds for one ring forward + backward (one sequence, one layer of `small`: 4 heads of 64); "
               "compute and transfer alone are the serial baseline's block compute and waiting; hidden = (serial − "
-              "overlap) / min(compute, transfer); model = attention/ring.h's prediction from the calibrated rates.\n")
+              "overlap) / min(compute, transfer); model = attention/ring.h's prediction from the calibrated rates and the `cpu` preset's share of the link while computing.\n")
     md.append("| link | tokens/rank | overlap | serial | compute alone | transfer alone | compute/transfer | hidden | "
               "overlap, progress thread | overlap, neither | model: overlap / serial | load |")
     md.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -147,7 +168,7 @@ def main():
             comp, xfer = off["compute_s"], off["wait_s"]
             ratio = comp / xfer if xfer > 0 else float("inf")
             hidden = (off["attn_s"] - on["attn_s"]) / min(comp, xfer) if min(comp, xfer) > 0 else float("nan")
-            p = predict(a.bench, L, F, gbps(rate, bw, links), links.get(rate, link)["latency_us"])
+            p = predict(a.bench, L, F, gbps(rate, bw, links), links.get(rate, link)["latency_us"], preset["busy_share"])
             thr = "%.4f" % m["thread"]["attn_s"] if "thread" in m else "-"
             nop = "%.4f" % m["noprog"]["attn_s"] if "noprog" in m else "-"
             md.append("| %s | %d | %.4f | %.4f | %.4f | %.4f | %.2f | %.2f | %s | %s | %.4f / %.4f | %.2f |" % (
@@ -163,6 +184,7 @@ def main():
         cross.append((rate, crossover(pts), pred, gbps(rate, bw, links)))
     md.append("\nWhere compute ≥ 1.2 × transfer, the hidden fraction is below 0.8 in: %s.\n"
               % ("; ".join(violations) if violations else "no configuration"))
+    md += busy_share_fit(a.bench, F, bw, link, links, fig_pts)
     md.append("### Crossover: tokens per rank where compute = transfer\n")
     md.append("| link | its measured rate, Gbit/s | measured | FLOPs / bandwidth (%.2f GFLOP/s, that rate) | "
               "measured / predicted |" % F)

@@ -13,19 +13,21 @@
 // NVLink bandwidth per direction (half the datasheet's bidirectional figure).
 static const DeviceSpec PRESETS[] = {
     {"cpu", "one core of the project's 2-core Xeon (Cascade Lake, AVX-512), fp32", 11.5 * 1073741824.0, 131.8e9, 112.0e9,
-     1.913e9, 5.1e-6,
+     1.913e9, 5.1e-6, 0.55,
      "measured by bench/ring_overlap.sh --calibrate on 2026-11-24 (matmul and attention at 619ef9a and again at 1fff65d, "
      "within 1 %; the link at 1fff65d, each host on its own core, load 0.5) (docs/benchmarks.md): matmul = a one-rank training step's "
      "time outside attention over its matmul FLOPs; attention = the CPU block kernels' FLOP/s; link = the two-host veth "
-     "link without a rate limit (Open MPI over TCP), latency its small-message time; memory = MemTotal / 2 cores"},
-    {"h100-sxm", "NVIDIA H100 SXM5 80 GB, BF16", 80e9, 989e12, 740e12, 450e9, 10e-6,
+     "link without a rate limit (Open MPI over TCP), latency its small-message time; 55 % of the link while the rank "
+     "computes: the fit to the overlap sweep's rate-limited rows (1, 0.5, 0.2 Gbit/s; rms error 9 % against 17 % at 100 %); "
+     "memory = MemTotal / 2 cores"},
+    {"h100-sxm", "NVIDIA H100 SXM5 80 GB, BF16", 80e9, 989e12, 740e12, 450e9, 10e-6, 1.0,
      "NVIDIA H100 Tensor Core GPU datasheet: 80 GB HBM3, 989 TFLOPS dense BF16 (1,979 with sparsity), NVLink 900 GB/s "
      "(bidirectional); attention: FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608), up to 740 TFLOPS/s BF16; "
-     "latency: an assumed 10 us per NCCL message"},
-    {"a100-sxm", "NVIDIA A100 SXM4 80 GB, BF16", 80e9, 312e12, 228e12, 300e9, 10e-6,
+     "latency: an assumed 10 us per NCCL message; the link's full rate during compute (copy engines; assumed)"},
+    {"a100-sxm", "NVIDIA A100 SXM4 80 GB, BF16", 80e9, 312e12, 228e12, 300e9, 10e-6, 1.0,
      "NVIDIA A100 Tensor Core GPU datasheet: 80 GB HBM2e, 312 TFLOPS dense BF16 (624 with sparsity), NVLink 600 GB/s "
      "(bidirectional); attention: FlashAttention-2 (Dao 2023, arXiv:2307.08691), up to 73 % of peak; latency: an "
-     "assumed 10 us per NCCL message"},
+     "assumed 10 us per NCCL message; the link's full rate during compute (copy engines; assumed)"},
 };
 enum { N_PRESETS = sizeof PRESETS / sizeof PRESETS[0] };
 
@@ -48,7 +50,8 @@ static double matmul_flops_per_token(const ModelConfig *c, Recompute r) {
 }
 
 static RingCosts ring_costs(const DeviceSpec *d) {
-    return (RingCosts){.attn_flops = d->attn_flops, .link_bytes_per_s = d->link_bytes_per_s, .latency_s = d->latency_s};
+    return (RingCosts){.attn_flops = d->attn_flops, .link_bytes_per_s = d->link_bytes_per_s, .latency_s = d->latency_s,
+                       .busy_share = d->busy_share};
 }
 
 static AttnShape attn_shape(const ModelConfig *c) {

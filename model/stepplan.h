@@ -13,6 +13,7 @@ typedef struct {
     double attn_flops;          // attention block FLOP/s (4·hd per visible pair forward, 10·hd backward)
     double link_bytes_per_s;    // the ring's (and the all-reduce's) link, each direction
     double latency_s;           // per message
+    double busy_share;          // the share of the link's rate a ring transfer gets while its rank computes
     const char *source;         // where the numbers come from
 } DeviceSpec;
 

@@ -70,11 +70,42 @@ static void check_hiding(void) {
     }
 }
 
+// A transfer that moves at busy_share of the rate while its sender computes: 1 and 0 (taken as 1) are the full
+// rate; below 1 the overlapped time grows, never past the serial baseline, and the serial baseline (nothing
+// overlaps) does not change. Where transfer dominates (here 4 × compute) a share s adds (1 − s) of the compute
+// that overlapped it, within 25 % of that bound (the first hop and the pieces' order make it inexact).
+static void check_busy_share(void) {
+    int W = 2, L = 2048;
+    RingCosts c = costs(1, 0);
+    RingTiming f0 = ring_model(W, L, &SHAPE, &c, false, false), b0 = ring_model(W, L, &SHAPE, &c, false, true);
+    c.link_bytes_per_s *= (f0.wait_s + b0.wait_s) / (f0.compute_s + b0.compute_s) / 4;   // transfer = 4 × compute
+    f0 = ring_model(W, L, &SHAPE, &c, false, false), b0 = ring_model(W, L, &SHAPE, &c, false, true);
+    RingTiming f1 = ring_model(W, L, &SHAPE, &c, true, false), b1 = ring_model(W, L, &SHAPE, &c, true, true);
+    RingCosts zero = c;
+    zero.busy_share = 0;
+    RingTiming fz = ring_model(W, L, &SHAPE, &zero, true, false), bz = ring_model(W, L, &SHAPE, &zero, true, true);
+    CHECK(fz.seconds == f1.seconds && bz.seconds == b1.seconds, "busy_share 0 is taken as 1");
+    RingCosts half = c;
+    half.busy_share = 0.5;
+    RingTiming fh = ring_model(W, L, &SHAPE, &half, true, false), bh = ring_model(W, L, &SHAPE, &half, true, true);
+    RingTiming fs = ring_model(W, L, &SHAPE, &half, false, false), bs = ring_model(W, L, &SHAPE, &half, false, true);
+    double full = f1.seconds + b1.seconds, slowed = fh.seconds + bh.seconds, serial = f0.seconds + b0.seconds;
+    CHECK(fs.seconds + bs.seconds == serial, "the serial baseline does not depend on busy_share");
+    CHECK(slowed > full && slowed <= serial * (1 + 1e-12), "share 0.5: %.6g s, between full-rate overlap %.6g and serial %.6g",
+          slowed, full, serial);
+    double bound = 0.5 * (f0.compute_s + b0.compute_s);
+    CHECK(slowed - full <= bound * 1.25 && slowed - full >= bound * 0.5,
+          "share 0.5 adds %.6g s; half the compute is %.6g s", slowed - full, bound);
+    printf("  transfer = 4 x compute: overlap %.4f s at the full rate, %.4f s at half the rate while computing (serial %.4f)\n",
+           full, slowed, serial);
+}
+
 int main(void) {
     const int Ws[] = {1, 2, 3, 4, 8}, Ls[] = {64, 1024};
     for (size_t w = 0; w < 5; w++)
         for (size_t l = 0; l < 2; l++) check_shape(Ws[w], Ls[l]);
     check_hiding();
+    check_busy_share();
     printf("%d passed, %d failed\n", check_passed, check_failed);
     return check_failed ? 1 : 0;
 }

@@ -67,4 +67,14 @@ expect_fail 2 "does not fit on cpu" "$BIN" plan --model small --seq-len 2000000 
 expect_fail 2 "is not divisible by 2·sp = 8" "$BIN" plan --seq-len 1001 --sp 4
 expect_fail 2 "--sp must be at least 1" "$BIN" plan --sp 0
 expect_fail 2 "unknown --model" "$BIN" plan --model huge
+expect_fail 2 "--busy-share must be in (0, 1] (got 1.5)" "$BIN" plan --sp 2 --busy-share 1.5
+
+# The share of the link while computing: slower transfers on a link the blocks do not fully hide, the same
+# step where nothing travels (sp 1).
+a=$(json --model small --seq-len 8192 --sp 2 --device cpu --link-gbps 0.2 --busy-share 1 | field ring_wait_s)
+b=$(json --model small --seq-len 8192 --sp 2 --device cpu --link-gbps 0.2 --busy-share 0.5 | field ring_wait_s)
+check "--busy-share 0.5 exposes more ring wait than 1 on a 0.2 Gbit/s link ($b > $a s)" awk -v a="$a" -v b="$b" 'BEGIN { exit !(b > a) }'
+a=$(json --model small --seq-len 8192 --device cpu --busy-share 1 | field step_s)
+b=$(json --model small --seq-len 8192 --device cpu --busy-share 0.5 | field step_s)
+check "--busy-share leaves a one-rank step alone" test "$a" = "$b"
 finish
