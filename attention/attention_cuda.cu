@@ -578,7 +578,7 @@ extern "C" void attn_cuda_set_impl(const char *name) {
         fail_usage("--attn cudnn: this ringgpt was built without cuDNN (cudnn.h or the cuDNN frontend headers were not "
                    "found when it was configured: scripts/deps.sh installs the frontend); rebuild, or use --attn flash");
 #endif
-    } else fail_usage("--attn %s: use flash (the sm_80 kernels, the default), cudnn or sm90", name);
+    } else fail_usage("--attn %s: use flash (the sm_80 kernels), cudnn (the default where libcudnn loads) or sm90", name);
 }
 
 extern "C" const char *attn_cuda_impl(void) { return IMPL_NAMES[g_impl]; }
