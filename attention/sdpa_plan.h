@@ -34,7 +34,7 @@ SdpaPlan sdpa_plan(const AttnShape *s, int nq, int nk, AttnMask mask, SdpaDir di
 bool sdpa_plan_equal(const SdpaPlan *a, const SdpaPlan *b);
 // cuDNN's deterministic backward keeps one partial dQ per 128-key tile: nq·H·hd·4·⌈nk/128⌉ bytes of workspace
 // (96 GiB for one 65536-token block at H·hd = 768, measured on an H100). A backward block call whose workspace
-// would pass SDPA_BWD_WORKSPACE runs as square sub-blocks of the returned size (a power of two, >= 256); a
+// would pass SDPA_BWD_WORKSPACE_MIB runs as square sub-blocks of the returned size (a power of two, >= 256); a
 // call that fits gets max(nq, nk). `forced` > 0 (the test hook RINGGPT_CUDNN_BWD_TILE) is taken as it is.
 enum { SDPA_BWD_WORKSPACE_MIB = 1024 };
 int sdpa_backward_tile(const AttnShape *s, int nq, int nk, int forced);

@@ -52,8 +52,8 @@ void cuda_device_init(int local_rank, int world_rank) {
     int n = cuda_device_count();
     if (n == 0)
         fail_usage("rank %d: --device cuda: no CUDA device is visible to this process (check nvidia-smi and "
-             "CUDA_VISIBLE_DEVICES); use --device cpu",
-             world_rank);
+                   "CUDA_VISIBLE_DEVICES); use --device cpu",
+                   world_rank);
     D.device = local_rank % n;
     CUDA_CHECK(cudaSetDevice(D.device));
     CUDA_CHECK(cudaGetDeviceProperties(&D.prop, D.device));

@@ -38,9 +38,10 @@ say() { echo "$@" | tee -a "$REPORT"; }
 block() { echo '```' >> "$REPORT"; cat "$1" >> "$REPORT"; echo '```' >> "$REPORT"; cat "$1"; }
 
 # cuDNN for --attn cudnn: the loader's path, else the toolkit's lib directory or pip's nvidia-cudnn wheel.
+CUDNN=yes   # what train's GPU default --attn should then be: cudnn (else flash)
 if ! ldconfig -p 2>/dev/null | grep -q 'libcudnn.so.9'; then
   d=$(dirname "$(find /usr/local/cuda*/lib* /opt /usr/lib -name 'libcudnn.so.9' 2>/dev/null | head -n 1)" 2>/dev/null)
-  [ -n "$d" ] && [ "$d" != . ] && export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  if [ -n "$d" ] && [ "$d" != . ]; then export LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}; else CUDNN=no; fi
 fi
 
 : > "$REPORT"
@@ -92,9 +93,11 @@ if stage tests; then
     rm -rf "$TMPD/smoke"
   done
   block "$OUT/smoke.log"
-  # the GPU defaults (train/train.c gpu_defaults): bf16 matmuls and activations, cuDNN's attention where it loads
-  if grep -m1 '^device:' "$OUT/smoke.log" | grep -q 'matmul bf16.*attention cudnn'; then say "defaults: bf16 + cudnn (ok)"
-  else say "defaults: NOT bf16 + cudnn: $(grep -m1 '^device:' "$OUT/smoke.log")"; status=1; fi
+  # the GPU defaults (train/train.c gpu_defaults): bf16 matmuls and activations, cuDNN's attention where libcudnn was
+  # found above, else the flash kernels
+  want=$([ $CUDNN = yes ] && echo cudnn || echo flash)
+  if grep -m1 '^device:' "$OUT/smoke.log" | grep -q "matmul bf16.*attention $want"; then say "defaults: bf16 + $want (ok)"
+  else say "defaults: NOT bf16 + $want: $(grep -m1 '^device:' "$OUT/smoke.log")"; status=1; fi
   say "### bad input: --device cuda with no device visible (CUDA_VISIBLE_DEVICES=)"
   CUDA_VISIBLE_DEVICES= $BUILD/ringgpt train --device cuda --data "$TMPD/copy.txt" --steps 1 > "$OUT/nodev.log" 2>&1
   say "exit $? — $(tail -1 "$OUT/nodev.log")"

@@ -73,7 +73,7 @@ static void check_hiding(void) {
 // A transfer that moves at busy_share of the rate while its sender computes: 1 and 0 (taken as 1) are the full
 // rate; below 1 the overlapped time grows, never past the serial baseline, and the serial baseline (nothing
 // overlaps) does not change. Where transfer dominates (here 4 × compute) a share s adds (1 − s) of the compute
-// that overlapped it, within 25 % of that bound (the first hop and the pieces' order make it inexact).
+// that overlapped it: between half and 1.25 × (1 − s) × compute (the first hop and the pieces' order make it inexact).
 static void check_busy_share(void) {
     int W = 2, L = 2048;
     RingCosts c = costs(1, 0);
