@@ -17,6 +17,7 @@
 # Open MPI's TCP transport is told to use plain send/receive fragments (btl_tcp_flags send,inplace): its emulated-put
 # protocol for large messages waits for acknowledgements that queue behind the opposite direction's data, which
 # halves the rate of a ring exchange on a shaped link (measured: 0.48 instead of 0.93 Gbit/s each way at 1 Gbit/s).
+# Receive processing runs on the receiving host's cores (RPS on each veth end), as a NIC's interrupts would.
 # Cores: host a gets the first half of this machine's cores and host b the rest (taskset; both all of them on one core),
 # and Open MPI binds nothing further (--bind-to none): each host's daemon would otherwise bind its first rank to core 0,
 # and the two hosts' ranks would share one core.
@@ -76,6 +77,24 @@ ip link add "${TAG}a0" netns "$NSA" type veth peer name "${TAG}b0" netns "$NSB" 
 ip -n "$NSA" addr add 10.77.0.1/24 dev "${TAG}a0" && ip -n "$NSB" addr add 10.77.0.2/24 dev "${TAG}b0" &&
   ip -n "$NSA" link set lo up && ip -n "$NSB" link set lo up &&
   ip -n "$NSA" link set "${TAG}a0" up && ip -n "$NSB" link set "${TAG}b0" up || refuse "cannot configure the veth link"
+# Receive processing on the receiving host's own cores (RPS), as a NIC's interrupts would be. Without it a veth packet
+# is processed on whichever core sent it, and TCP's sends that ACKs clock out from the other core's softirq take the
+# other core's queue: one flow through two queues arrives out of order, TCP retransmits spuriously (thousands of
+# segments in a few steps) and stalls — 40-175 ms waits on the unlimited link at 2048 tokens per rank, measured.
+cpumask() {   # cpumask FIRST LAST: the cores FIRST..LAST as /sys's hex bitmap (32-bit words, comma-separated)
+  local out="" w c v
+  for ((w = (NCPU - 1) / 32; w >= 0; w--)); do
+    v=0
+    for ((c = 0; c < 32; c++)); do ((w * 32 + c >= $1 && w * 32 + c <= $2)) && v=$((v | 1 << c)); done
+    out+=$(printf '%08x' "$v")$( ((w > 0)) && echo ,)
+  done
+  echo "$out"
+}
+for end in "$NSA ${TAG}a0 $CPUS_A" "$NSB ${TAG}b0 $CPUS_B"; do
+  read -r ns dev cpus <<< "$end"
+  ip netns exec "$ns" sh -c "echo $(cpumask "${cpus%-*}" "${cpus#*-}") > /sys/class/net/$dev/queues/rx-0/rps_cpus" 2> "$DIR/err" ||
+    echo "two_hosts.sh: note: cannot steer $dev's receive processing to its host's cores (RPS: $(head -c 200 "$DIR/err" | tr '\n' ' ')); the link may reorder packets" >&2
+done
 if [[ -n $RATE ]]; then
   # burst: 1 ms at the rate, at least 128 KiB; queue: 5 ms at the rate. tbf cuts a GSO packet larger than its burst
   # into segments in software, on the sending core: with a 64 KiB burst at 500 Mbit/s (where TCP sizes its segments
