@@ -340,8 +340,9 @@ static void check_synthetic(const PrepareArgs *a, bool passkey) {
     if (mx->hay_frac > 0 && !a->haystack) fail_usage("--haystack-frac needs --haystack (the text the needles hide in)");
     if (a->haystack && !(mx->hay_frac > 0)) fail_usage("--haystack needs --haystack-frac (the share of documents that use it)");
     if (a->held_out && !a->haystack) fail_usage("--held-out is checked against --haystack; give both");
-    if (!passkey && (mx->distractor_frac > 0 || mx->hay_frac > 0))
-        fail_usage("--distractor-frac and --haystack-frac shape passkey documents; drop them for --synthetic recall");
+    if (!passkey && (mx->distractor_frac > 0 || mx->hay_frac > 0 || mx->recall_frac > 0))
+        fail_usage("--distractor-frac, --haystack-frac and --recall-frac shape passkey documents; drop them for --synthetic recall");
+    if (!(mx->recall_frac >= 0 && mx->recall_frac <= 1)) fail_usage("--recall-frac %g: give a fraction in 0..1", mx->recall_frac);
     uint64_t need = 1 + (passkey ? passkey_train_min_len(mx, 0) : recall_min_len(a->pairs, a->queries));
     for (int i = 0; i < a->n_lens; i++)
         if ((uint64_t)a->lens[i] < need)
@@ -420,6 +421,7 @@ static void synthesize(Prep *p, const PrepareArgs *a) {
     for (int i = 0; i < a->n_lens; i++) longest = a->lens[i] > longest ? a->lens[i] : longest;
     size_t cap = (size_t)passkey_train_cap((uint64_t)longest);
     PasskeyMix mix = a->mix;
+    mix.recall_pairs = a->pairs, mix.recall_queries = a->queries;
     Haystack hay = {0};
     if (a->haystack) load_haystack(a, &hay, (uint64_t)longest, &mix);
     uint32_t *doc = xmalloc(cap * sizeof(uint32_t), "a synthetic document");
@@ -586,6 +588,11 @@ static char *source_json(const PrepareArgs *a, int kind, const FileList *l) {
                 cJSON_AddNumberToObject(o, "distractor_frac", a->mix.distractor_frac);
                 cJSON_AddNumberToObject(o, "distractors", a->mix.distractors);
             }
+            if (a->mix.recall_frac > 0) {
+                cJSON_AddNumberToObject(o, "recall_frac", a->mix.recall_frac);
+                cJSON_AddNumberToObject(o, "pairs", a->pairs);
+                cJSON_AddNumberToObject(o, "queries", a->queries);
+            }
             if (a->mix.hay_frac > 0) {
                 cJSON_AddStringToObject(o, "haystack", a->haystack);
                 cJSON_AddNumberToObject(o, "haystack_frac", a->mix.hay_frac);
@@ -667,8 +674,10 @@ int cmd_prepare(int argc, char **argv) {
         {"--held-out", ARG_STRING, &a.held_out, "passkey: the evaluation's haystack; --haystack sharing any text with it is an error"},
         {"--text", ARG_STRING, &a.text, "synthetic: a text file whose windows are mixed in as documents (loss on every token)"},
         {"--text-frac", ARG_DOUBLE, &a.text_frac, "synthetic: text records per synthetic document (0..1)"},
-        {"--pairs", ARG_INT, &a.pairs, "recall: key-value pairs per document"},
-        {"--queries", ARG_INT, &a.queries, "recall: queries per document"},
+        {"--pairs", ARG_INT, &a.pairs, "recall (and passkey's --recall-frac documents): key-value pairs per document"},
+        {"--queries", ARG_INT, &a.queries, "recall (and passkey's --recall-frac documents): queries per document"},
+        {"--recall-frac", ARG_DOUBLE, &a.mix.recall_frac, "passkey: share of documents that are associative recall instead "
+                                                          "(--pairs, --queries; fewer where a document is short)"},
         {"--seed", ARG_I64, &a.seed, "synthetic: seed"},
         {"--include", ARG_STRING, &a.include, "comma-separated globs of the file names to read in input directories ('*.txt,*.md')",
          .dflt = "every file but dotfiles and binary files"},

@@ -202,8 +202,25 @@ uint64_t passkey_train_min_len(const PasskeyMix *mix, int distractors) {
     return passkey_min_len(distractors) + (uint64_t)distractors * (uint64_t)extra;
 }
 
+// Training document k as associative recall: the mix's pairs and queries, both cut down until they fit in len.
+static uint64_t recall_train(uint64_t seed, uint64_t k, uint64_t len, const PasskeyMix *mix, uint32_t *out, uint8_t *weight,
+                             PasskeyInfo *info) {
+    int pairs = mix->recall_pairs, queries = mix->recall_queries;
+    while ((pairs > 1 || queries > 1) && recall_min_len(pairs, queries) > len) pairs -= pairs > 1, queries -= queries > 1;
+    RecallInfo rc;
+    synth_recall(seed, k, len, pairs, queries, out, &rc);
+    recall_weights(&rc, len, weight);
+    *info = (PasskeyInfo){.needles = 0};
+    return len;
+}
+
 uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const PasskeyMix *mix, uint32_t *out, uint8_t *weight,
                              PasskeyInfo *info) {
+    if (mix->recall_frac > 0) {   // its own stream: the passkey documents' draws stay what they were
+        Rng rr;
+        rng_seed(&rr, seed * 0x94D049BB133111EBull ^ (k + 0x2545F4914F6CDD1Dull));
+        if (rng_uniform(&rr) < mix->recall_frac) return recall_train(seed, k, len, mix, out, weight, info);
+    }
     Rng r;
     rng_seed(&r, seed * 0xD1B54A32D192ED03ull ^ (k + 0x8CB92BA72F3D8DD7ull));   // apart from the document's stream
     double depth = mix_depth(&r, mix);

@@ -41,13 +41,16 @@ typedef struct {
     double hay_frac;          // documents whose filler is a window of hay (real text) instead of the sentences
     const uint32_t *hay;      // (hay_len) byte tokens, or NULL
     uint64_t hay_len;         // at least the longest document's len
+    double recall_frac;       // documents that are associative recall instead (synth_recall: many keys, many queries)
+    int recall_pairs, recall_queries;   // their pairs and queries (fewer where a document is too short for them)
 } PasskeyMix;
 
 // Training document k: the generator's document of len tokens (as synth_passkey) with what the mix draws:
 // its depth, its keys lengthened by extra digits (the asked key's in its needle and the answer: the document
 // grows by twice them; the distractors' come out of the filler), its distractors and its haystack window. The mix's draws come from a random stream apart from the document's
 // own, so the zero mix gives synth_passkey's document. out and weight hold passkey_train_cap(len) entries;
-// weight is 1 on the whole answer (every digit), 0 elsewhere. Returns the document's tokens (no EOS).
+// weight is 1 on the whole answer (every digit), 0 elsewhere. A recall document (recall_frac of them; info->needles
+// 0) has weight 1 on its queries' values. Returns the document's tokens (no EOS).
 uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const PasskeyMix *mix, uint32_t *out, uint8_t *weight,
                              PasskeyInfo *info);
 uint64_t passkey_train_cap(uint64_t len);

@@ -96,6 +96,11 @@ expect_fail "prepare --held-out without --haystack" "give both" -- "$BIN" prepar
 expect_fail "prepare --distractors 9" "distractors 9: give 1..8" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --distractor-frac 0.5 --distractors 9
 "$BIN" prepare --out "$DIR/pkshort" --synthetic passkey --docs 20 --doc-len 160,400 --distractor-frac 1 --distractors 3 --quiet > /dev/null \
     && ok || bad "prepare --distractors: a document too short for them holds as many as fit"
+"$BIN" prepare --out "$DIR/pkrecall" --synthetic passkey --docs 40 --doc-len 150,400 --recall-frac 0.5 --pairs 8 --queries 8 \
+    --quiet > /dev/null && "$BIN" inspect --verify "$DIR/pkrecall" > /dev/null && grep -qE '"recall_frac":\s*0.5' "$DIR/pkrecall/manifest.json" \
+    && ok || bad "prepare --synthetic passkey --recall-frac (recall documents in the mix)"
+expect_fail "prepare --recall-frac 1.5" "recall-frac 1.5: give a fraction in 0..1" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --recall-frac 1.5
+expect_fail "prepare --recall-frac for recall" "drop them for --synthetic recall" -- "$BIN" prepare --out "$DIR/x" --synthetic recall --recall-frac 0.5
 
 # JSONL prompt/completion records: a clean dataset with loss weights; a bad record names its line (exit 2).
 printf '{"prompt": "Q: 1+1? A: ", "completion": "2"}\n\n{"prompt": "say hi ", "completion": "hi"}\n' > "$DIR/ok.jsonl"

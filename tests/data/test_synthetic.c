@@ -324,6 +324,36 @@ static void test_distractors(void) {
     free(hay);
 }
 
+// A passkey mix with recall documents: that share of documents is synth_recall's, its pairs and queries cut to fit
+// a short document, weighted on the queries' values; the passkey documents are the ones the mix without recall gives.
+static void test_recall_mix(void) {
+    const uint64_t len = 150;
+    PasskeyMix plain = {.depth = -1, .edge_span = 0.03, .edge_far = 0.5, .key_max = 5};
+    PasskeyMix mx = plain;
+    mx.recall_frac = 0.4, mx.recall_pairs = 8, mx.recall_queries = 8;
+    uint32_t *t = malloc(passkey_train_cap(len) * sizeof *t), *u = malloc(passkey_train_cap(len) * sizeof *u);
+    uint32_t *want = malloc(len * sizeof *want);
+    uint8_t *w = malloc(passkey_train_cap(len)), *wu = malloc(passkey_train_cap(len)), *ww = malloc(len);
+    int recall = 0, bad = 0;
+    for (int k = 0; k < 200; k++) {
+        PasskeyInfo info, pinfo;
+        uint64_t n = synth_passkey_train(3, (uint64_t)k, len, &mx, t, w, &info);
+        if (info.needles == 0) {   // recall: the most pairs and queries that fit in 150 tokens (5 and 5)
+            RecallInfo rc;
+            synth_recall(3, (uint64_t)k, len, 5, 5, want, &rc);
+            recall_weights(&rc, len, ww);
+            bad += n != len || memcmp(t, want, len * sizeof *t) != 0 || memcmp(w, ww, len) != 0;
+            recall++;
+            continue;
+        }
+        uint64_t m = synth_passkey_train(3, (uint64_t)k, len, &plain, u, wu, &pinfo);
+        bad += m != n || memcmp(t, u, n * sizeof *t) != 0 || memcmp(w, wu, n) != 0;
+    }
+    CHECK(recall_min_len(5, 5) <= len && recall_min_len(6, 6) > len, "the recall document of 150 tokens holds 5 pairs, 5 queries");
+    CHECK(bad == 0 && recall > 60 && recall < 100, "recall mix: %d bad documents, %d of 200 recall (share 0.4)", bad, recall);
+    free(t), free(u), free(want), free(w), free(wu), free(ww);
+}
+
 int main(void) {
     test_passkey();
     test_recall();
@@ -332,5 +362,6 @@ int main(void) {
     test_train_mix();
     test_pinned_draw();
     test_distractors();
+    test_recall_mix();
     return test_finish();
 }
