@@ -138,10 +138,22 @@ static char *piece_of(const RingRun *u, int packet, PieceKind kind, int piece) {
 }
 static real *acc_of(const RingRun *u, int packet, int piece) { return (real *)piece_of(u, packet, PIECE_ACC, piece); }
 
+// The serial baseline meets its neighbours before a hop: the first byte of the piece it is about to send,
+// into the first byte of the piece the hop then receives whole (backend memory, so any transport takes it).
+// Rank r waits for r − 1 (with two ranks, each for the other), so the hop's wait is its transfer and a late
+// neighbour's compute is lag.
+static void serial_meet(AttnRing *R, const char *send, char *recv) {
+    CommRequest q;
+    int W = R->size;
+    comm_sendrecv_start(R->comm, &q, send, recv, 1, (R->rank + 1) % W, (R->rank - 1 + W) % W, "ring serial handshake");
+    R->stats.lag_s += comm_wait(&q);
+}
+
 static void run_start(RingSched *x, PieceKind kind, int piece) {
     RingRun *u = (RingRun *)x;
     AttnRing *R = u->R;
     int W = R->size, a = x->step % 2;
+    if (!x->overlap) serial_meet(R, piece_of(u, a, kind, piece), piece_of(u, 1 - a, kind, piece));
     size_t bytes = piece_bytes(u->kvn, u->s->qkv, kind);
     comm_sendrecv_start(R->comm, &u->hop[kind][piece], piece_of(u, a, kind, piece), piece_of(u, 1 - a, kind, piece),
                         bytes, (R->rank + 1) % W, (R->rank - 1 + W) % W,

@@ -26,11 +26,13 @@ void ring_attention_backward(AttnRing *ring, const Backend *be, const AttnShape 
 // ---- the ring object (attention/ring.c) ----
 struct Comm;
 // Time spent by this rank's ring since the last reset: exposed waiting (blocked on a piece after the
-// compute before it was done) and block compute. With the serial baseline (overlap off) on the same
-// work, the hidden fraction of the transfer is (time serial − time overlapped) / min(compute, transfer)
-// (bench/ring_overlap.sh measures it on a real link).
+// compute before it was done) and block compute. The serial baseline (overlap off) first meets its
+// neighbours before every hop, so that its wait_s is the transfer alone and the time a neighbour arrives
+// late (its own compute: the pieces' work differs between ranks) is lag_s; on the same work the hidden
+// fraction of the transfer is (serial − lag − overlapped) / min(compute, transfer) (bench/ring_overlap.sh).
 typedef struct {
     double wait_s;       // blocked waiting for K/V and dK/dV pieces
+    double lag_s;        // serial baseline only: waiting for a neighbour to reach the hop (with 2 ranks exact)
     double compute_s;    // attention block kernels
     double bytes;        // bytes sent
     long exchanges;      // pieces sent (two per hop: each zigzag chunk's K and V, or its dK and dV)
@@ -70,7 +72,8 @@ typedef struct {
 typedef struct {
     double seconds;     // the slowest rank's time for the call
     double compute_s;   // the most block compute of a rank
-    double wait_s;      // the most exposed waiting of a rank
+    double wait_s;      // the most exposed waiting of a rank (the serial baseline: the transfers alone)
+    double lag_s;       // the serial baseline: the most waiting of a rank for its neighbours before the hops
     double bytes;       // bytes each rank sends
 } RingTiming;
 // One ring forward (backward = false) or backward of one sequence and one layer: W ranks of L tokens.

@@ -99,14 +99,14 @@ static double resolve(Dir *d, int m, const RingCosts *c) {
 }
 
 // Every rank runs the same sequence of operations (only task times differ), so the ranks are replayed
-// in lockstep, operation by operation. A hop's message from r to r + 1 starts when both have posted
+// in lockstep, operation by operation. The serial baseline first meets rank r − 1 at each hop (lag). A hop's message from r to r + 1 starts when both have posted
 // it and the link's direction is free (one message at a time, in posting order: a full-duplex link),
 // and takes latency + bytes at the link's rate (busy_share of it while r computes); a wait ends when
 // the rank's outgoing and incoming messages of that hop have arrived. A message's end is resolved at
 // its wait, when its sender's compute before it is known and the sender waits for it too.
 static RingTiming replay(Recorder *recs, int W, const double piece_bytes[2], const RingCosts *c) {
     double *clock = xcalloc((size_t)W, sizeof(double), "ring model"), *wait = xcalloc((size_t)W, sizeof(double), "ring model");
-    double *compute = xcalloc((size_t)W, sizeof(double), "ring model");
+    double *compute = xcalloc((size_t)W, sizeof(double), "ring model"), *lag = xcalloc((size_t)W, sizeof(double), "ring model");
     Dir *dir = xcalloc((size_t)W, sizeof(Dir), "ring model");
     for (int r = 0; r < W; r++) {
         dir[r].msg = xcalloc((size_t)recs[0].n + 1, sizeof(Msg), "ring model");
@@ -120,6 +120,12 @@ static RingTiming replay(Recorder *recs, int W, const double piece_bytes[2], con
         for (int r = 0; r < W; r++)
             if (recs[r].n != recs[0].n || recs[r].ops[i].kind != op0->kind)
                 fail("ring timing model: rank %d's schedule differs from rank 0's at operation %d", r, i);
+        if (op0->kind == OP_START && !recs[0].x.overlap) {   // the serial baseline meets r − 1 first (ring.c)
+            double *met = xcalloc((size_t)W, sizeof(double), "ring model");
+            for (int r = 0; r < W; r++) met[r] = clock[r] > clock[(r - 1 + W) % W] ? clock[r] : clock[(r - 1 + W) % W];
+            for (int r = 0; r < W; r++) lag[r] += met[r] - clock[r], clock[r] = met[r];
+            free(met);
+        }
         if (op0->kind == OP_START) {
             for (int r = 0; r < W; r++) {
                 double begin = clock[r] > clock[(r + 1) % W] ? clock[r] : clock[(r + 1) % W];
@@ -150,9 +156,10 @@ static RingTiming replay(Recorder *recs, int W, const double piece_bytes[2], con
         if (clock[r] > t.seconds) t.seconds = clock[r];
         if (compute[r] > t.compute_s) t.compute_s = compute[r];
         if (wait[r] > t.wait_s) t.wait_s = wait[r];
+        if (lag[r] > t.lag_s) t.lag_s = lag[r];
         free(dir[r].msg), free(dir[r].busy);
     }
-    free(clock), free(wait), free(compute), free(dir), free(sent), free(pending);
+    free(clock), free(wait), free(compute), free(lag), free(dir), free(sent), free(pending);
     return t;
 }
 

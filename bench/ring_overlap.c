@@ -101,16 +101,17 @@ static void predict(const AttnShape *s, int W, int L, double gflops, double gbps
                    .busy_share = busy_share};
     RingTiming on_f = ring_model(W, L, s, &c, true, false), on_b = ring_model(W, L, s, &c, true, true);
     RingTiming off_f = ring_model(W, L, s, &c, false, false), off_b = ring_model(W, L, s, &c, false, true);
-    log_info("predict ranks=%d tokens=%d attn_s=%.5f serial_s=%.5f compute_s=%.5f transfer_s=%.5f wait_s=%.5f bytes=%.0f\n",
+    log_info("predict ranks=%d tokens=%d attn_s=%.5f serial_s=%.5f compute_s=%.5f transfer_s=%.5f lag_s=%.5f wait_s=%.5f "
+             "bytes=%.0f\n",
              W, L, on_f.seconds + on_b.seconds, off_f.seconds + off_b.seconds, off_f.compute_s + off_b.compute_s,
-             off_f.wait_s + off_b.wait_s, on_f.wait_s + on_b.wait_s, on_f.bytes + on_b.bytes);
+             off_f.wait_s + off_b.wait_s, off_f.lag_s + off_b.lag_s, on_f.wait_s + on_b.wait_s, on_f.bytes + on_b.bytes);
 }
 
 // The ring: --reps forward + backward passes after one warm-up; the slowest rank's figures.
 static void run_ring(const AttnShape *s, Comm *ring_comm, Comm *world, int L, int reps, bool overlap, const char *progress) {
     AttnRing *ring = ring_create(ring_comm, &BACKEND_CPU, overlap);
     Tensors t = tensors(s, L, 11 + (uint64_t)comm_rank(ring_comm));
-    double sum[4] = {0};   // wall, compute, wait, bytes
+    double sum[5] = {0};   // wall, compute, wait, bytes, lag
     for (int i = 0; i <= reps; i++) {
         ring_stats_reset(ring);
         comm_barrier(world, "repetition start");
@@ -119,14 +120,14 @@ static void run_ring(const AttnShape *s, Comm *ring_comm, Comm *world, int L, in
         ring_attention_backward(ring, &BACKEND_CPU, s, t.dq, t.dk, t.dv, t.tmp, t.q, t.k, t.v, t.out, t.lse, t.dout, L, NULL,
                                 NULL);
         RingStats st = ring_stats(ring);
-        double v[4] = {now_seconds() - t0, st.compute_s, st.wait_s, st.bytes};
-        comm_allreduce(world, v, 4, COMM_F64, COMM_MAX, "repetition figures");
-        for (int k = 0; k < 4 && i > 0; k++) sum[k] += v[k];
+        double v[5] = {now_seconds() - t0, st.compute_s, st.wait_s, st.bytes, st.lag_s};
+        comm_allreduce(world, v, 5, COMM_F64, COMM_MAX, "repetition figures");
+        for (int k = 0; k < 5 && i > 0; k++) sum[k] += v[k];
     }
     log_info("ranks=%d tokens=%d heads=%d kv_heads=%d head_dim=%d overlap=%d progress=%s progress_thread=%d reps=%d "
-             "attn_s=%.5f compute_s=%.5f wait_s=%.5f bytes=%.0f\n",
+             "attn_s=%.5f compute_s=%.5f wait_s=%.5f lag_s=%.5f bytes=%.0f\n",
              comm_size(ring_comm), L, s->n_head, s->n_kv_head, s->head_dim, overlap, progress, comm_progress_running(), reps,
-             sum[0] / reps, sum[1] / reps, sum[2] / reps, sum[3] / reps);
+             sum[0] / reps, sum[1] / reps, sum[2] / reps, sum[4] / reps, sum[3] / reps);
     tensors_free(&t);
     ring_free(ring);
 }

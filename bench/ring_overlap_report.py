@@ -4,8 +4,9 @@
 Usage: ring_overlap_report.py RESULTS.txt --bench BUILD/ring_overlap --ringgpt BUILD/ringgpt --out DIR
 
 Per link rate and tokens per rank: the ring attention time (one forward + backward of one sequence and one layer) with
-overlap, without, the compute alone and the transfer alone (the serial baseline's block compute and waiting), the hidden
-fraction = (serial - overlap) / min(compute, transfer), overlap driven by the progress thread instead of the compute loops,
+overlap, without, the compute alone and the transfer alone (the serial baseline's block compute and waiting for pieces;
+its waiting for a neighbour to reach a hop, lag, is neither), the hidden fraction = (serial - lag - overlap) /
+min(compute, transfer), overlap driven by the progress thread instead of the compute loops,
 overlap with neither (transfers move only inside MPI calls), and the timing model's prediction. Per rate: the crossover (tokens per rank where compute = transfer), measured (interpolated in log-log) and
 predicted by FLOPs / bandwidth. Then `ringgpt plan`'s step time against the two-host training runs.
 """
@@ -149,11 +150,12 @@ def main():
             rates.append(rate)
     md.append("### The overlap, per link rate and tokens per rank (2 ranks on 2 hosts, one thread each)\n")
     md.append("Times in seconds for one ring forward + backward (one sequence, one layer of `small`: 4 heads of 64); "
-              "compute and transfer alone are the serial baseline's block compute and waiting; hidden = (serial − "
+              "compute and transfer alone are the serial baseline's block compute and waiting for pieces; lag = its "
+              "waiting for the other rank to reach a hop (the pieces' work differs between the ranks); hidden = (serial − lag − "
               "overlap) / min(compute, transfer); model = attention/ring.h's prediction from the calibrated rates and the `cpu` preset's share of the link while computing.\n")
-    md.append("| link | tokens/rank | overlap | serial | compute alone | transfer alone | compute/transfer | hidden | "
+    md.append("| link | tokens/rank | overlap | serial | lag | compute alone | transfer alone | compute/transfer | hidden | "
               "overlap, progress thread | overlap, neither | model: overlap / serial | load |")
-    md.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     fig_pts, violations, cross = {}, [], []
     for rate in rates:
         pts = []
@@ -165,14 +167,14 @@ def main():
             if "on" not in m or "off" not in m:
                 continue
             on, off = m["on"], m["off"]
-            comp, xfer = off["compute_s"], off["wait_s"]
+            comp, xfer, lag = off["compute_s"], off["wait_s"], off.get("lag_s", 0.0)   # no lag_s: results before 2026-11-25
             ratio = comp / xfer if xfer > 0 else float("inf")
-            hidden = (off["attn_s"] - on["attn_s"]) / min(comp, xfer) if min(comp, xfer) > 0 else float("nan")
+            hidden = (off["attn_s"] - lag - on["attn_s"]) / min(comp, xfer) if min(comp, xfer) > 0 else float("nan")
             p = predict(a.bench, L, F, gbps(rate, bw, links), links.get(rate, link)["latency_us"], preset["busy_share"])
             thr = "%.4f" % m["thread"]["attn_s"] if "thread" in m else "-"
             nop = "%.4f" % m["noprog"]["attn_s"] if "noprog" in m else "-"
-            md.append("| %s | %d | %.4f | %.4f | %.4f | %.4f | %.2f | %.2f | %s | %s | %.4f / %.4f | %.2f |" % (
-                rate, L, on["attn_s"], off["attn_s"], comp, xfer, ratio, hidden, thr, nop, p["attn_s"], p["serial_s"],
+            md.append("| %s | %d | %.4f | %.4f | %.4f | %.4f | %.4f | %.2f | %.2f | %s | %s | %.4f / %.4f | %.2f |" % (
+                rate, L, on["attn_s"], off["attn_s"], lag, comp, xfer, ratio, hidden, thr, nop, p["attn_s"], p["serial_s"],
                 on["load"]))
             pts.append((L, ratio))
             fig_pts.setdefault(rate, []).append((L, ratio, hidden, on["attn_s"], off["attn_s"], comp, xfer, on["wait_s"]))

@@ -364,6 +364,7 @@ static void run_close(Run *r) {
         RingStats rs = ring_stats(r->model.ring);
         log_info("ring (rank 0): %.2f s blocked waiting for KV, %.2f s attention compute, %.1f MiB sent in %ld pieces\n",
                  rs.wait_s, rs.compute_s, rs.bytes / 1048576, rs.exchanges);
+        if (rs.lag_s > 0) log_info("ring (rank 0, serial baseline): %.2f s waiting for the neighbours before hops\n", rs.lag_s);
         if (r->t.doc_mask) log_info("doc mask (rank 0): %ld ring block calls skipped (no row shares a document with the block)\n",
                                     rs.blocks_skipped);
     }
@@ -424,16 +425,23 @@ static double accumulate_gradients(Run *r, double count) {
     return loss_sum;
 }
 
+// The ring's waiting so far: for pieces, and the serial baseline's for its neighbours.
+static double ring_waited(const Run *r) {
+    if (!r->model.ring) return 0;
+    RingStats rs = ring_stats(r->model.ring);
+    return rs.wait_s + rs.lag_s;
+}
+
 // accumulate_gradients, timed: compute is its time less the ring's waiting. The --debug-slow-rank rank
 // sleeps inside it, as a rank on a slower or busier device would compute longer.
 static double timed_gradients(Run *r, double count, RankTimes *times) {
-    double wait0 = r->model.ring ? ring_stats(r->model.ring).wait_s : 0, t0 = now_seconds();
+    double wait0 = ring_waited(r), t0 = now_seconds();
     if (r->grid.rank == r->t.debug_slow_rank) {
         struct timespec pause = {r->t.debug_slow_ms / 1000, (long)(r->t.debug_slow_ms % 1000) * 1000000};
         nanosleep(&pause, NULL);
     }
     double loss_sum = accumulate_gradients(r, count);
-    times->ring_wait_s = (r->model.ring ? ring_stats(r->model.ring).wait_s : 0) - wait0;
+    times->ring_wait_s = ring_waited(r) - wait0;
     times->compute_s = now_seconds() - t0 - times->ring_wait_s;
     return loss_sum;
 }
