@@ -12,14 +12,14 @@
 // FlashAttention papers' best reported throughput (forward; the backward runs slower, so these are optimistic),
 // NVLink bandwidth per direction (half the datasheet's bidirectional figure).
 static const DeviceSpec PRESETS[] = {
-    {"cpu", "one core of the project's 2-core Xeon (Cascade Lake, AVX-512), fp32", 11.5 * 1073741824.0, 113.0e9, 93.8e9,
-     0.433e9, 26.2e-6, 0.65,
-     "measured by bench/ring_overlap.sh on 2026-11-25 at 8953942 (load 0.6-1.9) (docs/benchmarks.md): matmul = a one-rank "
-     "training step's time outside attention over its matmul FLOPs; attention = the CPU block kernels' FLOP/s (the same "
-     "host measured both 17 % faster on 2026-11-24: its speed varies); link = the two-host veth link without a rate "
-     "limit (Open MPI over TCP, receive work on the receiving host's core), latency its small-message time; 65 % of the "
-     "link while the rank computes: the fit to the overlap sweep's 24 rate-limited rows (1, 0.5, 0.2, 0.1 Gbit/s; rms "
-     "error 10 % against 13 % at 100 %); memory = MemTotal / 2 cores"},
+    {"cpu", "one core of the project's 2-core Xeon (Cascade Lake, AVX-512), fp32", 11.5 * 1073741824.0, 120.2e9, 106.2e9,
+     0.452e9, 23.2e-6, 0.55,
+     "measured by bench/ring_overlap.sh on 2026-11-25 at 9e77a51 (load 0.8-1.6) (docs/benchmarks.md): matmul = a one-rank "
+     "training step's time outside attention over its matmul FLOPs; attention = the CPU block kernels' FLOP/s (this shared "
+     "host's speed varies: 131.8 and 112.0 on 2026-11-24, 113.0 and 93.8 earlier on 2026-11-25); link = the two-host veth "
+     "link without a rate limit (Open MPI over TCP, receive work on the receiving host's core), latency its small-message "
+     "time; 55 % of the link while the rank computes: the fit to the overlap sweep's 24 rate-limited rows (1, 0.5, 0.2, "
+     "0.1 Gbit/s; rms error 9.6 % against 14.2 % at 100 %); memory = MemTotal / 2 cores"},
     {"h100-sxm", "NVIDIA H100 SXM5 80 GB, BF16", 80e9, 989e12, 740e12, 450e9, 10e-6, 1.0,
      "NVIDIA H100 Tensor Core GPU datasheet: 80 GB HBM3, 989 TFLOPS dense BF16 (1,979 with sparsity), NVLink 900 GB/s "
      "(bidirectional); attention: FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608), up to 740 TFLOPS/s BF16; "
