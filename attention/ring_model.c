@@ -99,7 +99,8 @@ static double resolve(Dir *d, int m, const RingCosts *c) {
 }
 
 // Every rank runs the same sequence of operations (only task times differ), so the ranks are replayed
-// in lockstep, operation by operation. The serial baseline first meets rank r − 1 at each hop (lag). A hop's message from r to r + 1 starts when both have posted
+// in lockstep, operation by operation. The serial baseline first meets rank r − 1 at each hop (lag).
+// A hop's message from r to r + 1 starts when both have posted
 // it and the link's direction is free (one message at a time, in posting order: a full-duplex link),
 // and takes latency + bytes at the link's rate (busy_share of it while r computes); a wait ends when
 // the rank's outgoing and incoming messages of that hop have arrived. A message's end is resolved at
