@@ -138,14 +138,16 @@ static char *piece_of(const RingRun *u, int packet, PieceKind kind, int piece) {
 }
 static real *acc_of(const RingRun *u, int packet, int piece) { return (real *)piece_of(u, packet, PIECE_ACC, piece); }
 
-// The serial baseline meets its neighbours before a hop: the first byte of the piece it is about to send,
-// into the first byte of the piece the hop then receives whole (backend memory, so any transport takes it).
-// Rank r waits for r − 1 (with two ranks, each for the other), so the hop's wait is its transfer and a late
-// neighbour's compute is lag.
-static void serial_meet(AttnRing *R, const char *send, char *recv) {
+// The serial baseline's meeting before a hop: the first byte of the piece about to be sent, into the first
+// byte of the piece the hop then receives whole (backend memory, so any transport takes it). Rank r waits
+// for r − 1 (with two ranks, each for the other).
+static void run_meet(RingSched *x, PieceKind kind, int piece) {
+    RingRun *u = (RingRun *)x;
+    AttnRing *R = u->R;
+    int W = R->size, a = x->step % 2;
     CommRequest q;
-    int W = R->size;
-    comm_sendrecv_start(R->comm, &q, send, recv, 1, (R->rank + 1) % W, (R->rank - 1 + W) % W, "ring serial handshake");
+    comm_sendrecv_start(R->comm, &q, piece_of(u, a, kind, piece), piece_of(u, 1 - a, kind, piece), 1, (R->rank + 1) % W,
+                        (R->rank - 1 + W) % W, "ring serial handshake");
     R->stats.lag_s += comm_wait(&q);
 }
 
@@ -153,7 +155,6 @@ static void run_start(RingSched *x, PieceKind kind, int piece) {
     RingRun *u = (RingRun *)x;
     AttnRing *R = u->R;
     int W = R->size, a = x->step % 2;
-    if (!x->overlap) serial_meet(R, piece_of(u, a, kind, piece), piece_of(u, 1 - a, kind, piece));
     size_t bytes = piece_bytes(u->kvn, u->s->qkv, kind);
     comm_sendrecv_start(R->comm, &u->hop[kind][piece], piece_of(u, a, kind, piece), piece_of(u, 1 - a, kind, piece),
                         bytes, (R->rank + 1) % W, (R->rank - 1 + W) % W,
@@ -230,8 +231,8 @@ static void run_home(RingSched *x, int piece) {
 // Sets up one call: buffers, and this rank's K, V copied into packet 0 as its two kv pieces.
 static void run_open(RingRun *u, AttnRing *R, const Backend *be, const AttnShape *s, int L, const real *q, const real *k,
                      const real *v, const int32_t *docs, const int32_t *docs_host) {
-    *u = (RingRun){.x = {.W = R->size, .r = R->rank, .L = L, .overlap = R->overlap, .start = run_start, .wait = run_wait,
-                         .task = run_task, .join = run_join, .home = run_home},
+    *u = (RingRun){.x = {.W = R->size, .r = R->rank, .L = L, .overlap = R->overlap, .meet = run_meet,
+                         .start = run_start, .wait = run_wait, .task = run_task, .join = run_join, .home = run_home},
                    .R = R, .be = be, .s = s, .docs = {docs, docs ? docs_host : NULL}, .q = q, .k = k, .v = v};
     u->kvn = (size_t)L * s->n_kv_head * s->head_dim;
     u->hn = u->kvn / 2;
@@ -273,8 +274,9 @@ void ring_attention_backward(AttnRing *R, const Backend *be, const AttnShape *s,
 
 // ---- the schedule (attention/ring_schedule.h), written once for the run above and the timing model ----
 
-// Starts a hop; the serial baseline finishes it at once.
+// Starts a hop; the serial baseline meets r − 1 first and finishes the hop at once.
 static void hop(RingSched *x, PieceKind kind, int piece) {
+    if (!x->overlap) x->meet(x, kind, piece);
     x->start(x, kind, piece);
     if (!x->overlap) x->wait(x, kind, piece);
 }

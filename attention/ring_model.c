@@ -7,7 +7,7 @@
 #include "core/common.h"
 
 // One recorded operation of a rank's schedule.
-typedef enum { OP_START, OP_WAIT, OP_TASK } OpKind;
+typedef enum { OP_MEET, OP_START, OP_WAIT, OP_TASK } OpKind;
 typedef struct {
     OpKind kind;
     PieceKind piece_kind;
@@ -32,6 +32,7 @@ static void push(Recorder *rec, Op op) {
     rec->ops[rec->n++] = op;
 }
 
+static void rec_meet(RingSched *x, PieceKind kind, int piece) { push((Recorder *)x, (Op){OP_MEET, kind, piece, 0}); }
 static void rec_start(RingSched *x, PieceKind kind, int piece) { push((Recorder *)x, (Op){OP_START, kind, piece, 0}); }
 static void rec_wait(RingSched *x, PieceKind kind, int piece) { push((Recorder *)x, (Op){OP_WAIT, kind, piece, 0}); }
 
@@ -48,8 +49,8 @@ static void rec_noop(RingSched *x, int piece) {}
 
 // Rank r's operations for one call (forward or backward), each task with its modelled time.
 static Recorder record(int W, int r, int L, const AttnShape *s, const RingCosts *c, bool overlap, bool backward) {
-    Recorder rec = {.x = {.W = W, .r = r, .L = L, .overlap = overlap, .start = rec_start, .wait = rec_wait, .task = rec_task,
-                          .join = rec_noop, .home = rec_noop},
+    Recorder rec = {.x = {.W = W, .r = r, .L = L, .overlap = overlap, .meet = rec_meet, .start = rec_start, .wait = rec_wait,
+                          .task = rec_task, .join = rec_noop, .home = rec_noop},
                     .s = s, .costs = *c};
     if (backward) ring_backward_schedule(&rec.x);
     else ring_forward_schedule(&rec.x);
@@ -99,8 +100,8 @@ static double resolve(Dir *d, int m, const RingCosts *c) {
 }
 
 // Every rank runs the same sequence of operations (only task times differ), so the ranks are replayed
-// in lockstep, operation by operation. The serial baseline first meets rank r − 1 at each hop (lag).
-// A hop's message from r to r + 1 starts when both have posted
+// in lockstep, operation by operation. A meeting (the serial baseline's, before each hop) ends when rank
+// r − 1 has reached it too (lag). A hop's message from r to r + 1 starts when both have posted
 // it and the link's direction is free (one message at a time, in posting order: a full-duplex link),
 // and takes latency + bytes at the link's rate (busy_share of it while r computes); a wait ends when
 // the rank's outgoing and incoming messages of that hop have arrived. A message's end is resolved at
@@ -108,6 +109,7 @@ static double resolve(Dir *d, int m, const RingCosts *c) {
 static RingTiming replay(Recorder *recs, int W, const double piece_bytes[2], const RingCosts *c) {
     double *clock = xcalloc((size_t)W, sizeof(double), "ring model"), *wait = xcalloc((size_t)W, sizeof(double), "ring model");
     double *compute = xcalloc((size_t)W, sizeof(double), "ring model"), *lag = xcalloc((size_t)W, sizeof(double), "ring model");
+    double *met = xcalloc((size_t)W, sizeof(double), "ring model");
     Dir *dir = xcalloc((size_t)W, sizeof(Dir), "ring model");
     for (int r = 0; r < W; r++) {
         dir[r].msg = xcalloc((size_t)recs[0].n + 1, sizeof(Msg), "ring model");
@@ -121,11 +123,9 @@ static RingTiming replay(Recorder *recs, int W, const double piece_bytes[2], con
         for (int r = 0; r < W; r++)
             if (recs[r].n != recs[0].n || recs[r].ops[i].kind != op0->kind)
                 fail("ring timing model: rank %d's schedule differs from rank 0's at operation %d", r, i);
-        if (op0->kind == OP_START && !recs[0].x.overlap) {   // the serial baseline meets r − 1 first (ring.c)
-            double *met = xcalloc((size_t)W, sizeof(double), "ring model");
+        if (op0->kind == OP_MEET) {   // the serial baseline: each rank waits for r − 1 to reach the hop
             for (int r = 0; r < W; r++) met[r] = clock[r] > clock[(r - 1 + W) % W] ? clock[r] : clock[(r - 1 + W) % W];
             for (int r = 0; r < W; r++) lag[r] += met[r] - clock[r], clock[r] = met[r];
-            free(met);
         }
         if (op0->kind == OP_START) {
             for (int r = 0; r < W; r++) {
@@ -160,7 +160,7 @@ static RingTiming replay(Recorder *recs, int W, const double piece_bytes[2], con
         if (lag[r] > t.lag_s) t.lag_s = lag[r];
         free(dir[r].msg), free(dir[r].busy);
     }
-    free(clock), free(wait), free(compute), free(lag), free(dir), free(sent), free(pending);
+    free(clock), free(wait), free(compute), free(lag), free(met), free(dir), free(sent), free(pending);
     return t;
 }
 

@@ -23,12 +23,14 @@ typedef struct {
 
 // What a schedule does, in order. A hop of (kind, piece) at step s sends that piece of packet s % 2
 // to rank r + 1 and receives the same piece of the next block into packet (s + 1) % 2 from rank r − 1;
-// at most one hop per (kind, piece) is in flight, and `wait` finishes it.
+// at most one hop per (kind, piece) is in flight, and `wait` finishes it. The serial baseline `meet`s r − 1
+// before each hop, so that its wait is the transfer alone and a late neighbour's compute is lag.
 typedef struct RingSched RingSched;
 struct RingSched {
     int W, r, L;   // ring size, this rank, local tokens
     bool overlap;  // false: every hop is waited for right after it starts (the serial baseline)
     int step;      // the step whose block the next tasks read (its packet is step % 2)
+    void (*meet)(RingSched *x, PieceKind kind, int piece);   // serial baseline: wait for r − 1 to reach this hop
     void (*start)(RingSched *x, PieceKind kind, int piece);
     void (*wait)(RingSched *x, PieceKind kind, int piece);
     void (*task)(RingSched *x, const RingTask *t, bool backward);

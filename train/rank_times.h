@@ -8,7 +8,7 @@
 // One rank's seconds in one optimizer step.
 typedef struct {
     double compute_s;     // forward and backward, less the ring's waiting
-    double ring_wait_s;   // blocked waiting for ring pieces (attention/ring.h RingStats.wait_s)
+    double ring_wait_s;   // blocked on ring pieces, and the serial baseline on a neighbour (RingStats wait_s + lag_s)
     double allreduce_s;   // the gradient all-reduce, waiting for the slowest rank included
     double data_s;        // fetching the step's micro-batches
 } RankTimes;

@@ -130,7 +130,13 @@ int main(int argc, char **argv) {
                          heads[h][1], hds[d], T, e);
                 cases++;
             }
-    RingStats st = ring_stats(ring);
+    RingStats st = ring_stats(ring), ss = ring_stats(serial);
+    // The serial baseline's meetings before hops are neither pieces nor their bytes; the overlapped ring never meets.
+    if (ss.exchanges != st.exchanges || ss.bytes != st.bytes || st.lag_s != 0 || !(ss.lag_s >= 0)) {
+        log_info("FAIL rank 0 stats: serial %ld pieces %.0f bytes lag %.3g s, overlapped %ld pieces %.0f bytes lag %.3g s\n",
+                 ss.exchanges, ss.bytes, ss.lag_s, st.exchanges, st.bytes, st.lag_s);
+        failures++;
+    }
     log_info("%d cases, %d failed (%s; the serial baseline bit-identical); rank 0 sent %ld pieces, %.1f KiB\n", cases, failures,
              REAL_NAME,
              st.exchanges, st.bytes / 1024);
