@@ -48,10 +48,10 @@ expect_fail 2 "START=2 needs" env "${toy[@]}" OUT="$W/empty" START=2 bash "$S/lo
 expect_fail 2 "START must be 1..3" env "${toy[@]}" START=4 bash "$S/long_context.sh"
 expect_fail 2 "has no stage1.train.json" env "${toy[@]}" RECIPE="$W" bash "$S/long_context.sh"
 
-# The shipped recipe and the experiment recipe pinned in the docs: every stage's config is accepted by its command
+# The shipped recipe and the experiment recipes pinned in the docs: every stage's config is accepted by its command
 # (a few documents, one step, one trial)...
 name_i=0
-for R in "$ROOT/recipes/long_context" "$ROOT/docs/experiments/2026-11-24-v3-recipe"; do
+for R in "$ROOT/recipes/long_context" "$ROOT"/docs/experiments/2026-11-2[45]-v*-recipe; do
 name=${R#"$ROOT/"} name_i=$((name_i + 1))
 for k in 1 2 3; do
   (cd "$ROOT" && "$BIN" prepare --config "$R/stage$k.data.json" --docs 40 --out "$W/rc$k.$name_i" > /dev/null 2>&1) \
