@@ -660,7 +660,7 @@ int cmd_prepare(int argc, char **argv) {
                                               "window); a comma list (K = 1024) is cycled through"},
         {"--depth", ARG_DOUBLE, &a.mix.depth, "passkey: depth of the key in the filler, 0..1 (negative: random)",
          .dflt = "random per document"},
-        {"--edge-frac", ARG_DOUBLE, &a.mix.edge_frac, "passkey: share of documents whose needle sits near the filler's start or end"},
+        {"--edge-frac", ARG_DOUBLE, &a.mix.edge_frac, "passkey: share of documents whose needle (with distractors: one needle, chosen evenly) sits near the filler's start or end"},
         {"--edge-span", ARG_DOUBLE, &a.mix.edge_span, "passkey: how near, as a fraction of the filler"},
         {"--edge-far", ARG_DOUBLE, &a.mix.edge_far, "passkey: of the edge documents, the share with the needle at the start"},
         {"--long-frac", ARG_DOUBLE, &a.mix.long_frac, "passkey: share of documents whose key gets 1..KEY_MAX-5 more digits"},

@@ -188,6 +188,15 @@ static double mix_depth(Rng *r, const PasskeyMix *mx) {
     return rng_uniform(r) < mx->edge_far ? u : 1 - u;
 }
 
+// An edge draw goes to one of the count needles, chosen evenly, the asked one taking that needle's uniform
+// depth: with distractors, the key nearest an edge is the asked one no more often than any other.
+static void share_edge(Rng *r, Needle *nd, int count) {
+    int j = (int)rng_below(r, (uint64_t)count);
+    double edge = nd[0].depth;
+    nd[0].depth = nd[j].depth;
+    nd[j].depth = edge;
+}
+
 // 1..key_max−5 more digits appended to a key (its first 5 unchanged).
 static void lengthen(Rng *r, const PasskeyMix *mx, char *key) {
     int m = 1 + (int)rng_below(r, (uint64_t)(mx->key_max - PASSKEY_KEY_DIGITS));
@@ -239,6 +248,7 @@ uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const Pass
     Needle nd[PASSKEY_MAX_DISTRACTORS + 1];
     draw_needles(seed, k, depth, distractors, nd);
     for (int i = 1; longer && i <= distractors; i++) lengthen(&r, mix, nd[i].key);   // the asked key is not the longest one
+    if (distractors > 0 && depth >= 0 && mix->depth < 0) share_edge(&r, nd, distractors + 1);
     uint64_t filler = place(nd, distractors + 1, len);   // the others' extra digits come out of the filler
     if (longer) strcpy(nd[0].key + PASSKEY_KEY_DIGITS, extra + PASSKEY_KEY_DIGITS);
     *info = (PasskeyInfo){.key = (uint32_t)atoi(nd[0].key), .depth = nd[0].depth, .needles = distractors + 1};

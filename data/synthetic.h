@@ -31,7 +31,8 @@ void synth_passkey(uint64_t seed, uint64_t doc, uint64_t len, double depth, int 
 // plain task (uniform depth, 5-digit keys, the generator's filler, one needle).
 typedef struct {
     double depth;       // the needle's depth in 0..1, or < 0: drawn (uniformly, or at an edge: edge_frac)
-    double edge_frac;   // drawn depths: the share within edge_span of the filler's start or end
+    double edge_frac;   // drawn depths: the share within edge_span of the filler's start or end (with distractors,
+                        // the edge goes to one needle chosen evenly, so an edge never marks the asked key)
     double edge_span;   // how near, as a fraction of the filler
     double edge_far;    // of the edge documents, the share at the far edge (the needle near the filler's start)
     double long_frac;   // documents whose keys get 1..key_max−5 more digits after their 5 (the answer likewise)

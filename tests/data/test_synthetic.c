@@ -268,6 +268,21 @@ static int count_text(const uint32_t *doc, uint64_t n, const char *s) {
     return c;
 }
 
+static uint64_t first_text(const uint32_t *doc, uint64_t n, const char *s) {
+    for (uint64_t i = 0; i + strlen(s) <= n; i++)
+        if (text_at_str(doc, i, s)) return i;
+    return n;
+}
+
+// Where the last needle sentence before the question ends: the last " Remember it. " before the answer.
+static uint64_t last_needle_end(const uint32_t *doc, uint64_t n) {
+    const char *s = " Remember it. ";
+    uint64_t end = 0;
+    for (uint64_t i = 0; i + strlen(s) <= n; i++)
+        if (text_at_str(doc, i, s)) end = i + strlen(s);
+    return end;
+}
+
 static void test_distractors(void) {
     uint32_t *doc = malloc(4096 * sizeof *doc), *hay = malloc(4096 * sizeof *hay);
     for (int i = 0; i < 4096; i++) hay[i] = "Some plain prose, nothing more. "[i % 32];
@@ -318,6 +333,19 @@ static void test_distractors(void) {
         bad += !ok;
     }
     CHECK(bad == 0 && with_hay > 10 && with_hay < 40, "training distractors: %d bad, %d of 50 in the haystack", bad, with_hay);
+    // Every document at an edge: some needle sits there, the asked one in about E[1/(1+K)] of them (0.36 for
+    // K in 1..3, + the chance of a uniform depth near an edge), never in all (the position would tell the answer).
+    mx.edge_frac = 1, mx.long_frac = 0, mx.hay_frac = 0;
+    int asked_edge = 0, some_edge = 0;
+    for (int k = 0; k < 300; k++) {
+        PasskeyInfo info;
+        uint64_t n = synth_passkey_train(5, (uint64_t)k, 4000, &mx, t, w, &info);
+        asked_edge += info.depth <= mx.edge_span || info.depth >= 1 - mx.edge_span;
+        some_edge += first_text(t, n, "The pass key for ") < 60 + 4000 * mx.edge_span ||
+                     last_needle_end(t, n) + 4000 * mx.edge_span + 60 > info.answer_pos;
+    }
+    CHECK(some_edge == 300 && asked_edge > 75 && asked_edge < 165,
+          "edge documents with distractors: %d of 300 with a needle at an edge, %d with the asked one there", some_edge, asked_edge);
     free(t);
     free(w);
     free(doc);
