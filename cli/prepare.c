@@ -336,6 +336,9 @@ static void check_synthetic(const PrepareArgs *a, bool passkey) {
     if (!(mx->distractor_frac >= 0 && mx->distractor_frac <= 1)) fail_usage("--distractor-frac %g: give a fraction in 0..1", mx->distractor_frac);
     if (mx->distractors < 1 || mx->distractors > PASSKEY_MAX_DISTRACTORS)
         fail_usage("--distractors %d: give 1..%d (the most other keys a document may hold)", mx->distractors, PASSKEY_MAX_DISTRACTORS);
+    if (mx->ask < 1 || mx->ask > PASSKEY_MAX_DISTRACTORS + 1)
+        fail_usage("--ask %d: give 1..%d (questions a document with distractors asks)", mx->ask, PASSKEY_MAX_DISTRACTORS + 1);
+    if (mx->ask > 1 && !(mx->distractor_frac > 0)) fail_usage("--ask %d needs --distractor-frac (only documents with distractors ask more)", mx->ask);
     if (!(mx->hay_frac >= 0 && mx->hay_frac <= 1)) fail_usage("--haystack-frac %g: give a fraction in 0..1", mx->hay_frac);
     if (mx->hay_frac > 0 && !a->haystack) fail_usage("--haystack-frac needs --haystack (the text the needles hide in)");
     if (a->haystack && !(mx->hay_frac > 0)) fail_usage("--haystack needs --haystack-frac (the share of documents that use it)");
@@ -410,6 +413,25 @@ static void load_haystack(const PrepareArgs *a, Haystack *hay, uint64_t longest,
     mix->hay = hay->tok, mix->hay_len = hay->n;
 }
 
+// What a passkey mix realised: short documents hold fewer distractors and questions than asked for.
+typedef struct {
+    uint64_t docs, with, others, asked;   // passkey documents; those with distractors, their distractors and questions
+} MixCount;
+
+static void mix_count(MixCount *c, const PasskeyInfo *pk) {
+    if (pk->needles == 0) return;   // a recall document
+    c->docs++;
+    if (pk->needles > 1) c->with++, c->others += (uint64_t)(pk->needles - 1), c->asked += (uint64_t)pk->asked;
+}
+
+static void mix_report(const MixCount *c, const PrepareArgs *a) {
+    double w = c->with ? (double)c->with : 1;
+    printf("prepare: %.1f %% of %" PRIu64 " passkey documents hold distractors (--distractor-frac %g; short ones have no room), "
+           "%.2f distractors and %.2f questions each (--distractors %d, --ask %d)\n",
+           c->docs ? 100.0 * (double)c->with / (double)c->docs : 0.0, c->docs, a->mix.distractor_frac, (double)c->others / w,
+           (double)c->asked / w, a->mix.distractors, a->mix.ask);
+}
+
 // --doc-len counts the EOS: doc-len = seq-len gives exactly one document per training window; a list of
 // lengths is cycled through. Passkey: the whole answer and the EOS that ends it get loss weight 1 (as a
 // JSONL completion does), recall: the queried values; everything else 0.
@@ -428,17 +450,19 @@ static void synthesize(Prep *p, const PrepareArgs *a) {
     uint8_t *weight = xmalloc(cap, "a synthetic document");
     TextMix text;
     text_mix_open(&text, a);
+    MixCount count = {0};
     for (int64_t i = 0; i < a->docs; i++) {
         uint64_t len = (uint64_t)a->lens[i % a->n_lens] - 1, n = len;
         PasskeyInfo pk;
         RecallInfo rc;
-        if (passkey) n = synth_passkey_train((uint64_t)a->seed, (uint64_t)i, len, &mix, doc, weight, &pk);
+        if (passkey) n = synth_passkey_train((uint64_t)a->seed, (uint64_t)i, len, &mix, doc, weight, &pk), mix_count(&count, &pk);
         else synth_recall((uint64_t)a->seed, (uint64_t)i, len, a->pairs, a->queries, doc, &rc), recall_weights(&rc, len, weight);
         weighted_doc(p, doc, weight, n, passkey);
         p->in_bytes += n;
         text_mix_maybe(&text, p);
         progress(p);
     }
+    if (passkey && a->mix.distractor_frac > 0) mix_report(&count, a);
     free(text.text);
     haystack_free(&hay);
     free(doc);
@@ -587,6 +611,7 @@ static char *source_json(const PrepareArgs *a, int kind, const FileList *l) {
             if (a->mix.distractor_frac > 0) {
                 cJSON_AddNumberToObject(o, "distractor_frac", a->mix.distractor_frac);
                 cJSON_AddNumberToObject(o, "distractors", a->mix.distractors);
+                cJSON_AddNumberToObject(o, "ask", a->mix.ask);
             }
             if (a->mix.recall_frac > 0) {
                 cJSON_AddNumberToObject(o, "recall_frac", a->mix.recall_frac);
@@ -633,7 +658,7 @@ int cmd_prepare(int argc, char **argv) {
     PrepareArgs a = {.kind = "auto", .shard_tokens = 1 << 26, .block_tokens = SHARD_DEFAULT_BLOCK_TOKENS, .eos = -1, .vocab = -1,
                      .docs = 100, .doc_len = "4096", .seed = 1337, .level = 6, .pairs = 16, .queries = 4, .byte_planes = true,
                      .val_fraction = 0.1, .threads = (int)sysconf(_SC_NPROCESSORS_ONLN),
-                     .mix = {.depth = -1, .edge_span = 0.03, .edge_far = 0.5, .key_max = 40, .distractors = 3},
+                     .mix = {.depth = -1, .edge_span = 0.03, .edge_far = 0.5, .key_max = 40, .distractors = 3, .ask = 1},
                      .out_exists = "refuse"};
     ArgSpec specs[] = {
         {"--out", ARG_STRING, &a.out, "output dataset directory (created; shards + manifest.json); an existing one must be empty"},
@@ -668,6 +693,8 @@ int cmd_prepare(int argc, char **argv) {
         {"--distractors", ARG_INT, &a.mix.distractors, "passkey: the most other named keys a --distractor-frac document holds "
                                                        "(1..8; a short document holds as many as fit)"},
         {"--distractor-frac", ARG_DOUBLE, &a.mix.distractor_frac, "passkey: share of documents with 1..--distractors other named keys"},
+        {"--ask", ARG_INT, &a.mix.ask, "passkey: questions a --distractor-frac document asks, each for another of its keys and each "
+                                       "answer in the loss (1..9; as many as fit)"},
         {"--haystack", ARG_STRING, &a.haystack, "passkey: real text (a file, a directory of files or a byte-level dataset) the needles "
                                                 "of --haystack-frac of the documents hide in"},
         {"--haystack-frac", ARG_DOUBLE, &a.mix.hay_frac, "passkey: share of documents whose filler is a window of --haystack"},

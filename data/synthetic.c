@@ -20,6 +20,7 @@ static const char NEEDLE_SUFFIX[] = ". Remember it. ";
 static const char QUESTION[] = "What is the pass key? The pass key is ";
 static const char QUESTION_FOR[] = "What is the pass key for ";   // + name + QUESTION_AGAIN + name + NAMED_IS + key
 static const char QUESTION_AGAIN[] = "? The pass key for ";
+static const char ANSWER_END[] = ". ";   // between an answer and the next question
 static const char PAIRS_INTRO[] = "Remember these pairs: ";
 static const char RECALL_INTRO[] = "Recall: ";
 enum { PAIR_CHARS = RECALL_KEY_CHARS + 1 + RECALL_VALUE_CHARS + 2 };   // "abcd=1234, "
@@ -84,9 +85,27 @@ static void put_needle(uint32_t *out, uint64_t *p, const Needle *n, uint64_t *ke
     put_str(out, p, NEEDLE_SUFFIX);
 }
 
-// The document of needles nd[0..count) (nd[0] is the one asked for) around `filler` filler tokens: intro,
-// filler with each needle at its `before`, the question, the answer. Returns the tokens written.
-static uint64_t layout(Needle *nd, int count, uint64_t filler, const uint32_t *hay, uint32_t *out, PasskeyInfo *info) {
+// "What is the pass key for NAME? The pass key for NAME is KEY" (or the unnamed question) for needle n; the
+// answer (KEY) starts at *answer.
+static void put_question(uint32_t *out, uint64_t *p, const Needle *n, uint64_t *answer) {
+    if (n->name) {
+        put_str(out, p, QUESTION_FOR);
+        put_str(out, p, n->name);
+        put_str(out, p, QUESTION_AGAIN);
+        put_str(out, p, n->name);
+        put_str(out, p, NAMED_IS);
+    } else {
+        put_str(out, p, QUESTION);
+    }
+    *answer = *p;
+    put_str(out, p, n->key);
+}
+
+// The document of needles nd[0..count) around `filler` filler tokens: intro, filler with each needle at its
+// `before`, then the questions for nd[0..asks) in turn, each followed by its answer (nd[0] is the one an
+// evaluation asks for; answers[q] is where answer q starts). Returns the tokens written.
+static uint64_t layout(Needle *nd, int count, int asks, uint64_t filler, const uint32_t *hay, uint32_t *out, PasskeyInfo *info,
+                       uint64_t *answers) {
     int order[PASSKEY_MAX_DISTRACTORS + 1];
     for (int i = 0; i < count; i++) order[i] = i;
     for (int i = 1; i < count; i++)   // by position; equal positions keep their index order
@@ -105,17 +124,11 @@ static uint64_t layout(Needle *nd, int count, uint64_t filler, const uint32_t *h
         if (order[i] == 0) info->key_pos = key_pos;
     }
     put_filler(out, &p, hay, at, filler - at);
-    if (nd[0].name) {
-        put_str(out, &p, QUESTION_FOR);
-        put_str(out, &p, nd[0].name);
-        put_str(out, &p, QUESTION_AGAIN);
-        put_str(out, &p, nd[0].name);
-        put_str(out, &p, NAMED_IS);
-    } else {
-        put_str(out, &p, QUESTION);
+    for (int q = 0; q < asks; q++) {
+        if (q) put_str(out, &p, ANSWER_END);
+        put_question(out, &p, &nd[q], &answers[q]);
     }
-    info->answer_pos = p;
-    put_str(out, &p, nd[0].key);
+    info->answer_pos = answers[0];
     return p;
 }
 
@@ -145,12 +158,19 @@ static void draw_needles(uint64_t seed, uint64_t doc, double depth, int distract
     }
 }
 
-// Places the needles in the filler that len tokens leave around them: the asked key counted at 5 digits
-// (a training document grows by its extra digits), the others at their length.
-static uint64_t place(Needle *nd, int count, uint64_t len) {
+// Tokens that are not filler: intro, needles and the questions for nd[0..asks) with their answers; the
+// asked key counted at 5 digits (a training document grows by its extra digits), the others at their length.
+static uint64_t fixed_len(const Needle *nd, int count, int asks) {
     uint64_t fixed = LEN(INTRO_MANY) * (count > 1) + LEN(INTRO) * (count == 1) + question_len(&nd[0], PASSKEY_KEY_DIGITS) +
                      needle_len(&nd[0], PASSKEY_KEY_DIGITS);
     for (int i = 1; i < count; i++) fixed += needle_len(&nd[i], (int)strlen(nd[i].key));
+    for (int i = 1; i < asks; i++) fixed += LEN(ANSWER_END) + question_len(&nd[i], (int)strlen(nd[i].key));
+    return fixed;
+}
+
+// Places the needles in the filler that len tokens leave around them and the asks questions.
+static uint64_t place(Needle *nd, int count, int asks, uint64_t len) {
+    uint64_t fixed = fixed_len(nd, count, asks);
     if (fixed > len) fail("internal: a passkey document of %" PRIu64 " tokens cannot hold its needles (%" PRIu64 ")", len, fixed);
     uint64_t filler = len - fixed;
     for (int i = 0; i < count; i++) {
@@ -173,9 +193,9 @@ void synth_passkey(uint64_t seed, uint64_t doc, uint64_t len, double depth, int 
     check_passkey_len(len, distractors);
     Needle nd[PASSKEY_MAX_DISTRACTORS + 1];
     draw_needles(seed, doc, depth, distractors, nd);
-    uint64_t filler = place(nd, distractors + 1, len);
-    *info = (PasskeyInfo){.key = (uint32_t)atoi(nd[0].key), .depth = nd[0].depth, .needles = distractors + 1};
-    layout(nd, distractors + 1, filler, hay, out, info);
+    uint64_t filler = place(nd, distractors + 1, 1, len), answer;
+    *info = (PasskeyInfo){.key = (uint32_t)atoi(nd[0].key), .depth = nd[0].depth, .needles = distractors + 1, .asked = 1};
+    layout(nd, distractors + 1, 1, filler, hay, out, info, &answer);
 }
 
 // The needle's depth of training document k: fixed, or within edge_span of either end of the filler in
@@ -249,12 +269,15 @@ uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const Pass
     draw_needles(seed, k, depth, distractors, nd);
     for (int i = 1; longer && i <= distractors; i++) lengthen(&r, mix, nd[i].key);   // the asked key is not the longest one
     if (distractors > 0 && depth >= 0 && mix->depth < 0) share_edge(&r, nd, distractors + 1);
-    uint64_t filler = place(nd, distractors + 1, len);   // the others' extra digits come out of the filler
+    int asks = distractors > 0 && mix->ask > 1 ? (mix->ask < distractors + 1 ? mix->ask : distractors + 1) : 1;
+    while (asks > 1 && fixed_len(nd, distractors + 1, asks) > len) asks--;   // as many questions as fit
+    uint64_t filler = place(nd, distractors + 1, asks, len);   // the others' extra digits come out of the filler
     if (longer) strcpy(nd[0].key + PASSKEY_KEY_DIGITS, extra + PASSKEY_KEY_DIGITS);
-    *info = (PasskeyInfo){.key = (uint32_t)atoi(nd[0].key), .depth = nd[0].depth, .needles = distractors + 1};
-    uint64_t n = layout(nd, distractors + 1, filler, hay, out, info);
+    *info = (PasskeyInfo){.key = (uint32_t)atoi(nd[0].key), .depth = nd[0].depth, .needles = distractors + 1, .asked = asks};
+    uint64_t answers[PASSKEY_MAX_DISTRACTORS + 1];
+    uint64_t n = layout(nd, distractors + 1, asks, filler, hay, out, info, answers);
     memset(weight, 0, (size_t)n);
-    memset(weight + info->answer_pos, 1, (size_t)(n - info->answer_pos));
+    for (int q = 0; q < asks; q++) memset(weight + answers[q], 1, strlen(nd[q].key));
     return n;
 }
 

@@ -15,6 +15,7 @@ typedef struct {
     uint64_t key_pos;      // first digit of its key in the needle
     uint64_t answer_pos;   // first digit of the answer at the end
     int needles;           // 1 + distractors
+    int asked;             // questions at the end (a training mix's `ask`; else 1), the asked key's first
 } PasskeyInfo;
 enum { PASSKEY_KEY_DIGITS = 5, PASSKEY_KEY_MAX = 60, PASSKEY_MAX_DISTRACTORS = 8 };
 // The shortest document the layout fits in, with `distractors` other needles.
@@ -39,6 +40,8 @@ typedef struct {
     int key_max;        // the longest key, in digits (5..60)
     double distractor_frac;   // documents with 1..distractors other named needles (as many as fit in a short one)
     int distractors;
+    int ask;                  // questions a document with distractors asks (≤ 1: one): the asked key's, then
+                              // other needles' in turn, each answer in the loss; as many as fit
     double hay_frac;          // documents whose filler is a window of hay (real text) instead of the sentences
     const uint32_t *hay;      // (hay_len) byte tokens, or NULL
     uint64_t hay_len;         // at least the longest document's len
@@ -50,7 +53,7 @@ typedef struct {
 // its depth, its keys lengthened by extra digits (the asked key's in its needle and the answer: the document
 // grows by twice them; the distractors' come out of the filler), its distractors and its haystack window. The mix's draws come from a random stream apart from the document's
 // own, so the zero mix gives synth_passkey's document. out and weight hold passkey_train_cap(len) entries;
-// weight is 1 on the whole answer (every digit), 0 elsewhere. A recall document (recall_frac of them; info->needles
+// weight is 1 on every answer's digits (one answer, or `ask` with distractors), 0 elsewhere. A recall document (recall_frac of them; info->needles
 // 0) has weight 1 on its queries' values. Returns the document's tokens (no EOS).
 uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const PasskeyMix *mix, uint32_t *out, uint8_t *weight,
                              PasskeyInfo *info);

@@ -96,6 +96,12 @@ expect_fail "prepare --held-out without --haystack" "give both" -- "$BIN" prepar
 expect_fail "prepare --distractors 9" "distractors 9: give 1..8" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --distractor-frac 0.5 --distractors 9
 "$BIN" prepare --out "$DIR/pkshort" --synthetic passkey --docs 20 --doc-len 160,400 --distractor-frac 1 --distractors 3 --quiet > /dev/null \
     && ok || bad "prepare --distractors: a document too short for them holds as many as fit"
+"$BIN" prepare --out "$DIR/pkask" --synthetic passkey --docs 40 --doc-len 300,2K --distractor-frac 1 --distractors 3 --ask 4 \
+    > "$DIR/pkask.out" 2>&1 && "$BIN" inspect --verify "$DIR/pkask" > /dev/null && grep -qE '"ask":\s*4' "$DIR/pkask/manifest.json" \
+    && grep -qE "^prepare: 100.0 % of 40 passkey documents hold distractors .* questions each \(--distractors 3, --ask 4\)" "$DIR/pkask.out" \
+    && ok || bad "prepare --ask (several questions a document with distractors; the realised share printed)"
+expect_fail "prepare --ask 0" "ask 0: give 1..9" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --distractor-frac 0.5 --ask 0
+expect_fail "prepare --ask without distractors" "needs --distractor-frac" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --ask 2
 "$BIN" prepare --out "$DIR/pkrecall" --synthetic passkey --docs 40 --doc-len 150,400 --recall-frac 0.5 --pairs 8 --queries 8 \
     --quiet > /dev/null && "$BIN" inspect --verify "$DIR/pkrecall" > /dev/null && grep -qE '"recall_frac":\s*0.5' "$DIR/pkrecall/manifest.json" \
     && ok || bad "prepare --synthetic passkey --recall-frac (recall documents in the mix)"

@@ -352,6 +352,64 @@ static void test_distractors(void) {
     free(hay);
 }
 
+// The key written after the first "The pass key for NAME is " at or after `from` (its digits into key).
+static uint64_t key_of(const uint32_t *doc, uint64_t n, uint64_t from, const char *name, char *key, int cap) {
+    char s[64];
+    snprintf(s, sizeof s, "The pass key for %.15s is ", name);
+    uint64_t at = from + first_text(doc + from, n - from, s) + strlen(s);
+    int d = 0;
+    while (at + (uint64_t)d < n && d < cap - 1 && doc[at + d] >= '0' && doc[at + d] <= '9') key[d] = (char)doc[at + d], d++;
+    key[d] = 0;
+    return at;
+}
+
+// --ask: a document with distractors asks for several of its keys in turn ("... is KEY. What is the pass key
+// for NAME2? ..."), distinct names, each answer the key of that name's needle and in the loss (nothing else
+// is); as many questions as fit (all of them in a long document, fewer in a short one, never more than the
+// needles); the first question is the one a one-question document asks.
+static void test_ask(void) {
+    PasskeyMix mx = {.depth = -1, .edge_span = 0.03, .edge_far = 0.5, .long_frac = 1, .key_max = 12, .distractor_frac = 1,
+                     .distractors = 3, .ask = 4};
+    PasskeyMix one = mx;
+    one.ask = 1;
+    uint32_t *t = malloc(passkey_train_cap(4000) * sizeof *t), *u = malloc(passkey_train_cap(4000) * sizeof *u);
+    uint8_t *w = malloc(passkey_train_cap(4000)), *wu = malloc(passkey_train_cap(4000));
+    int bad = 0, fewer = 0, all = 0;
+    for (int k = 0; k < 200; k++) {
+        uint64_t len = k % 2 ? 4000 : 330 + (uint64_t)k;
+        PasskeyInfo info, i1;
+        uint64_t n = synth_passkey_train(9, (uint64_t)k, len, &mx, t, w, &info);
+        synth_passkey_train(9, (uint64_t)k, len, &one, u, wu, &i1);
+        uint64_t first_q = first_text(t, n, "What is the pass key for "), weighted = 0, answers = 0, first_digits = 0;
+        int ok = info.asked >= 1 && info.asked <= info.needles && count_text(t, n, "What is the pass key for ") == info.asked &&
+                 info.key == i1.key && info.needles == i1.needles && info.asked >= 1 + (len == 4000) * (info.needles - 1);
+        char names[PASSKEY_MAX_DISTRACTORS + 1][16];
+        for (int q = 0, at = (int)first_q; ok && q < info.asked; q++) {
+            uint64_t s = (uint64_t)at + strlen("What is the pass key for "), e = s;
+            while (e < n && t[e] != '?') e++;
+            for (uint64_t i = s; i < e && i - s < 15; i++) names[q][i - s] = (char)t[i];
+            names[q][e - s < 15 ? e - s : 15] = 0;
+            for (int j = 0; j < q; j++) ok = ok && strcmp(names[j], names[q]) != 0;
+            char in_needle[PASSKEY_KEY_MAX + 1], answer[PASSKEY_KEY_MAX + 1];
+            key_of(t, first_q, 0, names[q], in_needle, sizeof in_needle);
+            uint64_t a = key_of(t, n, e, names[q], answer, sizeof answer);
+            ok = ok && strlen(answer) >= PASSKEY_KEY_DIGITS && strcmp(in_needle, answer) == 0 && (q > 0 || a == info.answer_pos);
+            for (uint64_t i = 0; ok && i < strlen(answer); i++) ok = w[a + i] == 1;
+            answers += strlen(answer);
+            if (q == 0) first_digits = strlen(answer), ok = ok && text_at_str(u, i1.answer_pos, answer);
+            at = (int)(a + first_text(t + a, n - a, "What is the pass key for "));
+        }
+        for (uint64_t i = 0; i < n; i++) weighted += w[i];
+        ok = ok && weighted == answers && n == len + 2 * (first_digits - PASSKEY_KEY_DIGITS);   // the asked key's extra digits
+        bad += !ok;
+        fewer += info.asked < info.needles;
+        all += info.asked == info.needles;
+    }
+    CHECK(bad == 0 && fewer > 10 && all > 100, "--ask: %d bad documents, %d with fewer questions than needles, %d with all", bad,
+          fewer, all);
+    free(t), free(u), free(w), free(wu);
+}
+
 // A passkey mix with recall documents: that share of documents is synth_recall's, its pairs and queries cut to fit
 // a short document, weighted on the queries' values; the passkey documents are the ones the mix without recall gives.
 static void test_recall_mix(void) {
@@ -390,6 +448,7 @@ int main(void) {
     test_train_mix();
     test_pinned_draw();
     test_distractors();
+    test_ask();
     test_recall_mix();
     return test_finish();
 }
