@@ -17,9 +17,9 @@ static const char NEEDLE_PREFIX[] = "The pass key is ";
 static const char NEEDLE_FOR[] = "The pass key for ";   // + name + NAMED_IS + key
 static const char NAMED_IS[] = " is ";
 static const char NEEDLE_SUFFIX[] = ". Remember it. ";
-static const char QUESTION[] = "What is the pass key? The pass key is ";
-static const char QUESTION_FOR[] = "What is the pass key for ";   // + name + QUESTION_AGAIN + name + NAMED_IS + key
-static const char QUESTION_AGAIN[] = "? The pass key for ";
+static const char QUESTION[] = "What is the pass key? ";        // + "The pass key is " + key
+static const char QUESTION_FOR[] = "What is the pass key for ";   // + name + QUESTION_END + "The pass key for NAME is " + key
+static const char QUESTION_END[] = "? ";
 static const char ANSWER_END[] = ". ";   // between an answer and the next question
 static const char PAIRS_INTRO[] = "Remember these pairs: ";
 static const char RECALL_INTRO[] = "Recall: ";
@@ -56,14 +56,15 @@ typedef struct {
     uint64_t before;                 // filler tokens before it
 } Needle;
 
-static uint64_t needle_len(const Needle *n, int key_digits) {
-    return n->name ? LEN(NEEDLE_FOR) + strlen(n->name) + LEN(NAMED_IS) + key_digits + LEN(NEEDLE_SUFFIX)
-                   : LEN(NEEDLE_PREFIX) + key_digits + LEN(NEEDLE_SUFFIX);
+// "The pass key is KEY" or "The pass key for NAME is KEY": a needle's statement, and a question's answer.
+static uint64_t statement_len(const Needle *n, int key_digits) {
+    return (n->name ? LEN(NEEDLE_FOR) + strlen(n->name) + LEN(NAMED_IS) : LEN(NEEDLE_PREFIX)) + (uint64_t)key_digits;
 }
 
+static uint64_t needle_len(const Needle *n, int key_digits) { return statement_len(n, key_digits) + LEN(NEEDLE_SUFFIX); }
+
 static uint64_t question_len(const Needle *n, int key_digits) {
-    return n->name ? LEN(QUESTION_FOR) + 2 * strlen(n->name) + LEN(QUESTION_AGAIN) + LEN(NAMED_IS) + key_digits
-                   : LEN(QUESTION) + key_digits;
+    return (n->name ? LEN(QUESTION_FOR) + strlen(n->name) + LEN(QUESTION_END) : LEN(QUESTION)) + statement_len(n, key_digits);
 }
 
 uint64_t passkey_min_len(int distractors) {
@@ -72,7 +73,8 @@ uint64_t passkey_min_len(int distractors) {
            (uint64_t)(distractors + 1) * needle_len(&longest, PASSKEY_KEY_DIGITS) + question_len(&longest, PASSKEY_KEY_DIGITS);
 }
 
-static void put_needle(uint32_t *out, uint64_t *p, const Needle *n, uint64_t *key_pos) {
+// Needle n's statement; its key starts at *key_pos.
+static void put_statement(uint32_t *out, uint64_t *p, const Needle *n, uint64_t *key_pos) {
     if (n->name) {
         put_str(out, p, NEEDLE_FOR);
         put_str(out, p, n->name);
@@ -82,23 +84,24 @@ static void put_needle(uint32_t *out, uint64_t *p, const Needle *n, uint64_t *ke
     }
     *key_pos = *p;
     put_str(out, p, n->key);
+}
+
+static void put_needle(uint32_t *out, uint64_t *p, const Needle *n, uint64_t *key_pos) {
+    put_statement(out, p, n, key_pos);
     put_str(out, p, NEEDLE_SUFFIX);
 }
 
-// "What is the pass key for NAME? The pass key for NAME is KEY" (or the unnamed question) for needle n; the
-// answer (KEY) starts at *answer.
+// "What is the pass key for NAME? " (or the unnamed question) and the statement that answers it; the
+// answer (the key) starts at *answer.
 static void put_question(uint32_t *out, uint64_t *p, const Needle *n, uint64_t *answer) {
     if (n->name) {
         put_str(out, p, QUESTION_FOR);
         put_str(out, p, n->name);
-        put_str(out, p, QUESTION_AGAIN);
-        put_str(out, p, n->name);
-        put_str(out, p, NAMED_IS);
+        put_str(out, p, QUESTION_END);
     } else {
         put_str(out, p, QUESTION);
     }
-    *answer = *p;
-    put_str(out, p, n->key);
+    put_statement(out, p, n, answer);
 }
 
 // The document of needles nd[0..count) around `filler` filler tokens: intro, filler with each needle at its
