@@ -12,8 +12,7 @@ find_python || { echo "SKIP: no python3 with numpy and matplotlib (apt-get insta
 toy=(RINGGPT_BIN="$BIN" RECIPE=tests/cli/recipe_tiny THREADS=1 SP=2 OUT="$W/lc")
 rc=0; env "${toy[@]}" bash "$S/long_context.sh" > "$W/log" 2>&1 || rc=$?
 check "the recipe runs to the end (exit $rc; log: $(tail -3 "$W/log" | tr '\n' ' '))" test $rc = 0
-stages=$(compgen -G "$R/stage*.train.json" | wc -l)
-for k in $(seq 1 "$stages"); do
+for k in 1 2 3; do
   check "stage $k: checkpoint, passkey table (CSV and JSON)" test -f "$W/lc/stage$k/LATEST" -a -s "$W/lc/passkey_stage$k.csv" -a -s "$W/lc/passkey_stage$k.json"
   check "stage $k trained its config's length" grep -qE "\"seq-len\":\s*$((256 << k))," "$W/lc/stage$k/config.json"
 done
