@@ -20,7 +20,7 @@ static const ArgCommand TRAIN_CMD = {
     "(one JSON object per step); scripts/plot_metrics.py plots it. A run directory belongs to one run: a new run\n"
     "into an --out that holds another exits 2 (--out-exists move moves the old one aside), and two processes\n"
     "never write one --out at once. SIGINT, SIGTERM or SIGUSR1 (on any rank) stop the run after the current step\n"
-    "with a checkpoint and exit 75; `--resume` continues it with the same losses. A second SIGINT stops at once."};
+    "with a checkpoint and exit 75; `--resume` (same --threads) continues it with the same losses. A second SIGINT stops at once."};
 
 // Fills *t from argv. Model-shape flags override the preset named by --model.
 static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
@@ -117,7 +117,14 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     int n = sizeof specs / sizeof specs[0];
     const char *pos[1];
     args_parse(&TRAIN_CMD, specs, n, argc, argv, pos, 0);
-    ShapeGiven given = train_apply_config_files(&TRAIN_CMD, specs, n);
+    int saved_threads;
+    ShapeGiven given = train_apply_config_files(&TRAIN_CMD, specs, n, &saved_threads);
+    if (!args_seen(specs, n, "--threads"))   // every core, shared among this job's ranks on the node; saved resolved
+        t->threads = omp_get_num_procs() / comm_node_size() > 0 ? omp_get_num_procs() / comm_node_size() : 1;
+    if (saved_threads > 0 && saved_threads != t->threads)   // OpenBLAS's kernels on some CPUs round per thread count
+        log_info("note: the run this continues used --threads %d and this one %d; its losses may differ from an "
+                 "uninterrupted run's in the last digits; --threads %d continues it bit for bit\n",
+                 saved_threads, t->threads, saved_threads);
     t->sp_inherited = !given.sp && args_seen(specs, n, "--sp");
     if (!config_preset(mc, t->model))
         fail_usage("unknown --model '%s'; choose one of %s", t->model, config_preset_names());
@@ -131,7 +138,6 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     mc->tie_embeddings = t->tie_embeddings;
     if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0))
         t->init_vocab = train_adopt_source_shape(t->init_from, t->model, mc, given);
-    t->threads_auto = !args_seen(specs, n, "--threads");
     if (!recompute_parse(t->recompute, &t->recompute_mode))
         fail_usage("unknown --recompute '%s'; use none, mlp or full", t->recompute);
     // The resolved flags: the shape as the model has it, so the file alone rebuilds this run.

@@ -1,7 +1,9 @@
 // cli/train_config.c — train's flags from files: --config, the saved OUT/config.json of --resume and --init-from, and the architecture of an --init-from source.
 #include "cli/train_config.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -40,7 +42,19 @@ static void check_resumable(const char *resume, const char *out, bool path) {
                    "--resume auto to start fresh when there is none", out);
 }
 
-ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n) {
+// The "threads" of a saved config.json (0 when absent; the file already passed args_apply_json's checks).
+static int saved_threads_of(const char *path) {
+    size_t len;
+    unsigned char *text = read_whole_file(path, &len);
+    cJSON *root = cJSON_ParseWithLength((const char *)text, len);
+    free(text);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "threads");
+    int threads = cJSON_IsNumber(v) ? v->valueint : 0;
+    cJSON_Delete(root);
+    return threads;
+}
+
+ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n, int *saved_threads) {
     args_apply_config(cmd, specs, n);
     ShapeGiven g = {args_seen(specs, n, "--model"), args_seen(specs, n, "--layers"), args_seen(specs, n, "--dim"),
                     args_seen(specs, n, "--heads"), args_seen(specs, n, "--kv-heads"), args_seen(specs, n, "--ffn-dim"),
@@ -49,11 +63,14 @@ ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n
     const char *resume = str_flag(specs, n, "--resume"), *init_from = str_flag(specs, n, "--init-from");
     const char *out = str_flag(specs, n, "--out");
     char saved[4200];
+    *saved_threads = 0;
     if (resume) {
         bool path = strcmp(resume, "latest") != 0 && strcmp(resume, "auto") != 0;
         check_resumable(resume, out, path);
-        if (ckpt_run_config(path ? resume : out, saved, sizeof saved))
+        if (ckpt_run_config(path ? resume : out, saved, sizeof saved)) {
             args_apply_json(cmd, specs, n, saved, NOT_INHERITED_ON_RESUME);
+            *saved_threads = saved_threads_of(saved);
+        }
     } else if (init_from) {
         check_readable("--init-from", init_from);
         if (ckpt_run_config(init_from, saved, sizeof saved)) args_apply_json(cmd, specs, n, saved, NOT_INHERITED_ON_INIT);

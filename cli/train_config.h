@@ -16,9 +16,10 @@ typedef struct {
 // Sets the flags not given on the command line, in this order: --config FILE (every flag), then the saved
 // config.json of the run that --resume continues (all but this machine's settings) or of the run that
 // --init-from starts from (all but --out and this machine's settings). Returns which shape flags the user
-// gave before the saved config filled in the rest.
+// gave before the saved config filled in the rest. *saved_threads: the --threads of the run --resume continues
+// (0 when not resuming or not saved), which this run does not inherit.
 // The table must have the string flags --config, --resume, --out and --init-from.
-ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n);
+ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n, int *saved_threads);
 // --init-from: the architecture is the source's (a ringgpt checkpoint or an HF directory). A shape flag the user
 // gave that contradicts it is a usage error; rope-theta may change. Fills mc; returns the source's vocab.
 int train_adopt_source_shape(const char *init_from, const char *preset_name, ModelConfig *mc, ShapeGiven g);

@@ -114,7 +114,6 @@ static CommGrid setup_layout(TrainConfig *t) {
         comm_fail_usage_all("--seq-len %d is not divisible by 2·sp = %d (the zigzag layout cuts each sequence into "
                             "2·sp equal chunks); use e.g. --seq-len %d", t->seq_len, parts, t->seq_len / parts * parts);
     t->dp = g.dp, t->dp_index = g.dp_index, t->sp_index = g.sp_index;
-    if (t->threads_auto) t->threads = t->threads / comm_node_size() > 0 ? t->threads / comm_node_size() : 1;
     return g;
 }
 

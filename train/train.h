@@ -24,7 +24,6 @@ typedef struct TrainConfig {
     const char *resume, *init_from;   // checkpoints: --resume [auto|PATH], --init-from CKPT|HF_DIR
     const char *out_exists;           // --out-exists: refuse or move (a new run into a directory that holds another)
     int ckpt_every, keep;
-    bool threads_auto;   // --threads not given: share the cores among the ranks of a node
     const char *device;  // --device: cpu, cuda or auto
     const char *loss_on; // --loss-on: masked (the data's loss weights apply) or all
     bool doc_mask;       // --doc-mask: attention does not cross document boundaries inside a window

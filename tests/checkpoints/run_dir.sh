@@ -81,10 +81,16 @@ check "--steps at or below the saved step: config.json and everything else as th
 expect_fail 2 "holds a newer valid checkpoint ($W/t1/step_00000008)" "$BIN" train --resume "$W/t1/step_00000004" --steps 10
 check "no checkpoint was renamed .damaged" bash -c "! ls -d '$W'/t1/*.damaged* 2> /dev/null"
 check "  and nothing else changed" unchanged "$W/t1" "$W/t1.before"
-"$BIN" train --resume "$W/t1/step_00000004" --out "$W/branch" > "$W/branch.log" 2>&1
+"$BIN" train --resume "$W/t1/step_00000004" --out "$W/branch" --threads 1 > "$W/branch.log" 2>&1
 check "resume an older step into a new --out: steps 5..8" test "$(losses "$W/branch/metrics.jsonl" | cut -d' ' -f1 | xargs)" = "5 6 7 8"
 check "  with the original run's losses" diff <(losses "$W/t1/metrics.jsonl" | tail -4) <(losses "$W/branch/metrics.jsonl")
 check "  and its final weights, byte for byte" cmp -s "$W/t1/step_00000008/model.safetensors" "$W/branch/step_00000008/model.safetensors"
+check "  with the same --threads: no note about them" bash -c "! grep -q 'used --threads' '$W/branch.log'"
+if (($(nproc) > 1)); then   # --threads is this machine's setting: a resume without it uses every core, and says so
+  "$BIN" train --resume "$W/t1/step_00000004" --out "$W/branch_all" > "$W/branch_all.log" 2>&1
+  check "a resume with other --threads than its run's: one note naming both and the way back" \
+    grep -q "used --threads 1 and this one $(nproc);.*--threads 1 continues it bit for bit" "$W/branch_all.log"
+fi
 # a damaged newer step: resuming the older one is allowed, and the damaged one is moved aside, never deleted
 cp -r "$W/t1" "$W/dmg"
 printf 'x' >> "$W/dmg/step_00000008/model.safetensors"
