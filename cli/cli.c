@@ -1,5 +1,7 @@
-// cli/cli.c — what the commands share: the dp × sp grid of the inference commands.
+// cli/cli.c — what the commands share: the dp × sp grid of the inference commands, the default thread count.
 #include "cli/cli.h"
+
+#include <omp.h>
 
 #include "core/common.h"
 
@@ -7,6 +9,11 @@ CommGrid cli_infer_grid(int sp, bool auto_threads, int *threads) {
     if (sp < 1) comm_fail_usage_all("--sp must be at least 1 (got %d)", sp);
     if (*threads < 1) comm_fail_usage_all("--threads must be at least 1 (got %d)", *threads);
     CommGrid g = comm_grid(sp);   // a world that sp does not divide is a usage error
-    if (auto_threads) *threads = *threads / comm_node_size() > 0 ? *threads / comm_node_size() : 1;
+    if (auto_threads) *threads = cli_node_threads();
     return g;
+}
+
+int cli_node_threads(void) {
+    int n = omp_get_num_procs() / comm_node_size();
+    return n > 0 ? n : 1;
 }

@@ -1,9 +1,9 @@
 // cli/train.c — `ringgpt train`: the flags (command line, --config, a saved run's config.json), then the run (train/train.c).
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "checkpoints/train_ckpt.h"
+#include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/train_config.h"
 #include "core/args.h"
@@ -25,7 +25,7 @@ static const ArgCommand TRAIN_CMD = {
 // Fills *t from argv. Model-shape flags override the preset named by --model.
 static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     *t = (TrainConfig){.out = "out", .model = "small", .schedule = "cosine", .seq_len = 256, .batch = 4,
-                       .grad_accum = 1, .steps = 100, .warmup = 10, .threads = omp_get_num_procs(), .log_every = 1,
+                       .grad_accum = 1, .steps = 100, .warmup = 10, .log_every = 1,
                        .eval_every = 0, .eval_batches = 4, .loss_chunk = 256, .lr = 1e-3f, .min_lr = 1e-4f,
                        .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .clip = 1.0f, .val_fraction = 0.1f,
                        .seed = 1337, .dp = 1, .sp = 1, .comm_timeout = 600,
@@ -119,8 +119,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     args_parse(&TRAIN_CMD, specs, n, argc, argv, pos, 0);
     int saved_threads;
     ShapeGiven given = train_apply_config_files(&TRAIN_CMD, specs, n, &saved_threads);
-    if (!args_seen(specs, n, "--threads"))   // every core, shared among this job's ranks on the node; saved resolved
-        t->threads = omp_get_num_procs() / comm_node_size() > 0 ? omp_get_num_procs() / comm_node_size() : 1;
+    if (!args_seen(specs, n, "--threads")) t->threads = cli_node_threads();   // config.json records the count used
     if (saved_threads > 0 && saved_threads != t->threads)   // OpenBLAS's kernels on some CPUs round per thread count
         log_info("note: the run this continues used --threads %d and this one %d; its losses may differ from an "
                  "uninterrupted run's in the last digits; --threads %d continues it bit for bit\n",

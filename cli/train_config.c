@@ -1,9 +1,7 @@
 // cli/train_config.c — train's flags from files: --config, the saved OUT/config.json of --resume and --init-from, and the architecture of an --init-from source.
 #include "cli/train_config.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,15 +40,11 @@ static void check_resumable(const char *resume, const char *out, bool path) {
                    "--resume auto to start fresh when there is none", out);
 }
 
-// The "threads" of a saved config.json (0 when absent; the file already passed args_apply_json's checks).
-static int saved_threads_of(const char *path) {
-    size_t len;
-    unsigned char *text = read_whole_file(path, &len);
-    cJSON *root = cJSON_ParseWithLength((const char *)text, len);
-    free(text);
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "threads");
-    int threads = cJSON_IsNumber(v) ? v->valueint : 0;
-    cJSON_Delete(root);
+// The "threads" of a saved config.json (0 when absent): the file's other keys passed over.
+static int saved_threads_of(const ArgCommand *cmd, const char *path) {
+    int threads = 0;
+    ArgSpec spec[] = {{"--threads", ARG_INT, &threads, "the run's CPU threads"}};
+    args_apply_json_only(cmd, spec, 1, path, (const char *const[]){"--threads", NULL});
     return threads;
 }
 
@@ -69,7 +63,7 @@ ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n
         check_resumable(resume, out, path);
         if (ckpt_run_config(path ? resume : out, saved, sizeof saved)) {
             args_apply_json(cmd, specs, n, saved, NOT_INHERITED_ON_RESUME);
-            *saved_threads = saved_threads_of(saved);
+            *saved_threads = saved_threads_of(cmd, saved);
         }
     } else if (init_from) {
         check_readable("--init-from", init_from);
