@@ -7,7 +7,7 @@
 
 CommGrid cli_infer_grid(int sp, bool auto_threads, int *threads) {
     if (sp < 1) comm_fail_usage_all("--sp must be at least 1 (got %d)", sp);
-    if (*threads < 1) comm_fail_usage_all("--threads must be at least 1 (got %d)", *threads);
+    if (!auto_threads && *threads < 1) comm_fail_usage_all("--threads must be at least 1 (got %d)", *threads);
     CommGrid g = comm_grid(sp);   // a world that sp does not divide is a usage error
     if (auto_threads) *threads = cli_node_threads();
     return g;

@@ -1,7 +1,6 @@
 // cli/eval.c — `ringgpt eval`: loss and perplexity of a checkpoint on data, over the ring with --sp; --dump-logits for export checks.
 #include <inttypes.h>
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +92,7 @@ static void eval_batch(GPT *m, DataSource *d, Batch *b, double *sum, double *cou
 int cmd_eval(int argc, char **argv) {
     comm_init(&argc, &argv);   // MPI when launched by mpiexec, else a one-rank world
     const char *data = NULL, *split = "val", *dump = NULL, *batches_arg = "4", *loss_on = "masked", *pos[1];
-    int seq_len = 0, batch = 4, threads = omp_get_num_procs(), loss_chunk = 256, sp = 1;
+    int seq_len = 0, batch = 4, threads = 0, loss_chunk = 256, sp = 1;   // threads: resolved by cli_infer_grid when not given
     bool doc_mask = false;
     int64_t seed = -1;
     float rope_theta = 0, val_fraction = 0.1f;

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,7 +311,7 @@ int cmd_passkey(int argc, char **argv) {
     const char *lengths = "1K", *depths = "0:1:0.25", *out = "passkey", *label = NULL, *config = NULL, *pos[1] = {NULL};
     Grid g = {.trials = 5, .seed = 7};
     int64_t seed = 7;
-    int sp = 1, threads = omp_get_num_procs();
+    int sp = 1, threads = 0;   // threads: cli_infer_grid resolves it when not given
     float rope_theta = 0;
     ArgSpec specs[] = {
         {"--config", ARG_STRING, &config, "flags as a JSON object {\"lengths\": \"1K,4K\", ...}; the command line overrides it"},

@@ -1,6 +1,5 @@
 // cli/sample.c — `ringgpt sample`: generate text from a checkpoint (prefill, then a KV cache sharded over the ring).
 #include <math.h>
-#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +83,7 @@ static const ArgCommand SAMPLE_CMD = {
 int cmd_sample(int argc, char **argv) {
     comm_init(&argc, &argv);
     const char *prompt = "", *prompt_file = NULL, *pos[1];
-    int tokens = 200, top_k = 40, threads = omp_get_num_procs(), sp = 1;
+    int tokens = 200, top_k = 40, threads = 0, sp = 1;   // threads: cli_infer_grid resolves it when not given
     float temperature = 0.8f, rope_theta = 0;
     int64_t seed = 1337;
     bool stop_eos = true;
