@@ -7,9 +7,8 @@
 
 CommGrid cli_infer_grid(int sp, bool auto_threads, int *threads) {
     if (sp < 1) comm_fail_usage_all("--sp must be at least 1 (got %d)", sp);
-    if (!auto_threads && *threads < 1) comm_fail_usage_all("--threads must be at least 1 (got %d)", *threads);
     CommGrid g = comm_grid(sp);   // a world that sp does not divide is a usage error
-    if (auto_threads) *threads = cli_node_threads();
+    if (auto_threads) *threads = cli_node_threads();   // a given value is checked by cpu_threads
     return g;
 }
 

@@ -84,6 +84,10 @@ expect2 "cannot open" "$BIN" passkey "$W/run" --haystack "$W/nothing" --threads 
 expect2 "not divisible by 2·sp" mpirun_np 3 "$BIN" eval "$W/run" --data "$W/copy.txt" --seq-len 50 --sp 3 --threads 1
 expect2 "multiple of dp" mpirun_np 2 "$BIN" eval "$W/run" --data "$W/copy.txt" --seq-len 48 --batches 3 --threads 1
 expect2 "sp = 2 ranks" mpirun_np 4 "$BIN" sample "$W/run" --prompt x --sp 2 --threads 1
+# --threads below 1 when given (left out: every core): exit 2, one line from rank 0 under mpiexec too, not one per rank
+expect2 "threads must be at least 1 (got 0)" mpirun_np 2 "$BIN" passkey "$W/run" --lengths 400 --depths 0 --trials 1 --sp 2 --threads 0
+expect2 "threads must be at least 1 (got -2)" mpirun_np 2 "$BIN" eval "$W/run" --data "$W/copy.txt" --seq-len 48 --batches 2 --threads -2
+expect2 "threads must be at least 1 (got 0)" mpirun_np 2 "$BIN" sample "$W/run" --prompt x --sp 2 --threads 0
 expect2 "cannot open" "$BIN" sample "$W/run" --prompt-file "$W/nothing"
 rc=0; err=$("$BIN" passkey "$W/nothing" 2>&1 >/dev/null) || rc=$?
 [[ $rc -ne 0 && $(grep -c 'ringgpt:' <<<"$err") -eq 1 ]] || fail "missing checkpoint: exit $rc: $err"
