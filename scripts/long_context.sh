@@ -8,7 +8,8 @@
 #   stageN.passkey*.json    `ringgpt passkey`: the evaluation grids (lengths up to 2x the trained one), one per
 #                           file: the generator's filler, held-out prose, distractors.
 # The text the recipe reads outside the repository (Debian's licence texts, the evaluation's haystack) is
-# listed with the SHA-256 of every file in OUT/corpora.sha256.
+# listed with the SHA-256 of every file in OUT/corpora.sha256; the binary, CPU and threads in OUT/machine.txt
+# (the build is -march=native: the figures reproduce on the same CPU model, thread count and BLAS kernels).
 # Stage 1 trains from scratch; every later stage starts from the previous one's weights (--init-from).
 # docs/long_context.md says what each setting does, why, and what was measured with it.
 #
@@ -66,6 +67,9 @@ for cfg in sys.argv[1:]:
                 p = os.path.join(root, f)
                 if not os.path.islink(p) and not f.startswith("."): print(p)
 PYEOF
+{ "$bin" --version; grep -m1 '^model name' /proc/cpuinfo || true
+  echo "cpu family/model: $(grep -m1 '^cpu family' /proc/cpuinfo | tr -dc 0-9)/$(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | tr -dc 0-9)"
+  echo "threads: $threads, ranks after stage 1: $sp, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"; } > "$out/machine.txt"
 [[ ! -f $out/timings.txt ]] || sed -i -E "/^(stage|passkey after stage) ([$start-9]|[1-9][0-9]) |^total/d" "$out/timings.txt"
 launch() {  # launch RANKS ARGS...: one process, or a ring of RANKS under mpiexec
   local ranks=$1; shift

@@ -14,7 +14,7 @@ import sys
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 CODE_PATH = re.compile(r"`((?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]+\.(?:md|sh|py|c|h|cu|cmake|txt)|[A-Za-z0-9_-]+\.md)`")
-GENERATED = {"gpu_report/report.md"}   # files that commands write (named as output, not as links)
+GENERATED = {"gpu_report/report.md", "OUT/machine.txt"}   # files that commands write (named as output, not as links)
 
 
 def anchors(path):
