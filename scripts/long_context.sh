@@ -67,8 +67,7 @@ for cfg in sys.argv[1:]:
                 p = os.path.join(root, f)
                 if not os.path.islink(p) and not f.startswith("."): print(p)
 PYEOF
-{ "$bin" --version; grep -m1 '^model name' /proc/cpuinfo || true
-  echo "cpu family/model: $(grep -m1 '^cpu family' /proc/cpuinfo | tr -dc 0-9)/$(grep -m1 '^model[[:space:]]*:' /proc/cpuinfo | tr -dc 0-9)"
+{ "$bin" --version; grep -m3 -E '^(cpu family|model|model name)[[:space:]]*:' /proc/cpuinfo || true   # x86's lines of CPU 0
   echo "threads: $threads, ranks after stage 1: $sp, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"; } > "$out/machine.txt"
 [[ ! -f $out/timings.txt ]] || sed -i -E "/^(stage|passkey after stage) ([$start-9]|[1-9][0-9]) |^total/d" "$out/timings.txt"
 launch() {  # launch RANKS ARGS...: one process, or a ring of RANKS under mpiexec

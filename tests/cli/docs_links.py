@@ -14,7 +14,7 @@ import sys
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 CODE_PATH = re.compile(r"`((?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]+\.(?:md|sh|py|c|h|cu|cmake|txt)|[A-Za-z0-9_-]+\.md)`")
-GENERATED = {"gpu_report/report.md", "OUT/machine.txt"}   # files that commands write (named as output, not as links)
+GENERATED = {"gpu_report/report.md"}   # files that commands write (named as output, not as links), besides OUT/...
 
 
 def anchors(path):
@@ -48,7 +48,7 @@ def main():
         targets = [(m.group(1), os.path.dirname(path)) for m in LINK.finditer(text)]
         targets += [(m.group(1), root) for m in CODE_PATH.finditer(text)]
         for target, base in targets:
-            if re.match(r"^[a-z]+:", target) or target in GENERATED:
+            if re.match(r"^[a-z]+:", target) or target in GENERATED or target.startswith("OUT/"):   # OUT: a run directory
                 continue
             checked += 1
             file, _, anchor = target.partition("#")
