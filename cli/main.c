@@ -51,7 +51,9 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("ringgpt %s (commit %s)\n", RINGGPT_VERSION, RINGGPT_COMMIT);
+        char blas[256];
+        cpu_blas_describe(blas, sizeof blas);
+        printf("ringgpt %s (commit %s)\nBLAS: %s\n", RINGGPT_VERSION, RINGGPT_COMMIT, blas);
         return 0;
     }
     for (int i = 0; i < N_COMMANDS; i++)

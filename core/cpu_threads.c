@@ -1,9 +1,10 @@
-// core/cpu_threads.c — the CPU thread count (OpenMP and OpenBLAS) and denormal flushing on every worker thread.
+// core/cpu_threads.c — the CPU thread count (OpenMP and OpenBLAS), denormal flushing on every worker thread, the BLAS in use.
 #include "core/common.h"
 
 #include <cblas.h>
 #include <omp.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <pmmintrin.h>
@@ -33,4 +34,9 @@ void cpu_threads(int n) {
     flush_denormals_here();
 #pragma omp parallel num_threads(n)
     flush_denormals_here();   // MXCSR is per thread: set it in every OpenMP worker (OpenBLAS runs on them)
+}
+
+void cpu_blas_describe(char *out, size_t n) {
+    // Results differ in their last bits between kernels (Haswell's vs Zen's), so a recorded table names them.
+    snprintf(out, n, "%s (kernels: %s)", openblas_get_config(), openblas_get_corename());
 }

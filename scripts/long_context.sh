@@ -8,7 +8,7 @@
 #   stageN.passkey*.json    `ringgpt passkey`: the evaluation grids (lengths up to 2x the trained one), one per
 #                           file: the generator's filler, held-out prose, distractors.
 # The text the recipe reads outside the repository (Debian's licence texts, the evaluation's haystack) is
-# listed with the SHA-256 of every file in OUT/corpora.sha256; the binary, CPU and threads in OUT/machine.txt
+# listed with the SHA-256 of every file in OUT/corpora.sha256; the binary, its BLAS kernels, CPU and threads in OUT/machine.txt
 # (the build is -march=native: the figures reproduce on the same CPU model, thread count and BLAS kernels).
 # Stage 1 trains from scratch; every later stage starts from the previous one's weights (--init-from).
 # docs/long_context.md says what each setting does, why, and what was measured with it.

@@ -27,6 +27,7 @@ check "stage 3's data hides needles in the training prose" grep -q '"haystack_fr
 check "stage 3's data has documents with distractors" grep -q '"distractor_frac"' "$W/lc/data3/manifest.json"
 check "the corpora's checksums are recorded" grep -q "common-licenses" "$W/lc/corpora.sha256"
 check "the binary is recorded" grep -q "^ringgpt .*(commit" "$W/lc/machine.txt"
+check "the BLAS kernels are recorded" grep -q "^BLAS: .*(kernels: " "$W/lc/machine.txt"
 check "the thread count is recorded" grep -q "^threads: 1," "$W/lc/machine.txt"
 check "stages 2-3 ran over the ring (2 ranks)" grep -q "1x2 ranks" "$W/log"
 check "timings: every stage, every evaluation and the total" \
