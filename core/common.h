@@ -72,5 +72,6 @@ void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // CPU threads for OpenMP and OpenBLAS (n >= 1, else a usage error); subnormal floats flushed to zero on each.
 void cpu_threads(int n);
 // The BLAS the binary runs on, as OpenBLAS names it: its build and the kernels it chose for this CPU
-// (per CPU model unless OPENBLAS_CORETYPE forces them), e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH ... (kernels: Zen)".
+// (per CPU model unless OPENBLAS_CORETYPE forces them), e.g. "OpenBLAS 0.3.21 ... DYNAMIC_ARCH ... Cooperlake
+// MAX_THREADS=64 (kernels: Cooperlake)" on a Zen 4.
 void cpu_blas_describe(char *out, size_t n);
