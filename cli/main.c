@@ -32,7 +32,8 @@ static const char ENVIRONMENT[] =
     "  RINGGPT_DEVICE=cpu|cuda|auto    the default of --device where it is not given (ctest sets cpu)\n"
     "  RINGGPT_DEBUG_CKPT_KILL=S:P     (testing) SIGKILL at kill point P of the S-th checkpoint save\n"
     "  RINGGPT_ATTN_BACKWARD=heads|tiles  (testing) force one of the two CPU attention backward schedules\n"
-    "  RINGGPT_CUDNN_BWD_TILE=N           (testing) cut every cuDNN attention backward block into N x N sub-blocks\n";
+    "  RINGGPT_CUDNN_BWD_TILE=N           (testing) cut every cuDNN attention backward block into N x N sub-blocks\n"
+    "  RINGGPT_BLAS_OWN_PICK              (internal) set by ringgpt when it runs itself again with faster BLAS kernels\n";
 
 static void usage(FILE *f) {
     fprintf(f, "usage: ringgpt COMMAND [flags]   (ringgpt COMMAND --help for its flags)\n"
@@ -42,6 +43,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+    cpu_blas_kernels(argv);
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

@@ -73,5 +73,10 @@ void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cpu_threads(int n);
 // The BLAS the binary runs on, as OpenBLAS names it: its build and the kernels it chose for this CPU
 // (per CPU model unless OPENBLAS_CORETYPE forces them), e.g. "OpenBLAS 0.3.21 ... DYNAMIC_ARCH ... Cooperlake
-// MAX_THREADS=64 (kernels: Cooperlake)" on a Zen 4.
+// MAX_THREADS=64 (kernels: Cooperlake)" on a Zen 4; where cpu_blas_kernels replaced OpenBLAS's pick, it says so.
 void cpu_blas_describe(char *out, size_t n);
+// First thing in main: where OPENBLAS_CORETYPE is unset and OpenBLAS chose kernels without AVX2 on a CPU that has
+// it (OpenBLAS 0.3.21 gives a 2023 Xeon, family 6 model 207, its Prescott kernels: 5x slower training measured),
+// runs this program again (same argv, same pid) with OPENBLAS_CORETYPE set to the kernels for its widest unit
+// (Cooperlake, SkylakeX or Haswell). A forced OPENBLAS_CORETYPE is always kept.
+void cpu_blas_kernels(char **argv);

@@ -1,10 +1,18 @@
-// core/cpu_threads.c — the CPU thread count (OpenMP and OpenBLAS), denormal flushing on every worker thread, the BLAS in use.
+// core/cpu_threads.c — the CPU thread count (OpenMP and OpenBLAS), denormal flushing on every worker thread, the BLAS kernels.
 #include "core/common.h"
 
 #include <cblas.h>
 #include <omp.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+// Set across the exec of cpu_blas_kernels: OpenBLAS's own pick, for --version (not a setting).
+#define BLAS_OWN_PICK "RINGGPT_BLAS_OWN_PICK"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <pmmintrin.h>
@@ -38,5 +46,40 @@ void cpu_threads(int n) {
 
 void cpu_blas_describe(char *out, size_t n) {
     // Results differ in their last bits between kernels (Haswell's vs Zen's), so a recorded table names them.
-    snprintf(out, n, "%s (kernels: %s)", openblas_get_config(), openblas_get_corename());
+    const char *own = getenv(BLAS_OWN_PICK);
+    snprintf(out, n, "%s (kernels: %s%s%s%s)", openblas_get_config(), openblas_get_corename(),
+             own ? "; OpenBLAS's own pick, " : "", own ? own : "", own ? ", lacks this CPU's AVX2" : "");
+}
+
+// The kernels OpenBLAS has for the widest vector unit of this CPU, or NULL (no AVX2, or not x86).
+static const char *blas_kernels_for_cpu(void) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512bf16")) return "Cooperlake";
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq"))
+        return "SkylakeX";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+#endif
+    return NULL;
+}
+
+// OpenBLAS's kernels that use AVX2 or wider (its names, as openblas_get_corename() gives them).
+static int blas_kernels_use_avx2(const char *core) {
+    static const char *const AVX2[] = {"Haswell", "Zen", "Excavator", "SkylakeX", "Cooperlake", "SapphireRapids"};
+    for (size_t i = 0; i < sizeof AVX2 / sizeof AVX2[0]; i++)
+        if (strcasecmp(core, AVX2[i]) == 0) return 1;
+    return 0;
+}
+
+void cpu_blas_kernels(char **argv) {
+    const char *want = blas_kernels_for_cpu(), *core = openblas_get_corename();
+    if (getenv("OPENBLAS_CORETYPE") || !want || blas_kernels_use_avx2(core)) return;
+    // OpenBLAS chooses once, as it loads, by CPU model: a model newer than its release falls back to old kernels.
+    if (setenv(BLAS_OWN_PICK, core, 1) != 0 || setenv("OPENBLAS_CORETYPE", want, 1) != 0) return;
+    execv("/proc/self/exe", argv);
+    fprintf(stderr, "ringgpt: note: OpenBLAS chose its %s kernels for this CPU and running again with %s failed (%s); "
+            "set OPENBLAS_CORETYPE=%s for matrix products several times faster\n", core, want, strerror(errno), want);
+    unsetenv("OPENBLAS_CORETYPE");   // this process keeps the kernels it loaded with, and --version says so
+    unsetenv(BLAS_OWN_PICK);
 }
