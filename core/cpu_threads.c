@@ -76,8 +76,7 @@ void cpu_blas_kernels(char **argv) {
     const char *want = blas_kernels_for_cpu(), *core = openblas_get_corename();
     if (getenv("OPENBLAS_CORETYPE") || !want || blas_kernels_use_avx2(core)) return;
     // OpenBLAS chooses once, as it loads, by CPU model: a model newer than its release falls back to old kernels.
-    if (setenv(BLAS_OWN_PICK, core, 1) != 0 || setenv("OPENBLAS_CORETYPE", want, 1) != 0) return;
-    execv("/proc/self/exe", argv);
+    if (setenv(BLAS_OWN_PICK, core, 1) == 0 && setenv("OPENBLAS_CORETYPE", want, 1) == 0) execv("/proc/self/exe", argv);
     fprintf(stderr, "ringgpt: note: OpenBLAS chose its %s kernels for this CPU and running again with %s failed (%s); "
             "set OPENBLAS_CORETYPE=%s for matrix products several times faster\n", core, want, strerror(errno), want);
     unsetenv("OPENBLAS_CORETYPE");   // this process keeps the kernels it loaded with, and --version says so
