@@ -75,8 +75,9 @@ void cpu_threads(int n);
 // (per CPU model unless OPENBLAS_CORETYPE forces them), e.g. "OpenBLAS 0.3.21 ... DYNAMIC_ARCH ... Cooperlake
 // MAX_THREADS=64 (kernels: Cooperlake)" on a Zen 4; where cpu_blas_kernels replaced OpenBLAS's pick, it says so.
 void cpu_blas_describe(char *out, size_t n);
-// First thing in main: where OPENBLAS_CORETYPE is unset and OpenBLAS chose kernels without AVX2 on a CPU that has
-// it (OpenBLAS 0.3.21 gives a 2023 Xeon, family 6 model 207, its Prescott kernels: 5x slower training measured),
+// First thing in the main of every program that trains or times CPU work (ringgpt, the CPU benchmarks): where
+// OPENBLAS_CORETYPE is unset and OpenBLAS chose kernels without AVX2 on a CPU that has it (OpenBLAS 0.3.21 gives a
+// Xeon of family 6 model 207 its Prescott kernels: steps 3.6-5.1x slower, docs/usage.md),
 // runs this program again (same argv, same pid) with OPENBLAS_CORETYPE set to the kernels for its widest unit
 // (Cooperlake, SkylakeX or Haswell). A forced OPENBLAS_CORETYPE is always kept.
 void cpu_blas_kernels(char **argv);

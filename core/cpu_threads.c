@@ -46,9 +46,9 @@ void cpu_threads(int n) {
 
 void cpu_blas_describe(char *out, size_t n) {
     // Results differ in their last bits between kernels (Haswell's vs Zen's), so a recorded table names them.
-    const char *own = getenv(BLAS_OWN_PICK);
-    snprintf(out, n, "%s (kernels: %s%s%s%s)", openblas_get_config(), openblas_get_corename(),
-             own ? "; OpenBLAS's own pick, " : "", own ? own : "", own ? ", lacks this CPU's AVX2" : "");
+    const char *own = getenv(BLAS_OWN_PICK), *config = openblas_get_config(), *core = openblas_get_corename();
+    if (own) snprintf(out, n, "%s (kernels: %s; OpenBLAS's own pick, %s, lacks this CPU's AVX2)", config, core, own);
+    else snprintf(out, n, "%s (kernels: %s)", config, core);
 }
 
 // The kernels OpenBLAS has for the widest vector unit of this CPU, or NULL (no AVX2, or not x86).
