@@ -31,6 +31,20 @@ train=(train --data "$W/text.txt" --model tiny --seq-len 32 --batch 2 --steps 3 
 OPENBLAS_CORETYPE=$picked "$BIN" "${train[@]}" --out "$W/forced" > "$W/forced.log" 2>&1
 check "train as started = train with $picked forced ($(losses "$W/own.log"))" \
   test -n "$(losses "$W/own.log")" -a "$(losses "$W/own.log")" = "$(losses "$W/forced.log")"
+# The run again failing (no /proc/self/exe: /proc unmounted in a mount namespace of our own) keeps OpenBLAS's pick,
+# says so in one line and changes nothing else: the losses of a run with that pick forced.
+own_pick=$("$BIN" --version | sed -nE "s/.*OpenBLAS's own pick, ([A-Za-z0-9]+),.*/\1/p")
+noproc() { unshare --mount --propagation private bash -c 'umount -l /proc && exec "$@"' _ "$@"; }
+if [[ -z $own_pick ]]; then echo "note: no run again here, so no failed one to check"
+elif ! noproc true 2> /dev/null; then echo "note: cannot unmount /proc in a mount namespace here (unshare needs root): the failed run again is not checked"
+else
+  noproc "$BIN" "${train[@]}" --out "$W/noexec" > "$W/noexec.log" 2>&1
+  OPENBLAS_CORETYPE=$own_pick "$BIN" "${train[@]}" --out "$W/pick" > "$W/pick.log" 2>&1
+  check "the run again fails without /proc: one line says so and what to set" \
+    grep -q "^ringgpt: note: OpenBLAS chose its $own_pick kernels.*failed.*set OPENBLAS_CORETYPE=$picked" "$W/noexec.log"
+  check "... and the run is the one with $own_pick forced ($(losses "$W/noexec.log"))" \
+    test -n "$(losses "$W/noexec.log")" -a "$(losses "$W/noexec.log")" = "$(losses "$W/pick.log")"
+fi
 mpirun_np 2 "$BIN" "${train[@]}" --batch 2 --out "$W/dp" > "$W/dp.log" 2>&1
 check "under mpiexec, 2 ranks: the run completes ($(tail -1 "$W/dp.log"))" test -s "$W/dp/LATEST"
 expect_fail 2 "unknown command 'trian'" "$BIN" trian
