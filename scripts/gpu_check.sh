@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # scripts/gpu_check.sh — on a GPU machine: build with CUDA (or take a packed build), run every GPU test, compute-sanitizer and the side-by-side benchmark, write a report.
 # usage: scripts/gpu_check.sh [--only STAGE]... [--build DIR] [--out DIR] [--quick]
-#   STAGE       tests (ptxas figures, ctest -L gpu, a CUDA training smoke run, the CPU suite with --device cpu),
+#   STAGE       tests (ptxas figures, ctest -L gpu, CUDA training smoke runs, the GPU defaults), cpu (the CPU suite with
+#               --device cpu: other labels must stay green on a GPU machine),
 #               sanitize (compute-sanitizer memcheck and synccheck on the GPU test programs), bench (all of
 #               bench/gpu_side_by_side.sh), bench-kernels (its attention and kernel parts), bench-train (its training
-#               part; CONFIGS, STEPS, APPEND pass through); default: tests, sanitize, bench. Repeat --only for several.
+#               part; CONFIGS, STEPS, APPEND pass through); default: tests, cpu, sanitize, bench. Repeat --only for several.
 #   --build DIR use an existing CUDA build (e.g. $B from ../shared/gpu/pack.sh's device-setup.sh) instead of building
 #   --out DIR   where the report and logs go (default gpu_report/); a later call with the same DIR adds to them
 #   --quick     benchmarks at T=4096 only, 6 steps
@@ -21,13 +22,13 @@ while [ $# -gt 0 ]; do
     --sanitize) ;;   # kept for old command lines: sanitize is a default stage now
     --out) OUT=$2; shift ;;
     --build) PREBUILT=$2; shift ;;
-    *) echo "usage: scripts/gpu_check.sh [--only tests|sanitize|bench|bench-kernels|bench-train]... [--build DIR] [--out DIR] [--quick]" >&2; exit 2 ;;
+    *) echo "usage: scripts/gpu_check.sh [--only tests|cpu|sanitize|bench|bench-kernels|bench-train]... [--build DIR] [--out DIR] [--quick]" >&2; exit 2 ;;
   esac
   shift
 done
-[ ${#STAGES[@]} -eq 0 ] && STAGES=(tests sanitize bench)
+[ ${#STAGES[@]} -eq 0 ] && STAGES=(tests cpu sanitize bench)
 for s in "${STAGES[@]}"; do
-  case $s in tests|sanitize|bench|bench-kernels|bench-train) ;; *) echo "gpu_check.sh: unknown stage '$s'" >&2; exit 2 ;; esac
+  case $s in tests|cpu|sanitize|bench|bench-kernels|bench-train) ;; *) echo "gpu_check.sh: unknown stage '$s'" >&2; exit 2 ;; esac
 done
 stage() { [[ " ${STAGES[*]} " == *" $1 "* ]]; }
 mkdir -p "$OUT"
@@ -102,7 +103,9 @@ if stage tests; then
   CUDA_VISIBLE_DEVICES= $BUILD/ringgpt train --device cuda --data "$TMPD/copy.txt" --steps 1 > "$OUT/nodev.log" 2>&1
   say "exit $? — $(tail -1 "$OUT/nodev.log")"
   rm -rf "$TMPD"
+fi
 
+if stage cpu; then
   say "## CPU suite with --device cpu (other labels must stay green on a GPU machine)"
   (cd "$BUILD" && RINGGPT_DEVICE=cpu ctest -LE gpu -j"$(( JOBS > 8 ? JOBS / 4 : 2 ))" --output-on-failure --timeout 900) > "$OUT/cpu_tests.log" 2>&1 || status=1
   tail -3 "$OUT/cpu_tests.log" | tee -a "$REPORT"
