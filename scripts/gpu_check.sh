@@ -120,7 +120,12 @@ if stage sanitize; then
     tool=${item%%:*} t=${item#*:}
     [ -x "$BUILD/$t" ] || { say "$tool $t: not built (SKIP)"; continue; }
     log="$OUT/sanitize_${tool}_$t.log"
-    timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$BUILD/$t" > "$log" 2>&1
+    # cuDNN's own fused-attention kernels (names with fmha, sm90, xmma or cutlass) fail to launch under synccheck's
+    # instrumentation (2026-11-27, H200, cuDNN 9.14: "overflow of tracked cuda::barrier structures", then an unspecified
+    # launch failure, also with --num-cuda-barriers 1048576); they run clean under memcheck. synccheck checks ours.
+    excl=()
+    [ "$tool:$t" = synccheck:test_gpu_attention_cudnn ] && excl=(--kernel-name-exclude 'regex=(fmha|sm90|xmma|cutlass)')
+    timeout 300 compute-sanitizer --tool "$tool" "${excl[@]}" --error-exitcode 99 "$BUILD/$t" > "$log" 2>&1
     rc=$?
     if [ $rc -eq 0 ]; then say "$tool $t: clean ($(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" || echo 'no errors'))"
     elif [ $rc -eq 77 ] || grep -q '^SKIP' "$log"; then say "$tool $t: SKIP ($(grep -m1 '^SKIP' "$log"))"
