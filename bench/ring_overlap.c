@@ -1,13 +1,13 @@
 // bench/ring_overlap.c — one ring attention forward + backward (one sequence, one layer) per repetition on a ring of all ranks:
 // wall time, block compute and exposed ring wait; with --calibrate, the CPU block kernels' FLOP/s and the link's message latency.
-// Usage: mpirun -np W ring_overlap [--tokens L] [--reps R] [--ring-overlap=false] [--comm-progress compute|thread|off]
+// Usage: mpirun -np W ring_overlap [--tokens L] [--reps R] [--ring-overlap=false | --paired] [--comm-progress compute|thread|off]
 //        [--heads H --kv-heads K --head-dim D]                       (the `small` model's attention by default)
 //        ring_overlap --calibrate attn --tokens T                     (one rank: causal forward + backward of T tokens)
 //        mpirun -np 2 ring_overlap --calibrate link                   (sendrecv pairs between two ranks: latency, bandwidth)
 //        ring_overlap --predict --ranks W --tokens L --attn-gflops F --link-gbps B --latency-us U
 //                                                                     (attention/ring.h's model of the same ring, no MPI)
-// Rank 0 prints one line of key=value figures (bench/ring_overlap.sh reads them): times are the slowest rank's,
-// per repetition (the mean over --reps after one warm-up).
+// Rank 0 prints one line of key=value figures per ring (bench/ring_overlap.sh reads them), per repetition (the mean over
+// --reps after one warm-up): each time as its slowest rank's, and the critical rank's (crit_*: the most block compute).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,36 +107,81 @@ static void predict(const AttnShape *s, int W, int L, double gflops, double gbps
              off_f.wait_s + off_b.wait_s, off_f.lag_s + off_b.lag_s, on_f.wait_s + on_b.wait_s, on_f.bytes + on_b.bytes);
 }
 
-// The ring: --reps forward + backward passes after one warm-up; the slowest rank's figures.
-static void run_ring(const AttnShape *s, Comm *ring_comm, Comm *world, int L, int reps, bool overlap, const char *progress) {
-    AttnRing *ring = ring_create(ring_comm, &BACKEND_CPU, overlap);
+// One repetition on one ring: a forward + backward pass; v = {wall, compute, wait, bytes, lag} of this rank.
+static void ring_rep(AttnRing *ring, const AttnShape *s, Comm *world, Tensors *t, int L, double v[5]) {
+    ring_stats_reset(ring);
+    comm_barrier(world, "repetition start");
+    double t0 = now_seconds();
+    ring_attention_forward(ring, &BACKEND_CPU, s, t->out, t->lse, t->tmp, t->q, t->k, t->v, L, NULL, NULL);
+    ring_attention_backward(ring, &BACKEND_CPU, s, t->dq, t->dk, t->dv, t->tmp, t->q, t->k, t->v, t->out, t->lse, t->dout, L,
+                            NULL, NULL);
+    RingStats st = ring_stats(ring);
+    double r[5] = {now_seconds() - t0, st.compute_s, st.wait_s, st.bytes, st.lag_s};
+    memcpy(v, r, sizeof r);
+}
+
+// The figures of one ring, summed over the timed repetitions: each figure's slowest rank (max: the slowest may be a
+// different rank per figure), and the critical rank's (crit: the rank with the most block compute in the repetition;
+// its wall is its compute + wait + lag, so serial - crit lag - overlap is what the overlap took off the critical path).
+typedef struct {
+    double max[5];    // wall, compute, wait, bytes, lag
+    double crit[3];   // compute, wait, lag
+} RingFigures;
+
+static void figures_add(RingFigures *f, Comm *world, const double v[5]) {
+    int n = comm_size(world), me = comm_rank(world);
+    double mx[5];
+    memcpy(mx, v, sizeof mx);
+    comm_allreduce(world, mx, 5, COMM_F64, COMM_MAX, "repetition figures");
+    double *per = xcalloc((size_t)3 * n, sizeof(double), "per-rank figures");   // per rank: compute, wait, lag
+    per[3 * me] = v[1], per[3 * me + 1] = v[2], per[3 * me + 2] = v[4];
+    comm_allreduce(world, per, (size_t)3 * n, COMM_F64, COMM_SUM, "per-rank figures");
+    int crit = 0;
+    for (int r = 1; r < n; r++)
+        if (per[3 * r] > per[3 * crit]) crit = r;
+    for (int k = 0; k < 5; k++) f->max[k] += mx[k];
+    for (int k = 0; k < 3; k++) f->crit[k] += per[3 * crit + k];
+    free(per);
+}
+
+static void figures_print(const RingFigures *f, const AttnShape *s, Comm *ring_comm, int L, int reps, bool overlap,
+                          bool paired, const char *progress) {
+    log_info("ranks=%d tokens=%d heads=%d kv_heads=%d head_dim=%d overlap=%d paired=%d progress=%s progress_thread=%d "
+             "reps=%d attn_s=%.5f compute_s=%.5f wait_s=%.5f lag_s=%.5f bytes=%.0f crit_compute_s=%.5f crit_wait_s=%.5f "
+             "crit_lag_s=%.5f\n",
+             comm_size(ring_comm), L, s->n_head, s->n_kv_head, s->head_dim, overlap, paired, progress,
+             comm_progress_running(), reps, f->max[0] / reps, f->max[1] / reps, f->max[2] / reps, f->max[4] / reps,
+             f->max[3] / reps, f->crit[0] / reps, f->crit[1] / reps, f->crit[2] / reps);
+}
+
+// The ring: --reps forward + backward passes after one warm-up. With paired, the overlapped ring and the serial
+// baseline take turns (ABBA: on, off, off, on, ...) in one run, so that both see the same drift of a shared machine.
+static void run_ring(const AttnShape *s, Comm *ring_comm, Comm *world, int L, int reps, bool overlap, bool paired,
+                     const char *progress) {
+    int n = paired ? 2 : 1;
+    AttnRing *ring[2] = {ring_create(ring_comm, &BACKEND_CPU, paired ? true : overlap),
+                         paired ? ring_create(ring_comm, &BACKEND_CPU, false) : NULL};
     Tensors t = tensors(s, L, 11 + (uint64_t)comm_rank(ring_comm));
-    double sum[5] = {0};   // wall, compute, wait, bytes, lag
+    RingFigures f[2] = {0};
     for (int i = 0; i <= reps; i++) {
-        ring_stats_reset(ring);
-        comm_barrier(world, "repetition start");
-        double t0 = now_seconds();
-        ring_attention_forward(ring, &BACKEND_CPU, s, t.out, t.lse, t.tmp, t.q, t.k, t.v, L, NULL, NULL);
-        ring_attention_backward(ring, &BACKEND_CPU, s, t.dq, t.dk, t.dv, t.tmp, t.q, t.k, t.v, t.out, t.lse, t.dout, L, NULL,
-                                NULL);
-        RingStats st = ring_stats(ring);
-        double v[5] = {now_seconds() - t0, st.compute_s, st.wait_s, st.bytes, st.lag_s};
-        comm_allreduce(world, v, 5, COMM_F64, COMM_MAX, "repetition figures");
-        for (int k = 0; k < 5 && i > 0; k++) sum[k] += v[k];
+        for (int j = 0; j < n; j++) {
+            int m = (n == 2 && i % 2) ? 1 - j : j;   // the order turns every repetition
+            double v[5];
+            ring_rep(ring[m], s, world, &t, L, v);
+            if (i > 0) figures_add(&f[m], world, v);
+        }
     }
-    log_info("ranks=%d tokens=%d heads=%d kv_heads=%d head_dim=%d overlap=%d progress=%s progress_thread=%d reps=%d "
-             "attn_s=%.5f compute_s=%.5f wait_s=%.5f lag_s=%.5f bytes=%.0f\n",
-             comm_size(ring_comm), L, s->n_head, s->n_kv_head, s->head_dim, overlap, progress, comm_progress_running(), reps,
-             sum[0] / reps, sum[1] / reps, sum[2] / reps, sum[4] / reps, sum[3] / reps);
+    for (int m = 0; m < n; m++)
+        figures_print(&f[m], s, ring_comm, L, reps, paired ? m == 0 : overlap, paired, progress);
     tensors_free(&t);
-    ring_free(ring);
+    for (int m = 0; m < n; m++) ring_free(ring[m]);
 }
 
 int main(int argc, char **argv) {
     cpu_blas_kernels(argv);
     comm_init(&argc, &argv);
     int L = 1024, reps = 3, heads = 4, kv_heads = 4, head_dim = 64, ranks = 2;
-    bool overlap = true, predict_only = false;
+    bool overlap = true, paired = false, predict_only = false;
     const char *progress = "compute";
     double gflops = 0, gbps = 0, latency_us = 0, busy_share = 1;
     const char *calibrate = NULL;
@@ -147,6 +192,7 @@ int main(int argc, char **argv) {
         {"--kv-heads", ARG_INT, &kv_heads, "key/value heads"},
         {"--head-dim", ARG_INT, &head_dim, "head dimension"},
         {"--ring-overlap", ARG_BOOL, &overlap, "start each hop before computing (=false: the serial baseline)"},
+        {"--paired", ARG_BOOL, &paired, "time the overlapped ring and the serial baseline in turns, in one run (two lines)"},
         {"--comm-progress", ARG_STRING, &progress, "what moves a hop while the block computes: compute, thread or off "
                                                     "(core/comm.h)"},
         {"--calibrate", ARG_STRING, &calibrate, "attn (one rank) or link (two ranks) instead of the ring", .dflt = "off"},
@@ -177,7 +223,7 @@ int main(int argc, char **argv) {
     if (calibrate && !strcmp(calibrate, "attn")) calibrate_attention(&s, L, reps);
     else if (calibrate && !strcmp(calibrate, "link")) calibrate_link(g.ring);
     else if (calibrate) comm_fail_usage_all("--calibrate %s: use attn or latency", calibrate);
-    else run_ring(&s, g.ring, g.world, L, reps, overlap, progress);
+    else run_ring(&s, g.ring, g.world, L, reps, overlap, paired, progress);
     comm_grid_free(&g);
     comm_finalize();
     return 0;

@@ -6,7 +6,7 @@
 # Environment (all optional):
 #   STAGES   which parts run, in order (default "calibrate sweep train report")
 #   RATES    link rates of the sweep (default "unlimited 1gbit 500mbit 200mbit 100mbit"; unlimited = the veth link as fast as TCP goes)
-#   TOKENS   tokens per rank of the sweep (default "256 512 1024 2048 4096 8192"); REPS timed repetitions per run (default 2)
+#   TOKENS   tokens per rank of the sweep (default "256 512 1024 2048 4096 8192"); REPS timed repetitions per run (default 6)
 #   TRAIN_RATES, TRAIN_T  rates and sequence lengths of the two-host training runs (default "unlimited 200mbit 100mbit", "4096 8192")
 #   LOCK     a lock file: every timed unit (one configuration) runs under `flock -x LOCK`, alone on a shared machine
 # Result lines go to OUT_DIR/results.txt, each with its stage, rate, the load average just before it, date and commit;
@@ -21,7 +21,7 @@ OUT=$(readlink -f "$OUT")
 STAGES=${STAGES:-calibrate sweep train report}
 RATES=${RATES:-unlimited 1gbit 500mbit 200mbit 100mbit}
 TOKENS=${TOKENS:-256 512 1024 2048 4096 8192}
-REPS=${REPS:-2}
+REPS=${REPS:-6}
 TRAIN_RATES=${TRAIN_RATES:-unlimited 200mbit 100mbit}
 TRAIN_T=${TRAIN_T:-4096 8192}
 export ROOT OUT REPS BENCH=$BUILD/ring_overlap RINGGPT=$BUILD/ringgpt
@@ -66,12 +66,13 @@ unit_train_one_rank() {
   echo "train1 tokens=4096 $(step_means "$d/metrics.jsonl")"
 }
 
-# One sweep configuration: the ring with overlap (the compute loops drive MPI), the serial baseline, overlap driven by the
-# progress thread, and overlap with neither.
+# One sweep configuration: the ring with overlap (the compute loops drive MPI) and the serial baseline in turns in one run
+# (--paired: a shared machine's drift between two runs was as large as the transfer), then overlap driven by the progress
+# thread, and overlap with neither.
 unit_sweep() {   # unit_sweep RATE TOKENS
   load_before
   hosts "$1" bash -c "$(declare -f two_ranks)"'
-    for flags in "" "--ring-overlap=false" "--comm-progress=thread" "--comm-progress=off"; do two_ranks "$BENCH" --tokens "$0" --reps "$REPS" $flags; done' "$2"
+    for flags in "--paired" "--comm-progress=thread" "--comm-progress=off"; do two_ranks "$BENCH" --tokens "$0" --reps "$REPS" $flags; done' "$2"
 }
 
 # A two-host `small` training run (sp = 2, one thread a rank).

@@ -5,8 +5,8 @@ Usage: ring_overlap_report.py RESULTS.txt --bench BUILD/ring_overlap --ringgpt B
 
 Per link rate and tokens per rank: the ring attention time (one forward + backward of one sequence and one layer) with
 overlap, without, the compute alone and the transfer alone (the serial baseline's block compute and waiting for pieces;
-its waiting for a neighbour to reach a hop, lag, is neither), the hidden fraction = (serial - lag - overlap) /
-min(compute, transfer), overlap driven by the progress thread instead of the compute loops,
+its waiting for a neighbour to reach a hop, lag, is neither; all three of its critical rank, the one with the most block
+compute), the hidden fraction = (serial - lag - overlap) / min(compute, transfer), overlap driven by the progress thread instead of the compute loops,
 overlap with neither (transfers move only inside MPI calls), and the timing model's prediction. Per rate: the crossover (tokens per rank where compute = transfer), measured (interpolated in log-log) and
 predicted by FLOPs / bandwidth. Then `ringgpt plan`'s step time against the two-host training runs.
 """
@@ -150,12 +150,16 @@ def main():
             rates.append(rate)
     md.append("### The overlap, per link rate and tokens per rank (2 ranks on 2 hosts, one thread each)\n")
     md.append("Times in seconds for one ring forward + backward (one sequence, one layer of `small`: 4 heads of 64); "
-              "compute and transfer alone are the serial baseline's block compute and waiting for pieces; lag = its "
-              "waiting for the other rank to reach a hop (the pieces' work differs between the ranks); hidden = (serial − lag − "
-              "overlap) / min(compute, transfer); model = attention/ring.h's prediction from the calibrated rates and the `cpu` preset's share of the link while computing.\n")
+              "overlap and serial are the slowest rank's wall time (with `--paired`, measured in turns in one run); "
+              "compute and transfer alone are the serial baseline's block compute and waiting for pieces on its critical "
+              "rank (the rank with the most block compute); lag = that rank's waiting for the other rank to reach a hop "
+              "(the pieces' work differs between the ranks); hidden = (serial − lag − overlap) / min(compute, transfer); "
+              "'hidden, mixed ranks' is the same formula with each figure's slowest rank (the figures before 2026-11-27); "
+              "model = attention/ring.h's prediction from the calibrated rates and the `cpu` preset's share of the link "
+              "while computing.\n")
     md.append("| link | tokens/rank | overlap | serial | lag | compute alone | transfer alone | compute/transfer | hidden | "
-              "overlap, progress thread | overlap, neither | model: overlap / serial | load |")
-    md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+              "hidden, mixed ranks | overlap, progress thread | overlap, neither | model: overlap / serial | load |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     fig_pts, violations, cross = {}, [], []
     for rate in rates:
         pts = []
@@ -167,15 +171,21 @@ def main():
             if "on" not in m or "off" not in m:
                 continue
             on, off = m["on"], m["off"]
+            # The critical rank's figures (the most block compute; its wall = compute + wait + lag) where the bench
+            # printed them (since 2026-11-27); before, each figure's slowest rank, which mixes ranks: the slowest lag
+            # belongs to the rank with less compute, so serial - that lag - overlap understated what the overlap hid.
             comp, xfer, lag = off["compute_s"], off["wait_s"], off.get("lag_s", 0.0)   # no lag_s: results before 2026-11-25
+            mixed = (off["attn_s"] - lag - on["attn_s"]) / min(comp, xfer) if min(comp, xfer) > 0 else float("nan")
+            if "crit_compute_s" in off:
+                comp, xfer, lag = off["crit_compute_s"], off["crit_wait_s"], off["crit_lag_s"]
             ratio = comp / xfer if xfer > 0 else float("inf")
             hidden = (off["attn_s"] - lag - on["attn_s"]) / min(comp, xfer) if min(comp, xfer) > 0 else float("nan")
             p = predict(a.bench, L, F, gbps(rate, bw, links), links.get(rate, link)["latency_us"], preset["busy_share"])
             thr = "%.4f" % m["thread"]["attn_s"] if "thread" in m else "-"
             nop = "%.4f" % m["noprog"]["attn_s"] if "noprog" in m else "-"
-            md.append("| %s | %d | %.4f | %.4f | %.4f | %.4f | %.4f | %.2f | %.2f | %s | %s | %.4f / %.4f | %.2f |" % (
-                rate, L, on["attn_s"], off["attn_s"], lag, comp, xfer, ratio, hidden, thr, nop, p["attn_s"], p["serial_s"],
-                on["load"]))
+            md.append("| %s | %d | %.4f | %.4f | %.4f | %.4f | %.4f | %.2f | %.2f | %.2f | %s | %s | %.4f / %.4f | %.2f |" % (
+                rate, L, on["attn_s"], off["attn_s"], lag, comp, xfer, ratio, hidden, mixed, thr, nop, p["attn_s"],
+                p["serial_s"], on["load"]))
             pts.append((L, ratio))
             fig_pts.setdefault(rate, []).append((L, ratio, hidden, on["attn_s"], off["attn_s"], comp, xfer, on["wait_s"]))
             if ratio >= 1.2 and hidden < 0.8:
