@@ -7,7 +7,8 @@
 //        ring_overlap --predict --ranks W --tokens L --attn-gflops F --link-gbps B --latency-us U
 //                                                                     (attention/ring.h's model of the same ring, no MPI)
 // Rank 0 prints one line of key=value figures per ring (bench/ring_overlap.sh reads them), per repetition (the mean over
-// --reps after one warm-up): each time as its slowest rank's, and the critical rank's (crit_*: the most block compute).
+// --reps after one warm-up, and med_*: the median): each time as its slowest rank's, and the critical rank's (crit_*: the
+// most block compute); with --paired, paired_saved_s: the median of serial - crit lag - overlap over the pairs.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,12 +121,14 @@ static void ring_rep(AttnRing *ring, const AttnShape *s, Comm *world, Tensors *t
     memcpy(v, r, sizeof r);
 }
 
-// The figures of one ring, summed over the timed repetitions: each figure's slowest rank (max: the slowest may be a
-// different rank per figure), and the critical rank's (crit: the rank with the most block compute in the repetition;
-// its wall is its compute + wait + lag, so serial - crit lag - overlap is what the overlap took off the critical path).
+// The figures of one ring over the timed repetitions: each figure's slowest rank (max: the slowest may be a different
+// rank per figure), and the critical rank's (crit: the rank with the most block compute in the repetition; its wall is
+// its compute + wait + lag, so serial - crit lag - overlap is what the overlap took off the critical path). Kept per
+// repetition: this shared machine's speed drifts by 10 % within seconds, so the report takes medians.
+enum { FIG_WALL, FIG_COMPUTE, FIG_WAIT, FIG_BYTES, FIG_LAG, FIG_CRIT_COMPUTE, FIG_CRIT_WAIT, FIG_CRIT_LAG, N_FIG };
 typedef struct {
-    double max[5];    // wall, compute, wait, bytes, lag
-    double crit[3];   // compute, wait, lag
+    double *rep;   // (reps, N_FIG)
+    int n;
 } RingFigures;
 
 static void figures_add(RingFigures *f, Comm *world, const double v[5]) {
@@ -139,19 +142,56 @@ static void figures_add(RingFigures *f, Comm *world, const double v[5]) {
     int crit = 0;
     for (int r = 1; r < n; r++)
         if (per[3 * r] > per[3 * crit]) crit = r;
-    for (int k = 0; k < 5; k++) f->max[k] += mx[k];
-    for (int k = 0; k < 3; k++) f->crit[k] += per[3 * crit + k];
+    double *row = f->rep + (size_t)f->n++ * N_FIG;
+    memcpy(row, mx, sizeof mx);
+    memcpy(row + FIG_CRIT_COMPUTE, per + 3 * crit, 3 * sizeof(double));
     free(per);
 }
 
-static void figures_print(const RingFigures *f, const AttnShape *s, Comm *ring_comm, int L, int reps, bool overlap,
-                          bool paired, const char *progress) {
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, int n) {
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
+// The mean (med = false) or median of figure k over the repetitions.
+static double figure(const RingFigures *f, int k, bool med) {
+    double *x = xmalloc((size_t)f->n * sizeof(double), "figure"), sum = 0;
+    for (int i = 0; i < f->n; i++) x[i] = f->rep[(size_t)i * N_FIG + k], sum += x[i];
+    double r = med ? median(x, f->n) : sum / f->n;
+    free(x);
+    return r;
+}
+
+// Paired runs: the median over the repetitions of what the overlap took off the critical path, serial - crit lag -
+// overlap, each repetition against the serial one beside it in time.
+static double paired_saved(const RingFigures *on, const RingFigures *off) {
+    double *x = xmalloc((size_t)on->n * sizeof(double), "paired savings");
+    for (int i = 0; i < on->n; i++)
+        x[i] = off->rep[(size_t)i * N_FIG + FIG_WALL] - off->rep[(size_t)i * N_FIG + FIG_CRIT_LAG] -
+               on->rep[(size_t)i * N_FIG + FIG_WALL];
+    double r = median(x, on->n);
+    free(x);
+    return r;
+}
+
+static void figures_print(const RingFigures *f, const AttnShape *s, Comm *ring_comm, int L, bool overlap, bool paired,
+                          const char *progress, double saved) {
+    char extra[64] = "";
+    if (paired && !overlap) snprintf(extra, sizeof extra, " paired_saved_s=%.5f", saved);
     log_info("ranks=%d tokens=%d heads=%d kv_heads=%d head_dim=%d overlap=%d paired=%d progress=%s progress_thread=%d "
              "reps=%d attn_s=%.5f compute_s=%.5f wait_s=%.5f lag_s=%.5f bytes=%.0f crit_compute_s=%.5f crit_wait_s=%.5f "
-             "crit_lag_s=%.5f\n",
+             "crit_lag_s=%.5f med_attn_s=%.5f med_crit_compute_s=%.5f med_crit_wait_s=%.5f med_crit_lag_s=%.5f%s\n",
              comm_size(ring_comm), L, s->n_head, s->n_kv_head, s->head_dim, overlap, paired, progress,
-             comm_progress_running(), reps, f->max[0] / reps, f->max[1] / reps, f->max[2] / reps, f->max[4] / reps,
-             f->max[3] / reps, f->crit[0] / reps, f->crit[1] / reps, f->crit[2] / reps);
+             comm_progress_running(), f->n, figure(f, FIG_WALL, false), figure(f, FIG_COMPUTE, false),
+             figure(f, FIG_WAIT, false), figure(f, FIG_LAG, false), figure(f, FIG_BYTES, false),
+             figure(f, FIG_CRIT_COMPUTE, false), figure(f, FIG_CRIT_WAIT, false), figure(f, FIG_CRIT_LAG, false),
+             figure(f, FIG_WALL, true), figure(f, FIG_CRIT_COMPUTE, true), figure(f, FIG_CRIT_WAIT, true),
+             figure(f, FIG_CRIT_LAG, true), extra);
 }
 
 // The ring: --reps forward + backward passes after one warm-up. With paired, the overlapped ring and the serial
@@ -163,6 +203,7 @@ static void run_ring(const AttnShape *s, Comm *ring_comm, Comm *world, int L, in
                          paired ? ring_create(ring_comm, &BACKEND_CPU, false) : NULL};
     Tensors t = tensors(s, L, 11 + (uint64_t)comm_rank(ring_comm));
     RingFigures f[2] = {0};
+    for (int m = 0; m < n; m++) f[m].rep = xmalloc((size_t)reps * N_FIG * sizeof(double), "repetition figures");
     for (int i = 0; i <= reps; i++) {
         for (int j = 0; j < n; j++) {
             int m = (n == 2 && i % 2) ? 1 - j : j;   // the order turns every repetition
@@ -171,8 +212,9 @@ static void run_ring(const AttnShape *s, Comm *ring_comm, Comm *world, int L, in
             if (i > 0) figures_add(&f[m], world, v);
         }
     }
-    for (int m = 0; m < n; m++)
-        figures_print(&f[m], s, ring_comm, L, reps, paired ? m == 0 : overlap, paired, progress);
+    double saved = paired ? paired_saved(&f[0], &f[1]) : 0;
+    for (int m = 0; m < n; m++) figures_print(&f[m], s, ring_comm, L, paired ? m == 0 : overlap, paired, progress, saved);
+    for (int m = 0; m < n; m++) free(f[m].rep);
     tensors_free(&t);
     for (int m = 0; m < n; m++) ring_free(ring[m]);
 }

@@ -6,7 +6,7 @@
 # Environment (all optional):
 #   STAGES   which parts run, in order (default "calibrate sweep train report")
 #   RATES    link rates of the sweep (default "unlimited 1gbit 500mbit 200mbit 100mbit"; unlimited = the veth link as fast as TCP goes)
-#   TOKENS   tokens per rank of the sweep (default "256 512 1024 2048 4096 8192"); REPS timed repetitions per run (default 6)
+#   TOKENS   tokens per rank of the sweep (default "256 512 1024 2048 4096 8192"); REPS timed repetitions per run (default 10)
 #   TRAIN_RATES, TRAIN_T  rates and sequence lengths of the two-host training runs (default "unlimited 200mbit 100mbit", "4096 8192")
 #   LOCK     a lock file: every timed unit (one configuration) runs under `flock -x LOCK`, alone on a shared machine
 # Result lines go to OUT_DIR/results.txt, each with its stage, rate, the load average just before it, date and commit;
@@ -21,7 +21,7 @@ OUT=$(readlink -f "$OUT")
 STAGES=${STAGES:-calibrate sweep train report}
 RATES=${RATES:-unlimited 1gbit 500mbit 200mbit 100mbit}
 TOKENS=${TOKENS:-256 512 1024 2048 4096 8192}
-REPS=${REPS:-6}
+REPS=${REPS:-10}
 TRAIN_RATES=${TRAIN_RATES:-unlimited 200mbit 100mbit}
 TRAIN_T=${TRAIN_T:-4096 8192}
 export ROOT OUT REPS BENCH=$BUILD/ring_overlap RINGGPT=$BUILD/ringgpt

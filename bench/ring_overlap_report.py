@@ -150,7 +150,8 @@ def main():
             rates.append(rate)
     md.append("### The overlap, per link rate and tokens per rank (2 ranks on 2 hosts, one thread each)\n")
     md.append("Times in seconds for one ring forward + backward (one sequence, one layer of `small`: 4 heads of 64); "
-              "overlap and serial are the slowest rank's wall time (with `--paired`, measured in turns in one run); "
+              "overlap and serial are the slowest rank's wall time (with `--paired`, measured in turns in one run, and every "
+              "figure the median over the repetitions; hidden's numerator then the median over the pairs); "
               "compute and transfer alone are the serial baseline's block compute and waiting for pieces on its critical "
               "rank (the rank with the most block compute); lag = that rank's waiting for the other rank to reach a hop "
               "(the pieces' work differs between the ranks); hidden = (serial − lag − overlap) / min(compute, transfer); "
@@ -176,18 +177,23 @@ def main():
             # belongs to the rank with less compute, so serial - that lag - overlap understated what the overlap hid.
             comp, xfer, lag = off["compute_s"], off["wait_s"], off.get("lag_s", 0.0)   # no lag_s: results before 2026-11-25
             mixed = (off["attn_s"] - lag - on["attn_s"]) / min(comp, xfer) if min(comp, xfer) > 0 else float("nan")
+            t_on, t_off = on["attn_s"], off["attn_s"]
             if "crit_compute_s" in off:
                 comp, xfer, lag = off["crit_compute_s"], off["crit_wait_s"], off["crit_lag_s"]
+            saved = t_off - lag - t_on
+            if "paired_saved_s" in off:   # medians over the repetitions; saved: the median over the pairs
+                comp, xfer, lag = off["med_crit_compute_s"], off["med_crit_wait_s"], off["med_crit_lag_s"]
+                t_on, t_off, saved = on["med_attn_s"], off["med_attn_s"], off["paired_saved_s"]
             ratio = comp / xfer if xfer > 0 else float("inf")
-            hidden = (off["attn_s"] - lag - on["attn_s"]) / min(comp, xfer) if min(comp, xfer) > 0 else float("nan")
+            hidden = saved / min(comp, xfer) if min(comp, xfer) > 0 else float("nan")
             p = predict(a.bench, L, F, gbps(rate, bw, links), links.get(rate, link)["latency_us"], preset["busy_share"])
             thr = "%.4f" % m["thread"]["attn_s"] if "thread" in m else "-"
             nop = "%.4f" % m["noprog"]["attn_s"] if "noprog" in m else "-"
             md.append("| %s | %d | %.4f | %.4f | %.4f | %.4f | %.4f | %.2f | %.2f | %.2f | %s | %s | %.4f / %.4f | %.2f |" % (
-                rate, L, on["attn_s"], off["attn_s"], lag, comp, xfer, ratio, hidden, mixed, thr, nop, p["attn_s"],
+                rate, L, t_on, t_off, lag, comp, xfer, ratio, hidden, mixed, thr, nop, p["attn_s"],
                 p["serial_s"], on["load"]))
             pts.append((L, ratio))
-            fig_pts.setdefault(rate, []).append((L, ratio, hidden, on["attn_s"], off["attn_s"], comp, xfer, on["wait_s"]))
+            fig_pts.setdefault(rate, []).append((L, ratio, hidden, t_on, t_off, comp, xfer, on["wait_s"]))
             if ratio >= 1.2 and hidden < 0.8:
                 violations.append("%s, %d tokens: compute/transfer %.2f, hidden %.2f" % (rate, L, ratio, hidden))
         H, Hkv = SMALL["heads"], SMALL["kv_heads"]
