@@ -54,18 +54,20 @@ static void tensors_free(Tensors *t) {
 static double causal_flops(const AttnShape *s, double T) { return T * (T + 1) / 2 * s->n_head * s->head_dim * 14.0; }
 
 // One rank: the CPU block kernels on one causal block of T tokens, forward and backward (the ring's work at sp = 1).
+// The mean over the repetitions after a warm-up (what a ring's blocks run at) and the best.
 static void calibrate_attention(const AttnShape *s, int T, int reps) {
     Tensors t = tensors(s, T, 7);
-    double best = 1e30;
+    double best = 1e30, sum = 0;
     for (int i = 0; i <= reps; i++) {
         double t0 = now_seconds();
         attention_causal_forward(&BACKEND_CPU, s, t.out, t.lse, t.tmp, t.q, t.k, t.v, T, NULL);
         attention_causal_backward(&BACKEND_CPU, s, t.dq, t.dk, t.dv, t.tmp, t.q, t.k, t.v, t.out, t.lse, t.dout, T, NULL);
         double dt = now_seconds() - t0;
-        if (i > 0 && dt < best) best = dt;   // the first is a warm-up
+        if (i > 0) sum += dt, best = dt < best ? dt : best;   // the first is a warm-up
     }
-    log_info("calibrate=attn tokens=%d heads=%d kv_heads=%d head_dim=%d attn_s=%.5f attn_gflops=%.3f\n", T, s->n_head,
-             s->n_kv_head, s->head_dim, best, causal_flops(s, T) / best / 1e9);
+    double mean = sum / reps;
+    log_info("calibrate=attn tokens=%d heads=%d kv_heads=%d head_dim=%d attn_s=%.5f attn_gflops=%.3f best_gflops=%.3f\n", T,
+             s->n_head, s->n_kv_head, s->head_dim, mean, causal_flops(s, T) / mean / 1e9, causal_flops(s, T) / best / 1e9);
     tensors_free(&t);
 }
 

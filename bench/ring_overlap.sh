@@ -43,10 +43,19 @@ hosts() {   # hosts RATE CMD...: CMD with $HOSTS_MPIEXEC starting ranks on two h
 
 two_ranks() { "$HOSTS_MPIEXEC" -np 2 -x OMP_NUM_THREADS=1 "$@"; }
 
-# The CPU block kernels on one rank, one thread (causal forward + backward), and the unlimited link.
+# cores CMD...: CMD on every core at once, one copy pinned to each (CORE=N in its environment), each output line tagged
+# core=N: the calibration runs as the ring does, every core busy (a core's speed here depends on what the others run,
+# and the ring waits for the slower).
+cores() {
+  local c
+  for ((c = 0; c < $(nproc); c++)); do (CORE=$c OMP_NUM_THREADS=1 taskset -c "$c" "$@" | sed "s/^/core=$c /") & done
+  wait
+}
+
+# The CPU block kernels on one rank, one thread (causal forward + backward) on every core at once, and the unlimited link.
 unit_calibrate() {
   load_before
-  for T in 2048 4096; do OMP_NUM_THREADS=1 "$BENCH" --calibrate attn --tokens "$T" --reps 2; done
+  for T in 2048 4096; do cores "$BENCH" --calibrate attn --tokens "$T" --reps 4; done
   hosts unlimited bash -c "$(declare -f two_ranks); two_ranks '$BENCH' --calibrate link"
 }
 
@@ -56,12 +65,16 @@ unit_link() {   # unit_link RATE
   hosts "$1" bash -c "$(declare -f two_ranks); two_ranks '$BENCH' --calibrate link"
 }
 
-# A one-rank `small` training run at T=4096, one thread: its step time outside attention calibrates the matmul rate.
+# One-rank `small` training runs at T=4096, one thread, one on every core at once: each step's time outside attention
+# calibrates the matmul rate.
 unit_train_one_rank() {
   load_before
-  local d=$OUT/train1
+  cores train_one_rank
+}
+train_one_rank() {   # under cores: CORE is the core
+  local d=$OUT/train1_$CORE
   rm -rf "$d"
-  OMP_NUM_THREADS=1 "$RINGGPT" train --data "$OUT/corpus.txt" --model small --seq-len 4096 --batch 1 --steps 4 --threads 1 \
+  "$RINGGPT" train --data "$OUT/corpus.txt" --model small --seq-len 4096 --batch 1 --steps 4 --threads 1 \
     --ckpt-every -1 --val-fraction 0 --out "$d" > "$d.log" 2>&1 || { tail -5 "$d.log" >&2; return 1; }
   echo "train1 tokens=4096 $(step_means "$d/metrics.jsonl")"
 }
@@ -93,7 +106,7 @@ m = [json.loads(l) for l in open(sys.argv[1])][1:]
 w = [max(x.get("rank_ring_wait_s", [0])) for x in m]
 print("step_s=%.4f ring_wait_s=%.4f steps=%d" % (sum(x["step_ms"] for x in m) / len(m) / 1e3, sum(w) / len(w), len(m)))' "$1"
 }
-export -f load_before hosts two_ranks unit_link unit_calibrate unit_train_one_rank unit_sweep unit_train_two_hosts step_means
+export -f load_before hosts two_ranks cores unit_link unit_calibrate unit_train_one_rank train_one_rank unit_sweep unit_train_two_hosts step_means
 export PY
 
 # timed UNIT ARGS...: the unit alone on the machine when LOCK is set.

@@ -107,17 +107,22 @@ def main():
     a = ap.parse_args()
     rows = parse(a.results)
     md = []
-    cal_attn = {int(r["tokens"]): r for r in rows if r.get("calibrate") == "attn"}
+    # Calibrated on every core at once since 2026-11-27 (core=N): the slower core's rates, as the ring waits for it.
+    cal_attn = {}
+    for r in rows:
+        if r.get("calibrate") == "attn" and r["attn_gflops"] < cal_attn.get(int(r["tokens"]), {"attn_gflops": 1e30})["attn_gflops"]:
+            cal_attn[int(r["tokens"])] = r
     link = next((r for r in rows if r.get("calibrate") == "link" and r.get("stage") == "calibrate"), None)
     # per rate: the link as measured on it (stage=link); the prediction uses these, a rate without one its nominal rate
     links = {r["rate"]: r for r in rows if r.get("calibrate") == "link" and r.get("stage") == "link"}
-    train1 = next((r for r in rows if r.get("kind") == "train1"), None)
+    train1 = max((r for r in rows if r.get("kind") == "train1"), key=lambda r: r["step_s"], default=None)
     if not cal_attn or not link:
         sys.exit("ring_overlap_report.py: no calibration in %s (run the calibrate stage)" % a.results)
     F = cal_attn[max(cal_attn)]["attn_gflops"]          # attention GFLOP/s of one rank, the largest block
     lat, bw = link["latency_us"], link["bandwidth_gbps"]
     preset = plan(a.ringgpt, ["--seq-len", "4096"])
-    md.append("### Calibration (one rank, one thread; the two-host link without a rate limit)\n")
+    md.append("### Calibration (one rank, one thread, a copy on every core at once: the slower core; the two-host link "
+              "without a rate limit)\n")
     md.append("| figure | measured | the `cpu` preset of `ringgpt plan` |")
     md.append("|---|---|---|")
     for T, r in sorted(cal_attn.items()):
