@@ -48,7 +48,7 @@ two_ranks() { "$HOSTS_MPIEXEC" -np 2 -x OMP_NUM_THREADS=1 "$@"; }
 # and the ring waits for the slower).
 cores() {
   local c
-  for ((c = 0; c < $(nproc); c++)); do (CORE=$c OMP_NUM_THREADS=1 taskset -c "$c" "$@" | sed "s/^/core=$c /") & done
+  for ((c = 0; c < $(nproc); c++)); do (CORE=$c OMP_NUM_THREADS=1 taskset -c "$c" bash -c '"$@"' _ "$@" | sed "s/^/core=$c /") & done
   wait
 }
 
