@@ -62,12 +62,15 @@ void ring_stats_reset(AttnRing *ring);
 // 10·hd backward), a piece (L/2 rows of K and V stored as s->qkv says, or of dK and dV as real) takes
 // latency + bytes / bandwidth on its link, one message at a time per direction, and starts once both ends have posted it. Transfers
 // move while the ranks compute, at busy_share of the link's rate while the sending rank computes (a CPU rank's
-// core also runs the network stack; 0 is taken as 1); overlap false: the serial baseline.
+// core also runs the network stack; 0 is taken as 1); overlap false: the serial baseline. Where the rank's own core
+// moves the bytes (host_bytes_per_s > 0: TCP on a CPU host), no message is faster than that, and a piece that moves
+// under the blocks costs them its bytes / host_bytes_per_s: the network stack's work, done between the tiles.
 typedef struct {
     double attn_flops;         // attention FLOP/s of one rank's block calls
     double link_bytes_per_s;   // each direction of a ring link
     double latency_s;          // per message
     double busy_share;         // (0, 1]: the share of link_bytes_per_s a message gets while its sender computes
+    double host_bytes_per_s;   // what one core sends and receives at once through the network stack; 0: free (a GPU)
 } RingCosts;
 typedef struct {
     double seconds;     // the slowest rank's time for the call

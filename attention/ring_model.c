@@ -71,10 +71,16 @@ typedef struct {
     int nbusy;
 } Dir;
 
+// The rate a message moves at: the link's, or the host's where its core moves less.
+static double msg_rate(const RingCosts *c) {
+    double h = c->host_bytes_per_s;
+    return h > 0 && h < c->link_bytes_per_s ? h : c->link_bytes_per_s;
+}
+
 // When `bytes` sent from `t` are through: at busy_share of the rate inside the sender's compute
 // intervals, the whole rate outside them and after the last (the sender waits for this message then).
 static double progress(const Dir *d, double t, double bytes, const RingCosts *c) {
-    double rate = c->link_bytes_per_s, busy_rate = rate * (c->busy_share > 0 ? c->busy_share : 1);
+    double rate = msg_rate(c), busy_rate = rate * (c->busy_share > 0 ? c->busy_share : 1);
     for (int i = 0; i < d->nbusy && bytes > 0; i++) {
         double a = d->busy[i][0], b = d->busy[i][1];
         if (b <= t) continue;
@@ -104,9 +110,10 @@ static double resolve(Dir *d, int m, const RingCosts *c) {
 // r − 1 has reached it too (lag). A hop's message from r to r + 1 starts when both have posted
 // it and the link's direction is free (one message at a time, in posting order: a full-duplex link),
 // and takes latency + bytes at the link's rate (busy_share of it while r computes); a wait ends when
-// the rank's outgoing and incoming messages of that hop have arrived. A message's end is resolved at
+// the rank's outgoing and incoming messages of that hop have arrived, and with overlap then charges the rank its
+// host's work on the piece (host_bytes_per_s). A message's end is resolved at
 // its wait, when its sender's compute before it is known and the sender waits for it too.
-static RingTiming replay(Recorder *recs, int W, const double piece_bytes[2], const RingCosts *c) {
+static RingTiming replay(Recorder *recs, int W, const double piece_bytes[2], const RingCosts *c, bool overlap) {
     double *clock = xcalloc((size_t)W, sizeof(double), "ring model"), *wait = xcalloc((size_t)W, sizeof(double), "ring model");
     double *compute = xcalloc((size_t)W, sizeof(double), "ring model"), *lag = xcalloc((size_t)W, sizeof(double), "ring model");
     double *met = xcalloc((size_t)W, sizeof(double), "ring model");
@@ -145,6 +152,10 @@ static RingTiming replay(Recorder *recs, int W, const double piece_bytes[2], con
             double in = resolve(&dir[from], sent[from][op0->piece_kind][op0->piece], c);
             if (in > done) done = in;
             if (done > clock[r]) wait[r] += done - clock[r], clock[r] = done;
+            if (overlap && c->host_bytes_per_s > 0) {   // the stack's work on the piece, between the blocks' tiles
+                double stack = piece_bytes[op0->piece_kind] / c->host_bytes_per_s;
+                clock[r] += stack, compute[r] += stack;
+            }
         }
         for (int r = 0; r < W && op0->kind == OP_TASK; r++) {
             double d = recs[r].ops[i].seconds;
@@ -171,7 +182,7 @@ RingTiming ring_model(int W, int L, const AttnShape *s, const RingCosts *c, bool
     for (int r = 0; r < W; r++) recs[r] = record(W, r, L, s, c, overlap, backward);
     double kvn = (double)L * s->n_kv_head * s->head_dim;   // one piece: kvn elements
     const double piece_bytes[2] = {[PIECE_KV] = kvn * act_elem_bytes(s->qkv), [PIECE_ACC] = kvn * sizeof(real)};
-    RingTiming t = replay(recs, W, piece_bytes, c);
+    RingTiming t = replay(recs, W, piece_bytes, c, overlap);
     for (int r = 0; r < W; r++) free(recs[r].ops);
     free(recs);
     return t;

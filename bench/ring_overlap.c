@@ -4,7 +4,7 @@
 //        [--heads H --kv-heads K --head-dim D]                       (the `small` model's attention by default)
 //        ring_overlap --calibrate attn --tokens T                     (one rank: causal forward + backward of T tokens)
 //        mpirun -np 2 ring_overlap --calibrate link                   (sendrecv pairs between two ranks: latency, bandwidth)
-//        ring_overlap --predict --ranks W --tokens L --attn-gflops F --link-gbps B --latency-us U
+//        ring_overlap --predict --ranks W --tokens L --attn-gflops F --link-gbps B --latency-us U [--host-gbps H]
 //                                                                     (attention/ring.h's model of the same ring, no MPI)
 // Rank 0 prints one line of key=value figures per ring (bench/ring_overlap.sh reads them), per repetition (the mean over
 // --reps after one warm-up, and med_*: the median): each time as its slowest rank's, and the critical rank's (crit_*: the
@@ -99,9 +99,10 @@ static void calibrate_link(Comm *ring) {
 }
 
 // The timing model's figures for the same ring (attention/ring.h), overlap on and off.
-static void predict(const AttnShape *s, int W, int L, double gflops, double gbps, double latency_us, double busy_share) {
+static void predict(const AttnShape *s, int W, int L, double gflops, double gbps, double latency_us, double busy_share,
+                    double host_gbps) {
     RingCosts c = {.attn_flops = gflops * 1e9, .link_bytes_per_s = gbps * 1e9 / 8, .latency_s = latency_us * 1e-6,
-                   .busy_share = busy_share};
+                   .busy_share = busy_share, .host_bytes_per_s = host_gbps * 1e9 / 8};
     RingTiming on_f = ring_model(W, L, s, &c, true, false), on_b = ring_model(W, L, s, &c, true, true);
     RingTiming off_f = ring_model(W, L, s, &c, false, false), off_b = ring_model(W, L, s, &c, false, true);
     log_info("predict ranks=%d tokens=%d attn_s=%.5f serial_s=%.5f compute_s=%.5f transfer_s=%.5f lag_s=%.5f wait_s=%.5f "
@@ -227,7 +228,7 @@ int main(int argc, char **argv) {
     int L = 1024, reps = 3, heads = 4, kv_heads = 4, head_dim = 64, ranks = 2;
     bool overlap = true, paired = false, predict_only = false;
     const char *progress = "compute";
-    double gflops = 0, gbps = 0, latency_us = 0, busy_share = 1;
+    double gflops = 0, gbps = 0, latency_us = 0, busy_share = 1, host_gbps = 0;
     const char *calibrate = NULL;
     ArgSpec specs[] = {
         {"--tokens", ARG_INT, &L, "tokens per rank (the ring), or of the causal block (--calibrate attn)"},
@@ -246,6 +247,7 @@ int main(int argc, char **argv) {
         {"--link-gbps", ARG_DOUBLE, &gbps, "link Gbit/s each way (--predict)"},
         {"--latency-us", ARG_DOUBLE, &latency_us, "per message (--predict)"},
         {"--busy-share", ARG_DOUBLE, &busy_share, "share of the link's rate while the sender computes (--predict)"},
+        {"--host-gbps", ARG_DOUBLE, &host_gbps, "Gbit/s a rank's core moves through the network stack, 0: free (--predict)"},
     };
     ArgCommand cmd = {"ring_overlap", "mpirun -np W ring_overlap [flags]", "Ring attention time, compute and exposed wait."};
     args_parse(&cmd, specs, sizeof specs / sizeof specs[0], argc, argv, NULL, 0);
@@ -254,7 +256,7 @@ int main(int argc, char **argv) {
     AttnShape s = {.n_head = heads, .n_kv_head = kv_heads, .head_dim = head_dim};
     if (predict_only) {
         if (!(gflops > 0) || !(gbps > 0) || ranks < 1) fail_usage("--predict needs --attn-gflops, --link-gbps > 0 and --ranks >= 1");
-        predict(&s, ranks, L, gflops, gbps, latency_us, busy_share);
+        predict(&s, ranks, L, gflops, gbps, latency_us, busy_share, host_gbps);
         comm_finalize();
         return 0;
     }

@@ -53,9 +53,10 @@ def gbps(rate, link_gbps, links=None):
     return n * {"k": 1e-6, "m": 1e-3, "g": 1.0}.get(unit, 1e-9)
 
 
-def predict(bench, L, gflops, link, latency_us, busy_share):
+def predict(bench, L, gflops, link, latency_us, busy_share, host):
     out = subprocess.run([bench, "--predict", "--ranks", "2", "--tokens", str(L), "--attn-gflops", str(gflops),
-                          "--link-gbps", str(link), "--latency-us", str(latency_us), "--busy-share", str(busy_share)],
+                          "--link-gbps", str(link), "--latency-us", str(latency_us), "--busy-share", str(busy_share),
+                          "--host-gbps", str(host)],
                          capture_output=True, text=True, check=True).stdout
     return {k: float(v) for k, v in (t.split("=") for t in out.split() if "=" in t)}
 
@@ -79,7 +80,8 @@ def crossover(points):
 
 def busy_share_fit(bench, F, bw, link, links, fig_pts):
     """The model's overlap time against the measured one on the rate-limited links, for shares of the link's rate
-    while the sender computes: the `cpu` preset's share is the one with the least rms error."""
+    while the sender computes (the host's network stack at the unlimited link's rate): the `cpu` preset's share is the
+    one with the least rms error."""
     rows = [(rate, L, on) for rate, pts in fig_pts.items() if rate != "unlimited" for (L, _, _, on, *_rest) in pts]
     if not rows:
         return []
@@ -88,7 +90,7 @@ def busy_share_fit(bench, F, bw, link, links, fig_pts):
           "| share | mean error | rms error |", "|---|---|---|"]
     best = None
     for share in [1.0, 0.9, 0.8, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4]:
-        errs = [(predict(bench, L, F, gbps(rate, bw, links), links.get(rate, link)["latency_us"], share)["attn_s"] - on) / on
+        errs = [(predict(bench, L, F, gbps(rate, bw, links), links.get(rate, link)["latency_us"], share, bw)["attn_s"] - on) / on
                 for rate, L, on in rows]
         rms = (sum(e * e for e in errs) / len(errs)) ** 0.5
         md.append("| %.2f | %+.1f %% | %.1f %% |" % (share, 100 * sum(errs) / len(errs), 100 * rms))
@@ -161,8 +163,8 @@ def main():
               "rank (the rank with the most block compute); lag = that rank's waiting for the other rank to reach a hop "
               "(the pieces' work differs between the ranks); hidden = (serial − lag − overlap) / min(compute, transfer); "
               "'hidden, mixed ranks' is the same formula with each figure's slowest rank (the figures before 2026-11-27); "
-              "model = attention/ring.h's prediction from the calibrated rates and the `cpu` preset's share of the link "
-              "while computing.\n")
+              "model = attention/ring.h's prediction from the calibrated rates, the `cpu` preset's share of the link "
+              "while computing and the host's network stack at the unlimited link's rate.\n")
     md.append("| link | tokens/rank | overlap | serial | lag | compute alone | transfer alone | compute/transfer | hidden | "
               "hidden, mixed ranks | overlap, progress thread | overlap, neither | model: overlap / serial | load |")
     md.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -191,7 +193,7 @@ def main():
                 t_on, t_off, saved = on["med_attn_s"], off["med_attn_s"], off["paired_saved_s"]
             ratio = comp / xfer if xfer > 0 else float("inf")
             hidden = saved / min(comp, xfer) if min(comp, xfer) > 0 else float("nan")
-            p = predict(a.bench, L, F, gbps(rate, bw, links), links.get(rate, link)["latency_us"], preset["busy_share"])
+            p = predict(a.bench, L, F, gbps(rate, bw, links), links.get(rate, link)["latency_us"], preset["busy_share"], bw)
             thr = "%.4f" % m["thread"]["attn_s"] if "thread" in m else "-"
             nop = "%.4f" % m["noprog"]["attn_s"] if "noprog" in m else "-"
             md.append("| %s | %d | %.4f | %.4f | %.4f | %.4f | %.4f | %.2f | %.2f | %.2f | %s | %s | %.4f / %.4f | %.2f |" % (
@@ -220,8 +222,9 @@ def main():
     if trains and M:
         md.append("\n### `ringgpt plan` against two-host training runs (`small`, sp = 2, B = 1, one thread a rank)\n")
         md.append("Predicted with the rates calibrated above (matmul %.2f, attention %.2f GFLOP/s, latency %.1f us) and the "
-                  "link's rate as measured on it (sendrecv pairs; unlimited: %.2f Gbit/s): `ringgpt plan --device cpu --model small --sp 2 "
-                  "--matmul-tflops M --attn-tflops A --latency-us U --link-gbps B`; steps 2-4 of each run.\n" % (M, F, lat, bw))
+                  "link's rate as measured on it (sendrecv pairs; unlimited: %.2f Gbit/s, also the host's network stack): `ringgpt plan "
+                  "--device cpu --model small --sp 2 --matmul-tflops M --attn-tflops A --latency-us U --link-gbps B --host-gbps H`; "
+                  "the steps after the first of each run.\n" % (M, F, lat, bw))
         md.append("| link | T | measured step (s) | predicted step (s) | error | measured ring wait, most of a rank (s) | "
                   "predicted exposed wait (s) | load |")
         md.append("|---|---|---|---|---|---|---|---|")
@@ -229,7 +232,7 @@ def main():
             p = plan(a.ringgpt, ["--seq-len", "%d" % m["tokens"], "--sp", "2", "--matmul-tflops", str(M / 1e3),
                                  "--attn-tflops", str(F / 1e3),
                                  "--latency-us", str(links.get(m["rate"], link)["latency_us"]),
-                                 "--link-gbps", str(gbps(m["rate"], bw, links))])
+                                 "--link-gbps", str(gbps(m["rate"], bw, links)), "--host-gbps", str(bw)])
             md.append("| %s | %d | %.3f | %.3f | %+.1f %% | %.3f | %.3f | %.2f |" % (
                 m["rate"], m["tokens"], m["step_s"], p["step_s"], 100 * (p["step_s"] / m["step_s"] - 1), m["ring_wait_s"],
                 p["ring_wait_s"], m["load"]))

@@ -18,14 +18,15 @@ static const ArgCommand PLAN_CMD = {
     "mode), the step time (matmuls and attention blocks at the device's FLOP/s, the ring's transfers on its link and\n"
     "how much of them the blocks hide, by replaying the ring's schedule; the gradient all-reduce), the smallest block\n"
     "that still hides the transfer, and the longest context that fits per device count. --device names a preset (its\n"
-    "numbers' sources are printed); --mem-gib, --matmul-tflops, --attn-tflops, --link-gbps, --latency-us, --busy-share replace its\n"
+    "numbers' sources are printed); --mem-gib, --matmul-tflops, --attn-tflops, --link-gbps, --latency-us, --busy-share,\n"
+    "--host-gbps replace its\n"
     "numbers. --config reads the model and layout of a run's config.json (or a train --config file)."};
 
 typedef struct {
     const char *model, *config, *device, *recompute, *devices;
     int layers, dim, heads, kv_heads, ffn, vocab, seq_len, batch, grad_accum, ranks, sp, loss_chunk;
     bool tie, json;
-    double mem_gib, matmul_tflops, attn_tflops, link_gbps, latency_us, busy_share;
+    double mem_gib, matmul_tflops, attn_tflops, link_gbps, latency_us, busy_share, host_gbps;
 } PlanFlags;
 
 // A rate flag replaces the preset's number; given, it must be positive.
@@ -51,6 +52,10 @@ static DeviceSpec device_of(const PlanFlags *f, ArgSpec *specs, int n) {
         fail_usage("--busy-share must be in (0, 1] (got %g): the share of the link's rate a transfer gets while its rank "
                    "computes", f->busy_share);
     if (args_seen(specs, n, "--busy-share")) d.busy_share = f->busy_share;
+    if (args_seen(specs, n, "--host-gbps") && !(f->host_gbps >= 0))
+        fail_usage("--host-gbps must not be negative (got %g): what a rank's core moves through the network stack, 0 for "
+                   "free", f->host_gbps);
+    if (args_seen(specs, n, "--host-gbps")) d.host_bytes_per_s = f->host_gbps * 1e9 / 8;
     return d;
 }
 
@@ -114,10 +119,12 @@ static void check_fits(const ModelConfig *c, const PlanFlags *f, Recompute r, co
 }
 
 static void print_device(const DeviceSpec *d) {
+    char host[64] = "the network stack's work off the compute";
+    if (d->host_bytes_per_s > 0) snprintf(host, sizeof host, "the core's network stack %.3g Gbit/s", d->host_bytes_per_s * 8 / 1e9);
     printf("device %s (%s): %.1f GiB, matmul %.3g TFLOP/s, attention %.3g TFLOP/s, link %.3g Gbit/s each way, "
-           "latency %.0f us, %.0f %% of the link while computing\n  source: %s\n",
+           "latency %.0f us, %.0f %% of the link while computing, %s\n  source: %s\n",
            d->name, d->what, gib(d->mem_bytes), d->matmul_flops / 1e12, d->attn_flops / 1e12,
-           d->link_bytes_per_s * 8 / 1e9, d->latency_s * 1e6, d->busy_share * 100, d->source);
+           d->link_bytes_per_s * 8 / 1e9, d->latency_s * 1e6, d->busy_share * 100, host, d->source);
 }
 
 static void print_memory(const ModelConfig *c, const PlanFlags *f, Recompute chosen, const DeviceSpec *d) {
@@ -181,10 +188,10 @@ static void print_json(const StepPlan *p, const MemPlan *m, const DeviceSpec *d,
     printf("{\"device\": \"%s\", \"step_s\": %.6f, \"matmul_s\": %.6f, \"attn_compute_s\": %.6f, \"ring_wait_s\": %.6f, "
            "\"ring_transfer_s\": %.6f, \"allreduce_s\": %.6f, \"tokens_per_s\": %.2f, \"block_s\": %.6f, \"hop_s\": %.6f, "
            "\"mem_bytes\": %.0f, \"min_hiding_tokens\": %ld, \"matmul_flops\": %.4g, \"attn_flops\": %.4g, "
-           "\"link_bytes_per_s\": %.4g, \"latency_s\": %.4g, \"busy_share\": %.4g}\n",
+           "\"link_bytes_per_s\": %.4g, \"latency_s\": %.4g, \"busy_share\": %.4g, \"host_bytes_per_s\": %.4g}\n",
            d->name, p->step_s, p->matmul_s, p->attn_compute_s, p->ring_wait_s, p->ring_transfer_s, p->allreduce_s,
            p->tokens_per_s, p->block_s, p->hop_s, m->total, min_tokens, d->matmul_flops, d->attn_flops, d->link_bytes_per_s,
-           d->latency_s, d->busy_share);
+           d->latency_s, d->busy_share, d->host_bytes_per_s);
 }
 
 int cmd_plan(int argc, char **argv) {
@@ -214,6 +221,8 @@ int cmd_plan(int argc, char **argv) {
         {"--link-gbps", ARG_DOUBLE, &f.link_gbps, "link Gbit/s per direction", .dflt = "the preset's"},
         {"--latency-us", ARG_DOUBLE, &f.latency_us, "link latency per message (us)", .dflt = "the preset's"},
         {"--busy-share", ARG_DOUBLE, &f.busy_share, "share of the link's rate a ring transfer gets while its rank computes",
+         .dflt = "the preset's"},
+        {"--host-gbps", ARG_DOUBLE, &f.host_gbps, "Gbit/s a rank's own core moves through the network stack (0: free)",
          .dflt = "the preset's"},
         {"--devices", ARG_STRING, &f.devices, "device counts of the longest-context table"},
         {"--json", ARG_BOOL, &f.json, "print one JSON object (step time parts, memory) instead of the report"},

@@ -13,18 +13,19 @@
 // NVLink bandwidth per direction (half the datasheet's bidirectional figure).
 static const DeviceSpec PRESETS[] = {
     {"cpu", "one core of the project's 2-core Xeon (Cascade Lake, AVX-512), fp32", 11.5 * 1073741824.0, 120.2e9, 106.2e9,
-     0.452e9, 23.2e-6, 0.55,
+     0.452e9, 23.2e-6, 0.70, 0.452e9,
      "measured by bench/ring_overlap.sh on 2026-11-25 at 9e77a51 (load 0.8-1.6) (docs/benchmarks.md): matmul = a one-rank "
      "training step's time outside attention over its matmul FLOPs; attention = the CPU block kernels' FLOP/s (this shared "
      "host's speed varies: 131.8 and 112.0 on 2026-11-24, 113.0 and 93.8 earlier on 2026-11-25); link = the two-host veth "
      "link without a rate limit (Open MPI over TCP, receive work on the receiving host's core), latency its small-message "
-     "time; 55 % of the link while the rank computes: the fit to the overlap sweep's 24 rate-limited rows (1, 0.5, 0.2, "
-     "0.1 Gbit/s; rms error 9.6 % against 14.2 % at 100 %); memory = MemTotal / 2 cores"},
-    {"h100-sxm", "NVIDIA H100 SXM5 80 GB, BF16", 80e9, 989e12, 740e12, 450e9, 10e-6, 1.0,
+     "time; the host's network stack at that link's rate (a veth link's bytes cost nothing but the cores' work); 70 % of "
+     "the link while the rank computes: the fit to the overlap sweep's 24 rate-limited rows (1, 0.5, 0.2, 0.1 Gbit/s) with "
+     "that host cost (rms error 10.8 % against 13.0 % at 100 %; refit 2026-11-27); memory = MemTotal / 2 cores"},
+    {"h100-sxm", "NVIDIA H100 SXM5 80 GB, BF16", 80e9, 989e12, 740e12, 450e9, 10e-6, 1.0, 0,
      "NVIDIA H100 Tensor Core GPU datasheet: 80 GB HBM3, 989 TFLOPS dense BF16 (1,979 with sparsity), NVLink 900 GB/s "
      "(bidirectional); attention: FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608), up to 740 TFLOPS/s BF16; "
      "latency: an assumed 10 us per NCCL message; the link's full rate during compute (copy engines; assumed)"},
-    {"a100-sxm", "NVIDIA A100 SXM4 80 GB, BF16", 80e9, 312e12, 228e12, 300e9, 10e-6, 1.0,
+    {"a100-sxm", "NVIDIA A100 SXM4 80 GB, BF16", 80e9, 312e12, 228e12, 300e9, 10e-6, 1.0, 0,
      "NVIDIA A100 Tensor Core GPU datasheet: 80 GB HBM2e, 312 TFLOPS dense BF16 (624 with sparsity), NVLink 600 GB/s "
      "(bidirectional); attention: FlashAttention-2 (Dao 2023, arXiv:2307.08691), up to 73 % of peak; latency: an "
      "assumed 10 us per NCCL message; the link's full rate during compute (copy engines; assumed)"},
@@ -51,7 +52,7 @@ static double matmul_flops_per_token(const ModelConfig *c, Recompute r) {
 
 static RingCosts ring_costs(const DeviceSpec *d) {
     return (RingCosts){.attn_flops = d->attn_flops, .link_bytes_per_s = d->link_bytes_per_s, .latency_s = d->latency_s,
-                       .busy_share = d->busy_share};
+                       .busy_share = d->busy_share, .host_bytes_per_s = d->host_bytes_per_s};
 }
 
 static AttnShape attn_shape(const ModelConfig *c) {

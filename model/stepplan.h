@@ -14,6 +14,7 @@ typedef struct {
     double link_bytes_per_s;    // the ring's (and the all-reduce's) link, each direction
     double latency_s;           // per message
     double busy_share;          // the share of the link's rate a ring transfer gets while its rank computes
+    double host_bytes_per_s;    // what the rank's own core moves through the network stack (0: free, as on a GPU)
     const char *source;         // where the numbers come from
 } DeviceSpec;
 
