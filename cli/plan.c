@@ -138,13 +138,14 @@ static void print_memory(const ModelConfig *c, const PlanFlags *f, Recompute cho
 }
 
 static void print_step(const StepPlan *p, const PlanFlags *f, int dp) {
-    double hidden = p->ring_transfer_s > 0 ? 1 - p->ring_wait_s / p->ring_transfer_s : 1;
+    double hidden = p->ring_transfer_s > 0 ? 1 - (p->ring_wait_s + p->ring_stack_s) / p->ring_transfer_s : 1;
     printf("step time (predicted, one optimizer step of %d x %d x %d tokens on %d rank%s):\n", f->grad_accum, f->batch * dp,
            f->seq_len, f->ranks, f->ranks == 1 ? "" : "s");
     printf("  matmuls               %10.4f s\n", p->matmul_s);
     printf("  attention blocks      %10.4f s\n", p->attn_compute_s);
-    printf("  ring transfers        %10.4f s alone, %.4f s exposed (%.0f %% hidden behind the blocks)\n", p->ring_transfer_s,
-           p->ring_wait_s, 100 * hidden);
+    printf("  ring transfers        %10.4f s alone, %.4f s exposed", p->ring_transfer_s, p->ring_wait_s);
+    if (p->ring_stack_s > 0) printf(" + %.4f s of the network stack in the blocks", p->ring_stack_s);
+    printf(" (%.0f %% hidden behind the blocks)\n", 100 * hidden);
     printf("  gradient all-reduce   %10.4f s\n", p->allreduce_s);
     printf("  step                  %10.4f s  (%.0f tokens/s)\n", p->step_s, p->tokens_per_s);
 }
@@ -187,10 +188,10 @@ static void print_table(const ModelConfig *c, const PlanFlags *f, Recompute chos
 static void print_json(const StepPlan *p, const MemPlan *m, const DeviceSpec *d, long min_tokens) {
     printf("{\"device\": \"%s\", \"step_s\": %.6f, \"matmul_s\": %.6f, \"attn_compute_s\": %.6f, \"ring_wait_s\": %.6f, "
            "\"ring_transfer_s\": %.6f, \"allreduce_s\": %.6f, \"tokens_per_s\": %.2f, \"block_s\": %.6f, \"hop_s\": %.6f, "
-           "\"mem_bytes\": %.0f, \"min_hiding_tokens\": %ld, \"matmul_flops\": %.4g, \"attn_flops\": %.4g, "
+           "\"ring_stack_s\": %.6f, \"mem_bytes\": %.0f, \"min_hiding_tokens\": %ld, \"matmul_flops\": %.4g, \"attn_flops\": %.4g, "
            "\"link_bytes_per_s\": %.4g, \"latency_s\": %.4g, \"busy_share\": %.4g, \"host_bytes_per_s\": %.4g}\n",
            d->name, p->step_s, p->matmul_s, p->attn_compute_s, p->ring_wait_s, p->ring_transfer_s, p->allreduce_s,
-           p->tokens_per_s, p->block_s, p->hop_s, m->total, min_tokens, d->matmul_flops, d->attn_flops, d->link_bytes_per_s,
+           p->tokens_per_s, p->block_s, p->hop_s, p->ring_stack_s, m->total, min_tokens, d->matmul_flops, d->attn_flops, d->link_bytes_per_s,
            d->latency_s, d->busy_share, d->host_bytes_per_s);
 }
 

@@ -72,6 +72,7 @@ StepPlan stepplan(const ModelConfig *c, int B, int accum, int T, int dp, int sp,
     p.attn_compute_s = times * (f.compute_s + b.compute_s);
     p.ring_wait_s = times * (f.seconds + b.seconds) - p.attn_compute_s;
     p.ring_transfer_s = times * (f0.wait_s + b0.wait_s);
+    p.ring_stack_s = p.attn_compute_s - times * (f0.compute_s + b0.compute_s);
     // Ring all-reduce: every rank sends and receives 2(P−1)/P of the gradients, in 2(P−1) messages.
     double grads = (double)config_num_params(c) * sizeof(real);
     if (P > 1) p.allreduce_s = 2.0 * (P - 1) / P * grads / d->link_bytes_per_s + 2.0 * (P - 1) * d->latency_s;
@@ -83,7 +84,8 @@ StepPlan stepplan(const ModelConfig *c, int B, int accum, int T, int dp, int sp,
     return p;
 }
 
-// Fraction of the ring's transfer time (forward and backward) left exposed with L tokens per rank.
+// Fraction of the ring's transfer time (forward and backward) left waiting with L tokens per rank (the host's network
+// stack work, which no block size hides, apart).
 static double exposed(const AttnShape *s, const RingCosts *rc, int sp, long L) {
     RingTiming f = ring_model(sp, (int)L, s, rc, true, false), b = ring_model(sp, (int)L, s, rc, true, true);
     RingTiming f0 = ring_model(sp, (int)L, s, rc, false, false), b0 = ring_model(sp, (int)L, s, rc, false, true);

@@ -24,7 +24,8 @@ const char *device_preset_names(void);
 
 typedef struct {
     double matmul_s;          // every matmul of the step (with the recompute mode's extra ones)
-    double attn_compute_s;    // attention block calls
+    double attn_compute_s;    // attention block calls (with the host's network stack work done between their tiles)
+    double ring_stack_s;      // of that, the host's network stack moving the ring's pieces (0 on a GPU)
     double ring_wait_s;       // exposed ring waiting: the transfers the blocks do not hide
     double ring_transfer_s;   // the ring's transfers alone (the serial baseline's waiting)
     double allreduce_s;       // the gradient all-reduce over dp·sp ranks

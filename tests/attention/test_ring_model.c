@@ -1,7 +1,8 @@
 // tests/attention/test_ring_model.c — the ring's timing model (attention/ring_model.c) replays the schedule faithfully: the
 // bytes and block work of ring.c's schedule, compute independent of the overlap, the serial baseline = compute + transfer
 // + lag (two ranks: the transfer alone, and lag in the backward),
-// no waiting on an infinitely fast link, a link-bound ring no faster than its bytes, and hiding once compute dominates.
+// no waiting on an infinitely fast link, a link-bound ring no faster than its bytes, hiding once compute dominates, a
+// slower share of the link while computing, and the host's network stack.
 #include <math.h>
 #include <stdio.h>
 
@@ -113,12 +114,42 @@ static void check_busy_share(void) {
            full, slowed, serial);
 }
 
+// The host's network stack (host_bytes_per_s): 0 is free; a host slower than the link caps every message at its rate
+// (the serial transfer alone is then bytes / host); and where compute dominates (4 × transfer here) each piece moved
+// under the blocks adds its bytes / host to the overlapped time, so the hidden fraction tops out at 1 − link / host.
+static void check_host_cost(void) {
+    int W = 2, L = 2048;
+    RingCosts c = costs(1, 0);
+    RingTiming f0 = ring_model(W, L, &SHAPE, &c, false, false), b0 = ring_model(W, L, &SHAPE, &c, false, true);
+    c.link_bytes_per_s *= 4 * (f0.wait_s + b0.wait_s) / (f0.compute_s + b0.compute_s);   // compute = 4 × transfer
+    f0 = ring_model(W, L, &SHAPE, &c, false, false), b0 = ring_model(W, L, &SHAPE, &c, false, true);
+    RingTiming f = ring_model(W, L, &SHAPE, &c, true, false), b = ring_model(W, L, &SHAPE, &c, true, true);
+    RingCosts host = c;
+    host.host_bytes_per_s = 4 * c.link_bytes_per_s;
+    RingTiming fh = ring_model(W, L, &SHAPE, &host, true, false), bh = ring_model(W, L, &SHAPE, &host, true, true);
+    RingTiming fs = ring_model(W, L, &SHAPE, &host, false, false), bs = ring_model(W, L, &SHAPE, &host, false, true);
+    double serial = f0.seconds + b0.seconds, transfer = f0.wait_s + b0.wait_s, stack = (f.bytes + b.bytes) / host.host_bytes_per_s;
+    CHECK(fs.seconds + bs.seconds == serial, "a host faster than the link leaves the serial baseline alone");
+    double added = fh.seconds + bh.seconds - f.seconds - b.seconds;
+    CHECK(fabs(added - stack) <= 1e-9 * stack, "the stack's work adds %.6g s to the overlap; the pieces' bytes / host are %.6g s",
+          added, stack);
+    double hidden = (serial - f0.lag_s - b0.lag_s - fh.seconds - bh.seconds) / transfer;
+    CHECK(fabs(hidden - 0.75) <= 0.02, "host = 4 x link: %.3f of the transfer hidden, 1 - link / host = 0.75", hidden);
+    RingCosts slow_host = c;
+    slow_host.host_bytes_per_s = c.link_bytes_per_s / 2;
+    RingTiming fq = ring_model(W, L, &SHAPE, &slow_host, false, false), bq = ring_model(W, L, &SHAPE, &slow_host, false, true);
+    CHECK(fabs(fq.wait_s + bq.wait_s - 2 * transfer) <= 1e-9 * transfer,
+          "a host at half the link's rate: serial transfer %.6g s, twice the link's %.6g s", fq.wait_s + bq.wait_s, transfer);
+    printf("  compute = 4 x transfer, host = 4 x link: %.3f of the transfer hidden (1 - link / host = 0.75)\n", hidden);
+}
+
 int main(void) {
     const int Ws[] = {1, 2, 3, 4, 8}, Ls[] = {64, 1024};
     for (size_t w = 0; w < 5; w++)
         for (size_t l = 0; l < 2; l++) check_shape(Ws[w], Ls[l]);
     check_hiding();
     check_busy_share();
+    check_host_cost();
     printf("%d passed, %d failed\n", check_passed, check_failed);
     return check_failed ? 1 : 0;
 }

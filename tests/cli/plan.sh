@@ -68,6 +68,7 @@ expect_fail 2 "is not divisible by 2·sp = 8" "$BIN" plan --seq-len 1001 --sp 4
 expect_fail 2 "--sp must be at least 1" "$BIN" plan --sp 0
 expect_fail 2 "unknown --model" "$BIN" plan --model huge
 expect_fail 2 "--busy-share must be in (0, 1] (got 1.5)" "$BIN" plan --sp 2 --busy-share 1.5
+expect_fail 2 "--host-gbps must not be negative (got -1)" "$BIN" plan --sp 2 --host-gbps -1
 
 # The share of the link while computing: slower transfers on a link the blocks do not fully hide, the same
 # step where nothing travels (sp 1).
@@ -77,4 +78,14 @@ check "--busy-share 0.5 exposes more ring wait than 1 on a 0.2 Gbit/s link ($b >
 a=$(json --model small --seq-len 8192 --device cpu --busy-share 1 | field step_s)
 b=$(json --model small --seq-len 8192 --device cpu --busy-share 0.5 | field step_s)
 check "--busy-share leaves a one-rank step alone" test "$a" = "$b"
+
+# The host's network stack: the cpu preset's core moves the ring's pieces in the blocks' time (bytes / its rate on a 1
+# Gbit/s link: 4 layers x 6 pieces of 4096 x 4 x 64 fp32 = 100.7 MB, 0.223 s at 3.616 Gbit/s); free with --host-gbps 0
+# and on a GPU preset.
+a=$(json --model small --seq-len 8192 --sp 2 --device cpu --link-gbps 1 | field ring_stack_s)
+check "the cpu preset's network stack costs the blocks 0.223 s a step (got $a)" awk -v a="$a" 'BEGIN { exit !(a > 0.222 && a < 0.224) }'
+a=$(json --model small --seq-len 8192 --sp 2 --device cpu --link-gbps 1 --host-gbps 0 | field ring_stack_s)
+check "--host-gbps 0 makes the network stack free (got $a)" awk -v a="$a" 'BEGIN { exit !(a == 0) }'
+a=$(json --model small --seq-len 8192 --sp 2 --device h100-sxm | field ring_stack_s)
+check "a GPU preset's network stack is off the compute (got $a)" awk -v a="$a" 'BEGIN { exit !(a == 0) }'
 finish
