@@ -139,15 +139,18 @@ static void figures_add(RingFigures *f, Comm *world, const double v[5]) {
     double mx[5];
     memcpy(mx, v, sizeof mx);
     comm_allreduce(world, mx, 5, COMM_F64, COMM_MAX, "repetition figures");
-    double *per = xcalloc((size_t)3 * n, sizeof(double), "per-rank figures");   // per rank: compute, wait, lag
-    per[3 * me] = v[1], per[3 * me + 1] = v[2], per[3 * me + 2] = v[4];
+    typedef struct {
+        double compute, wait, lag;
+    } RankFigures;
+    RankFigures *per = xcalloc((size_t)n, sizeof *per, "per-rank figures");   // (n): zero but this rank's, then summed
+    per[me] = (RankFigures){v[1], v[2], v[4]};
     comm_allreduce(world, per, (size_t)3 * n, COMM_F64, COMM_SUM, "per-rank figures");
     int crit = 0;
     for (int r = 1; r < n; r++)
-        if (per[3 * r] > per[3 * crit]) crit = r;
+        if (per[r].compute > per[crit].compute) crit = r;
     double *row = f->rep + (size_t)f->n++ * N_FIG;
     memcpy(row, mx, sizeof mx);
-    memcpy(row + FIG_CRIT_COMPUTE, per + 3 * crit, 3 * sizeof(double));
+    row[FIG_CRIT_COMPUTE] = per[crit].compute, row[FIG_CRIT_WAIT] = per[crit].wait, row[FIG_CRIT_LAG] = per[crit].lag;
     free(per);
 }
 
