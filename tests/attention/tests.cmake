@@ -21,6 +21,11 @@ target_link_libraries(test_ring_model PRIVATE ringgpt_lib)
 add_test(NAME attention_ring_model COMMAND test_ring_model)
 set_tests_properties(attention_ring_model PROPERTIES LABELS attention)
 
+# The overlap benchmark's paired mode (bench/ring_overlap --paired, two ranks): both lines and their figures.
+add_test(NAME attention_ring_overlap_paired
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/attention/ring_overlap_paired.sh ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:ring_overlap>)
+set_tests_properties(attention_ring_overlap_paired PROPERTIES LABELS "attention;mpi" TIMEOUT 120)
+
 # cuDNN attention's host-side planning (attention/sdpa_plan.c, plain C): every build, no GPU.
 add_executable(test_sdpa_plan ${CMAKE_SOURCE_DIR}/tests/attention/test_sdpa_plan.c)
 target_link_libraries(test_sdpa_plan PRIVATE ringgpt_lib)
