@@ -101,9 +101,9 @@ static int argmax(const float *x, int n) {
 }
 
 // One trial: the prompt up to the answer, prefilled; then the key's digits decoded greedily. answer
-// gets PASSKEY_KEY_DIGITS tokens; returns the true key.
-static uint32_t run_trial(Decoder *s, const Grid *g, int64_t len, double depth, int trial, uint32_t *hay, uint32_t *doc,
-                          int32_t *prompt, int32_t *answer) {
+// gets PASSKEY_KEY_DIGITS tokens; returns the document's keys (the asked one and the distractors').
+static PasskeyInfo run_trial(Decoder *s, const Grid *g, int64_t len, double depth, int trial, uint32_t *hay, uint32_t *doc,
+                             int32_t *prompt, int32_t *answer) {
     PasskeyInfo info;
     uint64_t content = (uint64_t)len - 1;   // the training document's tokens before its EOS
     if (g->haystack) hay_window(&g->hay, g->seed, content, trial, hay);
@@ -115,12 +115,13 @@ static uint32_t run_trial(Decoder *s, const Grid *g, int64_t len, double depth, 
         answer[d] = decode_agree(s, argmax(logits, V));
         if (d + 1 < PASSKEY_KEY_DIGITS) logits = decode_step(s, answer[d]);
     }
-    return info.key;
+    return info;
 }
 
 typedef struct {
     int64_t *answers;   // (cells, trials, digits) decoded tokens
     int64_t *keys;      // (cells, trials) the true keys
+    int64_t *others;    // (cells, trials, distractors) the distractors' keys
     double *seconds;    // (cells) prefill + decode time, summed over trials
 } Results;
 
@@ -128,8 +129,9 @@ typedef struct {
 static Results run_grid(GPT *m, const Grid *g, const CommGrid *cg) {
     int cells = g->n_len * g->n_depth, D = PASSKEY_KEY_DIGITS;
     size_t jobs = (size_t)cells * g->trials;
+    size_t K = (size_t)g->distractors;
     Results r = {xcalloc(jobs * D, sizeof(int64_t), "passkey answers"), xcalloc(jobs, sizeof(int64_t), "passkey keys"),
-                 xcalloc((size_t)cells, sizeof(double), "timings")};
+                 xcalloc(jobs * K + 1, sizeof(int64_t), "distractor keys"), xcalloc((size_t)cells, sizeof(double), "timings")};
     Decoder s;
     decoder_init(&s, m, cg->ring, D);
     bool reporter = cg->sp_index == 0;   // one rank per ring writes a job's numbers; the sums below share them
@@ -146,9 +148,10 @@ static Results run_grid(GPT *m, const Grid *g, const CommGrid *cg) {
                 if ((int)(job % cg->dp) != cg->dp_index) continue;
                 double t0 = now_seconds();
                 int32_t ans[PASSKEY_KEY_DIGITS];
-                uint32_t key = run_trial(&s, g, len, g->depths[di], t, hay, doc, prompt, ans);
+                PasskeyInfo info = run_trial(&s, g, len, g->depths[di], t, hay, doc, prompt, ans);
                 if (!reporter) continue;
-                r.keys[job] = key;
+                r.keys[job] = info.key;
+                for (size_t k = 0; k < K; k++) r.others[job * K + k] = info.others[k];
                 for (int d = 0; d < D; d++) r.answers[job * D + d] = ans[d];
                 r.seconds[c] += now_seconds() - t0;
             }
@@ -161,22 +164,9 @@ static Results run_grid(GPT *m, const Grid *g, const CommGrid *cg) {
     decoder_free(&s);
     comm_allreduce(cg->world, r.answers, jobs * D, COMM_I64, COMM_SUM, "passkey answers");
     comm_allreduce(cg->world, r.keys, jobs, COMM_I64, COMM_SUM, "passkey keys");
+    if (K) comm_allreduce(cg->world, r.others, jobs * K, COMM_I64, COMM_SUM, "distractor keys");
     comm_allreduce(cg->world, r.seconds, (size_t)cells, COMM_F64, COMM_SUM, "passkey timings");
     return r;
-}
-
-// Exact matches and right digits of one cell.
-static void cell_score(const Grid *g, const Results *r, int c, int *exact, int *digits) {
-    *exact = *digits = 0;
-    for (int t = 0; t < g->trials; t++) {
-        size_t job = (size_t)c * g->trials + t;
-        char key[8];
-        snprintf(key, sizeof key, "%05d", (int)r->keys[job]);
-        int right = 0;
-        for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) right += r->answers[job * PASSKEY_KEY_DIGITS + d] == key[d];
-        *digits += right;
-        *exact += right == PASSKEY_KEY_DIGITS;
-    }
 }
 
 // The decoded answer as text ("12345"; a token that is not a printable byte shows as '?').
@@ -188,6 +178,28 @@ static void answer_text(const Results *r, size_t job, char *out) {
     out[PASSKEY_KEY_DIGITS] = 0;
 }
 
+// One cell's trials: exact matches, right digits, and answers that are a distractor's key.
+typedef struct {
+    int exact, digits, other;
+} CellScore;
+
+static CellScore cell_score(const Grid *g, const Results *r, int c) {
+    CellScore sc = {0, 0, 0};
+    for (int t = 0; t < g->trials; t++) {
+        size_t job = (size_t)c * g->trials + t;
+        char key[8], ans[PASSKEY_KEY_DIGITS + 1];
+        snprintf(key, sizeof key, "%05d", (int)r->keys[job]);
+        answer_text(r, job, ans);
+        for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) sc.digits += ans[d] == key[d];
+        uint32_t others[PASSKEY_MAX_DISTRACTORS];   // (distractors)
+        for (int k = 0; k < g->distractors; k++) others[k] = (uint32_t)r->others[job * (size_t)g->distractors + k];
+        PasskeyAnswer kind = passkey_answer_kind(ans, (uint32_t)r->keys[job], others, g->distractors);
+        sc.exact += kind == PASSKEY_ANSWER_EXACT;
+        sc.other += kind == PASSKEY_ANSWER_OTHER_KEY;
+    }
+    return sc;
+}
+
 typedef struct {
     const char *ckpt, *label, *out;
     const ModelConfig *model;
@@ -195,6 +207,20 @@ typedef struct {
     int sp, dp;
     double seconds;
 } RunInfo;
+
+// A cell's "other_keys": per trial, the distractors' keys.
+static void add_other_keys(cJSON *cell, const Grid *g, const Results *r, int c) {
+    cJSON *all = cJSON_AddArrayToObject(cell, "other_keys");
+    for (int t = 0; t < g->trials; t++) {
+        cJSON *these = cJSON_CreateArray();
+        for (int k = 0; k < g->distractors; k++) {
+            char key[8];
+            snprintf(key, sizeof key, "%05d", (int)r->others[((size_t)c * g->trials + t) * (size_t)g->distractors + k]);
+            cJSON_AddItemToArray(these, cJSON_CreateString(key));
+        }
+        cJSON_AddItemToArray(all, these);
+    }
+}
 
 static void write_json(const char *path, const Grid *g, const Results *r, const RunInfo *ri) {
     cJSON *root = cJSON_CreateObject();
@@ -222,13 +248,13 @@ static void write_json(const char *path, const Grid *g, const Results *r, const 
     for (int i = 0; i < g->n_depth; i++) cJSON_AddItemToArray(deps, cJSON_CreateNumber(g->depths[i]));
     cJSON *cells = cJSON_AddArrayToObject(root, "cells");
     for (int c = 0; c < g->n_len * g->n_depth; c++) {
-        int exact, digits;
-        cell_score(g, r, c, &exact, &digits);
+        CellScore sc = cell_score(g, r, c);
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "length", (double)g->lengths[c / g->n_depth]);
         cJSON_AddNumberToObject(o, "depth", g->depths[c % g->n_depth]);
-        cJSON_AddNumberToObject(o, "exact_match", (double)exact / g->trials);
-        cJSON_AddNumberToObject(o, "digit_accuracy", (double)digits / (g->trials * PASSKEY_KEY_DIGITS));
+        cJSON_AddNumberToObject(o, "exact_match", (double)sc.exact / g->trials);
+        cJSON_AddNumberToObject(o, "digit_accuracy", (double)sc.digits / (g->trials * PASSKEY_KEY_DIGITS));
+        cJSON_AddNumberToObject(o, "other_key_match", (double)sc.other / g->trials);
         cJSON_AddNumberToObject(o, "seconds", r->seconds[c]);
         cJSON *ks = cJSON_AddArrayToObject(o, "keys"), *as = cJSON_AddArrayToObject(o, "answers");
         for (int t = 0; t < g->trials; t++) {
@@ -238,6 +264,7 @@ static void write_json(const char *path, const Grid *g, const Results *r, const 
             cJSON_AddItemToArray(ks, cJSON_CreateString(key));
             cJSON_AddItemToArray(as, cJSON_CreateString(ans));
         }
+        if (g->distractors) add_other_keys(o, g, r, c);
         cJSON_AddItemToArray(cells, o);
     }
     char *text = cJSON_Print(root);
@@ -252,12 +279,12 @@ static void write_json(const char *path, const Grid *g, const Results *r, const 
 
 static void write_csv(const char *path, const Grid *g, const Results *r) {
     FILE *f = xfopen(path, "w");
-    if (fprintf(f, "length,depth,trials,exact_match,digit_accuracy,seconds\n") < 0) fail("%s: write failed", path);
+    if (fprintf(f, "length,depth,trials,exact_match,digit_accuracy,seconds,other_key_match\n") < 0) fail("%s: write failed", path);
     for (int c = 0; c < g->n_len * g->n_depth; c++) {
-        int exact, digits;
-        cell_score(g, r, c, &exact, &digits);
-        if (fprintf(f, "%" PRId64 ",%.4g,%d,%.4f,%.4f,%.3f\n", g->lengths[c / g->n_depth], g->depths[c % g->n_depth], g->trials,
-                    (double)exact / g->trials, (double)digits / (g->trials * PASSKEY_KEY_DIGITS), r->seconds[c]) < 0)
+        CellScore sc = cell_score(g, r, c);
+        if (fprintf(f, "%" PRId64 ",%.4g,%d,%.4f,%.4f,%.3f,%.4f\n", g->lengths[c / g->n_depth], g->depths[c % g->n_depth], g->trials,
+                    (double)sc.exact / g->trials, (double)sc.digits / (g->trials * PASSKEY_KEY_DIGITS), r->seconds[c],
+                    (double)sc.other / g->trials) < 0)
             fail("%s: write failed", path);
     }
     xfclose(f, path);
@@ -268,17 +295,20 @@ static void print_table(const Grid *g, const Results *r) {
     log_info("exact match %% (%d trials per cell; rows: length, columns: depth)\n%8s", g->trials, "");
     for (int d = 0; d < g->n_depth; d++) log_info(" %5.2f", g->depths[d]);
     log_info("   mean\n");
+    int other = 0;
     for (int l = 0; l < g->n_len; l++) {
         int sum = 0;
         log_info("%8" PRId64, g->lengths[l]);
         for (int d = 0; d < g->n_depth; d++) {
-            int exact, digits;
-            cell_score(g, r, l * g->n_depth + d, &exact, &digits);
-            sum += exact;
-            log_info(" %5.0f", 100.0 * exact / g->trials);
+            CellScore sc = cell_score(g, r, l * g->n_depth + d);
+            sum += sc.exact, other += sc.other;
+            log_info(" %5.0f", 100.0 * sc.exact / g->trials);
         }
         log_info(" %6.1f\n", 100.0 * sum / (g->trials * g->n_depth));
     }
+    if (g->distractors)
+        log_info("answers that are a distractor's key (the copy right, the name not): %d of %d\n", other,
+                 g->trials * g->n_depth * g->n_len);
 }
 
 static const ArgCommand PASSKEY_CMD = {
@@ -373,6 +403,7 @@ int cmd_passkey(int argc, char **argv) {
     haystack_free(&g.hay);
     free(r.answers);
     free(r.keys);
+    free(r.others);
     free(r.seconds);
     gpt_free(&m);
     comm_grid_free(&cg);

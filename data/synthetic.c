@@ -104,6 +104,24 @@ static void put_question(uint32_t *out, uint64_t *p, const Needle *n, uint64_t *
     put_statement(out, p, n, answer);
 }
 
+// A key's first PASSKEY_KEY_DIGITS digits as a number.
+static uint32_t first_digits(const char *key) {
+    uint32_t v = 0;
+    for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) v = v * 10 + (uint32_t)(key[d] - '0');
+    return v;
+}
+
+PasskeyAnswer passkey_answer_kind(const char *answer, uint32_t key, const uint32_t *others, int n_others) {
+    char k[16];
+    snprintf(k, sizeof k, "%05u", key);
+    if (memcmp(answer, k, PASSKEY_KEY_DIGITS) == 0) return PASSKEY_ANSWER_EXACT;
+    for (int i = 0; i < n_others; i++) {
+        snprintf(k, sizeof k, "%05u", others[i]);
+        if (memcmp(answer, k, PASSKEY_KEY_DIGITS) == 0) return PASSKEY_ANSWER_OTHER_KEY;
+    }
+    return PASSKEY_ANSWER_WRONG;
+}
+
 // The document of needles nd[0..count) around `filler` filler tokens: intro, filler with each needle at its
 // `before`, then the questions for nd[0..asks) in turn, each followed by its answer (nd[0] is the one an
 // evaluation asks for; answers[q] is where answer q starts). Returns the tokens written.
@@ -132,6 +150,7 @@ static uint64_t layout(Needle *nd, int count, int asks, uint64_t filler, const u
         put_question(out, &p, &nd[q], &answers[q]);
     }
     info->answer_pos = answers[0];
+    for (int i = 1; i < count; i++) info->others[i - 1] = first_digits(nd[i].key);
     return p;
 }
 
@@ -197,7 +216,7 @@ void synth_passkey(uint64_t seed, uint64_t doc, uint64_t len, double depth, int 
     Needle nd[PASSKEY_MAX_DISTRACTORS + 1];
     draw_needles(seed, doc, depth, distractors, nd);
     uint64_t filler = place(nd, distractors + 1, 1, len), answer;
-    *info = (PasskeyInfo){.key = (uint32_t)atoi(nd[0].key), .depth = nd[0].depth, .needles = distractors + 1, .asked = 1};
+    *info = (PasskeyInfo){.key = first_digits(nd[0].key), .depth = nd[0].depth, .needles = distractors + 1, .asked = 1};
     layout(nd, distractors + 1, 1, filler, hay, out, info, &answer);
 }
 
@@ -276,7 +295,7 @@ uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const Pass
     while (asks > 1 && fixed_len(nd, distractors + 1, asks) > len) asks--;   // as many questions as fit
     uint64_t filler = place(nd, distractors + 1, asks, len);   // the others' extra digits come out of the filler
     if (longer) strcpy(nd[0].key + PASSKEY_KEY_DIGITS, extra + PASSKEY_KEY_DIGITS);
-    *info = (PasskeyInfo){.key = (uint32_t)atoi(nd[0].key), .depth = nd[0].depth, .needles = distractors + 1, .asked = asks};
+    *info = (PasskeyInfo){.key = first_digits(nd[0].key), .depth = nd[0].depth, .needles = distractors + 1, .asked = asks};
     uint64_t answers[PASSKEY_MAX_DISTRACTORS + 1];
     uint64_t n = layout(nd, distractors + 1, asks, filler, hay, out, info, answers);
     memset(weight, 0, (size_t)n);

@@ -8,6 +8,7 @@
 // With distractors (RULER's multi-key needle): "There are pass keys hidden in this text. Remember them. " and
 // 1 + distractors needles "The pass key for NAME is 12345. Remember it. " with distinct names and keys at
 // their own depths; the question names one: "What is the pass key for NAME? The pass key for NAME is 12345".
+enum { PASSKEY_KEY_DIGITS = 5, PASSKEY_KEY_MAX = 60, PASSKEY_MAX_DISTRACTORS = 8 };
 typedef struct {
     uint32_t key;          // the asked key's first 5 digits, 10000..99999
     double depth;          // where its needle sits, as a fraction of the filler (0 = start, 1 = end)
@@ -16,8 +17,12 @@ typedef struct {
     uint64_t answer_pos;   // first digit of the answer at the end
     int needles;           // 1 + distractors
     int asked;             // questions at the end (a training mix's `ask`; else 1), the asked key's first
+    uint32_t others[PASSKEY_MAX_DISTRACTORS];   // (needles - 1) the distractors' keys, their first 5 digits
 } PasskeyInfo;
-enum { PASSKEY_KEY_DIGITS = 5, PASSKEY_KEY_MAX = 60, PASSKEY_MAX_DISTRACTORS = 8 };
+// What a decoded answer (PASSKEY_KEY_DIGITS characters) is: the asked key, another needle's key (the copy
+// went to a distractor: the name did not pick it), or neither.
+typedef enum { PASSKEY_ANSWER_WRONG, PASSKEY_ANSWER_EXACT, PASSKEY_ANSWER_OTHER_KEY } PasskeyAnswer;
+PasskeyAnswer passkey_answer_kind(const char *answer, uint32_t key, const uint32_t *others, int n_others);
 // The shortest document the layout fits in, with `distractors` other needles.
 uint64_t passkey_min_len(int distractors);
 // Document `doc` of the task seeded `seed`; depth < 0 draws it uniformly. out has len tokens. The filler is

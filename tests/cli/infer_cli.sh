@@ -62,6 +62,15 @@ mpirun_np 2 "$BIN" passkey "$W/run" --lengths 400 --depths 0,1 --trials 2 --thre
 [[ $(answers "$W/dis2.json") == "$(answers "$W/dis1.json")" ]] || fail "distractor answers over sp 2 differ from one rank's"
 grep -qE '"distractors":\s*3' "$W/dis1.json" && grep -qE '"haystack_crc32":\s*"[0-9a-f]{8}"' "$W/dis1.json" \
   && ok "passkey --distractors 3 in a haystack over sp 2 = one rank's; recorded in the JSON" || fail "distractor JSON: $(head -c 400 "$W/dis1.json")"
+# each trial's distractor keys (3, none the asked key, the same over the ring) and the share of answers that are one
+python3 - "$W/dis1.json" "$W/dis2.json" <<'PYEOF' && ok "passkey records the distractors' keys and the answers that copied one" || fail "other_keys / other_key_match"
+import json, sys
+one, two = (json.load(open(p))["cells"] for p in sys.argv[1:])
+for a, b in zip(one, two):
+    assert a["other_keys"] == b["other_keys"], "over sp 2"
+    assert len(a["other_keys"]) == 2 and all(len(o) == 3 and k not in o and all(len(x) == 5 for x in o) for k, o in zip(a["keys"], a["other_keys"]))
+    assert a["other_key_match"] == sum(ans in o for ans, o in zip(a["answers"], a["other_keys"])) / 2
+PYEOF
 
 # bad input: exit 2, one line naming the problem
 expect2() {

@@ -283,6 +283,21 @@ static uint64_t last_needle_end(const uint32_t *doc, uint64_t n) {
     return end;
 }
 
+// info's distractor keys: each in its own needle (" is KEY. Remember it."), none the asked key, and an answer
+// that equals one classed as another needle's key (the asked key as exact; a key in no needle as wrong).
+static bool others_in_doc(const uint32_t *doc, uint64_t len, const PasskeyInfo *info) {
+    char asked[8], s[40];
+    snprintf(asked, sizeof asked, "%05u", info->key);
+    bool ok = passkey_answer_kind(asked, info->key, info->others, info->needles - 1) == PASSKEY_ANSWER_EXACT;
+    for (int k = 0; ok && k < info->needles - 1; k++) {
+        snprintf(s, sizeof s, " is %05u. Remember it.", info->others[k]);
+        ok = count_text(doc, len, s) == 1 && info->others[k] != info->key &&
+             passkey_answer_kind(s + 4, info->key, info->others, info->needles - 1) == PASSKEY_ANSWER_OTHER_KEY;
+    }
+    char none[8] = "00000";   // keys are 10000..99999
+    return ok && passkey_answer_kind(none, info->key, info->others, info->needles - 1) == PASSKEY_ANSWER_WRONG;
+}
+
 static void test_distractors(void) {
     uint32_t *doc = malloc(4096 * sizeof *doc), *hay = malloc(4096 * sizeof *hay);
     for (int i = 0; i < 4096; i++) hay[i] = "Some plain prose, nothing more. "[i % 32];
@@ -309,6 +324,7 @@ static void test_distractors(void) {
                    !text_at_str(doc, info.answer_pos, key) || info.answer_pos + PASSKEY_KEY_DIGITS != len ||
                    !text_at_str(doc, 0, "There are pass keys hidden in this text. Remember them. ") ||
                    (len == 4096 && (d % 3 == 0) != (count_text(doc, len, "Some plain prose") > 0));
+            bad += !others_in_doc(doc, len, &info);
         }
     }
     CHECK(bad == 0, "distractors: %d documents with a wrong layout", bad);
