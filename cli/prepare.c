@@ -338,6 +338,9 @@ static void check_synthetic(const PrepareArgs *a, bool passkey) {
         fail_usage("--distractors %d: give 1..%d (the most other keys a document may hold)", mx->distractors, PASSKEY_MAX_DISTRACTORS);
     if (mx->ask < 1 || mx->ask > PASSKEY_MAX_DISTRACTORS + 1)
         fail_usage("--ask %d: give 1..%d (questions a document with distractors asks)", mx->ask, PASSKEY_MAX_DISTRACTORS + 1);
+    if (!(mx->alike_frac >= 0 && mx->alike_frac <= 1)) fail_usage("--distractor-alike %g: give a fraction in 0..1", mx->alike_frac);
+    if (mx->alike_frac > 0 && !(mx->distractor_frac > 0))
+        fail_usage("--distractor-alike %g needs --distractor-frac (only documents with distractors have keys to make alike)", mx->alike_frac);
     if (mx->ask > 1 && !(mx->distractor_frac > 0)) fail_usage("--ask %d needs --distractor-frac (only documents with distractors ask more)", mx->ask);
     if (!(mx->hay_frac >= 0 && mx->hay_frac <= 1)) fail_usage("--haystack-frac %g: give a fraction in 0..1", mx->hay_frac);
     if (mx->hay_frac > 0 && !a->haystack) fail_usage("--haystack-frac needs --haystack (the text the needles hide in)");
@@ -612,6 +615,7 @@ static char *source_json(const PrepareArgs *a, int kind, const FileList *l) {
                 cJSON_AddNumberToObject(o, "distractor_frac", a->mix.distractor_frac);
                 cJSON_AddNumberToObject(o, "distractors", a->mix.distractors);
                 cJSON_AddNumberToObject(o, "ask", a->mix.ask);
+                if (a->mix.alike_frac > 0) cJSON_AddNumberToObject(o, "distractor_alike", a->mix.alike_frac);
             }
             if (a->mix.recall_frac > 0) {
                 cJSON_AddNumberToObject(o, "recall_frac", a->mix.recall_frac);
@@ -693,6 +697,8 @@ int cmd_prepare(int argc, char **argv) {
         {"--distractors", ARG_INT, &a.mix.distractors, "passkey: the most other named keys a --distractor-frac document holds "
                                                        "(1..8; a short document holds as many as fit)"},
         {"--distractor-frac", ARG_DOUBLE, &a.mix.distractor_frac, "passkey: share of documents with 1..--distractors other named keys"},
+        {"--distractor-alike", ARG_DOUBLE, &a.mix.alike_frac, "passkey: share of distractor keys that begin with the asked key's "
+                                                              "first 1..4 digits and then differ (hard negatives for the copy)"},
         {"--ask", ARG_INT, &a.mix.ask, "passkey: questions a --distractor-frac document asks, each for another of its keys and each "
                                        "answer in the loss (1..9; as many as fit)"},
         {"--haystack", ARG_STRING, &a.haystack, "passkey: real text (a file, a directory of files or a byte-level dataset) the needles "

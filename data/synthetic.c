@@ -239,6 +239,16 @@ static void share_edge(Rng *r, Needle *nd, int count) {
     nd[j].depth = edge;
 }
 
+// Each distractor's key, in alike_frac of them, takes the asked key's first 1..4 digits and then differs.
+static void make_alike(Rng *r, const PasskeyMix *mx, Needle *nd, int count) {
+    for (int i = 1; i < count; i++) {
+        if (!(rng_uniform(r) < mx->alike_frac)) continue;
+        int m = 1 + (int)rng_below(r, PASSKEY_KEY_DIGITS - 1);
+        memcpy(nd[i].key, nd[0].key, (size_t)m);
+        if (nd[i].key[m] == nd[0].key[m]) nd[i].key[m] = (char)('0' + (nd[0].key[m] - '0' + 1 + (int)rng_below(r, 9)) % 10);
+    }
+}
+
 // 1..key_max−5 more digits appended to a key (its first 5 unchanged).
 static void lengthen(Rng *r, const PasskeyMix *mx, char *key) {
     int m = 1 + (int)rng_below(r, (uint64_t)(mx->key_max - PASSKEY_KEY_DIGITS));
@@ -291,6 +301,7 @@ uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const Pass
     draw_needles(seed, k, depth, distractors, nd);
     for (int i = 1; longer && i <= distractors; i++) lengthen(&r, mix, nd[i].key);   // the asked key is not the longest one
     if (distractors > 0 && depth >= 0 && mix->depth < 0) share_edge(&r, nd, distractors + 1);
+    if (mix->alike_frac > 0) make_alike(&r, mix, nd, distractors + 1);   // after every older draw: without it, the same documents
     int asks = distractors > 0 && mix->ask > 1 ? (mix->ask < distractors + 1 ? mix->ask : distractors + 1) : 1;
     while (asks > 1 && fixed_len(nd, distractors + 1, asks) > len) asks--;   // as many questions as fit
     uint64_t filler = place(nd, distractors + 1, asks, len);   // the others' extra digits come out of the filler

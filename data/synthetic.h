@@ -45,6 +45,8 @@ typedef struct {
     int key_max;        // the longest key, in digits (5..60)
     double distractor_frac;   // documents with 1..distractors other named needles (as many as fit in a short one)
     int distractors;
+    double alike_frac;        // distractor keys that share the asked key's first 1..4 digits (then differ): a copy
+                              // keyed on the digits before it no longer tells the keys apart
     int ask;                  // questions a document with distractors asks (≤ 1: one): the asked key's, then
                               // other needles' in turn, each answer in the loss; as many as fit
     double hay_frac;          // documents whose filler is a window of hay (real text) instead of the sentences

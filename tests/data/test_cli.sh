@@ -102,6 +102,13 @@ expect_fail "prepare --distractors 9" "distractors 9: give 1..8" -- "$BIN" prepa
     && ok || bad "prepare --ask (several questions a document with distractors; the realised share printed)"
 expect_fail "prepare --ask 0" "ask 0: give 1..9" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --distractor-frac 0.5 --ask 0
 expect_fail "prepare --ask without distractors" "needs --distractor-frac" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --ask 2
+"$BIN" prepare --out "$DIR/pkalike" --synthetic passkey --docs 40 --doc-len 300,2K --distractor-frac 1 --distractors 3 \
+    --distractor-alike 0.5 --quiet > /dev/null && "$BIN" inspect --verify "$DIR/pkalike" > /dev/null \
+    && grep -qE '"distractor_alike":\s*0.5' "$DIR/pkalike/manifest.json" && ok || bad "prepare --distractor-alike (recorded in the manifest)"
+expect_fail "prepare --distractor-alike 2" "distractor-alike 2: give a fraction in 0..1" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey \
+    --distractor-frac 0.5 --distractor-alike 2
+expect_fail "prepare --distractor-alike without distractors" "needs --distractor-frac" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey \
+    --distractor-alike 0.5
 "$BIN" prepare --out "$DIR/pkrecall" --synthetic passkey --docs 40 --doc-len 150,400 --recall-frac 0.5 --pairs 8 --queries 8 \
     --quiet > /dev/null && "$BIN" inspect --verify "$DIR/pkrecall" > /dev/null && grep -qE '"recall_frac":\s*0.5' "$DIR/pkrecall/manifest.json" \
     && ok || bad "prepare --synthetic passkey --recall-frac (recall documents in the mix)"

@@ -362,6 +362,31 @@ static void test_distractors(void) {
     }
     CHECK(some_edge == 300 && asked_edge > 75 && asked_edge < 165,
           "edge documents with distractors: %d of 300 with a needle at an edge, %d with the asked one there", some_edge, asked_edge);
+    // Alike distractors: every other key begins with the asked key's first 1..4 digits and differs at the next;
+    // the document is otherwise the one without them (the asked key, its place, the answer).
+    mx.edge_frac = 0;
+    int prefixes[PASSKEY_KEY_DIGITS + 1] = {0};
+    bad = 0;
+    for (int k = 0; k < 200; k++) {
+        PasskeyInfo plain, alike;
+        mx.alike_frac = 0;
+        synth_passkey_train(5, (uint64_t)k, 4000, &mx, t, w, &plain);
+        mx.alike_frac = 1;
+        synth_passkey_train(5, (uint64_t)k, 4000, &mx, t, w, &alike);
+        bad += plain.key != alike.key || plain.answer_pos != alike.answer_pos || plain.needles != alike.needles;
+        for (int i = 0; i < alike.needles - 1; i++) {
+            char a[8], o[8];
+            snprintf(a, sizeof a, "%05u", alike.key), snprintf(o, sizeof o, "%05u", alike.others[i]);
+            int m = 0;
+            while (m < PASSKEY_KEY_DIGITS && a[m] == o[m]) m++;
+            prefixes[m]++;
+            bad += m < 1 || m > 4;
+        }
+    }
+    mx.alike_frac = 0;
+    CHECK(bad == 0 && prefixes[1] > 50 && prefixes[2] > 50 && prefixes[3] > 50 && prefixes[4] > 50,
+          "alike distractors: %d bad; shared prefixes of 1..4 digits: %d %d %d %d", bad, prefixes[1], prefixes[2], prefixes[3],
+          prefixes[4]);
     free(t);
     free(w);
     free(doc);
