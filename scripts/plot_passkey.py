@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pyfind  # noqa: E402  (scripts/pyfind.py: finds a Python with matplotlib; --help works without it)
@@ -72,8 +73,8 @@ def main():
         ax.set_xticks(range(len(depths)), [f"{d:g}" for d in depths], fontsize=7)
         ax.set_yticks(range(len(lengths)), [length_label(n) for n in lengths], fontsize=8)
         trained = r.get("trained_seq_len", 0)
-        ax.set_title(f"{r.get('label', '')}: {grid_kind(r)}\n(trained at {length_label(trained)}, θ={r.get('rope_theta', 0):g})",
-                     fontsize=9)
+        title = textwrap.fill(f"{r.get('label', '')}: {grid_kind(r)}", 42)   # long labels wrap, not run into the next panel's
+        ax.set_title(f"{title}\n(trained at {length_label(trained)}, θ={r.get('rope_theta', 0):g})", fontsize=9)
         ax.set_xlabel("depth of the key")
         if col == 0:
             ax.set_ylabel("context length (tokens)")
