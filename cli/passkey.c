@@ -178,13 +178,14 @@ static void answer_text(const Results *r, size_t job, char *out) {
     out[PASSKEY_KEY_DIGITS] = 0;
 }
 
-// One cell's trials: exact matches, right digits, and answers that are a distractor's key.
+// One cell's trials: exact matches, right digits, answers that are a distractor's key, answers that begin
+// on the asked key and leave it (passkey_answer_kind).
 typedef struct {
-    int exact, digits, other;
+    int exact, digits, other, drifted;
 } CellScore;
 
 static CellScore cell_score(const Grid *g, const Results *r, int c) {
-    CellScore sc = {0, 0, 0};
+    CellScore sc = {0, 0, 0, 0};
     for (int t = 0; t < g->trials; t++) {
         size_t job = (size_t)c * g->trials + t;
         char key[8], ans[PASSKEY_KEY_DIGITS + 1];
@@ -196,6 +197,7 @@ static CellScore cell_score(const Grid *g, const Results *r, int c) {
         PasskeyAnswer kind = passkey_answer_kind(ans, (uint32_t)r->keys[job], others, g->distractors);
         sc.exact += kind == PASSKEY_ANSWER_EXACT;
         sc.other += kind == PASSKEY_ANSWER_OTHER_KEY;
+        sc.drifted += kind == PASSKEY_ANSWER_DRIFTED;
     }
     return sc;
 }
@@ -255,6 +257,7 @@ static void write_json(const char *path, const Grid *g, const Results *r, const 
         cJSON_AddNumberToObject(o, "exact_match", (double)sc.exact / g->trials);
         cJSON_AddNumberToObject(o, "digit_accuracy", (double)sc.digits / (g->trials * PASSKEY_KEY_DIGITS));
         cJSON_AddNumberToObject(o, "other_key_match", (double)sc.other / g->trials);
+        cJSON_AddNumberToObject(o, "drifted", (double)sc.drifted / g->trials);
         cJSON_AddNumberToObject(o, "seconds", r->seconds[c]);
         cJSON *ks = cJSON_AddArrayToObject(o, "keys"), *as = cJSON_AddArrayToObject(o, "answers");
         for (int t = 0; t < g->trials; t++) {
@@ -279,12 +282,12 @@ static void write_json(const char *path, const Grid *g, const Results *r, const 
 
 static void write_csv(const char *path, const Grid *g, const Results *r) {
     FILE *f = xfopen(path, "w");
-    if (fprintf(f, "length,depth,trials,exact_match,digit_accuracy,seconds,other_key_match\n") < 0) fail("%s: write failed", path);
+    if (fprintf(f, "length,depth,trials,exact_match,digit_accuracy,seconds,other_key_match,drifted\n") < 0) fail("%s: write failed", path);
     for (int c = 0; c < g->n_len * g->n_depth; c++) {
         CellScore sc = cell_score(g, r, c);
-        if (fprintf(f, "%" PRId64 ",%.4g,%d,%.4f,%.4f,%.3f,%.4f\n", g->lengths[c / g->n_depth], g->depths[c % g->n_depth], g->trials,
+        if (fprintf(f, "%" PRId64 ",%.4g,%d,%.4f,%.4f,%.3f,%.4f,%.4f\n", g->lengths[c / g->n_depth], g->depths[c % g->n_depth], g->trials,
                     (double)sc.exact / g->trials, (double)sc.digits / (g->trials * PASSKEY_KEY_DIGITS), r->seconds[c],
-                    (double)sc.other / g->trials) < 0)
+                    (double)sc.other / g->trials, (double)sc.drifted / g->trials) < 0)
             fail("%s: write failed", path);
     }
     xfclose(f, path);
@@ -295,20 +298,20 @@ static void print_table(const Grid *g, const Results *r) {
     log_info("exact match %% (%d trials per cell; rows: length, columns: depth)\n%8s", g->trials, "");
     for (int d = 0; d < g->n_depth; d++) log_info(" %5.2f", g->depths[d]);
     log_info("   mean\n");
-    int other = 0;
+    int other = 0, drifted = 0;
     for (int l = 0; l < g->n_len; l++) {
         int sum = 0;
         log_info("%8" PRId64, g->lengths[l]);
         for (int d = 0; d < g->n_depth; d++) {
             CellScore sc = cell_score(g, r, l * g->n_depth + d);
-            sum += sc.exact, other += sc.other;
+            sum += sc.exact, other += sc.other, drifted += sc.drifted;
             log_info(" %5.0f", 100.0 * sc.exact / g->trials);
         }
         log_info(" %6.1f\n", 100.0 * sum / (g->trials * g->n_depth));
     }
     if (g->distractors)
-        log_info("answers that are a distractor's key (the copy right, the name not): %d of %d\n", other,
-                 g->trials * g->n_depth * g->n_len);
+        log_info("of %d answers: %d a distractor's key (the name picked another needle), %d the asked key's first digit and then "
+                 "off it (the copy drifted)\n", g->trials * g->n_depth * g->n_len, other, drifted);
 }
 
 static const ArgCommand PASSKEY_CMD = {

@@ -119,7 +119,8 @@ PasskeyAnswer passkey_answer_kind(const char *answer, uint32_t key, const uint32
         snprintf(k, sizeof k, "%05u", others[i]);
         if (memcmp(answer, k, PASSKEY_KEY_DIGITS) == 0) return PASSKEY_ANSWER_OTHER_KEY;
     }
-    return PASSKEY_ANSWER_WRONG;
+    snprintf(k, sizeof k, "%05u", key);
+    return answer[0] == k[0] ? PASSKEY_ANSWER_DRIFTED : PASSKEY_ANSWER_WRONG;
 }
 
 // The document of needles nd[0..count) around `filler` filler tokens: intro, filler with each needle at its

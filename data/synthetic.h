@@ -20,8 +20,9 @@ typedef struct {
     uint32_t others[PASSKEY_MAX_DISTRACTORS];   // (needles - 1) the distractors' keys, their first 5 digits
 } PasskeyInfo;
 // What a decoded answer (PASSKEY_KEY_DIGITS characters) is: the asked key, another needle's key (the copy
-// went to a distractor: the name did not pick it), or neither.
-typedef enum { PASSKEY_ANSWER_WRONG, PASSKEY_ANSWER_EXACT, PASSKEY_ANSWER_OTHER_KEY } PasskeyAnswer;
+// went to a distractor: the name did not pick it), the asked key's first digit and then off it (the copy
+// left the needle it started on), or wrong from the first digit.
+typedef enum { PASSKEY_ANSWER_WRONG, PASSKEY_ANSWER_EXACT, PASSKEY_ANSWER_OTHER_KEY, PASSKEY_ANSWER_DRIFTED } PasskeyAnswer;
 PasskeyAnswer passkey_answer_kind(const char *answer, uint32_t key, const uint32_t *others, int n_others);
 // The shortest document the layout fits in, with `distractors` other needles.
 uint64_t passkey_min_len(int distractors);

@@ -70,6 +70,7 @@ for a, b in zip(one, two):
     assert a["other_keys"] == b["other_keys"], "over sp 2"
     assert len(a["other_keys"]) == 2 and all(len(o) == 3 and k not in o and all(len(x) == 5 for x in o) for k, o in zip(a["keys"], a["other_keys"]))
     assert a["other_key_match"] == sum(ans in o for ans, o in zip(a["answers"], a["other_keys"])) / 2
+    assert a["drifted"] == sum(ans != k and ans not in o and ans[0] == k[0] for k, ans, o in zip(a["keys"], a["answers"], a["other_keys"])) / 2
 PYEOF
 
 # bad input: exit 2, one line naming the problem

@@ -294,8 +294,13 @@ static bool others_in_doc(const uint32_t *doc, uint64_t len, const PasskeyInfo *
         ok = count_text(doc, len, s) == 1 && info->others[k] != info->key &&
              passkey_answer_kind(s + 4, info->key, info->others, info->needles - 1) == PASSKEY_ANSWER_OTHER_KEY;
     }
-    char none[8] = "00000";   // keys are 10000..99999
-    return ok && passkey_answer_kind(none, info->key, info->others, info->needles - 1) == PASSKEY_ANSWER_WRONG;
+    char none[8] = "00000", drift[8];   // keys are 10000..99999; the asked key's first digit, then the other digits' successors
+    snprintf(drift, sizeof drift, "%05u", info->key);
+    for (int d = 1; d < PASSKEY_KEY_DIGITS; d++) drift[d] = (char)('0' + (drift[d] - '0' + 1) % 10);
+    bool other = false;
+    for (int k = 0; k < info->needles - 1; k++) other |= info->others[k] == (uint32_t)atoi(drift);
+    return ok && passkey_answer_kind(none, info->key, info->others, info->needles - 1) == PASSKEY_ANSWER_WRONG &&
+           (other || passkey_answer_kind(drift, info->key, info->others, info->needles - 1) == PASSKEY_ANSWER_DRIFTED);
 }
 
 static void test_distractors(void) {
