@@ -112,15 +112,14 @@ static uint32_t first_digits(const char *key) {
 }
 
 PasskeyAnswer passkey_answer_kind(const char *answer, uint32_t key, const uint32_t *others, int n_others) {
-    char k[16];
-    snprintf(k, sizeof k, "%05u", key);
-    if (memcmp(answer, k, PASSKEY_KEY_DIGITS) == 0) return PASSKEY_ANSWER_EXACT;
+    char asked[16], k[16];
+    snprintf(asked, sizeof asked, "%05u", key);
+    if (memcmp(answer, asked, PASSKEY_KEY_DIGITS) == 0) return PASSKEY_ANSWER_EXACT;
     for (int i = 0; i < n_others; i++) {
         snprintf(k, sizeof k, "%05u", others[i]);
         if (memcmp(answer, k, PASSKEY_KEY_DIGITS) == 0) return PASSKEY_ANSWER_OTHER_KEY;
     }
-    snprintf(k, sizeof k, "%05u", key);
-    return answer[0] == k[0] ? PASSKEY_ANSWER_DRIFTED : PASSKEY_ANSWER_WRONG;
+    return answer[0] == asked[0] ? PASSKEY_ANSWER_DRIFTED : PASSKEY_ANSWER_WRONG;
 }
 
 // The document of needles nd[0..count) around `filler` filler tokens: intro, filler with each needle at its
