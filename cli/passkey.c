@@ -76,12 +76,13 @@ static void parse_depths(Grid *g, const char *spec) {
 }
 
 // The haystack window of a trial: len tokens of the text starting where (seed, len, trial) says, wrapping
-// around at its end; the same window for the same trial whatever the ranks.
-static void hay_window(const Haystack *h, uint64_t seed, uint64_t len, int trial, uint32_t *out) {
+// around at its end; the same window for the same trial whatever the ranks. Returns where it starts.
+static uint64_t hay_window(const Haystack *h, uint64_t seed, uint64_t len, int trial, uint32_t *out) {
     Rng r;
     rng_seed(&r, seed * 0xA0761D6478BD642Full ^ (len * 0xE7037ED1A0B428DBull + (uint64_t)trial));
     uint64_t at = rng_below(&r, h->n);
     for (uint64_t i = 0; i < len; i++) out[i] = h->tok[(at + i) % h->n];
+    return at;
 }
 
 // --haystack: its text, at least as long as the longest document (a window must not repeat itself).
@@ -100,14 +101,21 @@ static int argmax(const float *x, int n) {
     return best;
 }
 
+// The document of one trial, the same on every rank: doc gets its len - 1 tokens (the training document's
+// before its EOS), hay (len) its haystack window with --haystack. Returns where that window starts in the text.
+static uint64_t trial_doc(const Grid *g, int64_t len, double depth, int trial, uint32_t *hay, uint32_t *doc, PasskeyInfo *info) {
+    uint64_t content = (uint64_t)len - 1, at = 0;
+    if (g->haystack) at = hay_window(&g->hay, g->seed, content, trial, hay);
+    synth_passkey(g->seed, (uint64_t)trial, content, depth, g->distractors, g->haystack ? hay : NULL, doc, info);
+    return at;
+}
+
 // One trial: the prompt up to the answer, prefilled; then the key's digits decoded greedily. answer
 // gets PASSKEY_KEY_DIGITS tokens; returns the document's keys (the asked one and the distractors').
 static PasskeyInfo run_trial(Decoder *s, const Grid *g, int64_t len, double depth, int trial, uint32_t *hay, uint32_t *doc,
                              int32_t *prompt, int32_t *answer) {
     PasskeyInfo info;
-    uint64_t content = (uint64_t)len - 1;   // the training document's tokens before its EOS
-    if (g->haystack) hay_window(&g->hay, g->seed, content, trial, hay);
-    synth_passkey(g->seed, (uint64_t)trial, content, depth, g->distractors, g->haystack ? hay : NULL, doc, &info);
+    trial_doc(g, len, depth, trial, hay, doc, &info);
     for (uint64_t i = 0; i < info.answer_pos; i++) prompt[i] = (int32_t)doc[i];
     int V = s->m->cfg.vocab_size;
     const float *logits = decode_prefill(s, prompt, (int)info.answer_pos);
@@ -293,6 +301,71 @@ static void write_csv(const char *path, const Grid *g, const Results *r) {
     xfclose(f, path);
 }
 
+// A prompt's byte tokens (n) as a JSON string's text: bytes 1..127 as themselves, 128..255 as U+0080..U+00FF
+// (Latin-1: .encode("latin-1") gives the bytes back, and a window cut inside a UTF-8 character stays valid
+// JSON), a NUL byte as U+2400.
+static char *prompt_text(const uint32_t *doc, uint64_t n) {
+    char *s = xmalloc((size_t)n * 3 + 1, "a passkey prompt's text");
+    size_t k = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        unsigned b = doc[i] & 0xFF;   // byte tokens
+        if (b == 0) s[k++] = (char)0xE2, s[k++] = (char)0x90, s[k++] = (char)0x80;
+        else if (b < 0x80) s[k++] = (char)b;
+        else s[k++] = (char)(0xC0 | b >> 6), s[k++] = (char)(0x80 | (b & 0x3F));
+    }
+    s[k] = 0;
+    return s;
+}
+
+// One line of OUT.docs.jsonl: a trial's cell, keys, decoded answer, where its needle, key and answer sit, the
+// start of its haystack window in the text (the files in name order) and the prompt the model read.
+static void write_doc_line(FILE *f, const char *path, const Grid *g, const Results *r, size_t job, int64_t len, double depth,
+                           int trial, uint64_t at, const uint32_t *doc, const PasskeyInfo *info) {
+    cJSON *o = cJSON_CreateObject();
+    char key[8], ans[PASSKEY_KEY_DIGITS + 1];
+    snprintf(key, sizeof key, "%05u", info->key);
+    answer_text(r, job, ans);
+    cJSON_AddNumberToObject(o, "length", (double)len);
+    cJSON_AddNumberToObject(o, "depth", depth);
+    cJSON_AddNumberToObject(o, "trial", trial);
+    cJSON_AddStringToObject(o, "key", key);
+    cJSON_AddStringToObject(o, "answer", ans);
+    if (g->haystack) cJSON_AddNumberToObject(o, "haystack_offset", (double)at);
+    cJSON_AddNumberToObject(o, "needle_pos", (double)info->needle_pos);
+    cJSON_AddNumberToObject(o, "key_pos", (double)info->key_pos);
+    cJSON_AddNumberToObject(o, "answer_pos", (double)info->answer_pos);
+    char *text = prompt_text(doc, info->answer_pos);
+    cJSON_AddStringToObject(o, "prompt", text);
+    free(text);
+    char *line = cJSON_PrintUnformatted(o);
+    if (!line) fail("%s: out of memory while writing the documents", path);
+    xfwrite(line, strlen(line), f, path);
+    xfwrite("\n", 1, f, path);
+    free(line);
+    cJSON_Delete(o);
+}
+
+// --docs: every trial's document, rebuilt from the seed (a document depends on nothing the model did), beside
+// its answer; the distractors' keys are in OUT.json.
+static void write_docs(const char *path, const Grid *g, const Results *r) {
+    FILE *f = xfopen(path, "w");
+    size_t job = 0;
+    for (int li = 0; li < g->n_len; li++) {
+        int64_t len = g->lengths[li];
+        uint32_t *hay = g->haystack ? xmalloc((size_t)len * sizeof(uint32_t), "a haystack window") : NULL;   // (len)
+        uint32_t *doc = xmalloc((size_t)len * sizeof(uint32_t), "a passkey document");                        // (len)
+        for (int di = 0; di < g->n_depth; di++)
+            for (int t = 0; t < g->trials; t++, job++) {
+                PasskeyInfo info;
+                uint64_t at = trial_doc(g, len, g->depths[di], t, hay, doc, &info);
+                write_doc_line(f, path, g, r, job, len, g->depths[di], t, at, doc, &info);
+            }
+        free(hay);
+        free(doc);
+    }
+    xfclose(f, path);
+}
+
 // The table on the console: one row per length, one column per depth, exact match in percent.
 static void print_table(const Grid *g, const Results *r) {
     log_info("exact match %% (%d trials per cell; rows: length, columns: depth)\n%8s", g->trials, "");
@@ -321,8 +394,9 @@ static const ArgCommand PASSKEY_CMD = {
     "answer, prefilled through the model (the ring's forward with --sp) and the key's 5 digits decoded greedily with\n"
     "the KV cache sharded over the ring. A cell scores exact match (all 5 digits) and digit accuracy. --haystack hides\n"
     "the key in real text from a dataset instead of the generator's filler. Writes OUT.json and OUT.csv; the heatmap:\n"
-    "python3 scripts/plot_passkey.py OUT.json (several JSON files: one panel per stage). Training documents of the\n"
-    "same task come from `ringgpt prepare --synthetic passkey`."};
+    "python3 scripts/plot_passkey.py OUT.json (several JSON files: one panel per stage); --docs adds every trial's\n"
+    "document (OUT.docs.jsonl) to read a miss. Training documents of the same task come from\n"
+    "`ringgpt prepare --synthetic passkey`."};
 
 // OUT.json and OUT.csv can be written: their directory is created (by rank 0) or refused before the evaluation.
 static void check_out(const char *out, Comm *world) {
@@ -344,6 +418,7 @@ int cmd_passkey(int argc, char **argv) {
     const char *lengths = "1K", *depths = "0:1:0.25", *out = "passkey", *label = NULL, *config = NULL, *pos[1] = {NULL};
     Grid g = {.trials = 5, .seed = 7};
     int64_t seed = 7;
+    bool docs = false;
     int sp = 1, threads = 0;   // threads: cli_infer_grid resolves it when not given
     float rope_theta = 0;
     ArgSpec specs[] = {
@@ -355,6 +430,7 @@ int cmd_passkey(int argc, char **argv) {
         {"--haystack", ARG_STRING, &g.haystack, "hide the key in real text: a text file, a directory of them or a byte-level dataset"},
         {"--distractors", ARG_INT, &g.distractors, "other named keys in every document; the question names one (RULER's multi-key needle)"},
         {"--out", ARG_STRING, &out, "results: OUT.json and OUT.csv"},
+        {"--docs", ARG_BOOL, &docs, "also write OUT.docs.jsonl: every trial's prompt, haystack offset, key and answer"},
         {"--label", ARG_STRING, &label, "name of this run in the JSON and the heatmap (default: the checkpoint path)"},
         {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base"},
         {"--sp", ARG_INT, &sp, "ring size: ranks that split each document (mpiexec -np dp·sp; dp groups split the trials)"},
@@ -400,6 +476,10 @@ int cmd_passkey(int argc, char **argv) {
         write_json(path, &g, &r, &ri);
         snprintf(path, sizeof path, "%s.csv", out);
         write_csv(path, &g, &r);
+        if (docs) {
+            snprintf(path, sizeof path, "%s.docs.jsonl", out);
+            write_docs(path, &g, &r);
+        }
         log_info("passkey: %.1f s; results in %s.json and %s.csv; heatmap: python3 scripts/plot_passkey.py %s.json\n",
                  ri.seconds, out, out, out);
     }

@@ -55,6 +55,27 @@ for sp in 2 4; do
   ok "passkey and needle answers over sp $sp = one rank's"
 done
 grep -q "The grass is green" <<<"$(answers "$W/hay1.json")" && fail "the haystack run used the generator's filler"
+# --docs: each trial's prompt, its answer as in the JSON, the filler read from the recorded haystack offset
+"$BIN" passkey "$W/run" --lengths 300 --depths 0,1 --trials 2 --threads 1 --haystack "$W/copy.txt" --docs --out "$W/hayd" >/dev/null
+python3 - "$W/hayd.docs.jsonl" "$W/hay1.json" "$W/copy.txt" <<'PYEOF' && ok "passkey --docs: every trial's prompt from its haystack offset" || fail "passkey --docs"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+cells, text = json.load(open(sys.argv[2]))["cells"], open(sys.argv[3], "rb").read()
+assert len(lines) == len(cells) * 2
+checked = 0
+for i, d in enumerate(lines):
+    cell = cells[i // 2]
+    assert (d["length"], d["depth"], d["trial"]) == (cell["length"], cell["depth"], i % 2)
+    assert d["key"] == cell["keys"][i % 2] and d["answer"] == cell["answers"][i % 2]
+    doc = d["prompt"].encode("latin-1")
+    assert len(doc) == d["answer_pos"] and doc[d["key_pos"]:d["key_pos"] + 5] == d["key"].encode()
+    intro = b"There is a pass key hidden in this text. Remember it. "
+    assert doc.startswith(intro), doc[:80]
+    at, n = d["haystack_offset"], d["needle_pos"] - len(intro)   # the filler before the needle: the window's start
+    assert 0 <= at < len(text) and doc[len(intro):d["needle_pos"]] == (text * 2)[at:at + n]
+    checked += n > 0
+assert checked >= 2, "no trial with filler before its needle"
+PYEOF
 # distractors: the same answers over the ring; the JSON records the count and the haystack's bytes and CRC
 "$BIN" passkey "$W/run" --lengths 400 --depths 0,1 --trials 2 --threads 1 --distractors 3 --haystack "$W/copy.txt" --out "$W/dis1" >/dev/null
 mpirun_np 2 "$BIN" passkey "$W/run" --lengths 400 --depths 0,1 --trials 2 --threads 1 --distractors 3 --haystack "$W/copy.txt" --sp 2 \
