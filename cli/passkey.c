@@ -479,9 +479,10 @@ int cmd_passkey(int argc, char **argv) {
         if (docs) {
             snprintf(path, sizeof path, "%s.docs.jsonl", out);
             write_docs(path, &g, &r);
+            log_info("passkey: every trial's document in %s\n", path);
         }
-        log_info("passkey: %.1f s; results in %s.json and %s.csv%s%s%s; heatmap: python3 scripts/plot_passkey.py %s.json\n",
-                 ri.seconds, out, out, docs ? ", trials in " : "", docs ? out : "", docs ? ".docs.jsonl" : "", out);
+        log_info("passkey: %.1f s; results in %s.json and %s.csv; heatmap: python3 scripts/plot_passkey.py %s.json\n",
+                 ri.seconds, out, out, out);
     }
     haystack_free(&g.hay);
     free(r.answers);

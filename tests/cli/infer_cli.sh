@@ -56,7 +56,8 @@ for sp in 2 4; do
 done
 grep -q "The grass is green" <<<"$(answers "$W/hay1.json")" && fail "the haystack run used the generator's filler"
 # --docs: each trial's prompt, its answer as in the JSON, the filler read from the recorded haystack offset
-"$BIN" passkey "$W/run" --lengths 300 --depths 0,1 --trials 2 --threads 1 --haystack "$W/copy.txt" --docs --out "$W/hayd" >/dev/null
+"$BIN" passkey "$W/run" --lengths 300 --depths 0,1 --trials 2 --threads 1 --haystack "$W/copy.txt" --docs --out "$W/hayd" > "$W/hayd.log"
+grep -qF "every trial's document in $W/hayd.docs.jsonl" "$W/hayd.log" && ok "passkey --docs names its file" || fail "passkey --docs: no line names $W/hayd.docs.jsonl"
 python3 - "$W/hayd.docs.jsonl" "$W/hay1.json" "$W/copy.txt" <<'PYEOF' && ok "passkey --docs: every trial's prompt from its haystack offset" || fail "passkey --docs"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
