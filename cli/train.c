@@ -32,6 +32,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
                        .debug_exit_rank = -1, .loss_on = "masked", .recompute = "none",
                        .device = getenv("RINGGPT_DEVICE") ? getenv("RINGGPT_DEVICE") : "auto", .ring_overlap = true,
                        .logits_mb = 512, .comm_progress = "auto", .straggler = 0.25f, .straggler_every = 10,
+                       .stop_window = 100,
                        .debug_slow_rank = -1, .out_exists = "refuse"};
     ModelConfig *mc = &t->model_cfg;
     int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0;
@@ -97,6 +98,10 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--debug-exit-rank", ARG_INT, &t->debug_exit_rank, "(testing) this rank leaves the job at --debug-exit-step", .dflt = "none"},
         {"--debug-exit-step", ARG_INT, &t->debug_exit_step, "(testing) the step at which --debug-exit-rank leaves"},
         {"--debug-stall", ARG_BOOL, &t->debug_stall, "(testing) the --debug-exit-rank rank stalls instead of exiting"},
+        {"--stop-loss", ARG_FLOAT, &t->stop_loss, "end the run after the step where the mean training loss of the last "
+                                                  "--stop-window steps is at most this, with a checkpoint there (--steps "
+                                                  "stays the cap and the schedule's length; 0 = off)"},
+        {"--stop-window", ARG_INT, &t->stop_window, "steps in the --stop-loss mean (a resumed run fills it again)"},
         {"--ckpt-every", ARG_INT, &t->ckpt_every, "checkpoint every N steps and at the end (0 = only at the end, -1 = never)"},
         {"--keep", ARG_INT, &t->keep, "keep the newest K checkpoints (0 = all)"},
         {"--resume", ARG_STRING, &t->resume, "continue from the newest valid checkpoint in --out (bare), `auto` (if any), or PATH "

@@ -69,7 +69,7 @@ static void write_rank_times(FILE *f, const StepMetrics *m) {
 void metrics_log(MetricsLog *log, const StepMetrics *m, int print) {
     if (log->jsonl) {
         fprintf(log->jsonl,
-                "{\"step\": %ld, \"loss\": %.6f, \"lr\": %.6e, \"grad_norm\": %.6f, \"step_ms\": %.3f, "
+                "{\"step\": %ld, \"loss\": %.7g, \"lr\": %.6e, \"grad_norm\": %.6f, \"step_ms\": %.3f, "
                 "\"tokens_per_s\": %.1f, \"tokens_seen\": %.0f, \"elapsed_s\": %.3f, \"peak_rss_mb\": %.1f, \"dp\": %d, "
                 "\"sp\": %d",
                 m->step, m->loss, m->lr, m->grad_norm, m->step_ms, m->tokens_per_s, m->tokens_seen, m->elapsed_s,
@@ -77,7 +77,7 @@ void metrics_log(MetricsLog *log, const StepMetrics *m, int print) {
         if (m->mfu >= 0) fprintf(log->jsonl, ", \"mfu\": %.5f", m->mfu);
         if (m->device_mb >= 0)
             fprintf(log->jsonl, ", \"device_mb\": %.1f, \"device_peak_mb\": %.1f", m->device_mb, m->device_peak_mb);
-        if (m->val_loss >= 0) fprintf(log->jsonl, ", \"val_loss\": %.6f", m->val_loss);
+        if (m->val_loss >= 0) fprintf(log->jsonl, ", \"val_loss\": %.7g", m->val_loss);
         if (m->ranks > 1) write_rank_times(log->jsonl, m);
         if (m->straggler && m->straggler[0]) fprintf(log->jsonl, ", \"straggler\": \"%s\"", m->straggler);
         fprintf(log->jsonl, "}\n");

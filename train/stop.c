@@ -1,7 +1,8 @@
-// train/stop.c — the stop request: signal handlers that only set a flag, and the all-reduce that turns one rank's flag into every rank's.
+// train/stop.c — ending a run early: signal handlers that only set a flag, the all-reduce that turns one rank's flag into every rank's, and the --stop-loss window.
 #include "train/stop.h"
 
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -43,4 +44,24 @@ const char *stop_signal_name(int signo) {
     case SIGUSR1: return "SIGUSR1";
     default: return "a signal";
     }
+}
+
+void loss_stop_init(LossStop *s, double limit, int window) {
+    *s = (LossStop){.limit = limit, .window = window};
+    if (limit > 0) s->losses = xcalloc((size_t)window, sizeof *s->losses, "--stop-window losses");
+}
+
+bool loss_stop_add(LossStop *s, double loss, double *mean) {
+    if (!s->losses) return false;
+    s->losses[s->seen++ % s->window] = loss;
+    if (s->seen < s->window) return false;
+    double sum = 0;   // summed afresh each step: no drift from adding and taking away
+    for (int i = 0; i < s->window; i++) sum += s->losses[i];
+    *mean = sum / s->window;
+    return *mean <= s->limit;
+}
+
+void loss_stop_free(LossStop *s) {
+    free(s->losses);
+    s->losses = NULL;
 }

@@ -1,5 +1,7 @@
-// train/stop.h — stopping a run on a signal: SIGINT, SIGTERM or SIGUSR1 on any rank makes every rank finish the step, save, exit 75.
+// train/stop.h — ending a run before --steps: a signal (every rank saves the step and exits 75) or the loss rule (--stop-loss).
 #pragma once
+#include <stdbool.h>
+
 #include "core/comm.h"
 
 // Installs the handlers: the first SIGINT, SIGTERM or SIGUSR1 (Slurm's --signal, Open MPI's mpirun forwards
@@ -11,3 +13,17 @@ void stop_install(void);
 int stop_agree(Comm *world);
 // "SIGTERM" for SIGTERM, ...
 const char *stop_signal_name(int signo);
+
+// --stop-loss L, --stop-window N: the run ends once the mean training loss of its last N steps is at most L.
+// The loss is the all-reduced one, so every rank decides alike; a resumed run fills its window again.
+typedef struct {
+    double limit;     // L; 0: the rule is off
+    int window;       // N
+    int seen;         // steps added so far (this process)
+    double *losses;   // (window) the last N losses, a ring indexed by seen % window
+} LossStop;
+
+void loss_stop_init(LossStop *s, double limit, int window);
+// Adds a step's loss; true when the window is full and its mean (*mean) is at most the limit.
+bool loss_stop_add(LossStop *s, double loss, double *mean);
+void loss_stop_free(LossStop *s);

@@ -65,6 +65,9 @@ void train_check_config(const TrainConfig *t) {
     if (t->peak_tflops < 0) fail_usage("--peak-tflops must not be negative (got %g)", t->peak_tflops);
     if (t->logits_mb < 0) fail_usage("--logits-mb must not be negative (got %d)", t->logits_mb);
     if (!(t->straggler >= 0)) fail_usage("--straggler must not be negative (got %g; 0 turns the check off)", t->straggler);
+    if (!(t->stop_loss >= 0 && isfinite(t->stop_loss)))
+        fail_usage("--stop-loss must be a loss of 0 or more (got %g; 0 turns the rule off)", t->stop_loss);
+    if (t->stop_window < 1) fail_usage("--stop-window must be at least 1 step (got %d)", t->stop_window);
     if (t->straggler_every < 1) fail_usage("--straggler-every must be at least 1 (got %d)", t->straggler_every);
     if (t->debug_slow_ms < 0) fail_usage("--debug-slow-ms must not be negative (got %d)", t->debug_slow_ms);
     if (t->matmul && strcmp(t->matmul, "bf16") && strcmp(t->matmul, "tf32") && strcmp(t->matmul, "fp32"))
@@ -487,7 +490,10 @@ int train_run(TrainConfig *cfg) {
     const TrainConfig *t = &r.t;
     double run_start = now_seconds();
     int code = 0;
-    for (long step = r.start; step < t->steps; step++) {
+    long end = t->steps;   // the step the run ends after: --steps, or where --stop-loss is met
+    LossStop rule;
+    loss_stop_init(&rule, t->stop_loss, t->stop_window);
+    for (long step = r.start; step < end; step++) {
         if (step > r.start && (code = stop_after(&r, step))) break;   // a signal on any rank: save `step`, stop
         if (r.grid.rank == t->debug_exit_rank && step + 1 == t->debug_exit_step) debug_leave(t, r.grid.rank);
         double t0 = now_seconds();
@@ -516,7 +522,9 @@ int train_run(TrainConfig *cfg) {
                           .elapsed_s = r.log.elapsed_before + now_seconds() - run_start, .peak_rss_mb = rss,
                           .val_loss = -1, .dp = t->dp, .sp = t->sp};
         device_metrics(&r, &sm);
-        bool last = step + 1 == t->steps;
+        double mean = 0;
+        if (loss_stop_add(&rule, sm.loss, &mean)) end = step + 1;   // the loss is all-reduced: every rank ends here
+        bool last = step + 1 == end;
         if (r.val && ((t->eval_every > 0 && (step + 1) % t->eval_every == 0) || last))
             sm.val_loss = evaluate(&r.model, r.val, &r.batch, t->eval_batches, r.grid.world);
         sm.eta_s = (now_seconds() - run_start) / (step + 1 - r.start) * (t->steps - step - 1);
@@ -524,13 +532,17 @@ int train_run(TrainConfig *cfg) {
         char straggler[192];
         bool named = note_rank_times(&r, &times, step + 1, &sm, straggler, sizeof straggler);
         metrics_log(&r.log, &sm, (step + 1) % t->log_every == 0 || last || sm.val_loss >= 0 || named);
-        ckpt_train_step_done(&r.ckpt, step + 1, t->steps, &r.model, &r.opt, r.train, lr_at(&r.sched, step + 1));
+        ckpt_train_step_done(&r.ckpt, step + 1, end, &r.model, &r.opt, r.train, lr_at(&r.sched, step + 1));
+        if (end < t->steps)
+            log_info("stop-loss: the mean loss of the last %d steps is %.3g, at most --stop-loss %g: the run ends after step "
+                     "%ld of %d\n", t->stop_window, mean, t->stop_loss, end, t->steps);
     }
+    loss_stop_free(&rule);
     if (code) {
         run_close(&r);
         return code;
     }
-    log_info("done: %ld steps in %.1f s, peak RSS %.0f MB, metrics in %s\n", t->steps - r.start,
+    log_info("done: %ld steps in %.1f s, peak RSS %.0f MB, metrics in %s\n", end - r.start,
              now_seconds() - run_start, peak_rss_mb(), r.log.path);
     report_memory(&r);
     run_close(&r);

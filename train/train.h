@@ -42,6 +42,8 @@ typedef struct TrainConfig {
     bool fused;                         // CUDA: --fused, the fused step's kernels
     int logits_mb;       // CUDA: --logits-mb, the fused LM head's logits budget
     const char *comm_progress;   // --comm-progress: auto, compute, thread or off (core/comm.h: CommProgress)
+    float stop_loss;     // --stop-loss: end the run once the mean loss of the last --stop-window steps is at most this (0: off)
+    int stop_window;     // --stop-window: steps in that mean
     float straggler;     // --straggler: name a rank whose compute exceeds the median by this fraction (0: off)
     int straggler_every; // --straggler-every: steps per straggler check
     int debug_slow_rank, debug_slow_ms;   // tests: that rank sleeps this long in every step's compute
@@ -53,5 +55,5 @@ typedef struct TrainConfig {
 void train_check_config(const TrainConfig *t);
 // Runs the training run t describes on the world comm_init started: the dp × sp layout, the data, the
 // model (fresh, --resume or --init-from), the steps, checkpoints and metrics. Returns the exit code: 0 when
-// every step ran, EXIT_STOPPED when a signal stopped the run after a step and its checkpoint (train/stop.h).
+// every step ran or --stop-loss ended the run, EXIT_STOPPED when a signal stopped the run after a step and its checkpoint (train/stop.h).
 int train_run(TrainConfig *t);
