@@ -4,7 +4,7 @@
 # A stage N is a few files in the recipe directory, each read with the command's --config:
 #   stageN.data.json        `ringgpt prepare`: the stage's training documents (passkey with long keys, edge
 #                           depths, distractors, needles in training prose; text records);
-#   stageN.train.json       `ringgpt train`: the model, length, RoPE base, batch, steps, learning rate;
+#   stageN.train.json       `ringgpt train`: the model, length, RoPE base, batch, steps (or --stop-loss), learning rate;
 #   stageN.passkey*.json    `ringgpt passkey`: the evaluation grids (lengths up to 2x the trained one), one per
 #                           file: the generator's filler, held-out prose, distractors.
 # The text the recipe reads outside the repository (Debian's licence texts, the evaluation's haystack) is
@@ -84,7 +84,7 @@ for n in $(seq "$start" "$stages"); do
   "$bin" prepare --config "$recipe/stage$n.data.json" --seed "$seed" --out "$out/data$n" | head -1
   echo "== stage $n: $(tr -d '\n ' < "$recipe/stage$n.train.json")"
   launch "$ranks" train --config "$recipe/stage$n.train.json" --data "$out/data$n" --seed $((1336 + seed)) --threads "$threads" \
-    --out "$out/stage$n" "${init[@]}" | grep --line-buffered -E "^step|^done"
+    --out "$out/stage$n" "${init[@]}" | grep --line-buffered -E "^step|^stop-loss|^done"
   log_time "stage $n training:" "$t0"
   t0=$(date +%s)
   for grid in "$recipe"/stage$n.passkey*.json; do   # stageN.passkey.json -> passkey_stageN, stageN.passkey.X.json -> passkey_stageN.X

@@ -16,6 +16,8 @@ for k in 1 2 3; do
   check "stage $k: checkpoint, passkey table (CSV and JSON)" test -f "$W/lc/stage$k/LATEST" -a -s "$W/lc/passkey_stage$k.csv" -a -s "$W/lc/passkey_stage$k.json"
   check "stage $k trained its config's length" grep -qE "\"seq-len\":\s*$((256 << k))," "$W/lc/stage$k/config.json"
 done
+check "stage 1 ended on its --stop-loss after its 3-step window, and the log says so" \
+  test "$(cat "$W/lc/stage1/LATEST")" = step_00000003 -a -n "$(grep '^stop-loss: .* after step 3 of 6$' "$W/log")"
 check "stage 2 started from stage 1's weights" grep -qE "\"init-from\":\s*\"$W/lc/stage1\"" "$W/lc/stage2/config.json"
 check "stage 3 evaluated up to 2x its length (4096 tokens)" grep -q "^4096," "$W/lc/passkey_stage3.csv"
 for grid in prose distractors; do
