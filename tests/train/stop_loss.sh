@@ -56,8 +56,7 @@ check "a limit never met: no stop-loss line" bash -c "! grep -q '^stop-loss' '$W
 mpirun_np 2 "$BIN" train "${FLAGS[@]}" --out "$W/ref2" > "$W/ref2.log" 2>&1 || bad "uncut dp=2 run failed: $(tail -2 "$W/ref2.log")"
 read -r step2 limit2 < <(limit_for "$W/ref2")
 echo "dp=2: expect the end after step $step2 with --stop-loss $limit2"
-timeout 120 "$MPIEXEC" --allow-run-as-root -x OMP_NUM_THREADS=1 -np 2 "$BIN" train "${FLAGS[@]}" --stop-loss "$limit2" \
-  --out "$W/two" > "$W/two.log" 2>&1
+mpirun_np 2 "$BIN" train "${FLAGS[@]}" --stop-loss "$limit2" --out "$W/two" > "$W/two.log" 2>&1
 ruled "dp=2" "$W/ref2" "$W/two" "$W/two.log" $? "$step2"
 
 # --- bad values -----------------------------------------------------------------------------------------------------
