@@ -65,8 +65,7 @@ void train_check_config(const TrainConfig *t) {
     if (t->peak_tflops < 0) fail_usage("--peak-tflops must not be negative (got %g)", t->peak_tflops);
     if (t->logits_mb < 0) fail_usage("--logits-mb must not be negative (got %d)", t->logits_mb);
     if (!(t->straggler >= 0)) fail_usage("--straggler must not be negative (got %g; 0 turns the check off)", t->straggler);
-    if (!(t->stop_loss >= 0 && isfinite(t->stop_loss)))
-        fail_usage("--stop-loss must be a loss of 0 or more (got %g; 0 turns the rule off)", t->stop_loss);
+    if (!(t->stop_loss >= 0)) fail_usage("--stop-loss must not be negative (got %g; 0 turns the rule off)", t->stop_loss);
     if (t->stop_window < 1) fail_usage("--stop-window must be at least 1 step (got %d)", t->stop_window);
     if (t->straggler_every < 1) fail_usage("--straggler-every must be at least 1 (got %d)", t->straggler_every);
     if (t->debug_slow_ms < 0) fail_usage("--debug-slow-ms must not be negative (got %d)", t->debug_slow_ms);
