@@ -136,6 +136,11 @@ static void check_run(const char *path, const CkptState *s, const CkptState *fla
                  a->steps, b->steps);
 }
 
+// The RoPE base the weights after `done` steps were trained with: the ramp's (--rope-theta-ramp), else the flags'.
+static float hook_theta(const CkptHook *h, long done) {
+    return h->theta_ramp > 0 ? config_rope_theta_at(h->theta_from, h->theta_to, h->theta_ramp, done) : h->base.model.rope_theta;
+}
+
 // Which checkpoint --resume means; "" when --resume auto finds none.
 static void resume_dir(const CkptHook *h, char *dir, size_t n) {
     dir[0] = 0;
@@ -168,6 +173,7 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
     char spath[4200];
     fs_join(spath, sizeof spath, dir, "state.json");
     if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("%s", e.msg);
+    h->base.model.rope_theta = hook_theta(h, s.step);   // mid-ramp: the base of the saved step
     check_model(spath, &s.model, &h->base.model, h->init_from ? SRC_INIT : SRC_RESUME);
     if (s.step >= h->base.run.steps)   // before check_run, whose note about a new --steps would come first
         comm_fail_usage_all("--steps %d is not beyond the checkpoint's step %" PRId64 " (%s): there is nothing to train; "
@@ -241,6 +247,7 @@ void ckpt_train_save(CkptHook *h, long done, const GPT *m, const AdamW *opt, Dat
         snprintf(s.kind, sizeof s.kind, "train");
         s.version = CKPT_VERSION;
         s.step = done;
+        s.model.rope_theta = hook_theta(h, done);
         s.adamw_step = opt->step;
         s.next_lr = next_lr;
         s.data = data_state(train);

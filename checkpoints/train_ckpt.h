@@ -18,6 +18,8 @@ typedef struct {
     Comm *world;
     int rank;
     long saved_step;        // the step of the last checkpoint this run saved (0: none yet)
+    float theta_from, theta_to;  // --rope-theta-ramp > 0: a checkpoint records the ramp's base at its step
+    int theta_ramp;              //   (config_rope_theta_at); 0: base.model.rope_theta
 } CkptHook;
 
 // The run's flags (config.json) that belong to a checkpoint or run directory: path/config.json for a

@@ -52,6 +52,10 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--kv-heads", ARG_INT, &kv_heads, "key/value head count (GQA; divides --heads)", .dflt = "preset"},
         {"--ffn-dim", ARG_INT, &ffn, "SwiGLU hidden width", .dflt = "preset"},
         {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base", .dflt = "preset"},
+        {"--rope-theta-ramp", ARG_INT, &t->rope_theta_ramp, "raise the RoPE base geometrically from --rope-theta-from to "
+                                                            "--rope-theta over the first N steps (a gentle base step; 0 = off)"},
+        {"--rope-theta-from", ARG_FLOAT, &t->rope_theta_from, "the base --rope-theta-ramp starts from",
+         .dflt = "the --init-from source's base"},
         {"--tie-embeddings", ARG_BOOL, &t->tie_embeddings, "share the token embedding with the LM head"},
         {"--seq-len", ARG_INT, &t->seq_len, "tokens per sequence T"},
         {"--batch", ARG_INT, &t->batch, "sequences per micro-step B (per data-parallel group)"},
@@ -140,8 +144,11 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     if (args_seen(specs, n, "--ffn-dim")) mc->ffn_dim = ffn;
     if (args_seen(specs, n, "--rope-theta")) mc->rope_theta = rope_theta;
     mc->tie_embeddings = t->tie_embeddings;
-    if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0))
-        t->init_vocab = train_adopt_source_shape(t->init_from, t->model, mc, given);
+    if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0)) {
+        float src_theta;
+        t->init_vocab = train_adopt_source_shape(t->init_from, t->model, mc, given, &src_theta);
+        if (t->rope_theta_ramp > 0 && !args_seen(specs, n, "--rope-theta-from")) t->rope_theta_from = src_theta;
+    }
     if (!recompute_parse(t->recompute, &t->recompute_mode))
         fail_usage("unknown --recompute '%s'; use none, mlp or full", t->recompute);
     // The resolved flags: the shape as the model has it, so the file alone rebuilds this run.

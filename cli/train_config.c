@@ -13,8 +13,11 @@ const char *const TRAIN_NOT_SAVED[] = {"--config", "--resume", "--out-exists", N
 // What a continued or derived run does not take from the saved config: actions and this machine's settings.
 static const char *const NOT_INHERITED_ON_RESUME[] = {"--config", "--resume", "--out-exists", "--threads", "--device",
                                                       "--debug-exit-rank", "--debug-exit-step", "--debug-stall", NULL};
+// The base ramp and the loss rule belong to the source's run: a derived run starts at the source's base and its own loss.
 static const char *const NOT_INHERITED_ON_INIT[] = {"--config", "--resume", "--out-exists", "--init-from", "--out", "--threads",
-                                                    "--device", "--debug-exit-rank", "--debug-exit-step", "--debug-stall", NULL};
+                                                    "--device", "--debug-exit-rank", "--debug-exit-step", "--debug-stall",
+                                                    "--rope-theta-ramp", "--rope-theta-from", "--stop-loss", "--stop-window",
+                                                    NULL};
 
 static void check_readable(const char *flag, const char *path) {
     if (access(path, R_OK) != 0) fail_usage("%s %s: cannot open (%s); check the path", flag, path, strerror(errno));
@@ -72,9 +75,11 @@ ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n
     return g;
 }
 
-int train_adopt_source_shape(const char *init_from, const char *preset_name, ModelConfig *mc, ShapeGiven g) {
+int train_adopt_source_shape(const char *init_from, const char *preset_name, ModelConfig *mc, ShapeGiven g,
+                             float *src_theta) {
     ModelConfig src, preset;
     ckpt_source_model(init_from, &src);
+    *src_theta = src.rope_theta;
     config_preset(&preset, preset_name);
     struct {
         const char *flag;

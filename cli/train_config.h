@@ -21,5 +21,7 @@ typedef struct {
 // The table must have the string flags --config, --resume, --out and --init-from.
 ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n, int *saved_threads);
 // --init-from: the architecture is the source's (a ringgpt checkpoint or an HF directory). A shape flag the user
-// gave that contradicts it is a usage error; rope-theta may change. Fills mc; returns the source's vocab.
-int train_adopt_source_shape(const char *init_from, const char *preset_name, ModelConfig *mc, ShapeGiven g);
+// gave that contradicts it is a usage error; rope-theta may change. Fills mc and *src_theta (the source's RoPE
+// base); returns the source's vocab.
+int train_adopt_source_shape(const char *init_from, const char *preset_name, ModelConfig *mc, ShapeGiven g,
+                             float *src_theta);

@@ -1,6 +1,7 @@
 // model/config.c — model presets and the checks that turn an impossible shape into a clear error.
 #include "model/config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "core/common.h"
@@ -58,4 +59,10 @@ int64_t config_num_params(const ModelConfig *c) {
     int64_t C = c->dim, F = c->ffn_dim, V = c->vocab_size, KV = cfg_kv_dim(c);
     int64_t per_layer = C + C * C + 2 * KV * C + C * C + C + 3 * F * C;
     return V * C + c->n_layer * per_layer + C + (c->tie_embeddings ? 0 : V * C);
+}
+
+float config_rope_theta_at(float from, float to, int ramp, long done) {
+    if (ramp <= 0 || done >= ramp) return to;
+    if (done <= 0) return from;
+    return (float)(from * pow((double)to / from, (double)done / ramp));
 }

@@ -26,3 +26,6 @@ const char *config_preset_names(void);
 void config_validate(const ModelConfig *c);
 // Parameter count of the shape (matches the parameter table).
 int64_t config_num_params(const ModelConfig *c);
+// The RoPE base after `done` steps of a geometric ramp from `from` to `to` over `ramp` steps (train
+// --rope-theta-ramp): from·(to/from)^(done/ramp), `to` from step `ramp` on and whenever ramp <= 0.
+float config_rope_theta_at(float from, float to, int ramp, long done);

@@ -67,6 +67,16 @@ void train_check_config(const TrainConfig *t) {
     if (!(t->straggler >= 0)) fail_usage("--straggler must not be negative (got %g; 0 turns the check off)", t->straggler);
     if (!(t->stop_loss >= 0)) fail_usage("--stop-loss must not be negative (got %g; 0 turns the rule off)", t->stop_loss);
     if (t->stop_window < 1) fail_usage("--stop-window must be at least 1 step (got %d)", t->stop_window);
+    if (t->rope_theta_ramp < 0) fail_usage("--rope-theta-ramp must not be negative (got %d; 0 turns the ramp off)", t->rope_theta_ramp);
+    if (t->rope_theta_ramp > t->steps)
+        fail_usage("--rope-theta-ramp %d is beyond --steps %d: the run would end before the base reaches --rope-theta; "
+                   "give a ramp of at most --steps", t->rope_theta_ramp, t->steps);
+    if (t->rope_theta_ramp > 0 && !(t->rope_theta_from > 1))
+        fail_usage("--rope-theta-ramp needs the base it starts from: give --rope-theta-from (greater than 1, got %g) or "
+                   "--init-from a checkpoint (its base)", t->rope_theta_from);
+    if (t->rope_theta_ramp == 0 && t->rope_theta_from != 0)
+        fail_usage("--rope-theta-from %g without --rope-theta-ramp does nothing; give the ramp's steps, or use --rope-theta",
+                   t->rope_theta_from);
     if (t->straggler_every < 1) fail_usage("--straggler-every must be at least 1 (got %d)", t->straggler_every);
     if (t->debug_slow_ms < 0) fail_usage("--debug-slow-ms must not be negative (got %d)", t->debug_slow_ms);
     if (t->matmul && strcmp(t->matmul, "bf16") && strcmp(t->matmul, "tf32") && strcmp(t->matmul, "fp32"))
@@ -340,7 +350,8 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     r->sched = (Schedule){.lr = t->lr, .min_lr = t->min_lr, .warmup = t->warmup, .total = t->steps};
     schedule_parse(t->schedule, &r->sched.kind);
     r->ckpt = (CkptHook){.out = t->out, .resume = t->resume, .init_from = t->init_from, .every = t->ckpt_every,
-                         .keep = t->keep, .base = ckpt_base(t), .world = r->grid.world, .rank = r->grid.rank};
+                         .keep = t->keep, .base = ckpt_base(t), .world = r->grid.world, .rank = r->grid.rank,
+                         .theta_from = t->rope_theta_from, .theta_to = t->model_cfg.rope_theta, .theta_ramp = t->rope_theta_ramp};
     r->ckpt.base.tok = model_tokenizer_record(data_tokenizer(r->train));   // checkpoints carry the data's tokenizer
     r->start = ckpt_train_begin(&r->ckpt, &r->model, &r->opt, r->train);   // resume: weights, AdamW, data position
     if (r->grid.rank == 0) ckpt_write_run_config(t->out, t->config_json);   // after the checks: a refused run leaves it
@@ -358,6 +369,9 @@ static void run_open(Run *r, const TrainConfig *cfg) {
              t->model, config_num_params(&t->model_cfg) / 1e6, t->model_cfg.n_layer, t->model_cfg.dim,
              t->model_cfg.n_head, t->model_cfg.n_kv_head, t->seq_len, t->batch, t->grad_accum, t->threads, t->dp,
              t->sp, data_num_samples(r->train));
+    if (t->rope_theta_ramp > 0)
+        log_info("RoPE base: %g at step 0, rising geometrically to %g at step %d (--rope-theta-ramp)\n", t->rope_theta_from,
+                 t->model_cfg.rope_theta, t->rope_theta_ramp);
 }
 
 static void run_close(Run *r) {
@@ -496,6 +510,8 @@ int train_run(TrainConfig *cfg) {
         if (step > r.start && (code = stop_after(&r, step))) break;   // a signal on any rank: save `step`, stop
         if (r.grid.rank == t->debug_exit_rank && step + 1 == t->debug_exit_step) debug_leave(t, r.grid.rank);
         double t0 = now_seconds();
+        if (t->rope_theta_ramp > 0)   // this step's base; its checkpoint records the same (ckpt hook)
+            r.model.cfg.rope_theta = config_rope_theta_at(t->rope_theta_from, t->model_cfg.rope_theta, t->rope_theta_ramp, step + 1);
         double count = fetch_micro_batches(&r);
         RankTimes times = {.data_s = now_seconds() - t0};
         if (count == 0) {   // every target masked: no mean to take, nothing to learn from
