@@ -81,7 +81,8 @@ void ckpt_normalize_resume_flag(int argc, char **argv) {
 // A model-shape field of the source that the flags contradict is a usage error naming both. The source
 // is a ringgpt state.json (resume: keep the flags; init-from: match the shape) or an HF config.json.
 typedef enum { SRC_RESUME, SRC_INIT, SRC_HF } SourceKind;
-static void check_model(const char *path, const ModelConfig *saved, const ModelConfig *flags, SourceKind kind) {
+static void check_model(const char *path, const ModelConfig *saved, const ModelConfig *flags, SourceKind kind,
+                        const char *theta_flag) {
     bool eps = kind == SRC_RESUME;
     struct {
         const char *field, *hf_field, *flag;
@@ -92,7 +93,7 @@ static void check_model(const char *path, const ModelConfig *saved, const ModelC
              {"model.n_kv_head", "num_key_value_heads", "--kv-heads", saved->n_kv_head, flags->n_kv_head},
              {"model.ffn_dim", "intermediate_size", "--ffn-dim", saved->ffn_dim, flags->ffn_dim},
              {"model.vocab_size", "vocab_size", "--model", saved->vocab_size, flags->vocab_size},
-             {"model.rope_theta", "rope_theta", "--rope-theta", kind != SRC_HF ? saved->rope_theta : 0,
+             {"model.rope_theta", "rope_theta", theta_flag, kind != SRC_HF ? saved->rope_theta : 0,
               kind != SRC_HF ? flags->rope_theta : 0},
              {"model.tie_embeddings", "tie_word_embeddings", "--tie-embeddings", saved->tie_embeddings, flags->tie_embeddings},
              {"model.norm_eps", "rms_norm_eps", "--model", eps ? saved->norm_eps : 0, eps ? flags->norm_eps : 0}};
@@ -174,7 +175,8 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
     fs_join(spath, sizeof spath, dir, "state.json");
     if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("%s", e.msg);
     h->base.model.rope_theta = hook_theta(h, s.step);   // mid-ramp: the base of the saved step
-    check_model(spath, &s.model, &h->base.model, h->init_from ? SRC_INIT : SRC_RESUME);
+    check_model(spath, &s.model, &h->base.model, h->init_from ? SRC_INIT : SRC_RESUME,
+                h->theta_ramp > 0 ? "--rope-theta-ramp from --rope-theta-from to --rope-theta, at the saved step" : "--rope-theta");
     if (s.step >= h->base.run.steps)   // before check_run, whose note about a new --steps would come first
         comm_fail_usage_all("--steps %d is not beyond the checkpoint's step %" PRId64 " (%s): there is nothing to train; "
                             "give --steps larger than %" PRId64 " to extend the run", h->base.run.steps, s.step, dir, s.step);
@@ -204,7 +206,7 @@ static void init_from(CkptHook *h, GPT *m, const DataSource *train) {
         hc.tie_embeddings = m->cfg.tie_embeddings;
         char cpath[4200];
         fs_join(cpath, sizeof cpath, src, "config.json");
-        check_model(cpath, &hc, &m->cfg, SRC_HF);
+        check_model(cpath, &hc, &m->cfg, SRC_HF, "--rope-theta");
         m->cfg.norm_eps = hc.norm_eps;
         if (hf_load_weights(src, m, &e) != 0) fail_usage("%s", e.msg);
     } else {

@@ -63,16 +63,18 @@ for k in $(seq 1 "$stages"); do
   (cd "$ROOT" && "$BIN" prepare --config "$R/stage$k.data.json" --docs 40 --out "$W/rc$k.$name_i" > /dev/null 2>&1) \
     && ok || bad "$name/stage$k.data.json: prepare --config fails"
   init=(); ((k == 1)) || init=(--init-from "$W/rt$((k - 1)).$name_i")
+  ramp=(); grep -q '"rope-theta-ramp"' "$R/stage$k.train.json" && ramp=(--rope-theta-ramp 1)   # a ramp fits one step
   "$BIN" train --config "$R/stage$k.train.json" --data "$W/rc$k.$name_i" --steps 1 --batch 1 --threads 1 --val-fraction 0 \
-    --out "$W/rt$k.$name_i" "${init[@]}" > "$W/rt$k.$name_i.log" 2>&1 && ok || bad "$name/stage$k.train.json: $(tail -1 "$W/rt$k.$name_i.log")"
+    --out "$W/rt$k.$name_i" "${init[@]}" "${ramp[@]}" > "$W/rt$k.$name_i.log" 2>&1 && ok || bad "$name/stage$k.train.json: $(tail -1 "$W/rt$k.$name_i.log")"
   for grid in "$R"/stage$k.passkey*.json; do
     "$BIN" passkey "$W/rt$k.$name_i" --config "$grid" --lengths 512 --trials 1 --threads 1 --out "$W/rp$k" > /dev/null 2>&1 \
       && ok || bad "$name/$(basename "$grid"): passkey --config fails"
   done
 done
 # ... and the θ rule holds: stage N's RoPE base = stage N-1's × (T_N / the longest document stage N-1 trained on)^2;
-# a stage at the previous stage's length (it extends nothing) keeps its base. Or the base is set ahead: from some
-# stage on, every stage trains under the rule's base for the last stage (the name match is tied to its base).
+# a stage at the previous stage's length (it extends nothing) keeps its base, unless it ramps (rope-theta-ramp) to
+# the next stage's: the base step taken early, at the short length. Or the base is set ahead: from some stage on,
+# every stage trains under the rule's base for the last stage (the name match is tied to its base).
 "$PY" - "$R" "$stages" <<'PYEOF' && ok || bad "$name: the rope-theta values do not follow the θ rule"
 import json, sys
 r, stages = sys.argv[1], int(sys.argv[2])
@@ -84,8 +86,10 @@ for n in range(2, stages + 1):
     same = cur["seq-len"] == prev["seq-len"]
     rule.append(rule[-1] if same else round(rule[-1] * (cur["seq-len"] / longest) ** 2))
 got = [cfg(n, "train")["rope-theta"] for n in range(1, stages + 1)]
+want = [rule[n + 1] if 0 < n < stages - 1 and cfg(n + 1, "train").get("rope-theta-ramp", 0) > 0
+        and cfg(n + 1, "train")["seq-len"] == cfg(n, "train")["seq-len"] else rule[n] for n in range(stages)]
 ahead = next((k for k in range(stages) if all(g == rule[-1] for g in got[k:])), stages)
-assert got[:ahead] == rule[:ahead], (got, rule)
+assert got[:ahead] == want[:ahead], (got, want)
 for n in range(2, stages + 1):
     cur, data = cfg(n, "train"), cfg(n, "data")   # a document with a long key grows by its extra digits, twice (needle and answer)
     grow = 2 * (data.get("key-max", 40) - 5) if data.get("long-frac", 0) > 0 else 0

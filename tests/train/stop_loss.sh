@@ -60,10 +60,5 @@ mpirun_np 2 "$BIN" train "${FLAGS[@]}" --stop-loss "$limit2" --out "$W/two" > "$
 ruled "dp=2" "$W/ref2" "$W/two" "$W/two.log" $? "$step2"
 
 # --- bad values -----------------------------------------------------------------------------------------------------
-for bad_flag in "--stop-loss -1" "--stop-loss inf" "--stop-window 0"; do
-  "$BIN" train "${FLAGS[@]}" $bad_flag --out "$W/bad" > "$W/bad.log" 2>&1
-  rc=$?
-  check "$bad_flag: exit 2 with one line naming the flag (got $rc: $(head -1 "$W/bad.log"))" \
-    test "$rc" = 2 -a "$(wc -l < "$W/bad.log")" = 1 -a -n "$(grep -e "${bad_flag%% *}" "$W/bad.log")"
-done
+refuses_each "$W/bad" "--stop-loss -1" "--stop-loss inf" "--stop-window 0"
 finish
