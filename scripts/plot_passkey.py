@@ -4,8 +4,8 @@
 
 Each JSON file is one `ringgpt passkey --out X` run (X.json); its "label" names the panel. The panels share
 one colour scale: one row per kind of grid (the generator's filler, a real-text haystack, K distractors:
-from the JSON's "haystack" and "distractors"), one column per label (the stages of a context-extension
-run), in the order the files come. Default output: the first file's name with .png.
+from the JSON's "haystack" and "distractors"), one column per checkpoint (the stages of a context-extension
+run, whose grids' labels differ), in the order the files come. Default output: the first file's name with .png.
 """
 import argparse
 import json
@@ -38,6 +38,10 @@ def grid_kind(r):
     return kind + (f", {k} distractor{'s' if k > 1 else ''}" if k else "")
 
 
+def column_key(r):
+    return r.get("checkpoint") or r.get("label", "")
+
+
 def length_label(n):
     return f"{n // 1024}K" if n % 1024 == 0 else str(n)
 
@@ -54,7 +58,7 @@ def main():
     kinds, columns = [], []
     for r in runs:
         kinds += [grid_kind(r[0])] if grid_kind(r[0]) not in kinds else []
-        columns += [r[0].get("label", "")] if r[0].get("label", "") not in columns else []
+        columns += [column_key(r[0])] if column_key(r[0]) not in columns else []
     width = max(len(r[2]) for r in runs)
     fig, axes = plt.subplots(len(kinds), len(columns), figsize=(1.2 + (0.45 * width + 1.0) * len(columns),
                                                                 (1.8 + 0.45 * max(len(r[1]) for r in runs)) * len(kinds)),
@@ -62,7 +66,7 @@ def main():
     for ax in axes.flat:
         ax.set_visible(False)
     for r, lengths, depths, grid in runs:
-        row, col = kinds.index(grid_kind(r)), columns.index(r.get("label", ""))
+        row, col = kinds.index(grid_kind(r)), columns.index(column_key(r))
         ax = axes[row][col]
         ax.set_visible(True)
         im = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=100, aspect="auto", origin="lower")
