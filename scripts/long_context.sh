@@ -69,7 +69,7 @@ for cfg in sys.argv[1:]:
 PYEOF
 { "$bin" --version; grep -m3 -E '^(cpu family|model|model name)[[:space:]]*:' /proc/cpuinfo || true   # x86's lines of CPU 0
   echo "threads: $threads, ranks after stage 1: $sp, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"; } > "$out/machine.txt"
-[[ ! -f $out/timings.txt ]] || sed -i -E "/^(stage|passkey after stage) ([$start-9]|[1-9][0-9]) |^total/d" "$out/timings.txt"
+[[ ! -f $out/timings.txt ]] || sed -i -E "/^(stage|passkey after stage) ([$start-9]|[1-9][0-9])[ :]|^total/d" "$out/timings.txt"
 launch() {  # launch RANKS ARGS...: one process, or a ring of RANKS under mpiexec
   local ranks=$1; shift
   if ((ranks > 1)); then mpiexec --allow-run-as-root --oversubscribe -np "$ranks" -x OMP_NUM_THREADS=1 "$bin" "$@" --sp "$ranks"

@@ -43,6 +43,7 @@ rc=0; env "${toy[@]}" START=3 bash "$S/long_context.sh" > "$W/log3" 2>&1 || rc=$
 check "START=3 reruns stage 3 only (exit $rc)" test $rc = 0 -a "$(grep -c '^== stage' "$W/log3")" = 1
 check "START=3 keeps stages 1-2 (weights and tables)" test "$(sum12)" = "$kept"
 check "START=3 keeps the earlier timings and adds stage 3's" test "$(grep -c "^stage [123] training" "$W/lc/timings.txt")" = 3
+check "START=3 replaces stage 3's evaluation time, once" test "$(grep -c "^passkey after stage [123]:" "$W/lc/timings.txt")" = 3
 rc=0; env "${toy[@]}" SEED=2 OUT="$W/lc2" bash "$S/long_context.sh" > "$W/log2" 2>&1 || rc=$?
 check "SEED=2 draws other training documents (exit $rc)" \
   test "$(cat "$W"/lc/data1/*.rgs | md5sum)" != "$(cat "$W"/lc2/data1/*.rgs | md5sum)"
