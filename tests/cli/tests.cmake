@@ -14,7 +14,7 @@ add_test(NAME cli_slurm_srun COMMAND bash ${CLI_T}/slurm.sh ${RINGGPT_BIN} ${MPI
 set_tests_properties(cli_slurm_srun PROPERTIES LABELS cli TIMEOUT 300 SKIP_RETURN_CODE 77)
 # scripts/long_context.sh at toy sizes through the built binary; SKIP (77) without a Python that has matplotlib.
 add_test(NAME cli_long_context COMMAND bash ${CLI_T}/long_context.sh ${RINGGPT_BIN})
-set_tests_properties(cli_long_context PROPERTIES LABELS cli TIMEOUT 180 SKIP_RETURN_CODE 77)
+set_tests_properties(cli_long_context PROPERTIES LABELS cli TIMEOUT 420 SKIP_RETURN_CODE 77)
 # Every ```sh block of the README, run in a scratch copy (GPU, Slurm and build blocks are marked and skipped).
 add_test(NAME cli_readme_commands COMMAND bash ${CLI_T}/readme_commands.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
 set_tests_properties(cli_readme_commands PROPERTIES LABELS cli TIMEOUT 300)
