@@ -59,7 +59,10 @@ expect_fail 2 "has no stage1.train.json" env "${toy[@]}" RECIPE="$W" bash "$S/lo
 # checked (pinned directories repeat the shipped stages) is checked once: its checkpoint stands for both.
 name_i=0
 declare -A checked   # hash of stage k's files and its earlier stages' -> that check's checkpoint
-for R in "$ROOT/recipes/long_context" "$ROOT"/docs/experiments/*-recipe "$ROOT"/docs/experiments/*-probes/*/; do
+# Sanitized, the shipped recipe only: the pinned directories take the same code paths (11 minutes under ASan with them).
+recipes=("$ROOT/recipes/long_context")
+[[ ${RINGGPT_SANITIZED:-0} == 1 ]] || recipes+=("$ROOT"/docs/experiments/*-recipe "$ROOT"/docs/experiments/*-probes/*/)
+for R in "${recipes[@]}"; do
 R=${R%/} name=${R#"$ROOT/"} name_i=$((name_i + 1))
 stages=$(compgen -G "$R/stage*.train.json" | wc -l)
 chain="" prev=""
