@@ -36,10 +36,10 @@ check "refused: the dataset is as it was (no stale shards mixed in)" diff "$W/ds
 check "--out-exists move: the old dataset whole at ds.old1" diff "$W/ds.before" <(snapshot "$W/ds.old1")
 check "--out-exists move: the new one verifies" quiet "$BIN" inspect --verify "$W/ds"
 mkdir "$W/ds_locked"
-python3 -c "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); time.sleep(30)" \
-  "$W/ds_locked/.ringgpt.lock" &   # another process holds the lock
+python3 -c "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); open(sys.argv[2], 'w').close(); time.sleep(30)" \
+  "$W/ds_locked/.ringgpt.lock" "$W/held" &   # another process holds the lock, then says so
 holder=$!
-sleep 0.3
+for _ in $(seq 300); do [[ -e $W/held ]] && break; sleep 0.1; done   # a fixed sleep raced the holder under load (ASan, -j2)
 expect_fail 2 "is being written by another ringgpt process" "$BIN" prepare --out "$W/ds_locked" --quiet "$W/text.txt"
 kill $holder; wait $holder 2> /dev/null
 check "once the holder is gone, prepare takes the directory" quiet "$BIN" prepare --out "$W/ds_locked" --quiet "$W/text.txt"
