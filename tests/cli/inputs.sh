@@ -40,6 +40,7 @@ python3 -c "import fcntl, sys, time; f = open(sys.argv[1], 'a'); fcntl.flock(f, 
   "$W/ds_locked/.ringgpt.lock" "$W/held" &   # another process holds the lock, then says so
 holder=$!
 for _ in $(seq 300); do [[ -e $W/held ]] && break; sleep 0.1; done   # a fixed sleep raced the holder under load (ASan, -j2)
+check "the other process holds the lock (within 30 s)" test -e "$W/held"
 expect_fail 2 "is being written by another ringgpt process" "$BIN" prepare --out "$W/ds_locked" --quiet "$W/text.txt"
 kill $holder; wait $holder 2> /dev/null
 check "once the holder is gone, prepare takes the directory" quiet "$BIN" prepare --out "$W/ds_locked" --quiet "$W/text.txt"
