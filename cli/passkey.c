@@ -130,6 +130,7 @@ typedef struct {
     int64_t *answers;   // (cells, trials, digits) decoded tokens
     int64_t *keys;      // (cells, trials) the true keys
     int64_t *others;    // (cells, trials, distractors) the distractors' keys
+    int64_t *firsts;    // (cells, trials) the key of each document's first needle
     double *seconds;    // (cells) prefill + decode time, summed over trials
 } Results;
 
@@ -139,7 +140,8 @@ static Results run_grid(GPT *m, const Grid *g, const CommGrid *cg) {
     size_t jobs = (size_t)cells * g->trials;
     size_t K = (size_t)g->distractors;
     Results r = {xcalloc(jobs * D, sizeof(int64_t), "passkey answers"), xcalloc(jobs, sizeof(int64_t), "passkey keys"),
-                 xcalloc(jobs * K + 1, sizeof(int64_t), "distractor keys"), xcalloc((size_t)cells, sizeof(double), "timings")};
+                 xcalloc(jobs * K + 1, sizeof(int64_t), "distractor keys"), xcalloc(jobs, sizeof(int64_t), "first needles' keys"),
+                 xcalloc((size_t)cells, sizeof(double), "timings")};
     Decoder s;
     decoder_init(&s, m, cg->ring, D);
     bool reporter = cg->sp_index == 0;   // one rank per ring writes a job's numbers; the sums below share them
@@ -160,6 +162,7 @@ static Results run_grid(GPT *m, const Grid *g, const CommGrid *cg) {
                 if (!reporter) continue;
                 r.keys[job] = info.key;
                 for (size_t k = 0; k < K; k++) r.others[job * K + k] = info.others[k];
+                r.firsts[job] = info.first_key;
                 for (int d = 0; d < D; d++) r.answers[job * D + d] = ans[d];
                 r.seconds[c] += now_seconds() - t0;
             }
@@ -173,6 +176,7 @@ static Results run_grid(GPT *m, const Grid *g, const CommGrid *cg) {
     comm_allreduce(cg->world, r.answers, jobs * D, COMM_I64, COMM_SUM, "passkey answers");
     comm_allreduce(cg->world, r.keys, jobs, COMM_I64, COMM_SUM, "passkey keys");
     if (K) comm_allreduce(cg->world, r.others, jobs * K, COMM_I64, COMM_SUM, "distractor keys");
+    comm_allreduce(cg->world, r.firsts, jobs, COMM_I64, COMM_SUM, "first needles' keys");
     comm_allreduce(cg->world, r.seconds, (size_t)cells, COMM_F64, COMM_SUM, "passkey timings");
     return r;
 }
@@ -186,14 +190,14 @@ static void answer_text(const Results *r, size_t job, char *out) {
     out[PASSKEY_KEY_DIGITS] = 0;
 }
 
-// One cell's trials: exact matches, right digits, answers that are a distractor's key, answers that begin
-// on the asked key and leave it (passkey_answer_kind).
+// One cell's trials: exact matches, right digits, answers that are a distractor's key (first: of them, the key
+// of the document's first needle), answers that begin on the asked key and leave it (passkey_answer_kind).
 typedef struct {
-    int exact, digits, other, drifted;
+    int exact, digits, other, first, drifted;
 } CellScore;
 
 static CellScore cell_score(const Grid *g, const Results *r, int c) {
-    CellScore sc = {0, 0, 0, 0};
+    CellScore sc = {0, 0, 0, 0, 0};
     for (int t = 0; t < g->trials; t++) {
         size_t job = (size_t)c * g->trials + t;
         char key[8], ans[PASSKEY_KEY_DIGITS + 1];
@@ -205,6 +209,7 @@ static CellScore cell_score(const Grid *g, const Results *r, int c) {
         PasskeyAnswer kind = passkey_answer_kind(ans, (uint32_t)r->keys[job], others, g->distractors);
         sc.exact += kind == PASSKEY_ANSWER_EXACT;
         sc.other += kind == PASSKEY_ANSWER_OTHER_KEY;
+        sc.first += kind == PASSKEY_ANSWER_OTHER_KEY && (uint32_t)atoi(ans) == (uint32_t)r->firsts[job];
         sc.drifted += kind == PASSKEY_ANSWER_DRIFTED;
     }
     return sc;
@@ -218,8 +223,14 @@ typedef struct {
     double seconds;
 } RunInfo;
 
-// A cell's "other_keys": per trial, the distractors' keys.
+// A cell's "other_keys": per trial, the distractors' keys; "first_keys": per trial, the key of the first needle.
 static void add_other_keys(cJSON *cell, const Grid *g, const Results *r, int c) {
+    cJSON *firsts = cJSON_AddArrayToObject(cell, "first_keys");
+    for (int t = 0; t < g->trials; t++) {
+        char key[8];
+        snprintf(key, sizeof key, "%05d", (int)r->firsts[(size_t)c * g->trials + t]);
+        cJSON_AddItemToArray(firsts, cJSON_CreateString(key));
+    }
     cJSON *all = cJSON_AddArrayToObject(cell, "other_keys");
     for (int t = 0; t < g->trials; t++) {
         cJSON *these = cJSON_CreateArray();
@@ -265,6 +276,7 @@ static void write_json(const char *path, const Grid *g, const Results *r, const 
         cJSON_AddNumberToObject(o, "exact_match", (double)sc.exact / g->trials);
         cJSON_AddNumberToObject(o, "digit_accuracy", (double)sc.digits / (g->trials * PASSKEY_KEY_DIGITS));
         cJSON_AddNumberToObject(o, "other_key_match", (double)sc.other / g->trials);
+        cJSON_AddNumberToObject(o, "first_key_match", (double)sc.first / g->trials);
         cJSON_AddNumberToObject(o, "drifted", (double)sc.drifted / g->trials);
         cJSON_AddNumberToObject(o, "seconds", r->seconds[c]);
         cJSON *ks = cJSON_AddArrayToObject(o, "keys"), *as = cJSON_AddArrayToObject(o, "answers");
@@ -290,12 +302,13 @@ static void write_json(const char *path, const Grid *g, const Results *r, const 
 
 static void write_csv(const char *path, const Grid *g, const Results *r) {
     FILE *f = xfopen(path, "w");
-    if (fprintf(f, "length,depth,trials,exact_match,digit_accuracy,seconds,other_key_match,drifted\n") < 0) fail("%s: write failed", path);
+    if (fprintf(f, "length,depth,trials,exact_match,digit_accuracy,seconds,other_key_match,drifted,first_key_match\n") < 0)
+        fail("%s: write failed", path);
     for (int c = 0; c < g->n_len * g->n_depth; c++) {
         CellScore sc = cell_score(g, r, c);
-        if (fprintf(f, "%" PRId64 ",%.4g,%d,%.4f,%.4f,%.3f,%.4f,%.4f\n", g->lengths[c / g->n_depth], g->depths[c % g->n_depth], g->trials,
-                    (double)sc.exact / g->trials, (double)sc.digits / (g->trials * PASSKEY_KEY_DIGITS), r->seconds[c],
-                    (double)sc.other / g->trials, (double)sc.drifted / g->trials) < 0)
+        if (fprintf(f, "%" PRId64 ",%.4g,%d,%.4f,%.4f,%.3f,%.4f,%.4f,%.4f\n", g->lengths[c / g->n_depth], g->depths[c % g->n_depth],
+                    g->trials, (double)sc.exact / g->trials, (double)sc.digits / (g->trials * PASSKEY_KEY_DIGITS), r->seconds[c],
+                    (double)sc.other / g->trials, (double)sc.drifted / g->trials, (double)sc.first / g->trials) < 0)
             fail("%s: write failed", path);
     }
     xfclose(f, path);
@@ -371,20 +384,21 @@ static void print_table(const Grid *g, const Results *r) {
     log_info("exact match %% (%d trials per cell; rows: length, columns: depth)\n%8s", g->trials, "");
     for (int d = 0; d < g->n_depth; d++) log_info(" %5.2f", g->depths[d]);
     log_info("   mean\n");
-    int other = 0, drifted = 0;
+    int other = 0, first = 0, drifted = 0;
     for (int l = 0; l < g->n_len; l++) {
         int sum = 0;
         log_info("%8" PRId64, g->lengths[l]);
         for (int d = 0; d < g->n_depth; d++) {
             CellScore sc = cell_score(g, r, l * g->n_depth + d);
-            sum += sc.exact, other += sc.other, drifted += sc.drifted;
+            sum += sc.exact, other += sc.other, first += sc.first, drifted += sc.drifted;
             log_info(" %5.0f", 100.0 * sc.exact / g->trials);
         }
         log_info(" %6.1f\n", 100.0 * sum / (g->trials * g->n_depth));
     }
     if (g->distractors)
-        log_info("of %d answers: %d a distractor's key (the name picked another needle), %d the asked key's first digit and then "
-                 "off it (the copy drifted)\n", g->trials * g->n_depth * g->n_len, other, drifted);
+        log_info("of %d answers: %d a distractor's key (the name picked another needle; %d of them the document's first needle's), "
+                 "%d the asked key's first digit and then off it (the copy drifted)\n", g->trials * g->n_depth * g->n_len, other, first,
+                 drifted);
 }
 
 static const ArgCommand PASSKEY_CMD = {
@@ -488,6 +502,7 @@ int cmd_passkey(int argc, char **argv) {
     free(r.answers);
     free(r.keys);
     free(r.others);
+    free(r.firsts);
     free(r.seconds);
     gpt_free(&m);
     comm_grid_free(&cg);

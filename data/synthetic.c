@@ -151,6 +151,7 @@ static uint64_t layout(Needle *nd, int count, int asks, uint64_t filler, const u
     }
     info->answer_pos = answers[0];
     for (int i = 1; i < count; i++) info->others[i - 1] = first_digits(nd[i].key);
+    info->first_key = first_digits(nd[order[0]].key);
     return p;
 }
 

@@ -18,6 +18,7 @@ typedef struct {
     int needles;           // 1 + distractors
     int asked;             // questions at the end (a training mix's `ask`; else 1), the asked key's first
     uint32_t others[PASSKEY_MAX_DISTRACTORS];   // (needles - 1) the distractors' keys, their first 5 digits
+    uint32_t first_key;    // the first 5 digits of the key of the document's first needle (key when the asked one is first)
 } PasskeyInfo;
 // What a decoded answer (PASSKEY_KEY_DIGITS characters) is: the asked key, another needle's key (the copy
 // went to a distractor: the name did not pick it), the asked key's first digit and then off it (the copy

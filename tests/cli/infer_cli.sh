@@ -78,7 +78,7 @@ for i, d in enumerate(lines):
 assert checked >= 2, "no trial with filler before its needle"
 PYEOF
 # distractors: the same answers over the ring; the JSON records the count and the haystack's bytes and CRC
-"$BIN" passkey "$W/run" --lengths 400 --depths 0,1 --trials 2 --threads 1 --distractors 3 --haystack "$W/copy.txt" --out "$W/dis1" >/dev/null
+"$BIN" passkey "$W/run" --lengths 400 --depths 0,1 --trials 2 --threads 1 --distractors 3 --haystack "$W/copy.txt" --docs --out "$W/dis1" >/dev/null
 mpirun_np 2 "$BIN" passkey "$W/run" --lengths 400 --depths 0,1 --trials 2 --threads 1 --distractors 3 --haystack "$W/copy.txt" --sp 2 \
   --out "$W/dis2" >/dev/null
 [[ $(answers "$W/dis2.json") == "$(answers "$W/dis1.json")" ]] || fail "distractor answers over sp 2 differ from one rank's"
@@ -93,6 +93,17 @@ for a, b in zip(one, two):
     assert len(a["other_keys"]) == 2 and all(len(o) == 3 and k not in o and all(len(x) == 5 for x in o) for k, o in zip(a["keys"], a["other_keys"]))
     assert a["other_key_match"] == sum(ans in o for ans, o in zip(a["answers"], a["other_keys"])) / 2
     assert a["drifted"] == sum(ans != k and ans not in o and ans[0] == k[0] for k, ans, o in zip(a["keys"], a["answers"], a["other_keys"])) / 2
+    assert a["first_keys"] == b["first_keys"], "first needles over sp 2"
+    assert a["first_key_match"] == sum(ans in o and ans == f for ans, o, f in zip(a["answers"], a["other_keys"], a["first_keys"])) / 2
+PYEOF
+# first_keys: the key of each document's first needle, as the prompt the model read has it (OUT.docs.jsonl)
+python3 - "$W/dis1.json" "$W/dis1.docs.jsonl" <<'PYEOF' && ok "passkey records each document's first needle" || fail "first_keys"
+import json, re, sys
+firsts = [f for c in json.load(open(sys.argv[1]))["cells"] for f in c["first_keys"]]
+prompts = [json.loads(line)["prompt"] for line in open(sys.argv[2])]
+seen = [re.search(r"The pass key for \w+ is (\d{5})\. Remember it\.", p).group(1) for p in prompts]
+assert len(firsts) == len(seen) == 4 and firsts == seen, (firsts, seen)
+assert any(f != json.loads(line)["key"] for f, line in zip(firsts, open(sys.argv[2]))), "the asked needle first in every trial"
 PYEOF
 
 # bad input: exit 2, one line naming the problem

@@ -306,7 +306,7 @@ static bool others_in_doc(const uint32_t *doc, uint64_t len, const PasskeyInfo *
 static void test_distractors(void) {
     uint32_t *doc = malloc(4096 * sizeof *doc), *hay = malloc(4096 * sizeof *hay);
     for (int i = 0; i < 4096; i++) hay[i] = "Some plain prose, nothing more. "[i % 32];
-    int bad = 0;
+    int bad = 0, bad_first = 0, asked_first = 0;
     for (int K = 1; K <= PASSKEY_MAX_DISTRACTORS; K++) {
         for (int d = 0; d < 20; d++) {
             uint64_t len = d % 2 ? 4096 : passkey_min_len(K) + 3;
@@ -330,9 +330,17 @@ static void test_distractors(void) {
                    !text_at_str(doc, 0, "There are pass keys hidden in this text. Remember them. ") ||
                    (len == 4096 && (d % 3 == 0) != (count_text(doc, len, "Some plain prose") > 0));
             bad += !others_in_doc(doc, len, &info);
+            // first_key: the key that ends the document's first needle sentence (the asked one's or another's).
+            uint64_t e = first_text(doc, len, ". Remember it. ");
+            char first[8];
+            snprintf(first, sizeof first, "%05u", info.first_key);
+            bad_first += e == len || e < PASSKEY_KEY_DIGITS || !digits_at(doc, e - PASSKEY_KEY_DIGITS, first, PASSKEY_KEY_DIGITS);
+            asked_first += info.first_key == info.key;
         }
     }
     CHECK(bad == 0, "distractors: %d documents with a wrong layout", bad);
+    CHECK(bad_first == 0 && asked_first > 10 && asked_first < 150, "first needle's key: %d wrong; the asked needle first in %d of 160",
+          bad_first, asked_first);
     CHECK(passkey_min_len(3) > passkey_min_len(1) && passkey_min_len(1) > passkey_min_len(0), "longer minimum with more needles");
     // Training documents with distractors and long keys: the asked key, lengthened, is the answer; every
     // distractor key is lengthened too (so the longest key is not a shortcut); the weights cover the answer.
