@@ -176,7 +176,7 @@ static Results run_grid(GPT *m, const Grid *g, const CommGrid *cg) {
     comm_allreduce(cg->world, r.answers, jobs * D, COMM_I64, COMM_SUM, "passkey answers");
     comm_allreduce(cg->world, r.keys, jobs, COMM_I64, COMM_SUM, "passkey keys");
     if (K) comm_allreduce(cg->world, r.others, jobs * K, COMM_I64, COMM_SUM, "distractor keys");
-    comm_allreduce(cg->world, r.firsts, jobs, COMM_I64, COMM_SUM, "first needles' keys");
+    if (K) comm_allreduce(cg->world, r.firsts, jobs, COMM_I64, COMM_SUM, "first needles' keys");
     comm_allreduce(cg->world, r.seconds, (size_t)cells, COMM_F64, COMM_SUM, "passkey timings");
     return r;
 }
@@ -200,8 +200,9 @@ static CellScore cell_score(const Grid *g, const Results *r, int c) {
     CellScore sc = {0, 0, 0, 0, 0};
     for (int t = 0; t < g->trials; t++) {
         size_t job = (size_t)c * g->trials + t;
-        char key[8], ans[PASSKEY_KEY_DIGITS + 1];
+        char key[8], first[8], ans[PASSKEY_KEY_DIGITS + 1];
         snprintf(key, sizeof key, "%05d", (int)r->keys[job]);
+        snprintf(first, sizeof first, "%05d", (int)r->firsts[job]);
         answer_text(r, job, ans);
         for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) sc.digits += ans[d] == key[d];
         uint32_t others[PASSKEY_MAX_DISTRACTORS];   // (distractors)
@@ -209,7 +210,7 @@ static CellScore cell_score(const Grid *g, const Results *r, int c) {
         PasskeyAnswer kind = passkey_answer_kind(ans, (uint32_t)r->keys[job], others, g->distractors);
         sc.exact += kind == PASSKEY_ANSWER_EXACT;
         sc.other += kind == PASSKEY_ANSWER_OTHER_KEY;
-        sc.first += kind == PASSKEY_ANSWER_OTHER_KEY && (uint32_t)atoi(ans) == (uint32_t)r->firsts[job];
+        sc.first += kind == PASSKEY_ANSWER_OTHER_KEY && memcmp(ans, first, PASSKEY_KEY_DIGITS) == 0;
         sc.drifted += kind == PASSKEY_ANSWER_DRIFTED;
     }
     return sc;
