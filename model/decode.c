@@ -10,6 +10,7 @@
 #include "data/source.h"
 
 static void cache_attention(AttnStep *self, GPT *m, int layer, LayerActs *L, Rows r);
+static const float *feed(Decoder *s, int token);
 
 // One row of each activation the block writes (LayerActs, N = 1), on the backend.
 static void row_alloc(LayerActs *L, const ModelConfig *c, const Backend *be) {
@@ -38,7 +39,7 @@ void decoder_init(Decoder *s, GPT *m, Comm *ring, int max_new) {
     s->rank = s->ring ? comm_rank(ring) : 0;
     s->size = s->ring ? comm_size(ring) : 1;
     if (s->ring && !m->ring) m->ring = ring_create(ring, be, true);
-    s->cap = (max_new + s->size - 1) / s->size + 1;   // this rank's share of the decoded tokens
+    s->cap = (max_new + s->size) / s->size + 1;   // this rank's share of the decoded tokens and the prompt's last
     s->kc = be->alloc((size_t)c->n_layer * s->cap * KV * r, "key cache");
     s->vc = be->alloc((size_t)c->n_layer * s->cap * KV * r, "value cache");
     row_alloc(&s->row, c, be);
@@ -78,14 +79,11 @@ static void head_logits(Decoder *s, const real *xn) {
     for (int i = 0; i < c->vocab_size; i++) s->logits[i] = (float)s->lg_host[i];
 }
 
-const float *decode_prefill(Decoder *s, const int32_t *tokens, int n) {
-    GPT *m = s->m;
-    const ModelConfig *c = &m->cfg;
+// Prefills the cache with tokens[0..n) (n >= 1): the model's prefill forward over the prompt, padded for the
+// ring, leaves every layer's keys and values of this rank's slice in m->act.layers[l].k, .v; this rank's
+// rows below n are its shard.
+static void prefill_cache(Decoder *s, const int32_t *tokens, int n) {
     int W = s->size, r = s->rank;
-    if (n < 1) fail("internal: an empty prompt");
-    for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
-            fail("prompt token %d at position %d is outside the model's vocabulary (%d)", tokens[i], i, c->vocab_size);
     // The zigzag layout cuts the sequence into 2·sp equal chunks: pad the end (any valid token: it is
     // in the future of every prompt token, so causal attention never lets it change them).
     int T = W == 1 ? n : (n + 2 * W - 1) / (2 * W) * (2 * W), chunk = T / (2 * W);
@@ -95,23 +93,28 @@ const float *decode_prefill(Decoder *s, const int32_t *tokens, int n) {
     s->batch = batch_alloc(1, T / W);
     batch_put_sample(&s->batch, 0, sample, T, W, r);
     free(sample);
-    for (int i = 0; i < T / W; i++) s->batch.targets[i] = -1;   // no loss: only the activations matter
-    gpt_forward(m, &s->batch, 0, false, NULL);
-    // This rank's cache rows: its chunks' positions below n.
+    gpt_prefill(s->m, &s->batch);
     int starts[2] = {W == 1 ? 0 : r * chunk, (2 * W - 1 - r) * chunk}, lens[2] = {W == 1 ? n : chunk, W == 1 ? 0 : chunk};
     for (int i = 0; i < 2; i++) {
         int valid = n - starts[i];
         s->seg_off[i] = i * chunk;
         s->seg_len[i] = valid < 0 ? 0 : valid < lens[i] ? valid : lens[i];
     }
-    // The next token's logits come from the row of position n-1; its rank shares them.
-    memset(s->logits, 0, (size_t)c->vocab_size * sizeof(float));
-    for (int i = 0; i < T / W; i++)
-        if (s->batch.pos[i] == n - 1) head_logits(s, m->act.xn_f + (size_t)i * c->dim);
-    if (s->ring) comm_allreduce(s->ring, s->logits, (size_t)c->vocab_size, COMM_F32, COMM_SUM, "prefill logits");
-    s->len = s->prompt_len = n;
+}
+
+const float *decode_prefill(Decoder *s, const int32_t *tokens, int n) {
+    const ModelConfig *c = &s->m->cfg;
+    if (n < 1) fail("internal: an empty prompt");
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
+            fail("prompt token %d at position %d is outside the model's vocabulary (%d)", tokens[i], i, c->vocab_size);
+    // The cache takes the prompt but its last token, which then runs as the first decoding step: its row
+    // is the only one whose output (the next token's logits) is wanted.
+    s->seg_len[0] = s->seg_len[1] = 0;
+    if (n > 1) prefill_cache(s, tokens, n - 1);
+    s->len = s->prefilled = n - 1;
     s->n_dec = 0;
-    return s->logits;
+    return feed(s, tokens[n - 1]);
 }
 
 // Merges this rank's partial attention of the one query row (out (H·hd) normalised, lse (H)) with the
@@ -165,13 +168,13 @@ static void cache_attention(AttnStep *self, GPT *m, int l, LayerActs *L, Rows r)
     if (s->ring) merge_ring(s, L->att, L->lse);
 }
 
-const float *decode_step(Decoder *s, int token) {
+// Feeds token at position s->len: one row through every block against the cache; the next token's logits.
+static const float *feed(Decoder *s, int token) {
     GPT *m = s->m;
     const ModelConfig *c = &m->cfg;
-    if (s->prompt_len == 0) fail("internal: decode_step before decode_prefill");
     if (token < 0 || token >= c->vocab_size) fail("token %d is outside the vocabulary (%d)", token, c->vocab_size);
     int32_t pos = s->len, tok = token;
-    s->attn.owner = (pos - s->prompt_len) % s->size == s->rank;   // round-robin: the shards stay balanced
+    s->attn.owner = (pos - s->prefilled) % s->size == s->rank;   // round-robin: the shards stay balanced
     if (s->attn.owner && s->n_dec >= s->cap) fail("internal: KV cache full (%d decoded tokens on this rank)", s->cap);
     Rows row = {.B = 1, .T = 1, .pos = &pos};
     gpt_embed(m, s->row.x, &tok, 1);
@@ -181,6 +184,11 @@ const float *decode_step(Decoder *s, int token) {
     gpt_final_norm(m, s->xn_f, s->rstd_f, s->row.x, 1);
     head_logits(s, s->xn_f);
     return s->logits;
+}
+
+const float *decode_step(Decoder *s, int token) {
+    if (s->len == 0) fail("internal: decode_step before decode_prefill");
+    return feed(s, token);
 }
 
 int decode_agree(Decoder *s, int token) {

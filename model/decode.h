@@ -7,8 +7,10 @@
 
 // One sequence spread over the sp ranks of a ring (or held by one rank).
 //
-// Prefill runs the prompt through the model's forward in one pass: the blockwise attention on one
-// rank, the ring forward (zigzag slices) over sp ranks. Each rank keeps its slice's keys and values
+// Prefill runs the prompt but its last token through the model in one pass (gpt_prefill: every block
+// whole but the last, which stops at its keys and values): the blockwise attention on one rank, the ring
+// forward (zigzag slices) over sp ranks; the last token is then the first decoding step, the one row whose
+// output (the next token's logits) is wanted. Each rank keeps its slice's keys and values
 // where the forward left them (the model's layer activations) as its shard of the KV cache; the
 // prompt is padded at its end to a multiple of 2·sp, and causal attention means the padding changes
 // nothing before it (its rows are left out of the cache).
@@ -30,7 +32,7 @@ struct Decoder {
     GPT *m;
     struct Comm *ring;              // NULL: this rank holds the whole sequence
     int rank, size;                 // sp_index, sp
-    int len, prompt_len;            // tokens fed so far (prompt included) and the prompt's
+    int len, prefilled;             // tokens fed so far (prompt included) and the prefill's (the prompt's but its last)
     // this rank's prefill shard: rows [seg_off[i], seg_off[i] + seg_len[i]) of m->act.layers[l].k, v
     int seg_off[2], seg_len[2];
     // this rank's decoded tokens: (n_layer, cap, Hkv·hd) each, k after RoPE
@@ -53,8 +55,8 @@ struct Decoder {
 // sequence (NULL or one rank: local); with sp > 1 the model's ring is created here (m->ring).
 void decoder_init(Decoder *s, GPT *m, struct Comm *ring, int max_new);
 void decoder_free(Decoder *s);
-// Starts a new sequence: feeds tokens[0..n) (the same on every rank) in one forward pass and returns
-// the logits (V) of the token after them. n >= 1.
+// Starts a new sequence: feeds tokens[0..n) (the same on every rank; all but the last in one prefill
+// pass) and returns the logits (V) of the token after them. n >= 1.
 const float *decode_prefill(Decoder *s, const int32_t *tokens, int n);
 // Feeds `token` at position s->len and returns the logits (V) of the next token.
 const float *decode_step(Decoder *s, int token);

@@ -287,18 +287,29 @@ void gpt_final_norm(GPT *m, real *xn, real *rstd, real *x, int N) {
 
 static Rows batch_rows(const Batch *b) { return (Rows){.B = b->B, .T = b->T, .pos = b->pos}; }
 
-// Runs the blocks and the final norm; leaves xn_f (N, C) ready for the LM head.
-static void trunk_forward(GPT *m, const Batch *b) {
+// Embeds the batch and runs its first n_full blocks whole; layer n_full's input is then in
+// act.layers[n_full].x (act.x_final when n_full is the last layer's count).
+static void blocks_forward(GPT *m, const Batch *b, int n_full) {
     const ModelConfig *c = &m->cfg;
-    int N = b->B * b->T;
     acts_ensure(m, b->B, b->T);
     if (m->doc_mask) docs_prepare(m, b);
     Activations *a = &m->act;
-    gpt_embed(m, a->layers[0].x, b->tokens, N);
-    for (int l = 0; l < c->n_layer; l++)
+    gpt_embed(m, a->layers[0].x, b->tokens, b->B * b->T);
+    for (int l = 0; l < n_full; l++)
         gpt_layer_forward(m, l, &a->layers[l], a->h, batch_rows(b), &WHOLE_SEQUENCE,
                           l + 1 < c->n_layer ? a->layers[l + 1].x : a->x_final);
-    gpt_final_norm(m, a->xn_f, a->rstd_f, a->x_final, N);
+}
+
+// Runs the blocks and the final norm; leaves xn_f (N, C) ready for the LM head.
+static void trunk_forward(GPT *m, const Batch *b) {
+    blocks_forward(m, b, m->cfg.n_layer);
+    gpt_final_norm(m, m->act.xn_f, m->act.rstd_f, m->act.x_final, b->B * b->T);
+}
+
+void gpt_prefill(GPT *m, const Batch *b) {
+    int last = m->cfg.n_layer - 1;
+    blocks_forward(m, b, last);
+    qkv_forward(m, last, &m->act.layers[last], batch_rows(b));
 }
 
 double gpt_forward(GPT *m, const Batch *b, double grad_scale, bool want_grad, real *losses) {

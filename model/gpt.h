@@ -78,6 +78,11 @@ void gpt_zero_grad(GPT *m);
 // With want_grad, the fused head also leaves d(loss_sum·grad_scale)/d(xn_f) for gpt_backward
 // and accumulates the LM-head gradient. losses (B·T), optional, receives each row's loss.
 double gpt_forward(GPT *m, const Batch *b, double grad_scale, bool want_grad, real *losses);
+// The decoder's prefill: every layer's keys and values (act.layers[l].k, .v (B·T, Hkv·hd), after RoPE) for
+// the batch's rows, and no more: the blocks below the last run whole, the last one only to its Q/K/V. The
+// rows' own outputs are never needed (decoding feeds the prompt's last token as its first step), so the
+// last layer's attention, out-projection and MLP (a 1/n_layer share of a long prompt's cost) are skipped.
+void gpt_prefill(GPT *m, const Batch *b);
 // Backward of the last gpt_forward(want_grad) on the same batch: accumulates into m->grads.
 void gpt_backward(GPT *m, const Batch *b);
 // Allocates the activations of B sequences of T tokens now, as the first forward would (for the recompute

@@ -1,6 +1,7 @@
 // tests/model/test_decode.c — decoding (block prefill, then the model's own block on one row, KV cache sharded over the ring) gives the training forward's logits.
-// Usage (under mpiexec -np SP): test_decode. For prompt lengths that do and do not divide 2·sp (1: every
-// position decoded), the ring prefills the prompt and then decodes more tokens one by one; the logits
+// Usage (under mpiexec -np SP): test_decode. For prompts whose prefill (all but their last token) does and
+// does not divide 2·sp (1: an empty prefill, every position decoded), the ring prefills the prompt, the
+// last block only to its keys and values, and then decodes more tokens one by one; the logits
 // after every token must equal those of the single-rank training forward (gpt_logits, computed on every
 // rank) within the precision's rounding. Both paths run gpt_layer_forward: a change to the block is one
 // edit, and this test fails if the decode path ever stops following it.
