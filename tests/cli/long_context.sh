@@ -82,7 +82,7 @@ for k in $(seq 1 "$stages"); do
   done
 done
 # ... and the θ rule holds: stage N's RoPE base = stage N-1's × (T_N / the longest document stage N-1 trained on)^2;
-# a stage at the previous stage's length (it extends nothing) keeps its base, unless it ramps (rope-theta-ramp) to
+# a stage at the previous stage's length or shorter (it extends nothing: a tail) keeps its base, unless it ramps (rope-theta-ramp) to
 # the next stage's: the base step taken early, at the short length. Or the base is set ahead: from some stage on,
 # every stage trains under the rule's base for the last stage (the name match is tied to its base), stage 1 too. Probes place a
 # stage against the rule on purpose (a distractor tail before or after the ramp): their configs only.
@@ -95,7 +95,7 @@ rule = [10000]   # the presets' base, stage 1's unless the base is set ahead fro
 for n in range(2, stages + 1):
     prev, cur = cfg(n - 1, "train"), cfg(n, "train")
     longest = max(int(x) for x in cfg(n - 1, "data")["doc-len"].split(","))
-    same = cur["seq-len"] == prev["seq-len"]
+    same = cur["seq-len"] <= prev["seq-len"]
     rule.append(rule[-1] if same else round(rule[-1] * (cur["seq-len"] / longest) ** 2))
 got = [cfg(n, "train")["rope-theta"] for n in range(1, stages + 1)]
 want = [rule[n + 1] if 0 < n < stages - 1 and cfg(n + 1, "train").get("rope-theta-ramp", 0) > 0
