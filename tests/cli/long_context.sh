@@ -95,8 +95,8 @@ rule = [10000]   # the presets' base, stage 1's unless the base is set ahead fro
 for n in range(2, stages + 1):
     prev, cur = cfg(n - 1, "train"), cfg(n, "train")
     longest = max(int(x) for x in cfg(n - 1, "data")["doc-len"].split(","))
-    same = cur["seq-len"] <= prev["seq-len"]
-    rule.append(rule[-1] if same else round(rule[-1] * (cur["seq-len"] / longest) ** 2))
+    extends = cur["seq-len"] > prev["seq-len"]
+    rule.append(round(rule[-1] * (cur["seq-len"] / longest) ** 2) if extends else rule[-1])
 got = [cfg(n, "train")["rope-theta"] for n in range(1, stages + 1)]
 want = [rule[n + 1] if 0 < n < stages - 1 and cfg(n + 1, "train").get("rope-theta-ramp", 0) > 0
         and cfg(n + 1, "train")["seq-len"] == cfg(n, "train")["seq-len"] else rule[n] for n in range(stages)]
