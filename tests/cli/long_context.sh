@@ -91,7 +91,7 @@ done
 import json, sys
 r, stages = sys.argv[1], int(sys.argv[2])
 cfg = lambda n, kind: json.load(open(f"{r}/stage{n}.{kind}.json"))
-rule = [10000]   # the presets' base, stage 1's unless the base is set ahead from the first stage
+rule = [10000]   # the presets' base (model/config.c), stage 1's unless the base is set ahead from the first stage
 for n in range(2, stages + 1):
     prev, cur = cfg(n - 1, "train"), cfg(n, "train")
     longest = max(int(x) for x in cfg(n - 1, "data")["doc-len"].split(","))
