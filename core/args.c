@@ -13,34 +13,80 @@
 #include "core/common.h"
 #include "core/json_strict.h"
 
-static void print_default(const ArgSpec *s) {
+// The default after a flag's help, in words (" (default 6)"), into buf; empty when there is none to show.
+static void default_text(const ArgSpec *s, char *buf, size_t n) {
+    buf[0] = 0;
     if (s->dflt) {   // one default per line: the words replace the sentinel's value
-        printf(strcmp(s->dflt, "preset") == 0 ? " (preset)" : " (default: %s)", s->dflt);
+        snprintf(buf, n, strcmp(s->dflt, "preset") == 0 ? " (preset)" : " (default: %s)", s->dflt);
         return;
     }
     switch (s->kind) {
-    case ARG_INT: printf(" (default %d)", *(int *)s->dst); break;
-    case ARG_I64: printf(" (default %" PRId64 ")", *(int64_t *)s->dst); break;
-    case ARG_FLOAT: printf(" (default %g)", *(float *)s->dst); break;
-    case ARG_DOUBLE: printf(" (default %g)", *(double *)s->dst); break;
+    case ARG_INT: snprintf(buf, n, " (default %d)", *(int *)s->dst); break;
+    case ARG_I64: snprintf(buf, n, " (default %" PRId64 ")", *(int64_t *)s->dst); break;
+    case ARG_FLOAT: snprintf(buf, n, " (default %g)", *(float *)s->dst); break;
+    case ARG_DOUBLE: snprintf(buf, n, " (default %g)", *(double *)s->dst); break;
     case ARG_STRING:
-        if (*(const char **)s->dst) printf(" (default %s)", *(const char **)s->dst);
+        if (*(const char **)s->dst) snprintf(buf, n, " (default %s)", *(const char **)s->dst);
         break;
     case ARG_BOOL:
-        if (*(bool *)s->dst) printf(" (default on; =false turns it off)");
+        if (*(bool *)s->dst) snprintf(buf, n, " (default on; =false turns it off)");
         break;
+    case ARG_HEADING: break;
     }
 }
 
-static _Noreturn void print_help(const ArgCommand *cmd, const ArgSpec *specs, int n) {
-    printf("usage: %s\n\n%s\n\nflags:\n", cmd->usage, cmd->summary);
-    for (int i = 0; i < n; i++) {
-        const char *meta = specs[i].kind == ARG_BOOL ? "" : specs[i].kind == ARG_STRING ? " S" : " N";
-        printf("  %s%-*s %s", specs[i].name, (int)(22 - strlen(specs[i].name)), meta, specs[i].help);
-        print_default(&specs[i]);
-        printf("\n");
+enum { HELP_WIDTH = 100, HELP_INDENT = 27 };   // columns of a --help line; where a flag's text starts
+
+// text from column `col` on, broken at spaces (and at its own newlines) so that no line passes HELP_WIDTH; each
+// later line starts at column `indent`.
+static void print_wrapped(const char *text, int col, int indent) {
+    const char *p = text;
+    while (*p) {
+        int room = HELP_WIDTH - col, n = (int)strcspn(p, "\n");
+        if (n > room) {
+            int cut = room;
+            while (cut > 0 && p[cut] != ' ') cut--;
+            if (cut == 0) cut = (int)strcspn(p, " \n");   // one word longer than the line: it stays whole
+            n = cut;
+        }
+        printf("%.*s\n", n, p);
+        p += n;
+        if (*p == '\n') p++;
+        else
+            while (*p == ' ') p++;
+        if (*p) printf("%*s", indent, ""), col = indent;
     }
-    printf("  --help                  this text\n");
+}
+
+static void print_flag(const ArgSpec *s) {
+    const char *meta = s->kind == ARG_BOOL ? "" : s->kind == ARG_STRING ? " S" : " N";
+    char flag[64], dflt[256], text[1024];
+    snprintf(flag, sizeof flag, "%s%s", s->name, meta);
+    default_text(s, dflt, sizeof dflt);
+    snprintf(text, sizeof text, "%s%s", s->help, dflt);
+    int col = printf("  %-*s", HELP_INDENT - 3, flag);
+    if (col >= HELP_INDENT) printf("\n%*s", HELP_INDENT, ""), col = HELP_INDENT;
+    else col += printf(" ");
+    print_wrapped(text, col, HELP_INDENT);
+}
+
+static _Noreturn void print_help(const ArgCommand *cmd, const ArgSpec *specs, int n) {
+    printf("usage: ");
+    print_wrapped(cmd->usage, 7, 9);
+    printf("\n");
+    char *summary = xstrdup(cmd->summary);   // reflowed: a single newline is a space, a blank line a paragraph
+    for (char *c = summary; *c; c++)
+        if (c[0] == '\n' && c[1] != '\n' && (c == summary || c[-1] != '\n')) c[0] = ' ';
+    print_wrapped(summary, 0, 0);
+    free(summary);
+    bool grouped = n > 0 && specs[0].kind == ARG_HEADING;
+    if (!grouped) printf("\nflags:\n");
+    for (const ArgSpec *s = specs; s < specs + n; s++) {
+        if (s->kind == ARG_HEADING) printf("\n%s:\n", s->name);
+        else print_flag(s);
+    }
+    if (grouped) printf("\nhelp:\n");
+    printf("  %-*s this text\n", HELP_INDENT - 3, "--help");
     exit(0);
 }
 
@@ -72,8 +118,48 @@ static void parse_value(const ArgCommand *cmd, ArgSpec *s, const char *v) {
         break;
     }
     case ARG_STRING: *(const char **)s->dst = v; break;
-    case ARG_BOOL: break;
+    case ARG_BOOL:
+    case ARG_HEADING: break;
     }
+}
+
+// Edit distance of a and the first nb bytes of b (insertions, deletions, substitutions), capped at 9.
+static int distance(const char *a, const char *b, size_t nb) {
+    size_t na = strlen(a);
+    if (na > 63 || nb > 63) return 9;
+    int row[64];
+    for (size_t j = 0; j <= nb; j++) row[j] = (int)j;
+    for (size_t i = 1; i <= na; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= nb; j++) {
+            int up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            diag = up, row[j] = best;
+        }
+    }
+    return row[nb] < 9 ? row[nb] : 9;
+}
+
+// The flag nearest to the len bytes of word ("--seq-lne"): within 2 edits, or NULL.
+static const char *nearest_flag(const ArgSpec *specs, int n, const char *word, size_t len) {
+    const char *best = NULL;
+    int best_d = 3;
+    for (const ArgSpec *s = specs; s < specs + n; s++) {
+        if (s->kind == ARG_HEADING) continue;
+        int d = distance(s->name, word, len);
+        if (d < best_d) best = s->name, best_d = d;
+    }
+    return best;
+}
+
+static _Noreturn void unknown_flag(const ArgCommand *cmd, const ArgSpec *specs, int n, const char *a, size_t len) {
+    const char *near = nearest_flag(specs, n, a, len);
+    char hint[96] = "";
+    if (near) snprintf(hint, sizeof hint, "; did you mean %s?", near);
+    fail_usage("unknown flag '%.*s' for `ringgpt %s`%s (see `ringgpt %s --help`)", (int)len, a, cmd->command, hint,
+               cmd->command);
 }
 
 int args_parse(const ArgCommand *cmd, ArgSpec *specs, int n, int argc, char **argv, const char **positional,
@@ -93,9 +179,8 @@ int args_parse(const ArgCommand *cmd, ArgSpec *specs, int n, int argc, char **ar
         size_t len = eq ? (size_t)(eq - a) : strlen(a);
         ArgSpec *s = NULL;
         for (int k = 0; k < n; k++)
-            if (strlen(specs[k].name) == len && strncmp(specs[k].name, a, len) == 0) s = &specs[k];
-        if (!s) fail_usage("unknown flag '%.*s' for `ringgpt %s` (see `ringgpt %s --help`)", (int)len, a, cmd->command,
-                           cmd->command);
+            if (specs[k].kind != ARG_HEADING && strlen(specs[k].name) == len && strncmp(specs[k].name, a, len) == 0) s = &specs[k];
+        if (!s) unknown_flag(cmd, specs, n, a, len);
         s->seen = true;
         if (s->kind == ARG_BOOL) {
             if (eq) {
@@ -116,14 +201,13 @@ int args_parse(const ArgCommand *cmd, ArgSpec *specs, int n, int argc, char **ar
 }
 
 bool args_seen(const ArgSpec *specs, int n, const char *name) {
-    for (int i = 0; i < n; i++)
-        if (strcmp(specs[i].name, name) == 0) return specs[i].seen;
-    return false;
+    const ArgSpec *s = args_find((ArgSpec *)specs, n, name);
+    return s && s->seen;
 }
 
 ArgSpec *args_find(ArgSpec *specs, int n, const char *name) {
-    for (int i = 0; i < n; i++)
-        if (strcmp(specs[i].name, name) == 0) return &specs[i];
+    for (ArgSpec *s = specs; s < specs + n; s++)
+        if (s->kind != ARG_HEADING && strcmp(s->name, name) == 0) return s;
     return NULL;
 }
 
@@ -172,6 +256,7 @@ static int apply_value(const ArgCommand *cmd, ArgSpec *s, const cJSON *v, const 
     case ARG_DOUBLE: *(double *)s->dst = x; break;
     case ARG_STRING: *(const char **)s->dst = keep_string(v->valuestring); break;
     case ARG_BOOL: *(bool *)s->dst = cJSON_IsTrue(v); break;
+    case ARG_HEADING: break;
     }
     s->seen = true;
     return 0;
@@ -205,9 +290,11 @@ int args_json_load(const ArgCommand *cmd, ArgSpec *specs, int n, const char *tex
         if (only && !in_list(name, only)) continue;
         ArgSpec *s = args_find(specs, n, name);
         if (!s) {
-            char key[128];
-            snprintf(err, errn, "%s: unknown key \"%s\": not a flag of `ringgpt %s` (see `ringgpt %s --help`)", path,
-                     json_printable(v->string, key, sizeof key), cmd->command, cmd->command);
+            char key[128], hint[96] = "";
+            const char *near = nearest_flag(specs, n, name, strlen(name));
+            if (near) snprintf(hint, sizeof hint, "; did you mean \"%s\"?", near + 2);
+            snprintf(err, errn, "%s: unknown key \"%s\": not a flag of `ringgpt %s`%s (see `ringgpt %s --help`)", path,
+                     json_printable(v->string, key, sizeof key), cmd->command, hint, cmd->command);
             rc = -1;
         } else if (named[s - specs]) {
             snprintf(err, errn, "%s: the flag %s appears twice (which value is meant?); fix the file", path, s->name);
@@ -273,7 +360,7 @@ static double short_float(float f) {
 char *args_to_json(const ArgSpec *specs, int n, const char *const *skip) {
     cJSON *root = cJSON_CreateObject();
     for (const ArgSpec *s = specs; s < specs + n; s++) {
-        if (in_list(s->name, skip)) continue;
+        if (s->kind == ARG_HEADING || in_list(s->name, skip)) continue;
         const char *key = s->name + 2;
         switch (s->kind) {
         case ARG_INT: cJSON_AddNumberToObject(root, key, *(int *)s->dst); break;
@@ -284,6 +371,7 @@ char *args_to_json(const ArgSpec *specs, int n, const char *const *skip) {
             if (*(const char **)s->dst) cJSON_AddStringToObject(root, key, *(const char **)s->dst);
             break;
         case ARG_BOOL: cJSON_AddBoolToObject(root, key, *(bool *)s->dst); break;
+        case ARG_HEADING: break;
         }
     }
     char *text = cJSON_Print(root);

@@ -4,7 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { ARG_INT, ARG_I64, ARG_FLOAT, ARG_DOUBLE, ARG_STRING, ARG_BOOL } ArgKind;
+// ARG_HEADING is no flag: it starts a group of the --help text (name = the heading, "model"); ARG_GROUP() writes one.
+typedef enum { ARG_INT, ARG_I64, ARG_FLOAT, ARG_DOUBLE, ARG_STRING, ARG_BOOL, ARG_HEADING } ArgKind;
 
 typedef struct {
     const char *name;   // "--seq-len"
@@ -15,6 +16,9 @@ typedef struct {
     const char *dflt;   // the default in words when *dst is a sentinel: "preset", "the checkpoint's", ...
 } ArgSpec;
 
+// A heading in a flag table: the flags after it, up to the next one, are listed under it by --help.
+#define ARG_GROUP(heading) {heading, ARG_HEADING, NULL, NULL, false, NULL}
+
 typedef struct {
     const char *command;   // "train"
     const char *usage;     // "ringgpt train --data FILE [flags]"
@@ -22,8 +26,9 @@ typedef struct {
 } ArgCommand;
 
 // Parses argv[1..argc) against specs. Non-flag words go to positional (at most max_positional,
-// more is a usage error). `--help`/`-h` prints usage and exits 0. Unknown flags, missing or
-// non-numeric values exit 2 with one line naming the flag and the fix. Returns the positional count.
+// more is a usage error). `--help`/`-h` prints usage (grouped under the table's headings, wrapped at 100
+// columns) and exits 0. Unknown flags (with the nearest flag as a suggestion), missing or non-numeric
+// values exit 2 with one line naming the flag and the fix. Returns the positional count.
 int args_parse(const ArgCommand *cmd, ArgSpec *specs, int n_specs, int argc, char **argv, const char **positional,
                int max_positional);
 // True if the flag was given (on the command line or by args_apply_json).

@@ -7,7 +7,16 @@ BIN=$1 MPIEXEC=${2:-mpiexec}
 . "$(dirname "$0")/common.sh"
 make_text "$W/text.txt" 300
 # -- help: one default per line, the same default for the same flag in every subcommand
-for c in train eval sample prepare export import inspect; do "$BIN" $c --help > "$W/help_$c.txt"; done
+# --help wraps at 100 columns; a flag's continuation lines (indented past the flag column) are joined back to it.
+unwrap() {
+  awk 'substr($0, 1, 27) ~ /^ +$/ && substr($0, 28, 1) != " " { sub(/^ +/, " "); line = line $0; next }
+       NR > 1 { print line } { line = $0 } END { print line }'
+}
+for c in train eval sample prepare export import inspect; do "$BIN" $c --help | unwrap > "$W/help_$c.txt"; done
+check "every --help line fits in 100 columns" bash -c "for c in train eval sample prepare export import inspect passkey plan tokenizer; do '$BIN' \$c --help; done | awk 'length > 100 { bad = 1; print } END { exit bad }'"
+expect_fail 2 "did you mean --seq-len?" "$BIN" train --seq-lne 64 --data "$W/none"
+echo '{"seq_len": 64}' > "$W/typo.json"
+expect_fail 2 'did you mean "seq-len"?' "$BIN" train --config "$W/typo.json" --data "$W/none"
 check "no help line has two defaults" bash -c "! grep -hE '\\(default.*\\(default|\\(default.*\\(preset' '$W'/help_*.txt"
 check "preset overrides show (preset)" grep -qE -- '--layers +N +layer count \(preset\)$' "$W/help_train.txt"
 check "train --help does not say the CPU only" bash -c "! grep -q 'on the CPU' '$W/help_train.txt'"
