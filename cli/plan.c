@@ -199,6 +199,7 @@ int cmd_plan(int argc, char **argv) {
     PlanFlags f = {.model = "small", .device = "h100-sxm", .recompute = "none", .devices = "1,2,4,8,16,32",
                    .seq_len = 8192, .batch = 1, .grad_accum = 1, .ranks = 0, .sp = 1, .loss_chunk = 256};
     ArgSpec specs[] = {
+        ARG_GROUP("model"),
         {"--model", ARG_STRING, &f.model, "preset: tiny, small, base, 125m"},
         {"--config", ARG_STRING, &f.config, "a run's config.json or a train --config file: its model and layout flags"},
         {"--layers", ARG_INT, &f.layers, "layer count", .dflt = "preset"},
@@ -208,6 +209,7 @@ int cmd_plan(int argc, char **argv) {
         {"--ffn-dim", ARG_INT, &f.ffn, "SwiGLU hidden width", .dflt = "preset"},
         {"--vocab", ARG_INT, &f.vocab, "vocabulary size", .dflt = "preset"},
         {"--tie-embeddings", ARG_BOOL, &f.tie, "share the token embedding with the LM head"},
+        ARG_GROUP("the run"),
         {"--seq-len", ARG_INT, &f.seq_len, "tokens per sequence T"},
         {"--batch", ARG_INT, &f.batch, "sequences per micro-step per ring"},
         {"--grad-accum", ARG_INT, &f.grad_accum, "micro-steps per optimizer step"},
@@ -215,6 +217,7 @@ int cmd_plan(int argc, char **argv) {
         {"--sp", ARG_INT, &f.sp, "ring size: devices that split one sequence"},
         {"--recompute", ARG_STRING, &f.recompute, "none, mlp or full (train's --recompute)"},
         {"--loss-chunk", ARG_INT, &f.loss_chunk, "rows per chunk of the fused LM head"},
+        ARG_GROUP("the device (a preset, each figure overridable)"),
         {"--device", ARG_STRING, &f.device, "preset: cpu (this project's machine, measured), h100-sxm, a100-sxm"},
         {"--mem-gib", ARG_DOUBLE, &f.mem_gib, "memory per device (GiB)", .dflt = "the preset's"},
         {"--matmul-tflops", ARG_DOUBLE, &f.matmul_tflops, "matmul TFLOP/s per device", .dflt = "the preset's"},
@@ -225,6 +228,7 @@ int cmd_plan(int argc, char **argv) {
          .dflt = "the preset's"},
         {"--host-gbps", ARG_DOUBLE, &f.host_gbps, "Gbit/s a rank's own core moves through the network stack (0: free)",
          .dflt = "the preset's"},
+        ARG_GROUP("output"),
         {"--devices", ARG_STRING, &f.devices, "device counts of the longest-context table"},
         {"--json", ARG_BOOL, &f.json, "print one JSON object (step time parts, memory) instead of the report"},
     };
