@@ -11,6 +11,13 @@
 #include "core/common.h"
 #include "train/train.h"
 
+// --attn sm90 exists only in a -DRINGGPT_SM90_KERNELS=ON build (docs/gpu.md): --help offers what the build has.
+#ifdef RINGGPT_HAVE_SM90
+#define ATTN_SM90_HELP "; or sm90 (the opt-in Hopper kernels, hd 64/128)"
+#else
+#define ATTN_SM90_HELP ""
+#endif
+
 static const ArgCommand TRAIN_CMD = {
     "train", "ringgpt train --data FILE.txt|DIR [flags]",
     "Trains a Llama-style model (CPU or GPU, one rank or a ring under mpirun/srun). A text file is read\n"
@@ -89,13 +96,11 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--peak-tflops", ARG_FLOAT, &t->peak_tflops, "dense bf16 peak per GPU for MFU", .dflt = "a table of known GPUs"},
         {"--matmul", ARG_STRING, &t->matmul, "CUDA matmul operands: tf32, bf16 or fp32",
          .dflt = "bf16 with bf16 activations (the GPU default), else tf32"},
-        {"--attn", ARG_STRING, &t->attn, "CUDA attention per ring block: flash (sm_80 mma.sync), cudnn (cuDNN fused SDPA, "
-                                         "hd 64/128) or sm90 (Hopper kernels, hd 64/128)", .dflt = "cudnn where libcudnn loads, else flash"},
+        {"--attn", ARG_STRING, &t->attn, "CUDA attention per ring block: flash (sm_80 mma.sync) or cudnn (cuDNN fused SDPA, "
+                                         "hd 64/128)" ATTN_SM90_HELP, .dflt = "cudnn where libcudnn loads, else flash"},
         {"--activations", ARG_STRING, &t->activations, "CUDA storage of the activations and ring K/V packets: fp32 or "
                                                        "bf16 (statistics, residual stream and gradients stay fp32)",
          .dflt = "bf16 with --device cuda; fp32 with --matmul tf32 or fp32, and with --device cpu"},
-        {"--fused", ARG_BOOL, &t->fused, "CUDA: the fused step's kernels (RMSNorm + residual, RoPE q+k, one AdamW launch, "
-                                         "16-byte SwiGLU) instead of the GPU-verified ones (always on with bf16 activations)"},
         {"--comm", ARG_STRING, &t->comm, "CUDA ring and gradient exchange: auto, nccl or mpi (host staging)", .dflt = "auto"},
         {"--logits-mb", ARG_INT, &t->logits_mb, "CUDA: MiB of logits per chunk of the fused LM head (0: --loss-chunk rows)"},
         {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},

@@ -81,8 +81,15 @@ void train_check_config(const TrainConfig *t) {
     if (t->debug_slow_ms < 0) fail_usage("--debug-slow-ms must not be negative (got %d)", t->debug_slow_ms);
     if (t->matmul && strcmp(t->matmul, "bf16") && strcmp(t->matmul, "tf32") && strcmp(t->matmul, "fp32"))
         fail_usage("--matmul %s: use tf32, bf16 or fp32", t->matmul);
+#ifdef RINGGPT_HAVE_SM90
     if (t->attn && strcmp(t->attn, "flash") && strcmp(t->attn, "cudnn") && strcmp(t->attn, "sm90"))
         fail_usage("--attn %s: use flash, cudnn or sm90", t->attn);
+#else
+    if (t->attn && !strcmp(t->attn, "sm90"))   // an experiment outside the default build (docs/gpu.md)
+        fail_usage("--attn sm90: this ringgpt was built without the Hopper kernels (cmake -DRINGGPT_SM90_KERNELS=ON "
+                   "builds them); use --attn cudnn or flash");
+    if (t->attn && strcmp(t->attn, "flash") && strcmp(t->attn, "cudnn")) fail_usage("--attn %s: use flash or cudnn", t->attn);
+#endif
     if (t->activations && strcmp(t->activations, "fp32") && strcmp(t->activations, "bf16"))
         fail_usage("--activations %s: use fp32 or bf16", t->activations);
     if (train_act_store(t) == ACT_BF16 && t->matmul && strcmp(t->matmul, "bf16"))
@@ -199,7 +206,6 @@ static const Backend *select_backend(TrainConfig *t, int rank) {
     if (!cuda) return &BACKEND_CPU;
     gpu_defaults(t);
     cuda_backend_set_matmul(t->matmul ? t->matmul : train_act_store(t) == ACT_BF16 ? "bf16" : NULL);
-    cuda_backend_set_fused(t->fused);
     cuda_backend_init(cuda_local_rank(), rank);   // fails with one clear line when no GPU is visible
     attn_cuda_set_impl(t->attn);
     comm_cuda_set_kind(t->comm);

@@ -39,7 +39,6 @@ typedef struct TrainConfig {
     float peak_tflops;   // --peak-tflops: the device's dense bf16 peak per rank for MFU (0: the GPU table's)
     const char *matmul, *attn, *comm;   // CUDA: --matmul, --attn, --comm (NULL: the defaults)
     const char *activations;            // CUDA: --activations fp32 or bf16 (NULL: fp32)
-    bool fused;                         // CUDA: --fused, the fused step's kernels
     int logits_mb;       // CUDA: --logits-mb, the fused LM head's logits budget
     const char *comm_progress;   // --comm-progress: auto, compute, thread or off (core/comm.h: CommProgress)
     float stop_loss;     // --stop-loss: end the run once the mean loss of the last --stop-window steps is at most this (0: off)

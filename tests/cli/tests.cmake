@@ -51,7 +51,11 @@ bad_input(unknown_model "unknown --model" train --data ${OK} --model huge)
 bad_input(unknown_command "unknown command" trian)
 bad_input(unknown_recompute "unknown --recompute 'some'" train --data ${OK} --model tiny --recompute some)
 bad_input(unknown_matmul "--matmul fast: use tf32, bf16 or fp32" train --data ${OK} --model tiny --matmul fast)
-bad_input(unknown_attn "--attn cudnn9: use flash, cudnn or sm90" train --data ${OK} --model tiny --attn cudnn9)
+bad_input(unknown_attn "--attn cudnn9: use flash" train --data ${OK} --model tiny --attn cudnn9)
+if(NOT RINGGPT_HAVE_SM90)   # the Hopper kernels are an opt-in build (-DRINGGPT_SM90_KERNELS=ON, docs/gpu.md)
+  bad_input(attn_sm90_not_built "--attn sm90: this ringgpt was built without the Hopper kernels" train --data ${OK}
+            --model tiny --attn sm90)
+endif()
 bad_input(unknown_activations "--activations fp16: use fp32 or bf16" train --data ${OK} --model tiny --activations fp16)
 bad_input(activations_bf16_tf32 "--activations bf16 runs the matmuls on bf16 operands" train --data ${OK} --model tiny
           --activations bf16 --matmul tf32)
