@@ -1,5 +1,4 @@
-// cli/sample.c — `ringgpt sample`: generate text from a checkpoint (prefill, then a KV cache sharded over the ring).
-#include <math.h>
+// cli/sample.c — `ringgpt sample`: its flags, the text on stdout and the timings on stderr; generation is eval/sample.c's.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,65 +11,10 @@
 #include "core/args.h"
 #include "core/comm.h"
 #include "core/common.h"
-#include "core/rng.h"
-#include "data/tokenizer.h"
-#include "model/decode.h"
+#include "eval/sample.h"
 
-static int pick_token(const float *logits, int V, float temperature, int top_k, Rng *rng) {
-    int best = 0;
-    for (int i = 1; i < V; i++)
-        if (logits[i] > logits[best]) best = i;
-    if (temperature <= 0) return best;
-    double *p = xmalloc((size_t)V * sizeof(double), "probabilities");
-    float kth = -INFINITY;   // the top_k-th largest logit: everything below is dropped
-    if (top_k > 0 && top_k < V) {
-        float *sorted = xmalloc((size_t)V * sizeof(float), "sorted logits");
-        memcpy(sorted, logits, (size_t)V * sizeof(float));
-        for (int k = 0; k < top_k; k++)   // partial selection: top_k passes
-            for (int i = k + 1; i < V; i++)
-                if (sorted[i] > sorted[k]) { float t = sorted[k]; sorted[k] = sorted[i]; sorted[i] = t; }
-        kth = sorted[top_k - 1];
-        free(sorted);
-    }
-    double sum = 0;
-    for (int i = 0; i < V; i++) sum += p[i] = logits[i] >= kth ? exp((logits[i] - logits[best]) / temperature) : 0;
-    double u = rng_uniform(rng) * sum;
-    int pick = best;
-    for (int i = 0; i < V; i++) {
-        if (p[i] > 0 && (u -= p[i]) <= 0) { pick = i; break; }
-    }
-    free(p);
-    return pick;
-}
-
-// The prompt's bytes: --prompt TEXT, or --prompt-file FILE (`-` = stdin), read by rank 0 (mpiexec gives
-// stdin to rank 0 only) and shared with the other ranks of the ring.
-static unsigned char *read_prompt(const char *text, const char *file, Comm *ring, size_t *len) {
-    unsigned char *p = NULL;
-    uint64_t n = 0;
-    if (comm_rank(ring) == 0) {
-        if (!file) p = (unsigned char *)xstrdup(text), n = strlen(text);
-        else if (strcmp(file, "-") != 0) {
-            size_t got;
-            p = read_whole_file(file, &got);
-            n = got;
-        } else {
-            size_t cap = 1 << 16, got;
-            p = xmalloc(cap, "the prompt");
-            while ((got = fread(p + n, 1, cap - n, stdin)) > 0)
-                if ((n += got) == cap) p = xrealloc(p, cap *= 2, "the prompt");
-            if (ferror(stdin)) fail("--prompt-file -: reading stdin failed");
-        }
-    }
-    comm_allreduce(ring, &n, 1, COMM_U64, COMM_MAX, "prompt length");
-    size_t words = (n + 7) / 8;
-    uint64_t *w = xcalloc(words + 1, sizeof(uint64_t), "the prompt");   // packed bytes: a sum with zeros is a copy
-    if (comm_rank(ring) == 0) memcpy(w, p, n);
-    comm_allreduce(ring, w, words, COMM_U64, COMM_SUM, "prompt bytes");
-    free(p);
-    *len = n;
-    return (unsigned char *)w;
-}
+// Each drawn token as text on stdout (rank 0: ctx is the tokenizer; the other ranks pass no sink).
+static void print_token(void *ctx, uint32_t token) { model_write_token(ctx, token, stdout); }
 
 static const ArgCommand SAMPLE_CMD = {
     "sample", "ringgpt sample CKPT [--prompt TEXT] [--prompt-file FILE|-] [flags]   (mpiexec -np S ... --sp S for the ring)",
@@ -118,37 +62,22 @@ int cmd_sample(int argc, char **argv) {
     Tokenizer tok;
     model_tokenizer(used, &m.cfg, &state, &tok);
     size_t plen;
-    unsigned char *text = read_prompt(prompt, prompt_file, g.ring, &plen);
-    uint32_t *ids;
-    size_t n_ids = model_prompt_ids(&tok, text, plen, &ids);
-    Decoder s;
-    decoder_init(&s, &m, g.ring, tokens);
-    Rng rng;
-    rng_seed(&rng, (uint64_t)seed);
+    unsigned char *text = sample_read_prompt(prompt, prompt_file, g.ring, &plen);
+    SampleOptions o = {.tokens = tokens, .temperature = temperature, .top_k = top_k, .seed = (uint64_t)seed, .stop_at_eos = stop_eos};
     bool out = g.rank == 0;
     if (out && !prompt_file) fputs(prompt, stdout);
-    double t0 = now_seconds();
-    const float *logits = decode_prefill(&s, (const int32_t *)ids, (int)n_ids);   // ids < vocab < 2^31
-    double t1 = now_seconds();
-    int made = 0;
-    for (int i = 0; i < tokens; i++, made++) {
-        int t = decode_agree(&s, pick_token(logits, m.cfg.vocab_size, temperature, top_k, &rng));
-        if (t == tok.eos && stop_eos) break;
-        if (out) model_write_token(&tok, (uint32_t)t, stdout);
-        if (i + 1 < tokens) logits = decode_step(&s, t);
-    }
+    SampleResult r;
+    sample_generate(&m, g.ring, &tok, text, plen, &o, out ? print_token : NULL, &tok, &r);
     if (out) fputc('\n', stdout);
     fflush(stdout);
-    double t2 = now_seconds(), rss = peak_rss_mb();
+    double rss = peak_rss_mb();
     comm_allreduce(g.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");
     if (out)
         fprintf(stderr, "sample: prefill %zu tokens over %d rank%s in %.2f s (%.0f tokens/s), %d tokens decoded in %.2f s"
-                " (%.1f ms/token), peak RSS per rank %.0f MB\n", n_ids, sp, sp == 1 ? "" : "s", t1 - t0, n_ids / (t1 - t0), made,
-                t2 - t1, made ? (t2 - t1) * 1e3 / made : 0.0, rss);
-    free(ids);
+                " (%.1f ms/token), peak RSS per rank %.0f MB\n", r.prompt_tokens, sp, sp == 1 ? "" : "s", r.prefill_s,
+                r.prompt_tokens / r.prefill_s, r.made, r.decode_s, r.made ? r.decode_s * 1e3 / r.made : 0.0, rss);
     free(text);
     tokenizer_free(&tok);
-    decoder_free(&s);
     gpt_free(&m);
     comm_grid_free(&g);
     comm_finalize();

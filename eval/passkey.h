@@ -1,0 +1,68 @@
+// eval/passkey.h — the passkey grid: lengths × depths × trials of documents (generator filler or a haystack, distractors), decoded over the ring and scored.
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/comm.h"
+#include "data/haystack.h"
+#include "data/synthetic.h"
+#include "model/gpt.h"
+
+enum { PASSKEY_MAX_LENGTHS = 64, PASSKEY_MAX_DEPTHS = 1001 };
+
+// What to evaluate. Cell c is (length c / n_depth, depth c % n_depth); job j = c·trials + trial.
+typedef struct {
+    int n_len, n_depth, trials;
+    int64_t lengths[PASSKEY_MAX_LENGTHS];   // document tokens, its EOS included (= the training --doc-len / --seq-len)
+    double depths[PASSKEY_MAX_DEPTHS];      // where the key sits in the filler: 0 = start, 1 = end
+    uint64_t seed;                          // of the documents (keys)
+    const char *haystack;                   // NULL: the generator's filler sentences; else the text's path
+    Haystack hay;                           // its text (passkey_grid_load_haystack)
+    int distractors;                        // other named keys in every document
+} PasskeyGrid;
+
+// One cell's trials: exact matches, right digits, answers that are a distractor's key (first: of them, the key
+// of the document's first needle), answers that begin on the asked key and leave it (passkey_answer_kind).
+typedef struct {
+    int exact, digits, other, first, drifted;   // counts; digits out of trials · PASSKEY_KEY_DIGITS
+} PasskeyScore;
+
+// The grid's results, the same on every rank.
+typedef struct {
+    int64_t *answers;      // (cells, trials, PASSKEY_KEY_DIGITS) decoded tokens
+    int64_t *keys;         // (cells, trials) the true keys
+    int64_t *others;       // (cells, trials, distractors) the distractors' keys
+    int64_t *firsts;       // (cells, trials) the key of each document's first needle
+    double *seconds;       // (cells) prefill + decode time, summed over trials
+    PasskeyScore *scores;  // (cells) the table: passkey_score_cell of every cell
+} PasskeyResults;
+
+// The errors below return -1 with one line in why (size n) naming the flag and the way out, else 0; they are
+// usage errors that every rank meets alike (the command ends every rank with comm_fail_usage_all).
+
+// "0:1:0.1" (start:stop:step, stop included) or "0,0.5,1" into g->depths, each in 0..1.
+int passkey_grid_depths(PasskeyGrid *g, const char *spec, char *why, size_t n);
+// trials >= 1, 0..PASSKEY_MAX_DISTRACTORS distractors, every length long enough for a document with them.
+int passkey_grid_check(const PasskeyGrid *g, char *why, size_t n);
+// Loads g->haystack (a path it cannot read is a usage error of data/haystack.h) and checks it is at least as
+// long as the longest document (a window must not repeat itself).
+int passkey_grid_load_haystack(PasskeyGrid *g, char *why, size_t n);
+// The model reads byte tokens: its vocab must be the byte-level tokenizer's (path names it in why).
+int passkey_check_model(const ModelConfig *c, const char *path, char *why, size_t n);
+void passkey_grid_free(PasskeyGrid *g);
+
+// The document of one trial, the same on every rank: doc (len) gets its len - 1 tokens (the training document's
+// before its EOS), hay (len) its haystack window with a haystack (else unused, may be NULL). Returns where that
+// window starts in the text (0 without one).
+uint64_t passkey_trial_doc(const PasskeyGrid *g, int64_t len, double depth, int trial, uint32_t *hay, uint32_t *doc,
+                           PasskeyInfo *info);
+
+// Every (length, depth, trial) job: the prompt up to the answer prefilled, the key's digits decoded greedily
+// with the KV cache sharded over cg's ring; the dp groups take the jobs in turn. Collective over cg's world.
+PasskeyResults passkey_grid_run(GPT *m, const PasskeyGrid *g, const CommGrid *cg);
+void passkey_results_free(PasskeyResults *r);
+// Cell c's scores from its trials' keys, distractors' keys, first needles' keys and answers (r->scores[c] after a run).
+PasskeyScore passkey_score_cell(const PasskeyGrid *g, const PasskeyResults *r, int c);
+// Job j's decoded answer as text (PASSKEY_KEY_DIGITS characters and a NUL; a token that is not a printable byte is '?').
+void passkey_answer_text(const PasskeyResults *r, size_t job, char *out);
