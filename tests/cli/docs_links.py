@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tests/cli/docs_links.py — the README and every page under docs/ link only to files that exist.
 
-Checks README.md, docs/*.md and docs/experiments/*.md: markdown links [text](target) (relative to the document; web
+Checks README.md and docs/*.md: markdown links [text](target) (relative to the document; web
 links and #anchors aside) and code spans that name a repository file (`scripts/plot_metrics.py`, `data/FORMAT.md`: a
 path with a folder and a source or doc suffix, relative to the repository root). A link's #anchor into a markdown
 page must name one of its headings (GitHub's slugs: lower case, punctuation dropped, spaces as hyphens).
@@ -34,8 +34,7 @@ def main():
         sys.exit(__doc__)
     root = sys.argv[1]
     docs = ["README.md", "docs/DESIGN.md"]   # these two must exist; every other page is found
-    for pattern in ("docs/*.md", "docs/experiments/*.md"):
-        docs += sorted(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, pattern)))
+    docs += sorted(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, "docs/*.md")))
     docs = list(dict.fromkeys(docs))
     bad = checked = 0
     for doc in docs:
