@@ -58,112 +58,35 @@ static real *act_alloc(GPT *m, size_t b, size_t *bytes, const char *what) {
     return p;
 }
 
-// The arena: one layer's working set under recompute, laid out so that buffers never alive at
-// the same time share memory. Fills the arena's pointers into *L (the per-layer buffers that live
-// there) and into m->act (scratch), or only counts when base is NULL; returns its bytes. [act]
-// buffers (core/backend.h) take act_elem_bytes(store) per element, the others sizeof(real).
-//   mlp:  rstd2, xn2, gate, up (d_gate and d_up overwrite gate and up in place)
-//   full: [ h, then dh, then d_c ] followed by three overlays of one region:
-//         the MLP side  xm, rstd2, xn2, gate, up       (forward MLP; backward's MLP half)
-//         the attention side  rstd1, xn1, q, k, v, d_q, d_k, d_v, attn_tmp   (forward attention;
-//                             the backward's attention half, after d_c = d(att) is in place)
-//         the final norm  x_final, rstd_f, xn_f, dx_f over gate and up: written after the last
-//                         layer's MLP has read them, read by the backward before any recompute
-//         and, on a ring, its packets after the attention side: only attention uses them, while
-//         the MLP side and the final norm are dead (so they cost max(), not a sum)
-static size_t arena_layout(GPT *m, LayerActs *L, int B, int T, char *base) {
-    const ModelConfig *c = &m->cfg;
+// Points one table row's tensor where the layout places it: its own buffer (each layer's, or one for all
+// layers), or into the arena; NULL where the ring keeps its own packets or there is no ring.
+static void act_bind(void *ctx, const ActSpec *s, ActPlace p) {
+    GPT *m = ctx;
     Activations *a = &m->act;
-    size_t N = (size_t)B * T, C = c->dim, Q = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head;
-    size_t f = sizeof(real), lo = act_elem_bytes(a->store);
-    size_t off = 0, end = 0;
-    if (a->mode == RECOMPUTE_NONE) return 0;
-#define PIECE(ptr, bytes) ((ptr) = base ? (void *)(base + off) : NULL,                                              \
-                           off += ((bytes) + ACT_ALIGN_BYTES - 1) / ACT_ALIGN_BYTES * ACT_ALIGN_BYTES,              \
-                           end = off > end ? off : end)
-    bool full = a->mode == RECOMPUTE_FULL;
-    if (full) PIECE(a->h, N * F * lo > N * C * f ? N * F * lo : N * C * f);
-    if (full) a->d_c = a->h;
-    size_t side = off;
-    if (full) PIECE(L->xm, N * C * f);
-    PIECE(L->rstd2, N * f);
-    PIECE(L->xn2, N * C * lo);
-    size_t gate_at = off;
-    PIECE(L->gate, N * F * lo);
-    PIECE(L->up, N * F * lo);
-    a->d_gate = L->gate, a->d_up = L->up;
-    if (full) {
-        off = side;
-        PIECE(L->rstd1, N * f);
-        PIECE(L->xn1, N * C * lo);
-        PIECE(L->q, N * Q * lo);
-        PIECE(L->k, N * KV * lo);
-        PIECE(L->v, N * KV * lo);
-        PIECE(a->d_q, N * Q * f);
-        PIECE(a->d_k, N * KV * f);
-        PIECE(a->d_v, N * KV * f);
-        PIECE(a->attn_tmp, N * H * f);
-        if (m->ring) PIECE(a->ring_ws, ring_workspace_bytes((size_t)T * KV, a->store));
-        off = gate_at;
-        PIECE(a->x_final, N * C * f);
-        PIECE(a->rstd_f, N * f);
-        PIECE(a->xn_f, N * C * lo);
-        PIECE(a->dx_f, N * C * f);
+    for (int l = 0; l < (s->per_layer ? m->cfg.n_layer : 1); l++) {
+        real **t = act_field(a, &a->layers[l], s);
+        if (p.home == ACT_ARENA) *t = (real *)((char *)a->arena + p.offset);
+        else if (p.home == ACT_OWN && s->per_layer) *t = act_alloc(m, p.bytes, &a->kept_bytes, "activations");
+        else if (p.home == ACT_OWN) *t = act_alloc(m, p.bytes, &a->shared_bytes, "activation scratch");
+        else *t = NULL;
     }
-#undef PIECE
-    return end;
 }
 
-// Activation memory is linear in N = B·T: nothing here is (T × T) or (T × V). What the mode keeps
-// gets its own buffers per layer; the rest points into the arena (model/memplan.c counts the same).
+// Activation memory is linear in N = B·T: nothing here is (T × T) or (T × V). The table (model/acts.c)
+// says what the mode keeps per layer, what is scratch and what lives in the arena; the memory plan
+// (model/memplan.c) sums the same table.
 static void acts_ensure(GPT *m, int B, int T) {
     Activations *a = &m->act;
     if (a->layers && a->B == B && a->T == T && a->mode == m->recompute && a->store == m->act_store) return;
     acts_free(m);
     a->mode = m->recompute;
     a->store = m->act_store;
-    const ModelConfig *c = &m->cfg;
-    size_t N = (size_t)B * T, C = c->dim, Q = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, H = c->n_head;
-    const ActStore lo = a->store, f32 = ACT_F32;
-    a->layers = xcalloc(c->n_layer, sizeof(LayerActs), "layer activations");
-    LayerActs work = {0};   // the layer buffers that live in the arena (NULL: kept per layer)
-    size_t arena = arena_layout(m, &work, B, T, NULL);
-    if (arena) arena_layout(m, &work, B, T, (char *)(a->arena = act_alloc(m, arena, &a->work_bytes, "recompute working set")));
-    if (m->ring) ring_set_workspace(m->ring, a->ring_ws, a->ring_ws ? ring_workspace_bytes((size_t)T * KV, lo) : 0);
-#define KEEP(ptr, n, st) if (!(ptr)) (ptr) = act_alloc(m, (n) * act_elem_bytes(st), &a->kept_bytes, "activations")
-    for (int l = 0; l < c->n_layer; l++) {
-        LayerActs *L = &a->layers[l];
-        *L = work;
-        KEEP(L->x, N * C, f32);
-        KEEP(L->rstd1, N, f32);
-        KEEP(L->xn1, N * C, lo);
-        KEEP(L->q, N * Q, lo);
-        KEEP(L->k, N * KV, lo);
-        KEEP(L->v, N * KV, lo);
-        KEEP(L->att, N * Q, f32);
-        KEEP(L->lse, N * H, f32);
-        KEEP(L->xm, N * C, f32);
-        KEEP(L->rstd2, N, f32);
-        KEEP(L->xn2, N * C, lo);
-        KEEP(L->gate, N * F, lo);
-        KEEP(L->up, N * F, lo);
-    }
-#undef KEEP
-#define SHARED(ptr, n, st) if (!(ptr)) (ptr) = act_alloc(m, (n) * act_elem_bytes(st), &a->shared_bytes, "activation scratch")
-    SHARED(a->x_final, N * C, f32);
-    SHARED(a->rstd_f, N, f32);
-    SHARED(a->xn_f, N * C, lo);
-    SHARED(a->dx_f, N * C, f32);
-    SHARED(a->res, N * C, f32);
-    SHARED(a->d_c, N * C, f32);
-    SHARED(a->d_q, N * Q, f32);
-    SHARED(a->d_k, N * KV, f32);
-    SHARED(a->d_v, N * KV, f32);
-    SHARED(a->h, N * F, lo);
-    SHARED(a->d_gate, N * F, lo);
-    SHARED(a->d_up, N * F, lo);
-    SHARED(a->attn_tmp, N * H, f32);
-#undef SHARED
+    a->layers = xcalloc(m->cfg.n_layer, sizeof(LayerActs), "layer activations");
+    ActDims d = act_dims(&m->cfg, a->mode, a->store, B, T, m->ring != NULL);
+    size_t arena = acts_layout(&d, NULL, NULL);
+    if (arena) a->arena = act_alloc(m, arena, &a->work_bytes, "recompute working set");
+    acts_layout(&d, act_bind, m);
+    if (m->ring) ring_set_workspace(m->ring, a->ring_ws, a->ring_ws ? ring_workspace_bytes(d.T_local * d.KV, a->store) : 0);
     a->B = B;
     a->T = T;
 }

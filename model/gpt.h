@@ -1,57 +1,16 @@
-// model/gpt.h — the model: parameters by name, activations, and the forward/backward orchestration written once.
+// model/gpt.h — the model: parameters by name, activations (model/acts.h), and the forward/backward orchestration written once.
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "core/backend.h"
 #include "data/batch.h"
+#include "model/acts.h"
 #include "model/config.h"
 #include "model/memplan.h"
 #include "model/params.h"
 
 struct AttnRing;   // attention/ring.h: the ring of sp ranks this model's attention spans (NULL = one rank)
-
-// Saved for the backward, per layer, for a micro-batch of N = B·T rows (T = this rank's tokens).
-// Under recompute, the buffers a mode does not keep point into the one shared arena (the same
-// pointer in every layer) and are filled again from the kept x, O and LSE in the backward.
-// [act]: stored as GPT.act_store says (core/backend.h; offsets through act_at), the rest fp32.
-typedef struct {
-    real *x;        // (N, C) layer input (residual stream)
-    real *rstd1;    // (N) 1/rms of x
-    real *xn1;      // (N, C) [act] attention-norm output
-    real *q;        // (N, H·hd) [act] after RoPE
-    real *k, *v;    // (N, Hkv·hd) [act] k after RoPE
-    real *att;      // (N, H·hd) attention output
-    real *lse;      // (N, H) fp32 log-sum-exp of each row
-    real *xm;       // (N, C) residual after attention
-    real *rstd2;    // (N)
-    real *xn2;      // (N, C) [act] mlp-norm output
-    real *gate, *up;// (N, F) [act]
-} LayerActs;
-
-typedef struct {
-    LayerActs *layers;  // n_layer
-    real *x_final;      // (N, C) last residual
-    real *rstd_f;       // (N)
-    real *xn_f;         // (N, C) [act] final-norm output, input to the LM head
-    real *dx_f;         // (N, C) gradient of the loss w.r.t. xn_f (filled by the forward's fused head)
-    // scratch shared by all layers
-    real *res;          // (N, C) residual gradient during the backward
-    real *d_c;          // (N, C)
-    real *d_q;          // (N, H·hd)
-    real *d_k, *d_v;    // (N, Hkv·hd)
-    real *h;            // (N, F) [act] swiglu output / its gradient
-    real *d_gate, *d_up;// (N, F) [act]
-    real *attn_tmp;     // (N, H) attention scratch (running sum, D)
-    real *arena;        // one layer's working set under recompute (NULL for none)
-    real *ring_ws;      // the ring's packets (ring_workspace_bytes), in the arena under full (else NULL: the ring's own)
-    void **owned;       // every buffer allocated for these activations (released by acts_free)
-    int n_owned;
-    size_t kept_bytes, work_bytes, shared_bytes;   // what acts_ensure allocated (the memory plan's figures)
-    int B, T;           // the shape these buffers were sized for
-    Recompute mode;     // ... the recompute mode
-    ActStore store;     // ... and the storage of the [act] buffers
-} Activations;
 
 typedef struct {
     ModelConfig cfg;

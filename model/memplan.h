@@ -1,46 +1,21 @@
-// model/memplan.h — activation recompute modes and the memory plan: bytes per rank from the config, T, sp and the mode.
+// model/memplan.h — the memory plan: bytes per rank from the config, T, sp and the recompute mode (activations: the table of model/acts.h).
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "core/backend.h"
+#include "model/acts.h"
 #include "model/config.h"
 
-// What the forward keeps per layer for the backward (model/gpt.c). Recompute never runs attention
-// or the ring again: O and its LSE are always kept; q, k, v come back from the kept layer input.
-typedef enum {
-    RECOMPUTE_NONE,   // every intermediate kept (13 buffers per layer)
-    RECOMPUTE_MLP,    // the attention side and xm kept; the MLP's norm, gate and up recomputed
-    RECOMPUTE_FULL,   // only x, O and LSE kept; norm, QKV, RoPE, out-projection and MLP recomputed
-} Recompute;
-
-// "none", "mlp", "full" -> *r; false for anything else.
-bool recompute_parse(const char *s, Recompute *r);
-const char *recompute_name(Recompute r);
-
-// Every arena piece starts on a multiple of this many bytes (the alignment cudaMalloc gives, which vector
-// loads in the kernels rely on).
-enum { ACT_ALIGN_BYTES = 256 };
-
-// Bytes of the activation buffers model/gpt.c allocates for B sequences of T_local tokens on a ring of
-// sp ranks (N = B·T_local rows), by where they live, with the [act] tensors stored as `store`
-// (core/backend.h: bf16 halves them under --activations bf16).
-typedef struct {
-    size_t kept_per_layer;   // kept from the forward to the backward, per layer
-    size_t work;             // one layer's working set: the shared arena (0 for none; holds the ring's packets under full)
-    size_t shared;           // buffers shared by all layers: backward scratch, final norm, head gradient
-} ActSizes;
-ActSizes act_sizes(const ModelConfig *c, Recompute r, ActStore store, int B, int T_local, int sp);
-
 // One rank's memory for a step, in bytes: parameters, gradients and AdamW state are `real` (fp32), the
-// activations as act_sizes says for `store`.
+// activations as act_sizes (model/acts.h) sums the activation table for `store`.
 typedef struct {
     double weights, grads, optimizer;   // parameters (+ their bf16 copies under bf16), their gradients, AdamW's moments
     double kept;                        // activations kept for the backward, all layers
     double work;                        // one layer's recompute working set
     double shared;                      // backward scratch, final norm, LM-head gradient
     double ring;                        // the ring's two K/V/dK/dV packets and its dK/dV step buffer (sp > 1;
-                                        // under full they live in the working set and this is 0)
+                                        // 0 where the activation table puts them in the working set: full)
     double head_chunk;                  // the fused LM head's chunk of logits
     double batch;                       // tokens, targets, positions, document numbers
     double runtime;                     // the process before the model (libraries, data): measured, not predicted
