@@ -2,7 +2,8 @@
 // Usage: test_recompute [SP] (one rank when run plainly; under mpiexec -np dp·SP for the ring). For each model
 // shape (GQA, tied head, an FFN narrower than the model) every rank runs one forward + backward per mode on
 // its own slice, then compares its loss and every gradient to none's bit for bit, counts the ring's packets
-// (RingStats.exchanges), and checks that the activations allocated equal the memory plan's figures.
+// (RingStats.exchanges), and checks that the activations allocated are the table's (model/acts.c): every row
+// bound where the table places it, every LayerActs field a row, and the bytes the memory plan's figures.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,8 +66,45 @@ static StepResult run_step(GPT *m, const Batch *b, Recompute mode, double grad_s
     return r;
 }
 
-// The bytes acts_ensure allocated are the plan's (model/memplan.c states the layout a second time).
-static void check_plan(const GPT *m, Recompute mode, int T_local, int sp, const char *shape) {
+static void count_layer_row(void *ctx, const ActSpec *s, ActPlace p) {
+    (void)p;
+    *(size_t *)ctx += s->per_layer;
+}
+
+typedef struct {
+    GPT *m;
+    const char *shape;
+} BindCheck;
+
+// One table row after gpt_prepare: a pointer exactly where the table places it (NULL where the ring keeps its
+// own packets or there is no ring), the same in every layer when it lives in the arena.
+static void check_bound(void *ctx, const ActSpec *s, ActPlace p) {
+    BindCheck *c = ctx;
+    Activations *a = &c->m->act;
+    for (int l = 0; l < (s->per_layer ? c->m->cfg.n_layer : 1); l++) {
+        const real *t = *act_field(a, &a->layers[l], s);
+        bool ok = p.home == ACT_ARENA ? (const char *)t == (const char *)a->arena + p.offset
+                : p.home == ACT_OWN   ? t != NULL && t != a->arena
+                                      : t == NULL;
+        CHECK(ok, "%s, --recompute %s: '%s' (layer %d) is not where the activation table places it", c->shape,
+              recompute_name(a->mode), s->name, l);
+    }
+}
+
+// Every LayerActs field has its row in the table (a field without one would never be allocated).
+static void check_layer_rows(void) {
+    ActDims d = act_dims(&SHAPES[0].cfg, RECOMPUTE_NONE, ACT_F32, 1, 1, false);
+    size_t rows = 0;
+    acts_layout(&d, count_layer_row, &rows);
+    CHECK(rows * sizeof(real *) == sizeof(LayerActs), "the activation table has %zu per-layer rows; LayerActs has %zu "
+          "fields", rows, sizeof(LayerActs) / sizeof(real *));
+}
+
+// The bytes acts_ensure allocated are the plan's: both sum the activation table (model/acts.c).
+static void check_plan(GPT *m, Recompute mode, int T_local, int sp, const char *shape) {
+    BindCheck c = {m, shape};
+    ActDims d = act_dims(&m->cfg, mode, m->act_store, B, T_local, m->ring != NULL);
+    acts_layout(&d, check_bound, &c);
     ActSizes s = act_sizes(&m->cfg, mode, m->act_store, B, T_local, sp);
     const Activations *a = &m->act;
     CHECK(a->kept_bytes == s.kept_per_layer * m->cfg.n_layer && a->work_bytes == s.work && a->shared_bytes == s.shared,
@@ -128,6 +166,7 @@ int main(int argc, char **argv) {
     comm_set_timeout(120);
     int sp = argc > 1 ? atoi(argv[1]) : comm_size(comm_world());
     CommGrid g = comm_grid(sp);
+    check_layer_rows();
     for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++) test_shape(&SHAPES[i], &g);
     double failed = check_failed;
     comm_allreduce(g.world, &failed, 1, COMM_F64, COMM_MAX, "failures");
