@@ -26,14 +26,9 @@ void cuda_backend_init(int local_rank, int world_rank);
 // "NVIDIA H200 (GPU 0, 139.8 GiB, sm_90, 132 SMs), driver 13.0, runtime 13.0, matmul tf32 (fp32 operands),
 // attention flash" — for logs and reports.
 void cuda_device_describe(char *buf, size_t n);
-// Matmul precision (--matmul): "tf32" (the default: the path the H100 run of 2026-11-23 verified), "bf16" or
-// "fp32" (tests compare fp32 paths at 1e-5); NULL = the default. May be called before or after cuda_backend_init.
+// Matmul precision (--matmul): "tf32" (NULL: this call's default; train asks for bf16 with bf16 activations),
+// "bf16" or "fp32" (tests compare fp32 paths at 1e-5). May be called before or after cuda_backend_init.
 void cuda_backend_set_matmul(const char *mode);
-// --fused: the fused step's kernels (RMSNorm with the residual add in one pass, RoPE of q and k in one launch,
-// SwiGLU, residual add and scale in 16-byte accesses, AdamW over every tensor in one launch) for fp32 storage too.
-// Off by default: the kernels the H100 run of 2026-11-23 verified (model/cuda/reference.cu) run until the fused
-// ones pass on a GPU (tests/model/test_gpu_fused.c). bf16 storage (--activations bf16) always runs the fused ones.
-void cuda_backend_set_fused(bool on);
 // The fused LM head's logits budget in MiB (--logits-mb; default 512): the rows of a chunk are raised to fill
 // it, which keeps the GPU's matmuls large. 0 keeps the chunk the caller asked for (tests).
 void cuda_backend_set_logits_mb(long mb);

@@ -18,9 +18,9 @@ static ActStore gpu_test_act_store = ACT_F32;
 
 // Every GPU test starts here: without a device it prints SKIP and exits GPU_TEST_SKIP.
 // `--probe` only answers whether a GPU is there (exit 0 yes, 1 no), for the shell tests. Then, as train's flags:
-// `--attn NAME` runs the whole test on those attention kernels (flash, cudnn or sm90), `--matmul MODE` on those
-// GEMMs, `--fused` on the fused step's kernels, `--activations bf16` gives the test's CUDA models bf16
-// activations (with bf16 GEMMs).
+// `--attn NAME` runs the whole test on those attention kernels (flash, cudnn, or sm90 in a
+// -DRINGGPT_SM90_KERNELS=ON build), `--matmul MODE` on those GEMMs, `--activations bf16` gives the test's CUDA
+// models bf16 activations (with bf16 GEMMs).
 static inline void gpu_test_start(int argc, char **argv, const char *name) {
     int n = cuda_device_count();
     if (argc > 1 && !strcmp(argv[1], "--probe")) exit(n > 0 ? 0 : 1);
@@ -29,24 +29,20 @@ static inline void gpu_test_start(int argc, char **argv, const char *name) {
         exit(GPU_TEST_SKIP);
     }
     const char *attn = NULL, *matmul = NULL;
-    bool fused = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--fused")) fused = true;
-        else if (i + 1 < argc && !strcmp(argv[i], "--attn")) attn = argv[++i];
+        if (i + 1 < argc && !strcmp(argv[i], "--attn")) attn = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "--matmul")) matmul = argv[++i];
         else if (i + 1 < argc && !strcmp(argv[i], "--activations"))
             gpu_test_act_store = strcmp(argv[++i], "bf16") ? ACT_F32 : ACT_BF16;
-        else fail_usage("%s: unknown argument %s; use --attn, --matmul or --activations NAME, or --fused", name, argv[i]);
+        else fail_usage("%s: unknown argument %s; use --attn, --matmul or --activations NAME", name, argv[i]);
     }
-    cuda_backend_set_fused(fused);
     if (!matmul && gpu_test_act_store == ACT_BF16) matmul = "bf16";
     cuda_backend_set_matmul(matmul);
     cuda_backend_init(0, 0);
     attn_cuda_set_impl(attn);
     char desc[256];
     cuda_device_describe(desc, sizeof desc);
-    printf("%s on %s, activations %s%s\n", name, desc, gpu_test_act_store == ACT_BF16 ? "bf16" : "fp32",
-           fused ? ", fused kernels" : "");
+    printf("%s on %s, activations %s\n", name, desc, gpu_test_act_store == ACT_BF16 ? "bf16" : "fp32");
 }
 
 static inline float *host_randn(size_t n, uint64_t seed, double scale) {

@@ -15,9 +15,10 @@ RINGGPT_EXTERN_C_END
 CudaBackend CB;
 
 void cuda_backend_set_matmul(const char *mode) {
-    // tf32 (the default: the GEMMs the H100 run of 2026-11-23 verified, docs/gpu.md): fp32 operands on TF32
-    // tensor cores. bf16: bf16 A/B, fp32 C/D, COMPUTE_32F — true bf16 GEMMs, not yet run on a GPU (COMPUTE_32F_FAST_16BF
-    // with fp32 operands, the old default, ran TF32 kernels on an H100: issue 9). fp32: fp32 operands and math.
+    // tf32 (this call's default; train picks bf16 with bf16 activations, train/train.c): fp32 operands on TF32
+    // tensor cores. bf16: bf16 A/B, fp32 C/D, COMPUTE_32F — true bf16 GEMMs (COMPUTE_32F_FAST_16BF with fp32
+    // operands, an old default, ran TF32 kernels on an H100: issue 9). fp32: fp32 operands and math. All three
+    // passed against the CPU on an H100 (2026-11-24) and an H200 (2026-11-27): docs/gpu.md.
     if (!mode || !*mode || !strcmp(mode, "tf32"))
         CB.compute = CUBLAS_COMPUTE_32F_FAST_TF32, CB.bf16_operands = false, CB.compute_name = "tf32 (fp32 operands)";
     else if (!strcmp(mode, "bf16"))
@@ -27,8 +28,6 @@ void cuda_backend_set_matmul(const char *mode) {
         CB.compute = CUBLAS_COMPUTE_32F, CB.bf16_operands = false, CB.compute_name = "fp32 (fp32 operands)";
     else fail_usage("--matmul %s: use tf32, bf16 or fp32", mode);
 }
-
-void cuda_backend_set_fused(bool on) { CB.fused = on; }
 
 void cuda_backend_init(int local_rank, int world_rank) {
     if (CB.ready) return;

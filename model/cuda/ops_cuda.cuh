@@ -30,7 +30,6 @@ typedef struct {
     cublasComputeType_t compute;
     bool bf16_operands;   // true: A, B are CUDA_R_16BF (--matmul bf16); false: fp32 operands (tf32, fp32)
     const char *compute_name;
-    bool fused;           // --fused: the fused step's kernels for fp32 storage too (bf16 storage always runs them)
     cudaDeviceProp prop;
 } CudaBackend;
 extern CudaBackend CB;
@@ -70,17 +69,6 @@ void cb_to_bf16(__nv_bfloat16 *dst, const float *src, size_t n);
 // its storage (A, B: bf16 are read as they are, fp32 ones converted in bf16 mode; C bf16 only with beta = 0).
 void cb_gemm(bool ta, bool tb, int M, int N, int K, const void *A, int lda, ActStore as, const void *B, int ldb,
              ActStore bs, float beta, void *C, int ldc, ActStore cs);
-
-// ---- the kernels verified on a GPU (model/cuda/reference.cu): the default for fp32 storage without --fused ----
-static inline bool cb_reference(ActStore s) { return !CB.fused && s == ACT_F32; }
-void ref_add_inplace(float *y, const float *x, size_t n);
-void ref_rmsnorm_forward(float *y, float *rstd, float *x, const float *add, const float *w, int N, int C, float eps);
-void ref_rope(float *q, float *k, const int32_t *pos, int N, int Hq, int Hk, int hd, float theta, int inverse);
-void ref_swiglu_forward(float *h, const float *gate, const float *up, size_t n);
-void ref_swiglu_backward(float *dgate, float *dup, const float *dh, const float *gate, const float *up, size_t n);
-void ref_scale(float *x, float a, size_t n);
-void ref_adamw(float *w, const float *g, float *m, float *v, const AdamwSpan *spans, int n_spans, float lr, float beta1,
-               float beta2, float eps, float wd, int step);
 
 // ---- the ops of the table, by family ----
 void cuda_embedding_forward(real *out, const int32_t *tokens, const real *table, int N, int C);

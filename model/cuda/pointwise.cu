@@ -118,7 +118,6 @@ static const double *rope_freqs(float theta, int hd) {
 void cuda_rope(real *q, real *k, const int32_t *pos, int N, int Hq, int Hk, int hd, float theta, int inverse,
                ActStore s) {
     if (N <= 0) return;
-    if (cb_reference(s)) return ref_rope(q, k, pos, N, Hq, Hk, hd, theta, inverse);
     size_t n = (size_t)N * (hd / 2);
     const double *freqs = rope_freqs(theta, hd);
     const int32_t *dpos = cb_dev_ints(pos, N);
@@ -181,7 +180,6 @@ __global__ void swiglu_backward_kernel(T *dgate, T *dup, const T *dh, const T *g
 void cuda_swiglu_forward(real *h, const real *gate, const real *up, int N, int F, ActStore s) {
     size_t n = (size_t)N * F;
     if (!n) return;
-    if (cb_reference(s)) return ref_swiglu_forward(h, gate, up, n);
     bool vec = aligned16(h) && aligned16(gate) && aligned16(up);
     by_store(s, [&](auto tag) {
         using T = decltype(tag);
@@ -196,7 +194,6 @@ void cuda_swiglu_backward(real *dgate, real *dup, const real *dh, const real *ga
                           ActStore s) {
     size_t n = (size_t)N * F;
     if (!n) return;
-    if (cb_reference(s)) return ref_swiglu_backward(dgate, dup, dh, gate, up, n);
     bool vec = aligned16(dgate) && aligned16(dup) && aligned16(dh) && aligned16(gate) && aligned16(up);
     by_store(s, [&](auto tag) {
         using T = decltype(tag);
@@ -229,7 +226,6 @@ __global__ void add_kernel(float *y, const float *x, size_t n) {
 void cuda_add_inplace(real *y, const real *x, size_t n) {
     if (!n) return;
     cb_params_written(y, n * sizeof(float));
-    if (cb_reference(ACT_F32)) return ref_add_inplace(y, x, n);
     if (aligned16(y) && aligned16(x)) add_kernel<4><<<cb_blocks(n / 4, 256), 256, 0, CB.stream>>>(y, x, n);
     else add_kernel<1><<<cb_blocks(n, 256), 256, 0, CB.stream>>>(y, x, n);
     CUDA_CHECK_LAUNCH("add_inplace");
@@ -252,7 +248,6 @@ __global__ void scale_kernel(float *x, float a, size_t n) {
 void cuda_scale(real *x, float a, size_t n) {
     cb_params_written(x, n * sizeof(float));
     if (!n) return;
-    if (cb_reference(ACT_F32)) return ref_scale(x, a, n);
     if (aligned16(x)) scale_kernel<4><<<cb_blocks(n / 4, 256), 256, 0, CB.stream>>>(x, a, n);
     else scale_kernel<1><<<cb_blocks(n, 256), 256, 0, CB.stream>>>(x, a, n);
     CUDA_CHECK_LAUNCH("scale");

@@ -1,9 +1,9 @@
-// tests/model/test_gpu_fused.c — the fused step's CUDA kernels (--fused) against the unfused calls and the GPU-verified kernels, and bf16 activation storage against fp32 math rounded once.
-// Fused against unfused, both on the fused kernels (bit for bit: --recompute relies on it): RMSNorm with the
-// residual add against add_inplace then RMSNorm; RoPE of q and k in one launch against one launch each; AdamW
-// over every tensor in one launch against one launch per tensor. Fused against the kernels the H100 run of
-// 2026-11-23 verified (model/cuda/reference.cu): AdamW and SwiGLU bit for bit (the same arithmetic), RMSNorm and
-// RoPE within fp32 rounding (another reduction order; angles from sincos). bf16 storage (--activations bf16)
+// tests/model/test_gpu_fused.c — the CUDA step's fused kernels against the unfused calls and the CPU, and bf16 activation storage against fp32 math rounded once.
+// Fused against unfused, both on the GPU (bit for bit: --recompute relies on it): RMSNorm with the residual add
+// against add_inplace then RMSNorm; RoPE of q and k in one launch against one launch each; AdamW over every tensor
+// in one launch against one launch per tensor. Fused against the CPU backend (the reference): the residual add
+// exactly, RMSNorm within the CPU's other reduction order, RoPE within fp32 rounding (angles from sincospi here,
+// from cos and sin there), SwiGLU within expf's last bits, AdamW within fp32 rounding. bf16 storage (--activations bf16)
 // against fp32 storage of the same (bf16-rounded) inputs: the kernels do their math in fp32 and round once on
 // store, so RMSNorm, RoPE and SwiGLU must give exactly the rounded fp32 results; the GEMMs and the LM head
 // (cuBLASLt may pick other algorithms for a bf16 output) within bf16 rounding. Odd sizes and misaligned pointers
@@ -13,7 +13,7 @@
 #include "tests/gpu_test.h"
 #include "model/ops.h"
 
-static const Backend *GPU = &BACKEND_CUDA;
+static const Backend *GPU = &BACKEND_CUDA, *CPU = &BACKEND_CPU;
 enum { N = 301, C = 192, F = 518, V = 1000 };
 
 static float *dev(const float *h, size_t n) { return on(GPU, h, n); }
@@ -88,16 +88,15 @@ static void test_rmsnorm_residual(void) {
     GPU->rmsnorm_forward(y3, r2, x2, NULL, w, N, C, 1e-5f, ACT_BF16);   // bf16 output of the same norm
     float *hy3 = host_of(y3, n, ACT_BF16);
     same("rmsnorm y stored bf16 = fp32 y rounded", hy3, hy2, n, true);
-    // the verified kernels (add_inplace's launch, then one block per row) on the same input
-    cuda_backend_set_fused(false);
-    GPU->to_device(x1, hx, n * 4);
-    GPU->rmsnorm_forward(y1, r1, x1, a, w, N, C, 1e-5f, ACT_F32);
-    cuda_backend_set_fused(true);
-    float *rx = back(GPU, x1, n);
-    same("rmsnorm + residual: x + add, fused = verified kernels", hx2, rx, n, false);
-    near("rmsnorm + residual: y, fused vs verified kernels", y2, y1, n, 1e-6);
-    near("rmsnorm + residual: rstd, fused vs verified kernels", r2, r1, N, 1e-6);
-    free(rx);
+    // the CPU on the same input: x1, y1, r1 still hold the fused call's results
+    float *cx = on(CPU, hx, n), *ca = on(CPU, ha, n), *cw = on(CPU, hw, C);
+    float *cy = CPU->alloc(n * 4, "y"), *cr = CPU->alloc(N * 4, "rstd");
+    CPU->rmsnorm_forward(cy, cr, cx, ca, cw, N, C, 1e-5f, ACT_F32);
+    compare("rmsnorm + residual: x + add, fused = CPU", x1, cx, n, 0);
+    compare("rmsnorm + residual: y, fused vs CPU", y1, cy, n, 1e-5);
+    compare("rmsnorm + residual: rstd, fused vs CPU", r1, cr, N, 1e-5);
+    float *cbufs[] = {cx, ca, cw, cy, cr};
+    for (int i = 0; i < 5; i++) CPU->release(cbufs[i]);
     free(hx), free(ha), free(hw), free(hx1), free(hx2), free(hy1), free(hy2), free(hy3), free(hr1), free(hr2);
     float *bufs[] = {x1, x2, a, w, y1, y2, y3, r1, r2};
     for (int i = 0; i < 9; i++) GPU->release(bufs[i]);
@@ -119,13 +118,12 @@ static void test_rope(ActStore store) {
          store == ACT_BF16);
     same(store == ACT_BF16 ? "rope k, fused bf16 = separate fp32 rounded" : "rope k, fused = separate", c, d, nk,
          store == ACT_BF16);
-    if (store == ACT_F32) {   // against the verified kernels (angles from pow, cos and sin on the device)
-        cuda_backend_set_fused(false);
-        GPU->to_device(q2, hq, nq * 4), GPU->to_device(k2, hk, nk * 4);
-        GPU->rope(q2, k2, pos, N, Hq, Hk, hd, 10000.0f, 0, ACT_F32);
-        cuda_backend_set_fused(true);
-        near("rope q, fused vs verified kernels", q1, q2, nq, 1e-6);
-        near("rope k, fused vs verified kernels", k1, k2, nk, 1e-6);
+    if (store == ACT_F32) {   // against the CPU (angles from pow, cos and sin in double)
+        float *cq = on(CPU, hq, nq), *ck = on(CPU, hk, nk);
+        CPU->rope(cq, ck, pos, N, Hq, Hk, hd, 10000.0f, 0, ACT_F32);
+        compare("rope q, fused vs CPU", q1, cq, nq, 1e-6);
+        compare("rope k, fused vs CPU", k1, ck, nk, 1e-6);
+        CPU->release(cq), CPU->release(ck);
     }
     free(hq), free(hk), free(pos), free(a), free(b), free(c), free(d);
     float *bufs[] = {q1, k1, q2, k2, none};
@@ -236,15 +234,16 @@ static void test_adamw_one_launch(void) {
     same("adamw weights, one launch = one per tensor (3 steps)", a, b, n, false);
     same("adamw second moments, one launch = one per tensor", c, d, n, false);
     free(b), free(d);
-    // the verified kernel (one launch per tensor) from the same start: the same arithmetic, the same bits
-    cuda_backend_set_fused(false);
-    GPU->to_device(w2, hw, n * 4), GPU->zero(m2, n * 4), GPU->zero(v2, n * 4);
-    for (int step = 1; step <= 3; step++) GPU->adamw(w2, g, m2, v2, spans, 5, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, step);
-    cuda_backend_set_fused(true);
-    b = back(GPU, w2, n), d = back(GPU, v2, n);
-    same("adamw weights, fused = verified kernel", a, b, n, false);
-    same("adamw second moments, fused = verified kernel", c, d, n, false);
-    free(a), free(b), free(c), free(d), free(hw), free(hg);
+    // the CPU from the same start
+    float *cw = on(CPU, hw, n), *cg = on(CPU, hg, n), *cm = CPU->alloc(n * 4, "m"), *cv = CPU->alloc(n * 4, "v");
+    CPU->zero(cm, n * 4), CPU->zero(cv, n * 4);
+    for (int step = 1; step <= 3; step++) CPU->adamw(cw, cg, cm, cv, spans, 5, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, step);
+    compare("adamw weights, one launch vs CPU (3 steps)", w1, cw, n, 1e-6);
+    compare("adamw first moments, one launch vs CPU", m1, cm, n, 1e-6);
+    compare("adamw second moments, one launch vs CPU", v1, cv, n, 1e-6);
+    float *cbufs[] = {cw, cg, cm, cv};
+    for (int i = 0; i < 4; i++) CPU->release(cbufs[i]);
+    free(a), free(c), free(hw), free(hg);
     float *bufs[] = {w1, w2, g, m1, m2, v1, v2};
     for (int i = 0; i < 7; i++) GPU->release(bufs[i]);
 }
@@ -266,34 +265,28 @@ static void test_misaligned_add(void) {
     for (int i = 0; i < 5; i++) GPU->release(bufs[i]);
 }
 
-// SwiGLU in fp32: the fused kernels (16-byte groups) = the verified ones, bit for bit (the same arithmetic).
+// SwiGLU in fp32: the 16-byte groups and the tail (N·F is not a multiple of 4) against the CPU.
 static void test_swiglu_fp32(void) {
     size_t n = (size_t)N * F;
     float *hg = host_randn(n, 18, 2), *hu = host_randn(n, 19, 1), *hd = host_randn(n, 20, 1);
-    float *g = dev(hg, n), *u = dev(hu, n), *d = dev(hd, n), *h1 = GPU->alloc(n * 4, "h"), *h2 = GPU->alloc(n * 4, "h");
-    float *dg1 = GPU->alloc(n * 4, "dg"), *du1 = GPU->alloc(n * 4, "du"), *dg2 = GPU->alloc(n * 4, "dg"), *du2 = GPU->alloc(n * 4, "du");
-    GPU->swiglu_forward(h1, g, u, N, F, ACT_F32);
-    GPU->swiglu_backward(dg1, du1, d, g, u, N, F, ACT_F32);
-    cuda_backend_set_fused(false);
-    GPU->swiglu_forward(h2, g, u, N, F, ACT_F32);
-    GPU->swiglu_backward(dg2, du2, d, g, u, N, F, ACT_F32);
-    cuda_backend_set_fused(true);
-    const float *fs[] = {h1, dg1, du1}, *rs[] = {h2, dg2, du2};
-    const char *names[] = {"swiglu forward, fused = verified kernel", "swiglu backward dgate, fused = verified",
-                           "swiglu backward dup, fused = verified"};
-    for (int i = 0; i < 3; i++) {
-        float *a = back(GPU, fs[i], n), *b = back(GPU, rs[i], n);
-        same(names[i], a, b, n, false);
-        free(a), free(b);
-    }
+    float *g = dev(hg, n), *u = dev(hu, n), *d = dev(hd, n), *h = GPU->alloc(n * 4, "h");
+    float *dg = GPU->alloc(n * 4, "dg"), *du = GPU->alloc(n * 4, "du");
+    float *cg = on(CPU, hg, n), *cu = on(CPU, hu, n), *cd = on(CPU, hd, n), *ch = CPU->alloc(n * 4, "h");
+    float *cdg = CPU->alloc(n * 4, "dg"), *cdu = CPU->alloc(n * 4, "du");
+    GPU->swiglu_forward(h, g, u, N, F, ACT_F32);
+    GPU->swiglu_backward(dg, du, d, g, u, N, F, ACT_F32);
+    CPU->swiglu_forward(ch, cg, cu, N, F, ACT_F32);
+    CPU->swiglu_backward(cdg, cdu, cd, cg, cu, N, F, ACT_F32);
+    compare("swiglu forward, fused vs CPU", h, ch, n, 1e-6);
+    compare("swiglu backward dgate, fused vs CPU", dg, cdg, n, 1e-6);
+    compare("swiglu backward dup, fused vs CPU", du, cdu, n, 1e-6);
     free(hg), free(hu), free(hd);
-    float *bufs[] = {g, u, d, h1, h2, dg1, du1, dg2, du2};
-    for (int i = 0; i < 9; i++) GPU->release(bufs[i]);
+    float *bufs[] = {g, u, d, h, dg, du}, *cbufs[] = {cg, cu, cd, ch, cdg, cdu};
+    for (int i = 0; i < 6; i++) GPU->release(bufs[i]), CPU->release(cbufs[i]);
 }
 
 int main(int argc, char **argv) {
     gpu_test_start(argc, argv, "test_gpu_fused");
-    cuda_backend_set_fused(true);   // the kernels under test; each test switches to the verified ones to compare
     test_rmsnorm_residual();
     test_swiglu_fp32();
     test_rope(ACT_F32);

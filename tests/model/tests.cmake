@@ -42,7 +42,8 @@ foreach(layout "2;2" "3;3" "4;2")
 endforeach()
 
 # GPU (label gpu; SKIP without a device): every CUDA op, the bf16 GEMMs and their weight shadow, the fused kernels
-# against the unfused ones and the bf16 activation storage, a whole step and a 200-step loss curve against the CPU.
+# against the unfused calls and the CPU and the bf16 activation storage, a whole step and a 200-step loss curve
+# against the CPU.
 if(RINGGPT_HAVE_CUDA)
   foreach(t test_gpu_ops test_gpu_bf16 test_gpu_model test_gpu_fused)
     add_executable(${t} ${CMAKE_SOURCE_DIR}/tests/model/${t}.c)
@@ -52,9 +53,7 @@ if(RINGGPT_HAVE_CUDA)
   ringgpt_gpu_test(model_gpu_bf16 test_gpu_bf16)
   ringgpt_gpu_test(model_gpu_fused test_gpu_fused)
   ringgpt_gpu_test(model_gpu_step_and_curve test_gpu_model)
-  # The same step and curve on the fused step's kernels, with bf16 GEMMs and bf16 activations (--activations bf16),
-  # and on cuDNN's attention.
-  ringgpt_gpu_test(model_gpu_step_and_curve_fused test_gpu_model --fused)
+  # The same step and curve with bf16 GEMMs and bf16 activations (--activations bf16), and on cuDNN's attention.
   ringgpt_gpu_test(model_gpu_step_and_curve_bf16 test_gpu_model --activations bf16)
   if(RINGGPT_HAVE_CUDNN)
     ringgpt_gpu_test(model_gpu_step_and_curve_cudnn test_gpu_model --attn cudnn)
