@@ -70,8 +70,8 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float c0[4], const f
 
 // Loads rows [r0, r0+rows) of a token-major tensor of TS (float or bf16; row stride `stride` elements, head
 // offset already applied) as bf16 into a shared tile: row-major (rows, HD) and/or transposed (HD, rows).
-// Rows at or past `limit` are zero. The fp32 path is the code the H100 run of 2026-11-23 verified; bf16 rows
-// (--activations bf16) are copied as they are.
+// Rows at or past `limit` are zero. fp32 rows are converted here; bf16 rows (--activations bf16) are copied as
+// they are.
 template <int HD, typename TS>
 __device__ void load_tile(__nv_bfloat16 *dst, int ld, __nv_bfloat16 *dst_t, int ld_t, const TS *src, size_t stride,
                           int r0, int rows, int limit) {
@@ -569,8 +569,14 @@ static const char *const IMPL_NAMES[] = {"flash", "cudnn", "sm90"};
 
 extern "C" void attn_cuda_set_impl(const char *name) {
     if (!name || !*name || !strcmp(name, "flash")) g_impl = IMPL_FLASH;
-    else if (!strcmp(name, "sm90")) g_impl = IMPL_SM90;
-    else if (!strcmp(name, "cudnn")) {
+    else if (!strcmp(name, "sm90")) {
+#ifdef RINGGPT_HAVE_SM90
+        g_impl = IMPL_SM90;
+#else
+        fail_usage("--attn sm90: this ringgpt was built without the Hopper kernels (cmake -DRINGGPT_SM90_KERNELS=ON "
+                   "builds them); use --attn cudnn or flash");
+#endif
+    } else if (!strcmp(name, "cudnn")) {
 #ifdef RINGGPT_HAVE_CUDNN
         cudnn_sdpa_load();   // a machine without cuDNN fails here, before the first step
         g_impl = IMPL_CUDNN;
@@ -578,7 +584,7 @@ extern "C" void attn_cuda_set_impl(const char *name) {
         fail_usage("--attn cudnn: this ringgpt was built without cuDNN (cudnn.h or the cuDNN frontend headers were not "
                    "found when it was configured: scripts/deps.sh installs the frontend); rebuild, or use --attn flash");
 #endif
-    } else fail_usage("--attn %s: use flash (the sm_80 kernels), cudnn (the default where libcudnn loads) or sm90", name);
+    } else fail_usage("--attn %s: use flash (the sm_80 kernels) or cudnn (the default where libcudnn loads)", name);
 }
 
 extern "C" const char *attn_cuda_impl(void) { return IMPL_NAMES[g_impl]; }
@@ -587,10 +593,13 @@ extern "C" const char *attn_cuda_impl(void) { return IMPL_NAMES[g_impl]; }
 extern "C" bool attn_cuda_cudnn_available(void) { return false; }   // attention/cudnn_sdpa.cpp's otherwise
 #endif
 
-// The Hopper kernels run a call when chosen, on an sm_90 device, for hd 64/128 without document ids.
+#ifdef RINGGPT_HAVE_SM90
+// The Hopper kernels (-DRINGGPT_SM90_KERNELS=ON) run a call when chosen, on an sm_90 device, for hd 64/128
+// without document ids.
 static bool sm90_runs(const AttnShape *s, const AttnDocs *docs) {
     return g_impl == IMPL_SM90 && !docs && (s->head_dim == 64 || s->head_dim == 128) && attn_sm90_device();
 }
+#endif
 
 #ifdef RINGGPT_HAVE_CUDNN
 // cuDNN runs a call when chosen and sdpa_unsupported accepts it.
@@ -620,8 +629,9 @@ extern "C" void attn_cuda_forward_block(const AttnShape *s, AttnState st, const 
     check_shape(s, "forward");
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;
-    // --attn sm90 and cudnn: off by default until a GPU session has verified them (docs/gpu.md).
+#ifdef RINGGPT_HAVE_SM90
     if (sm90_runs(s, dp)) return attn_sm90_forward_block(s, st, q, nq, k, v, nk, causal);
+#endif
 #ifdef RINGGPT_HAVE_CUDNN
     if (cudnn_runs(s, nq, nk, mask, dp) && attn_cudnn_forward_block(s, st, q, nq, k, v, nk, mask)) return;
 #endif
@@ -655,7 +665,9 @@ extern "C" void attn_cuda_backward_block(const AttnShape *s, real *dq, real *dk,
     check_shape(s, "backward");
     if (nq <= 0 || nk <= 0) return;
     int causal = mask == ATTN_CAUSAL;
+#ifdef RINGGPT_HAVE_SM90
     if (sm90_runs(s, dp)) return attn_sm90_backward_block(s, dq, dk, dv, q, k, v, dout, lse, D, nq, nk, causal);
+#endif
 #ifdef RINGGPT_HAVE_CUDNN
     if (cudnn_runs(s, nq, nk, mask, dp) && attn_cudnn_backward_block(s, dq, dk, dv, q, k, v, out, dout, lse, nq, nk, mask))
         return;

@@ -1,4 +1,4 @@
-// attention/attention_cuda.h — every CUDA attention prototype: the block API behind the backend table, its three implementations (--attn), cuDNN's graphs.
+// attention/attention_cuda.h — every CUDA attention prototype: the block API behind the backend table, its implementations (--attn), cuDNN's graphs.
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,18 +20,20 @@ void attn_cuda_backward_prep(const AttnShape *s, real *D, const real *dout, cons
 void attn_cuda_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, const real *q, const real *k,
                               const real *v, const real *out, const real *dout, const real *lse, const real *D, int nq,
                               int nk, AttnMask mask, const AttnDocs *docs);
-// Which kernels the block calls run (--attn): "flash" (the sm_80 mma.sync kernels: the default and the
-// reference), "cudnn" (cuDNN's fused attention per block, attention/attention_cudnn.cu: hd 64 and 128 without
-// document ids; cuDNN is loaded here and a build or a machine without it is an error) or "sm90" (the Hopper
-// kernels: hd 64 and 128 on a compute capability 9.0 device without document ids). Calls the chosen path cannot
-// run use the flash kernels. Anything else is a usage error.
+// Which kernels the block calls run (--attn): "flash" (the sm_80 mma.sync kernels; the default where cuDNN does
+// not load), "cudnn" (cuDNN's fused attention per block, attention/attention_cudnn.cu: hd 64 and 128 without
+// document ids; cuDNN is loaded here and a build or a machine without it is an error) or, in a
+// -DRINGGPT_SM90_KERNELS=ON build only, "sm90" (the Hopper kernels: hd 64 and 128 on a compute capability 9.0
+// device without document ids). Calls the chosen path cannot run use the flash kernels. Anything else, and
+// "sm90" in a build without them, is a usage error (exit 2).
 void attn_cuda_set_impl(const char *name);
 // "flash", "cudnn" or "sm90": what attn_cuda_set_impl chose.
 const char *attn_cuda_impl(void);
 // true when this build has the cuDNN path and libcudnn loads here (train's default --attn on a GPU).
 bool attn_cuda_cudnn_available(void);
 
-// ---- the Hopper kernels (attention/attention_sm90.cu, sm_90a only) ----
+#ifdef RINGGPT_HAVE_SM90
+// ---- the Hopper kernels (attention/attention_sm90.cu, sm_90a only; built with -DRINGGPT_SM90_KERNELS=ON) ----
 // True on a compute capability 9.0 device (sm_90a code runs nowhere else).
 bool attn_sm90_device(void);
 // As attn_cuda_forward_block / attn_cuda_backward_block, with hd 64 or 128, nq, nk > 0, causal = (mask ==
@@ -41,6 +43,7 @@ void attn_sm90_forward_block(const AttnShape *s, AttnState st, const real *q, in
 void attn_sm90_backward_block(const AttnShape *s, float *dq, float *dk, float *dv, const real *q, const real *k,
                               const real *v, const float *dout, const float *lse, const float *D, int nq, int nk,
                               int causal);
+#endif
 
 // ---- cuDNN's fused attention per block (attention/attention_cudnn.cu; built with RINGGPT_HAVE_CUDNN) ----
 // As attn_cuda_forward_block / attn_cuda_backward_block for the calls sdpa_unsupported() accepts: the block's O

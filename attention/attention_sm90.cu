@@ -1,10 +1,11 @@
 // attention/attention_sm90.cu — Hopper (sm_90a) flash attention block kernels: TMA into an mbarrier pipeline, warp-specialised wgmma.
 // Same contract as attention/attention_cuda.cu (see attention/attention.h): a Q block × KV block, causal
 // diagonal or full, fp32 running state {acc, m, l} read and written in global memory, GQA by indexing.
-// Only head dims 64 and 128; chosen by attention_cuda.cu's entry points with --attn sm90 on an
-// sm_90 device (OFF by default: these kernels were written without a GPU and wait for an H100 session to
-// pass tests/attention/test_gpu_attention_sm90.c). Operands are bf16: fp32 inputs are converted once per call
-// into a scratch buffer, bf16 ones (--activations bf16) are read as they are.
+// Only head dims 64 and 128; chosen by attention_cuda.cu's entry points with --attn sm90 on an sm_90 device.
+// An experiment outside the default build (cmake -DRINGGPT_SM90_KERNELS=ON): they passed
+// tests/attention/test_gpu_attention_sm90.c on an H100 (2026-11-24) and an H200 (2026-11-27) and lose to cuDNN
+// from 16K (docs/gpu.md). Operands are bf16: fp32 inputs are converted once per call into a scratch buffer, bf16
+// ones (--activations bf16) are read as they are.
 //
 // Every CTA: warpgroup 0 is the producer (one thread issues TMA loads of 64-column, 128-byte-swizzled
 // boxes into a multi-stage ring of shared buffers, each stage with a "full" mbarrier that counts the

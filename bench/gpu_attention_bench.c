@@ -2,7 +2,8 @@
 // Prints one line per shape in the same format as bench/gpu_attention_torch.py, so the two can be set side
 // by side (bench/gpu_side_by_side.sh does). FLOPs are counted as FlashAttention does: causal forward =
 // 2·T²·hd·H (half of 4·T²·hd·H), backward = 2.5 × forward.
-//   --attn flash|cudnn|sm90   which kernels (train --attn; impl=ringgpt-<name>)
+//   --attn flash|cudnn|sm90   which kernels (train --attn; impl=ringgpt-<name>; sm90 only in a
+//                             -DRINGGPT_SM90_KERNELS=ON build, else exit 2 with one line)
 //   --activations bf16        q, k, v stored as bf16 (train --activations bf16; impl gets -bf16)
 //   --ring SP                 the ring's schedule of SP ranks replayed on this one GPU (impl gets -ringSP): every
 //                             rank's causal diagonal, full and second-half blocks, each folded into the fp32
@@ -161,10 +162,12 @@ int main(int argc, char **argv) {
     char desc[256];
     cuda_device_describe(desc, sizeof desc);
     printf("# %s, attention %s\n", desc, attn_cuda_impl());
+#ifdef RINGGPT_HAVE_SM90
     if (!strcmp(o.attn, "sm90") && !attn_sm90_device()) {
         printf("# --attn sm90: not a compute capability 9.0 device; nothing to time\n");
         return 0;
     }
+#endif
     for (int i = 0; i < n; i++) {
         if (lens[i] % (2 * o.sp)) fail_usage("T=%d is not a multiple of 2·SP = %d", lens[i], 2 * o.sp);
         for (int hd = 64; hd <= 128; hd *= 2) bench(&o, lens[i], hd, lens[i] >= 65536 ? 2 : 5);

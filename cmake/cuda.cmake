@@ -63,6 +63,11 @@ else()
                   "cudnn_frontend.h: ${CUDNN_FRONTEND_INCLUDE_DIR}; pip install nvidia-cudnn-frontend): built without --attn cudnn")
 endif()
 
+# The Hopper attention kernels: only with -DRINGGPT_SM90_KERNELS=ON (CMakeLists.txt), an experiment kept out of the
+# default build; RINGGPT_HAVE_SM90 tells the tests, and the compile definition tells the code, that --attn sm90 exists.
+set(RINGGPT_HAVE_SM90 ${RINGGPT_SM90_KERNELS})
+message(STATUS "ringgpt: Hopper attention kernels (--attn sm90, -DRINGGPT_SM90_KERNELS): ${RINGGPT_HAVE_SM90}")
+
 # Called by ringgpt_layers for the float build: core gets the device, its memory and the NCCL comms (and
 # defines RINGGPT_HAVE_CUDA for every layer above); attention and model their kernels. cuBLASLt is not
 # linked: model/cublaslt_lazy.c loads it on first use (it costs ~210 MB RSS per process).
@@ -79,14 +84,18 @@ function(ringgpt_cuda_layers suffix)
     target_compile_options(rg_${layer}${suffix} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${RINGGPT_CUDA_OPTIONS}>)
     set_property(TARGET rg_${layer}${suffix} PROPERTY CUDA_ARCHITECTURES ${RINGGPT_CUDA_ARCHS})
   endforeach()
-  # The Hopper attention kernels (wgmma, TMA, setmaxnreg) exist only as sm_90a machine code, whatever
-  # RINGGPT_CUDA_ARCHS says: an object library of their own in attention's tree, linked into its library.
-  # attention_cuda.cu calls them only on a compute capability 9.0 device with --attn sm90.
-  add_library(rg_attention_sm90 OBJECT ${CMAKE_SOURCE_DIR}/attention/attention_sm90.cu)
-  set_property(TARGET rg_attention_sm90 PROPERTY CUDA_ARCHITECTURES OFF)
-  target_include_directories(rg_attention_sm90 PRIVATE ${CMAKE_BINARY_DIR}/layers/attention ${CUDAToolkit_INCLUDE_DIRS})
-  target_compile_options(rg_attention_sm90 PRIVATE -gencode=arch=compute_90a,code=sm_90a ${RINGGPT_CUDA_OPTIONS})
-  target_sources(rg_attention${suffix} PRIVATE $<TARGET_OBJECTS:rg_attention_sm90>)
+  # The Hopper attention kernels (wgmma, TMA, setmaxnreg; -DRINGGPT_SM90_KERNELS=ON only) exist only as sm_90a
+  # machine code, whatever RINGGPT_CUDA_ARCHS says: an object library of their own in attention's tree, linked
+  # into its library. attention_cuda.cu calls them only on a compute capability 9.0 device with --attn sm90.
+  if(RINGGPT_HAVE_SM90)
+    add_library(rg_attention_sm90 OBJECT ${CMAKE_SOURCE_DIR}/attention/attention_sm90.cu)
+    set_property(TARGET rg_attention_sm90 PROPERTY CUDA_ARCHITECTURES OFF)
+    target_include_directories(rg_attention_sm90 PRIVATE ${CMAKE_BINARY_DIR}/layers/attention ${CUDAToolkit_INCLUDE_DIRS})
+    target_compile_options(rg_attention_sm90 PRIVATE -gencode=arch=compute_90a,code=sm_90a ${RINGGPT_CUDA_OPTIONS})
+    target_compile_definitions(rg_attention_sm90 PRIVATE RINGGPT_HAVE_SM90)
+    target_compile_definitions(rg_attention${suffix} PUBLIC RINGGPT_HAVE_SM90)
+    target_sources(rg_attention${suffix} PRIVATE $<TARGET_OBJECTS:rg_attention_sm90>)
+  endif()
   # cuDNN's fused attention per block: the glue kernels (CUDA) and the frontend's one C++ translation unit.
   if(RINGGPT_HAVE_CUDNN)
     target_compile_definitions(rg_attention${suffix} PUBLIC RINGGPT_HAVE_CUDNN)

@@ -1,4 +1,4 @@
-# tests/attention/tests.cmake — attention/: blockwise = naive attention, the ring = one rank (under mpiexec), cuDNN's planning, the CUDA kernels = the CPU's.
+# tests/attention/tests.cmake — attention/: blockwise = naive attention, the ring = one rank (under mpiexec), cuDNN's planning, the CUDA kernels = the CPU's (the Hopper ones with -DRINGGPT_SM90_KERNELS=ON).
 add_executable(test_attention ${CMAKE_SOURCE_DIR}/tests/attention/test_attention.c)
 target_link_libraries(test_attention PRIVATE ringgpt_lib)
 add_test(NAME attention_vs_naive COMMAND test_attention)
@@ -33,15 +33,12 @@ add_test(NAME attention_cudnn_plan COMMAND test_sdpa_plan)
 set_tests_properties(attention_cudnn_plan PROPERTIES LABELS attention)
 
 # GPU (label gpu; SKIP without a device, reported as skipped): the CUDA blocks against the CPU's for every ring
-# case, the Hopper kernels and cuDNN's against both, the flash test's cases again on each of them, and SASS.
+# case, cuDNN's (and, in a -DRINGGPT_SM90_KERNELS=ON build, the Hopper kernels') against both, the flash test's
+# cases again on each of them, and SASS.
 if(RINGGPT_HAVE_CUDA)
-  foreach(t test_gpu_attention test_gpu_attention_sm90)
-    add_executable(${t} ${CMAKE_SOURCE_DIR}/tests/attention/${t}.c)
-    target_link_libraries(${t} PRIVATE ringgpt_lib)
-  endforeach()
+  add_executable(test_gpu_attention ${CMAKE_SOURCE_DIR}/tests/attention/test_gpu_attention.c)
+  target_link_libraries(test_gpu_attention PRIVATE ringgpt_lib)
   ringgpt_gpu_test(attention_gpu_vs_cpu test_gpu_attention)
-  ringgpt_gpu_test(attention_gpu_sm90_kernels test_gpu_attention_sm90)
-  ringgpt_gpu_test(attention_gpu_vs_cpu_on_sm90 test_gpu_attention --attn sm90)
   if(RINGGPT_HAVE_CUDNN)
     add_executable(test_gpu_attention_cudnn ${CMAKE_SOURCE_DIR}/tests/attention/test_gpu_attention_cudnn.c)
     target_link_libraries(test_gpu_attention_cudnn PRIVATE ringgpt_lib)
@@ -61,15 +58,23 @@ if(RINGGPT_HAVE_CUDA)
              COMMAND sh -c "echo 'SKIP: this build has no cuDNN path (cudnn.h or the cuDNN frontend headers not found)'; exit 77")
     set_tests_properties(attention_gpu_cudnn_not_built PROPERTIES LABELS "attention;gpu" SKIP_RETURN_CODE 77)
   endif()
-  # No GPU needed: the sm_90a code is wgmma + TMA + mbarrier code without spills (SKIP without cuobjdump), and
-  # every other CUDA kernel of the attention and model libraries is free of local memory with 16-byte accesses
-  # where it vectorizes.
+  # No GPU needed (SKIP without cuobjdump): every CUDA kernel of the attention and model libraries is free of
+  # local memory with 16-byte accesses where it vectorizes.
   find_program(CUOBJDUMP cuobjdump HINTS ${CUDAToolkit_BIN_DIR} ${RINGGPT_PIP_NVIDIA_BIN})
-  add_test(NAME attention_gpu_sm90_sass
-           COMMAND bash ${CMAKE_SOURCE_DIR}/tests/attention/check_sm90_sass.sh "${CUOBJDUMP}" $<TARGET_FILE:rg_attention>)
-  set_tests_properties(attention_gpu_sm90_sass PROPERTIES LABELS "attention;gpu" TIMEOUT 120 SKIP_RETURN_CODE 77)
   add_test(NAME cuda_kernels_sass
            COMMAND bash ${CMAKE_SOURCE_DIR}/tests/check_kernels_sass.sh "${CUOBJDUMP}" $<TARGET_FILE:rg_attention>
                    $<TARGET_FILE:rg_model>)
   set_tests_properties(cuda_kernels_sass PROPERTIES LABELS "attention;model;gpu" TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()
+
+# The Hopper kernels (-DRINGGPT_SM90_KERNELS=ON only): against the sm_80 kernels and the CPU, the flash test's
+# cases on them, and (no GPU needed) their sm_90a code is wgmma + TMA + mbarrier code without spills.
+if(RINGGPT_HAVE_SM90)
+  add_executable(test_gpu_attention_sm90 ${CMAKE_SOURCE_DIR}/tests/attention/test_gpu_attention_sm90.c)
+  target_link_libraries(test_gpu_attention_sm90 PRIVATE ringgpt_lib)
+  ringgpt_gpu_test(attention_gpu_sm90_kernels test_gpu_attention_sm90)
+  ringgpt_gpu_test(attention_gpu_vs_cpu_on_sm90 test_gpu_attention --attn sm90)
+  add_test(NAME attention_gpu_sm90_sass
+           COMMAND bash ${CMAKE_SOURCE_DIR}/tests/attention/check_sm90_sass.sh "${CUOBJDUMP}" $<TARGET_FILE:rg_attention>)
+  set_tests_properties(attention_gpu_sm90_sass PROPERTIES LABELS "attention;gpu" TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
