@@ -138,7 +138,7 @@ void haystack_check_apart(const Haystack *train, const char *train_path, const H
         char passage[41];
         snprintf(passage, sizeof passage, "%.40s", (const char *)t + i);
         for (char *c = passage; *c; c++) *c = isprint((unsigned char)*c) ? *c : ' ';
-        fail_usage("--haystack %s shares text with the held-out %s (from byte %" PRIu64 ": \"%s...\"): a model trained on it would be "
+        fail_usage("the haystack %s shares text with the held-out %s (from byte %" PRIu64 ": \"%s...\"): a model trained on it would be "
                    "scored on text it has seen; remove the shared files from one of them", train_path, held_path, pt[i], passage);
     }
     free(set);

@@ -3,7 +3,8 @@
 set -euo pipefail
 bin=$1 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$bin" prepare --out "$work/data" --synthetic recall --docs 400 --doc-len 128 --pairs 4 --queries 2 --seed 3 --quiet > /dev/null
+echo '{"pairs": 4, "queries": 2}' > "$work/recall.mix.json"
+"$bin" prepare --out "$work/data" --synthetic recall --docs 400 --doc-len 128 --mix "$work/recall.mix.json" --seed 3 --quiet > /dev/null
 train() {  # train OUT [flags]: 30 steps on the recall data (answers weighted), validation loss at the end
   local out=$1; shift
   "$bin" train --data "$work/data" --model tiny --seq-len 512 --batch 2 --steps 30 --lr 3e-3 --eval-every 30 --eval-batches 3 \

@@ -64,18 +64,40 @@ expect_fail "synthetic unknown" "passkey or recall" -- "$BIN" prepare --out "$DI
     && ok || bad "synthetic passkey dataset verifies"
 "$BIN" prepare --help | grep -q -- "--synthetic" && ok || bad "prepare --help"
 
-# prepare --synthetic passkey as the recipe uses it: lengths cycled, edge depths, long keys, text records mixed in
-# (tests/data/test_synthetic.c checks the documents themselves); its bad values exit 2 naming the flag.
+# prepare --synthetic passkey as the recipe uses it, its variations in a mix file (--mix): lengths cycled, edge depths,
+# long keys, text records mixed in (tests/data/test_synthetic.c checks the documents themselves).
+mix() { echo "$2" > "$DIR/$1.mix.json"; echo "$DIR/$1.mix.json"; }   # mix NAME JSON: writes the file, prints its path
 python3 -c "print('Some prose for the text records. ' * 400)" > "$DIR/prose.txt"
-"$BIN" prepare --out "$DIR/pkmix" --synthetic passkey --docs 60 --doc-len 300,1K --edge-frac 0.5 --long-frac 1 --key-max 12 \
-    --text "$DIR/prose.txt" --text-frac 0.5 --quiet > /dev/null && "$BIN" inspect --verify "$DIR/pkmix" > "$DIR/pkmix.log" \
+"$BIN" prepare --out "$DIR/pkmix" --synthetic passkey --docs 60 --doc-len 300,1K --quiet \
+    --mix "$(mix pkmix '{"edge-frac": 0.5, "long-frac": 1, "key-max": 12, "text": "'"$DIR"'/prose.txt", "text-frac": 0.5}')" > /dev/null \
+    && "$BIN" inspect --verify "$DIR/pkmix" > "$DIR/pkmix.log" \
     && grep -q "text_frac" "$DIR/pkmix/manifest.json" && ok || bad "prepare --synthetic passkey with a mix and text records verifies"
-expect_fail "prepare --edge-span 0" "edge-span 0: give a fraction" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --edge-span 0
-expect_fail "prepare --edge-far 2" "edge-far 2: give a fraction" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --edge-far 2
-expect_fail "prepare --key-max 99" "key-max 99: give 5..60" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --key-max 99
-expect_fail "prepare --long-frac with recall" "drop them for --synthetic recall" -- "$BIN" prepare --out "$DIR/x" --synthetic recall --long-frac 0.5
-expect_fail "prepare --text-frac without --text" "needs --text FILE" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --text-frac 0.1
-expect_fail "prepare --text missing" "cannot open" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --text "$DIR/none.txt" --text-frac 0.1
+# A bad mix file is one line naming the file, the key and the fix, exit 2, before --out is made.
+expect_mix() {  # expect_mix NAME JSON PATTERN [prepare flags...]: exit 2, one line of stderr matching the file's path and PATTERN
+    local name=$1 json=$2 pat=$3; shift 3
+    local f; f=$(mix "$name" "$json")
+    local err; err=$("$BIN" prepare --out "$DIR/x_$name" --synthetic passkey "$@" --mix "$f" 2>&1 >/dev/null); local rc=$?
+    if [ $rc -eq 2 ] && [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] && grep -qF "$f: " <<<"$err" && grep -Eq "$pat" <<<"$err" \
+        && [ ! -e "$DIR/x_$name" ]; then ok; else bad "mix $name: rc=$rc, stderr: $err"; fi
+}
+expect_mix unknown '{"edge-frac": 0.1, "edge-fraction": 0.2}' 'unknown key "edge-fraction": a mix file takes depth, edge-frac, .*text-frac'
+expect_mix type '{"key-max": "12"}' '"key-max" must be a number; give 5..60 digits'
+expect_mix type_path '{"haystack": 3, "haystack-frac": 0.5}' '"haystack" must be a path'
+expect_mix whole '{"ask": 2.5, "distractor-frac": 0.5}' '"ask" must be a whole number \(got 2.5\)'
+expect_mix edge_span '{"edge-span": 0}' '"edge-span" 0: give a fraction in \(0, 1\]'
+expect_mix edge_far '{"edge-far": 2}' '"edge-far" 2: give a fraction in 0..1'
+expect_mix key_max '{"key-max": 99}' '"key-max" 99: give 5..60 digits'
+expect_mix depth '{"depth": 1.5}' '"depth" 1.5: give a depth in 0..1'
+expect_mix twice '{"ask": 2, "ask": 3}' 'ask'
+expect_mix not_object '[1, 2]' 'not a JSON object of mix keys'
+expect_mix recall_long '{"long-frac": 0.5}' 'drop them for --synthetic recall' --synthetic recall
+expect_mix text_frac '{"text-frac": 0.1}' '"text-frac" needs "text"'
+expect_mix text_missing '{"text": "'"$DIR"'/none.txt", "text-frac": 0.1}' '"text" .*none.txt: cannot open'
+expect_fail "prepare --mix missing" "none.mix.json: cannot open the mix file" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --mix "$DIR/none.mix.json"
+expect_fail "prepare --mix without --synthetic" "shapes synthetic documents" -- "$BIN" prepare --out "$DIR/x" --mix "$DIR/pkmix.mix.json" "$DIR/prose.txt"
+"$BIN" prepare --help > "$DIR/help.txt"
+[ "$(grep -cE '^  --' "$DIR/help.txt")" -le 22 ] && grep -q "distractor-alike" "$DIR/help.txt" && ok \
+    || bad "prepare --help: at most 22 flags ($(grep -cE '^  --' "$DIR/help.txt")), the mix file's keys named"
 expect_fail "prepare --doc-len list with a bad entry" "not a number" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --doc-len 300,x
 # Needles in prose and distractors (the haystack a directory: a link to a file already there is not read twice),
 # kept apart from a held-out text; the held-out text sharing a passage (re-wrapped) with the haystack is refused.
@@ -83,37 +105,39 @@ mkdir -p "$DIR/hay" && python3 -c "
 import random; r = random.Random(3); w = 'river stone lamp garden window letter music winter city bread'.split()
 open('$DIR/hay/a.txt', 'w').write(' '.join(r.choice(w) for _ in range(3000)) + '\n')" && ln -sf a.txt "$DIR/hay/b.txt"
 printf 'A held-out text about licences and the freedom to share and change software, nothing else at all.\n%.0s' 1 2 3 > "$DIR/held.txt"
-"$BIN" prepare --out "$DIR/pkhay" --synthetic passkey --docs 40 --doc-len 400,2K --haystack "$DIR/hay" --haystack-frac 0.5 \
-    --distractor-frac 0.5 --distractors 3 --held-out "$DIR/held.txt" --quiet > /dev/null && "$BIN" inspect --verify "$DIR/pkhay" > /dev/null \
+"$BIN" prepare --out "$DIR/pkhay" --synthetic passkey --docs 40 --doc-len 400,2K --quiet --mix "$(mix pkhay '{"haystack": "'"$DIR"'/hay",
+    "haystack-frac": 0.5, "distractor-frac": 0.5, "distractors": 3, "held-out": "'"$DIR"'/held.txt"}')" > /dev/null && "$BIN" inspect --verify "$DIR/pkhay" > /dev/null \
     && grep -qE '"haystack_frac":\s*0.5' "$DIR/pkhay/manifest.json" && ok || bad "prepare --synthetic passkey with a haystack and distractors"
 head -c 700 "$DIR/hay/a.txt" | tr ' ' '\n' > "$DIR/held_copy.txt"
-expect_fail "prepare --held-out sharing text" "shares text with the held-out" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey \
-    --doc-len 300 --haystack "$DIR/hay" --haystack-frac 0.5 --held-out "$DIR/held_copy.txt"
-expect_fail "prepare --haystack shorter than a document" "shorter than the longest document" -- "$BIN" prepare --out "$DIR/x" \
-    --synthetic passkey --doc-len 64K --haystack "$DIR/held.txt" --haystack-frac 0.5
-expect_fail "prepare --haystack-frac without --haystack" "needs --haystack" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --haystack-frac 0.5
-expect_fail "prepare --held-out without --haystack" "give both" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --held-out "$DIR/held.txt"
-expect_fail "prepare --distractors 9" "distractors 9: give 1..8" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --distractor-frac 0.5 --distractors 9
-"$BIN" prepare --out "$DIR/pkshort" --synthetic passkey --docs 20 --doc-len 160,400 --distractor-frac 1 --distractors 3 --quiet > /dev/null \
-    && ok || bad "prepare --distractors: a document too short for them holds as many as fit"
-"$BIN" prepare --out "$DIR/pkask" --synthetic passkey --docs 40 --doc-len 300,2K --distractor-frac 1 --distractors 3 --ask 4 \
+expect_fail "prepare: a haystack sharing text with the held-out text" "hay shares text with the held-out .*held_copy.txt" -- \
+    "$BIN" prepare --out "$DIR/x" --synthetic passkey --doc-len 300 \
+    --mix "$(mix shared '{"haystack": "'"$DIR"'/hay", "haystack-frac": 0.5, "held-out": "'"$DIR"'/held_copy.txt"}')"
+expect_mix hay_missing '{"haystack": "'"$DIR"'/none", "haystack-frac": 0.5}' '"haystack" .*none: cannot open'
+expect_mix hay_short '{"haystack": "'"$DIR"'/held.txt", "haystack-frac": 0.5}' "shorter than the longest document" --doc-len 64K
+expect_mix hay_frac '{"haystack-frac": 0.5}' '"haystack-frac" needs "haystack"'
+expect_mix hay_alone '{"haystack": "'"$DIR"'/hay"}' '"haystack" needs "haystack-frac"'
+expect_mix held_alone '{"held-out": "'"$DIR"'/held.txt"}' 'give both'
+expect_mix distractors '{"distractor-frac": 0.5, "distractors": 9}' '"distractors" 9: give 1..8'
+"$BIN" prepare --out "$DIR/pkshort" --synthetic passkey --docs 20 --doc-len 160,400 --quiet \
+    --mix "$(mix pkshort '{"distractor-frac": 1, "distractors": 3}')" > /dev/null \
+    && ok || bad "prepare with distractors: a document too short for them holds as many as fit"
+"$BIN" prepare --out "$DIR/pkask" --synthetic passkey --docs 40 --doc-len 300,2K --mix "$(mix pkask '{"distractor-frac": 1, "distractors": 3, "ask": 4}')" \
     > "$DIR/pkask.out" 2>&1 && "$BIN" inspect --verify "$DIR/pkask" > /dev/null && grep -qE '"ask":\s*4' "$DIR/pkask/manifest.json" \
-    && grep -qE "^prepare: 100.0 % of 40 passkey documents hold distractors .* questions each \(--distractors 3, --ask 4\)" "$DIR/pkask.out" \
-    && ok || bad "prepare --ask (several questions a document with distractors; the realised share printed)"
-expect_fail "prepare --ask 0" "ask 0: give 1..9" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --distractor-frac 0.5 --ask 0
-expect_fail "prepare --ask without distractors" "needs --distractor-frac" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --ask 2
-"$BIN" prepare --out "$DIR/pkalike" --synthetic passkey --docs 40 --doc-len 300,2K --distractor-frac 1 --distractors 3 \
-    --distractor-alike 0.5 --quiet > /dev/null && "$BIN" inspect --verify "$DIR/pkalike" > /dev/null \
-    && grep -qE '"distractor_alike":\s*0.5' "$DIR/pkalike/manifest.json" && ok || bad "prepare --distractor-alike (recorded in the manifest)"
-expect_fail "prepare --distractor-alike 2" "distractor-alike 2: give a fraction in 0..1" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey \
-    --distractor-frac 0.5 --distractor-alike 2
-expect_fail "prepare --distractor-alike without distractors" "needs --distractor-frac" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey \
-    --distractor-alike 0.5
-"$BIN" prepare --out "$DIR/pkrecall" --synthetic passkey --docs 40 --doc-len 150,400 --recall-frac 0.5 --pairs 8 --queries 8 \
-    --quiet > /dev/null && "$BIN" inspect --verify "$DIR/pkrecall" > /dev/null && grep -qE '"recall_frac":\s*0.5' "$DIR/pkrecall/manifest.json" \
-    && ok || bad "prepare --synthetic passkey --recall-frac (recall documents in the mix)"
-expect_fail "prepare --recall-frac 1.5" "recall-frac 1.5: give a fraction in 0..1" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --recall-frac 1.5
-expect_fail "prepare --recall-frac for recall" "drop them for --synthetic recall" -- "$BIN" prepare --out "$DIR/x" --synthetic recall --recall-frac 0.5
+    && grep -qE "^prepare: 100.0 % of 40 passkey documents hold distractors .* questions each \(distractors 3, ask 4\)" "$DIR/pkask.out" \
+    && ok || bad "prepare with ask (several questions a document with distractors; the realised share printed)"
+expect_mix ask '{"distractor-frac": 0.5, "ask": 0}' '"ask" 0: give 1..9'
+expect_mix ask_alone '{"ask": 2}' '"ask" 2 needs "distractor-frac"'
+"$BIN" prepare --out "$DIR/pkalike" --synthetic passkey --docs 40 --doc-len 300,2K --quiet \
+    --mix "$(mix pkalike '{"distractor-frac": 1, "distractors": 3, "distractor-alike": 0.5}')" > /dev/null && "$BIN" inspect --verify "$DIR/pkalike" > /dev/null \
+    && grep -qE '"distractor_alike":\s*0.5' "$DIR/pkalike/manifest.json" && ok || bad "prepare with distractor-alike (recorded in the manifest)"
+expect_mix alike '{"distractor-frac": 0.5, "distractor-alike": 2}' '"distractor-alike" 2: give a fraction in 0..1'
+expect_mix alike_alone '{"distractor-alike": 0.5}' '"distractor-alike" 0.5 needs "distractor-frac"'
+"$BIN" prepare --out "$DIR/pkrecall" --synthetic passkey --docs 40 --doc-len 150,400 --quiet \
+    --mix "$(mix pkrecall '{"recall-frac": 0.5, "pairs": 8, "queries": 8}')" > /dev/null && "$BIN" inspect --verify "$DIR/pkrecall" > /dev/null \
+    && grep -qE '"recall_frac":\s*0.5' "$DIR/pkrecall/manifest.json" && ok || bad "prepare --synthetic passkey with recall-frac (recall documents in the mix)"
+expect_mix recall_frac '{"recall-frac": 1.5}' '"recall-frac" 1.5: give a fraction in 0..1'
+expect_mix recall_recall '{"recall-frac": 0.5}' 'drop them for --synthetic recall' --synthetic recall
+expect_mix pairs '{"pairs": 0}' '"pairs" 0: give 1..256' --synthetic recall
 
 # JSONL prompt/completion records: a clean dataset with loss weights; a bad record names its line (exit 2).
 printf '{"prompt": "Q: 1+1? A: ", "completion": "2"}\n\n{"prompt": "say hi ", "completion": "hi"}\n' > "$DIR/ok.jsonl"

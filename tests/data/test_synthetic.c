@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "data/dataset.h"
+#include "data/prepare.h"
 #include "data/source.h"
 #include "data/synthetic.h"
 #include "cli/commands.h"
@@ -85,8 +86,16 @@ static void test_recall(void) {
 // and the loss weights select exactly the answer's digits and the EOS that ends it.
 static void test_prepare_synthetic(void) {
     char *dir = temp_dir("synth"), *ds = path_join(dir, "pk");
-    CHECK(run_cmd(cmd_prepare, "prepare", "--out", ds, "--synthetic", "passkey", "--docs", "4", "--doc-len", "5000", "--depth", "0.5",
-                  "--seed", "9", "--block-tokens", "1024", "--quiet", NULL) == 0, "prepare --synthetic passkey");
+    PrepareSpec spec = prepare_spec_defaults();   // prepare --synthetic passkey with the mix {"depth": 0.5}, through data/prepare.h
+    spec.out = ds, spec.synthetic = "passkey", spec.docs = 4, spec.doc_len = "5000", spec.seed = 9, spec.block_tokens = 1024;
+    spec.mix.passkey.depth = 0.5;
+    PreparePlan plan;
+    PrepareResult res;
+    prepare_plan(&spec, &plan);
+    prepare_write(&plan, NULL, NULL, &res);
+    prepare_plan_free(&plan);
+    CHECK(res.splits[SPLIT_TRAIN].docs == 4 && res.passkey_docs == 4, "prepare --synthetic passkey: %" PRIu64 " documents",
+          res.splits[SPLIT_TRAIN].docs);
     Dataset d;
     DataErr e;
     CHECK(dataset_open(ds, SPLIT_TRAIN, &d, &e) == 0 && d.docs == 4 && d.tokens == 4 * 5000 && d.weights,

@@ -1,0 +1,156 @@
+// data/prepare_inputs.c — prepare's input files: found under the given paths in name order, one kind, binary and empty ones left out.
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/common.h"
+#include "data/prepare_impl.h"
+
+enum { LLMC_GPT2 = 20240520, LLMC_LLAMA3 = 20240801 };
+
+typedef struct {
+    char **paths;
+    size_t n, cap;
+} FileList;
+
+static void add_file(FileList *l, const char *path) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->paths = xrealloc(l->paths, l->cap * sizeof *l->paths, "the input list");
+    }
+    l->paths[l->n++] = xstrdup(path);
+}
+
+// True if name matches one of the comma-separated globs of include (NULL: every name).
+static bool included(const char *name, const char *include) {
+    if (!include) return true;
+    char glob[256];
+    for (const char *p = include; *p;) {
+        size_t n = strcspn(p, ",");
+        snprintf(glob, sizeof glob, "%.*s", (int)n, p);
+        if (n && fnmatch(glob, name, 0) == 0) return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
+}
+
+// Regular files under path, recursively, in name order (so a dataset is reproducible); dotfiles skipped.
+// Files found in directories must match include (files named on the command line are always read).
+static void collect(FileList *l, const char *path, const char *include, bool named) {
+    struct stat st;
+    if (stat(path, &st) != 0) fail_usage("%s: cannot read input (%s); check the path", path, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) {
+        const char *base = strrchr(path, '/');
+        if (named || included(base ? base + 1 : path, include)) add_file(l, path);
+        return;
+    }
+    struct dirent **names;
+    int n = scandir(path, &names, NULL, alphasort);
+    if (n < 0) fail_io(path, errno, "cannot list directory");
+    for (int i = 0; i < n; i++) {
+        if (names[i]->d_name[0] != '.') {
+            size_t k = strlen(path) + strlen(names[i]->d_name) + 2;
+            char *child = xmalloc(k, "a path");
+            snprintf(child, k, "%s/%s", path, names[i]->d_name);
+            collect(l, child, include, false);
+            free(child);
+        }
+        free(names[i]);
+    }
+    free(names);
+}
+
+// A text input with a NUL byte in its first 8 KiB is binary (a .pyc, an image): prepare skips it.
+static bool looks_binary(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;   // the reader reports it
+    unsigned char b[8192];
+    size_t n = fread(b, 1, sizeof b, f);
+    fclose(f);
+    return memchr(b, 0, n) != NULL;
+}
+
+static bool is_empty(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_size == 0;   // one that cannot be read is reported when it is read
+}
+
+// Removes the files `skip` picks from the list; returns how many, with the first in *example (free it).
+static size_t drop_files(FileList *l, bool (*skip)(const char *path), char **example) {
+    size_t kept = 0, skipped = 0;
+    *example = NULL;
+    for (size_t i = 0; i < l->n; i++) {
+        if (!skip(l->paths[i])) {
+            l->paths[kept++] = l->paths[i];
+            continue;
+        }
+        if (!*example) *example = l->paths[i];
+        else free(l->paths[i]);
+        skipped++;
+    }
+    l->n = kept;
+    return skipped;
+}
+
+static uint32_t llmc_magic(const char *path) {
+    FILE *f = fopen(path, "rb");
+    unsigned char b[4];
+    uint32_t m = 0;
+    if (f && fread(b, 1, 4, f) == 4) m = rd32(b);
+    if (f) fclose(f);
+    return m == LLMC_GPT2 || m == LLMC_LLAMA3 ? m : 0;
+}
+
+static int parse_kind(const char *s) {
+    const int kinds[] = {PREPARE_TEXT, PREPARE_U16, PREPARE_U32, PREPARE_LLMC, PREPARE_JSONL};
+    for (int k = 0; k < 5; k++)
+        if (strcmp(s, PREPARE_KIND_NAMES[kinds[k]]) == 0) return kinds[k];
+    if (strcmp(s, "auto") == 0) return -1;
+    fail_usage("--input-kind must be auto, text, u16, u32, llmc or jsonl, not '%s'", s);
+}
+
+static bool ends_with(const char *s, const char *tail) {
+    size_t n = strlen(s), k = strlen(tail);
+    return n >= k && strcmp(s + n - k, tail) == 0;
+}
+
+// Every input must be the same kind; auto means llm.c for files with its magic, JSONL for *.jsonl, text otherwise.
+static PrepareKind input_kind(const char *want_name, const FileList *l, uint32_t *magic) {
+    int want = parse_kind(want_name);
+    *magic = 0;
+    int kind = want;
+    for (size_t i = 0; i < l->n; i++) {
+        uint32_t m = llmc_magic(l->paths[i]);
+        int k = want >= 0 ? want : m ? PREPARE_LLMC : ends_with(l->paths[i], ".jsonl") ? PREPARE_JSONL : PREPARE_TEXT;
+        if (k == PREPARE_LLMC && !m) fail_data(l->paths[i], "header at byte 0: not an llm.c shard (magic 20240520 or 20240801)");
+        if (k == PREPARE_LLMC && *magic && m != *magic)
+            fail_data(l->paths[i], "llm.c magic %u differs from the other inputs' %u; prepare them separately", m, *magic);
+        if (kind >= 0 && k != kind)
+            fail_data(l->paths[i], "is %s input but earlier inputs are %s; prepare them separately", PREPARE_KIND_NAMES[k], PREPARE_KIND_NAMES[kind]);
+        if (k == PREPARE_LLMC) *magic = m;
+        kind = k;
+    }
+    return (PrepareKind)kind;
+}
+
+// Binary text inputs are skipped (and counted); empty ones too, and when nothing is left, refused.
+static void drop_unreadable(PreparePlan *plan, FileList *l) {
+    if (plan->kind == PREPARE_TEXT) plan->skipped_binary = drop_files(l, looks_binary, &plan->binary_example);
+    if (!l->n) fail_usage("every input file is binary; give text files (or --input-kind u16|u32|llmc)");
+    plan->skipped_empty = drop_files(l, is_empty, &plan->empty_example);
+    if (!l->n) fail_usage("every input is empty (0 bytes), e.g. %s; give files with text or tokens in them", plan->empty_example);
+}
+
+void prepare_find_inputs(PreparePlan *plan) {
+    const PrepareSpec *s = &plan->spec;
+    FileList l = {0};
+    for (int i = 0; i < s->n_inputs; i++) collect(&l, s->inputs[i], s->include, true);
+    if (!l.n) fail_usage("no input files found under the given paths%s", s->include ? " that match --include" : "");
+    plan->kind = input_kind(s->input_kind, &l, &plan->llmc_magic);
+    drop_unreadable(plan, &l);
+    plan->files = l.paths, plan->n_files = l.n;
+}
