@@ -8,7 +8,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 S=$ROOT/scripts
 . "$S/deps.sh"   # find_python: the recipe draws its heatmap (scripts/test.sh installs Debian's matplotlib)
 find_python || { echo "SKIP: no python3 with numpy and matplotlib (apt-get install python3-matplotlib)"; exit 77; }
-# The toy recipe: the plumbing, not the accuracy (the measured run is in docs/long_context.md).
+# The toy recipe: the plumbing, not the accuracy (the measured runs: docs/long_context.md).
 toy=(RINGGPT_BIN="$BIN" RECIPE=tests/cli/recipe_tiny THREADS=1 SP=2 OUT="$W/lc")
 rc=0; env "${toy[@]}" bash "$S/long_context.sh" > "$W/log" 2>&1 || rc=$?
 check "the recipe runs to the end (exit $rc; log: $(tail -3 "$W/log" | tr '\n' ' '))" test $rc = 0
@@ -54,43 +54,37 @@ expect_fail 2 "START=2 needs" env "${toy[@]}" OUT="$W/empty" START=2 bash "$S/lo
 expect_fail 2 "START must be 1..3" env "${toy[@]}" START=4 bash "$S/long_context.sh"
 expect_fail 2 "has no stage1.train.json" env "${toy[@]}" RECIPE="$W" bash "$S/long_context.sh"
 
-# The shipped recipe and the experiment recipes and probes pinned in the docs: every stage's config is accepted by its
-# command (a few documents, one step, one trial)... A stage whose files and earlier stages are those of a stage already
-# checked (pinned directories repeat the shipped stages) is checked once: its checkpoint stands for both.
-name_i=0
-declare -A checked   # hash of stage k's files and its earlier stages' -> that check's checkpoint
-# Sanitized, the shipped recipe only: the pinned directories take the same code paths (11 minutes under ASan with them).
-recipes=("$ROOT/recipes/long_context")
-[[ ${RINGGPT_SANITIZED:-0} == 1 ]] || recipes+=("$ROOT"/docs/experiments/*-recipe "$ROOT"/docs/experiments/*-probes/*/)
-for R in "${recipes[@]}"; do
-R=${R%/} name=${R#"$ROOT/"} name_i=$((name_i + 1))
+# The shipped recipe: every stage's config is accepted by its command (a few documents, one step, one trial)...
+R=$ROOT/recipes/long_context name=recipes/long_context
 stages=$(compgen -G "$R/stage*.train.json" | wc -l)
-chain="" prev=""
+check "$name has stages" test "$stages" -gt 0
+prev=""
 for k in $(seq 1 "$stages"); do
-  chain=$({ echo "$chain"; cat "$R"/stage$k.*.json; } | sha256sum | cut -c1-32)
-  if [[ -n ${checked[$chain]:-} ]]; then prev=${checked[$chain]}; continue; fi
-  (cd "$ROOT" && "$BIN" prepare --config "$R/stage$k.data.json" --docs 40 --out "$W/rc$k.$name_i" > /dev/null 2>&1) \
+  (cd "$ROOT" && "$BIN" prepare --config "$R/stage$k.data.json" --docs 40 --out "$W/rc$k" > /dev/null 2>&1) \
     && ok || bad "$name/stage$k.data.json: prepare --config fails"
   init=(); ((k == 1)) || init=(--init-from "$prev")
   ramp=(); grep -q '"rope-theta-ramp"' "$R/stage$k.train.json" && ramp=(--rope-theta-ramp 1)   # a ramp fits one step
-  "$BIN" train --config "$R/stage$k.train.json" --data "$W/rc$k.$name_i" --steps 1 --batch 1 --threads 1 --val-fraction 0 \
-    --out "$W/rt$k.$name_i" "${init[@]}" "${ramp[@]}" > "$W/rt$k.$name_i.log" 2>&1 && ok || bad "$name/stage$k.train.json: $(tail -1 "$W/rt$k.$name_i.log")"
-  prev="$W/rt$k.$name_i" checked[$chain]=$prev
+  "$BIN" train --config "$R/stage$k.train.json" --data "$W/rc$k" --steps 1 --batch 1 --threads 1 --val-fraction 0 \
+    --out "$W/rt$k" "${init[@]}" "${ramp[@]}" > "$W/rt$k.log" 2>&1 && ok || bad "$name/stage$k.train.json: $(tail -1 "$W/rt$k.log")"
+  prev="$W/rt$k"
   for grid in "$R"/stage$k.passkey*.json; do
-    "$BIN" passkey "$W/rt$k.$name_i" --config "$grid" --lengths 512 --trials 1 --threads 1 --out "$W/rp$k" > /dev/null 2>&1 \
+    "$BIN" passkey "$W/rt$k" --config "$grid" --lengths 512 --trials 1 --threads 1 --out "$W/rp$k" > /dev/null 2>&1 \
       && ok || bad "$name/$(basename "$grid"): passkey --config fails"
   done
 done
 # ... and the θ rule holds: stage N's RoPE base = stage N-1's × (T_N / the longest document stage N-1 trained on)^2;
 # a stage at the previous stage's length or shorter (it extends nothing: a tail) keeps its base, unless it ramps (rope-theta-ramp) to
 # the next stage's: the base step taken early, at the short length. Or the base is set ahead: from some stage on,
-# every stage trains under the rule's base for the last stage (the name match is tied to its base), stage 1 too. Probes place a
-# stage against the rule on purpose (a distractor tail before or after the ramp): their configs only.
-[[ $R != *-probes/* ]] || continue
-"$PY" - "$R" "$stages" <<'PYEOF' && ok || bad "$name: the rope-theta values do not follow the θ rule"
-import json, sys
-r, stages = sys.argv[1], int(sys.argv[2])
-cfg = lambda n, kind: json.load(open(f"{r}/stage{n}.{kind}.json"))
+# every stage trains under the rule's base for the last stage, stage 1 too.
+"$PY" - "$R" "$stages" "$ROOT" <<'PYEOF' && ok || bad "$name: the rope-theta values do not follow the θ rule"
+import json, os, sys
+r, stages, root = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def cfg(n, kind):   # a data config's "mix" file (the passkey curriculum), where it names one, counts as part of it
+    c = json.load(open(f"{r}/stage{n}.{kind}.json"))
+    mix = c.get("mix") if kind == "data" else None
+    if mix:
+        c = {**json.load(open(next(p for p in (os.path.join(root, mix), os.path.join(r, mix), mix) if os.path.exists(p)))), **c}
+    return c
 rule = [10000]   # the presets' base (model/config.c), stage 1's unless the base is set ahead from the first stage
 for n in range(2, stages + 1):
     prev, cur = cfg(n - 1, "train"), cfg(n, "train")
@@ -107,5 +101,4 @@ for n in range(2, stages + 1):
     grow = 2 * (data.get("key-max", 40) - 5) if data.get("long-frac", 0) > 0 else 0
     assert max(int(x) for x in data["doc-len"].split(",")) <= cur["seq-len"] - grow, n
 PYEOF
-done
 finish
