@@ -2,8 +2,8 @@
 # scripts/long_context.sh — the long-context recipe: the stages of recipes/long_context/ (train, then passkey by length × depth), one heatmap.
 #
 # A stage N is a few files in the recipe directory, each read with the command's --config:
-#   stageN.data.json        `ringgpt prepare`: the stage's training documents (passkey with long keys, edge
-#                           depths, distractors, needles in training prose; text records);
+#   stageN.data.json        `ringgpt prepare`: the stage's training documents, and its "mix" file (stageN.mix.json:
+#                           passkey with long keys, edge depths, distractors, needles in training prose; text records);
 #   stageN.train.json       `ringgpt train`: the model, length, RoPE base, batch, steps (or --stop-loss), learning rate;
 #   stageN.passkey*.json    `ringgpt passkey`: the evaluation grids (lengths up to 2x the trained one), one per
 #                           file: the generator's filler, held-out prose, distractors.
@@ -59,8 +59,10 @@ rm -f "$out/passkey_stages.png" "$out/corpora.sha256"
 "$PY" - "$recipe"/stage*.json <<'PYEOF' | sort -u | while read -r f; do sha256sum "$f"; done > "$out/corpora.sha256"
 import json, os, sys
 for cfg in sys.argv[1:]:
+    c = json.load(open(cfg))
+    if "mix" in c: c.update(json.load(open(c["mix"])))   # a data config's mix file (a path from the repository's root)
     for key in ("haystack", "held-out"):
-        path = json.load(open(cfg)).get(key)
+        path = c.get(key)
         if not path: continue
         for root, _, files in os.walk(path) if os.path.isdir(path) else [(os.path.dirname(path), None, [os.path.basename(path)])]:
             for f in files:
