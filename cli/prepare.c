@@ -1,10 +1,14 @@
 // cli/prepare.c — `ringgpt prepare`: its flags, the mix file, the output directory and what it prints (the pipeline: data/prepare.h).
+#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "core/args.h"
 #include "core/common.h"
+#include "core/json_strict.h"
 #include "core/outdir.h"
 #include "data/prepare.h"
 #include "cli/commands.h"
@@ -85,6 +89,34 @@ static void load_mix(PrepareArgs *a) {
     if (prepare_mix_load(a->mix, &a->spec.mix, err, sizeof err) != 0) fail_usage("%s", err);
 }
 
+// The passkey-curriculum flags became keys of the mix file: a command line or --config file that still gives one
+// is told where it went (instead of "unknown flag").
+static void refuse_mix_key(const char *name, size_t len, const char *config) {
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", (int)len, name);
+    if (!prepare_mix_has_key(key)) return;
+    if (config) fail_usage("%s: \"%s\" is a key of the mix file now: move it into one and name that file with \"mix\" (docs/data.md)", config, key);
+    fail_usage("--%s is a key of the mix file now: put {\"%s\": ...} in a file and give --mix FILE (docs/data.md)", key, key);
+}
+
+static void refuse_mix_flags(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "--", 2) == 0) refuse_mix_key(argv[i] + 2, strcspn(argv[i] + 2, "="), NULL);
+}
+
+static void refuse_mix_config(const char *path) {
+    size_t len;
+    if (!path || access(path, R_OK) != 0) return;   // args_apply_config reports it
+    char *text = (char *)read_whole_file(path, &len), err[512];
+    cJSON *root = json_parse_strict(text, len, err, sizeof err);   // a file that does not parse: args_apply_config reports it
+    for (const cJSON *v = cJSON_IsObject(root) ? root->child : NULL; v; v = v->next) {
+        const char *name = strncmp(v->string, "--", 2) == 0 ? v->string + 2 : v->string;
+        refuse_mix_key(name, strlen(name), path);
+    }
+    cJSON_Delete(root);
+    free(text);
+}
+
 static const ArgCommand CMD = {
     "prepare", "ringgpt prepare --out DIR [flags] INPUT... | ringgpt prepare --out DIR --synthetic passkey|recall [--mix FILE] [flags]",
     "Turns text files (one document per file; directories are read recursively), JSONL prompt/completion records\n"
@@ -132,7 +164,9 @@ static int parse_flags(PrepareArgs *a, int argc, char **argv, const char **input
          .dflt = "all cores"},
     };
     int n = (int)(sizeof specs / sizeof specs[0]);
+    refuse_mix_flags(argc, argv);
     int n_in = args_parse(&CMD, specs, n, argc, argv, inputs, MAX_INPUTS);
+    refuse_mix_config(a->config);
     args_apply_config(&CMD, specs, n);
     return n_in;
 }

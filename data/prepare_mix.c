@@ -69,6 +69,8 @@ static const MixKey *find_key(const char *name) {
     return NULL;
 }
 
+bool prepare_mix_has_key(const char *name) { return find_key(name) != NULL; }
+
 static int unknown_key(const char *path, const char *name, char *err, size_t errn) {
     char key[128], list[512] = "";
     for (const MixKey *k = KEYS; k < KEYS + N_KEYS; k++)

@@ -24,6 +24,8 @@ typedef struct {
     char *owned[3];         // the file's paths, which haystack, held_out and text point at (prepare_mix_free frees them)
 } PrepareMix;
 
+// True when name ("edge-frac") is a key of a mix file.
+bool prepare_mix_has_key(const char *name);
 // The mix without a file: the plain task's documents.
 PrepareMix prepare_mix_defaults(void);
 // Reads a mix file: every key known, of its type and in its range, and the keys that need another present

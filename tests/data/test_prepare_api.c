@@ -35,6 +35,8 @@ static void test_mix_keys(void) {
           "every key lands in its field, the others keep their defaults");
     prepare_mix_free(&m);
     CHECK(is_defaults(&m), "a freed mix is the defaults");
+    CHECK(prepare_mix_has_key("edge-far") && prepare_mix_has_key("held-out") && !prepare_mix_has_key("seed") && !prepare_mix_has_key("edge_far"),
+          "the mix's keys are known by name");
 }
 
 // Each bad file: -1, one line naming the file, the key and the fix, and the defaults left in *m.
