@@ -36,37 +36,48 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
                        .eval_every = 0, .eval_batches = 4, .loss_chunk = 256, .lr = 1e-3f, .min_lr = 1e-4f,
                        .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .clip = 1.0f, .val_fraction = 0.1f,
                        .seed = 1337, .dp = 1, .sp = 1, .comm_timeout = 600,
-                       .debug_exit_rank = -1, .loss_on = "masked", .recompute = "none",
+                       .loss_on = "masked", .recompute = "none",
                        .device = getenv("RINGGPT_DEVICE") ? getenv("RINGGPT_DEVICE") : "auto", .ring_overlap = true,
                        .logits_mb = 512, .comm_progress = "auto", .straggler = 0.25f, .straggler_every = 10,
-                       .stop_window = 100,
-                       .debug_slow_rank = -1, .out_exists = "refuse"};
+                       .stop_window = 100, .out_exists = "refuse"};
     ModelConfig *mc = &t->model_cfg;
     int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0;
     float rope_theta = 0;
     ArgSpec specs[] = {
-        {"--data", ARG_STRING, &t->data, "training data: a text file or a dataset directory (ringgpt prepare)"},
+        ARG_GROUP("the run"),
         {"--config", ARG_STRING, &t->config, "flags as a JSON object {\"seq-len\": 1024, ...}; the command line overrides it"},
-        {"--val-data", ARG_STRING, &t->val_data, "validation data", .dflt = "the held-out tail of --data"},
-        {"--val-fraction", ARG_FLOAT, &t->val_fraction, "fraction of a text file held out for validation"},
         {"--out", ARG_STRING, &t->out, "run directory (config.json, metrics.jsonl, step_*/); a new run needs one that holds no other run"},
         {"--out-exists", ARG_STRING, &t->out_exists, "a new run into an --out that holds another run: refuse (exit 2), or move "
                                                      "the old run aside to OUT.old1, OUT.old2, ... (never deleted)"},
+        {"--resume", ARG_STRING, &t->resume, "continue from the newest valid checkpoint in --out (bare), `auto` (if any), or PATH "
+                                             "(an older step of --out is refused while a newer valid one exists: give a new --out)"},
+        {"--init-from", ARG_STRING, &t->init_from, "start a new run from the weights (and architecture) of a checkpoint or HF Llama directory"},
+        {"--ckpt-every", ARG_INT, &t->ckpt_every, "checkpoint every N steps and at the end (0 = only at the end, -1 = never)"},
+        {"--keep", ARG_INT, &t->keep, "keep the newest K checkpoints (0 = all)"},
+        ARG_GROUP("data"),
+        {"--data", ARG_STRING, &t->data, "training data: a text file or a dataset directory (ringgpt prepare)"},
+        {"--val-data", ARG_STRING, &t->val_data, "validation data", .dflt = "the held-out tail of --data"},
+        {"--val-fraction", ARG_FLOAT, &t->val_fraction, "fraction of a text file held out for validation"},
+        {"--seq-len", ARG_INT, &t->seq_len, "tokens per sequence T"},
+        {"--batch", ARG_INT, &t->batch, "sequences per micro-step B (per data-parallel group)"},
+        {"--grad-accum", ARG_INT, &t->grad_accum, "micro-steps per optimizer step"},
+        {"--no-shuffle", ARG_BOOL, &t->no_shuffle, "read samples in stream order every epoch (no shuffle)"},
+        {"--loss-on", ARG_STRING, &t->loss_on, "masked: only targets the data's loss weights select count (data without weights: all); all: every target"},
+        {"--doc-mask", ARG_BOOL, &t->doc_mask, "attention stays inside each document of a packed window (documents end at EOS)"},
+        ARG_GROUP("model (a preset, each figure overridable)"),
         {"--model", ARG_STRING, &t->model, "preset: tiny, small, base, 125m"},
         {"--layers", ARG_INT, &layers, "layer count", .dflt = "preset"},
         {"--dim", ARG_INT, &dim, "model width", .dflt = "preset"},
         {"--heads", ARG_INT, &heads, "query head count", .dflt = "preset"},
         {"--kv-heads", ARG_INT, &kv_heads, "key/value head count (GQA; divides --heads)", .dflt = "preset"},
         {"--ffn-dim", ARG_INT, &ffn, "SwiGLU hidden width", .dflt = "preset"},
+        {"--tie-embeddings", ARG_BOOL, &t->tie_embeddings, "share the token embedding with the LM head"},
         {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base", .dflt = "preset"},
         {"--rope-theta-ramp", ARG_INT, &t->rope_theta_ramp, "raise the RoPE base geometrically from --rope-theta-from to "
                                                             "--rope-theta over the first N steps (a gentle base step; 0 = off)"},
         {"--rope-theta-from", ARG_FLOAT, &t->rope_theta_from, "the base --rope-theta-ramp starts from",
          .dflt = "the --init-from source's base"},
-        {"--tie-embeddings", ARG_BOOL, &t->tie_embeddings, "share the token embedding with the LM head"},
-        {"--seq-len", ARG_INT, &t->seq_len, "tokens per sequence T"},
-        {"--batch", ARG_INT, &t->batch, "sequences per micro-step B (per data-parallel group)"},
-        {"--grad-accum", ARG_INT, &t->grad_accum, "micro-steps per optimizer step"},
+        ARG_GROUP("optimisation"),
         {"--steps", ARG_INT, &t->steps, "optimizer steps"},
         {"--lr", ARG_FLOAT, &t->lr, "peak learning rate"},
         {"--min-lr", ARG_FLOAT, &t->min_lr, "final learning rate of the cosine schedule"},
@@ -77,23 +88,36 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--beta2", ARG_FLOAT, &t->beta2, "AdamW beta2"},
         {"--clip", ARG_FLOAT, &t->clip, "global gradient-norm clip (0 = off)"},
         {"--seed", ARG_I64, &t->seed, "seed of the initial weights and of the data order"},
-        {"--no-shuffle", ARG_BOOL, &t->no_shuffle, "read samples in stream order every epoch (no shuffle)"},
-        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
+        {"--stop-loss", ARG_FLOAT, &t->stop_loss, "end the run after the step where the mean training loss of the last "
+                                                  "--stop-window steps is at most this, with a checkpoint there (--steps "
+                                                  "stays the cap and the schedule's length; 0 = off)"},
+        {"--stop-window", ARG_INT, &t->stop_window, "steps in the --stop-loss mean (a resumed run fills it again)"},
+        ARG_GROUP("logging"),
         {"--log-every", ARG_INT, &t->log_every, "print a progress line every N steps"},
         {"--eval-every", ARG_INT, &t->eval_every, "validation loss every N steps (0 = only at the end)"},
         {"--eval-batches", ARG_INT, &t->eval_batches, "batches per validation"},
-        {"--loss-chunk", ARG_INT, &t->loss_chunk, "rows per chunk of the fused LM head + loss"},
-        {"--loss-on", ARG_STRING, &t->loss_on, "masked: only targets the data's loss weights select count (data without weights: all); all: every target"},
-        {"--doc-mask", ARG_BOOL, &t->doc_mask, "attention stays inside each document of a packed window (documents end at EOS)"},
+        ARG_GROUP("machine and memory"),
         {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible)",
          .dflt = "$RINGGPT_DEVICE, else auto"},
+        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
         {"--recompute", ARG_STRING, &t->recompute, "activations kept for the backward: none, mlp (recompute the MLP's) or "
                                                    "full (keep x, O, LSE per layer; attention never re-runs)"},
         {"--mem-budget", ARG_FLOAT, &t->mem_budget, "memory per rank in MiB the plan must fit", .dflt = "the available memory"},
+        {"--loss-chunk", ARG_INT, &t->loss_chunk, "rows per chunk of the fused LM head + loss"},
+        {"--peak-tflops", ARG_FLOAT, &t->peak_tflops, "dense bf16 peak per GPU for MFU", .dflt = "a table of known GPUs"},
+        ARG_GROUP("ranks and the ring"),
         {"--sp", ARG_INT, &t->sp, "ring size: ranks that split one sequence (mpirun -np dp·sp)"},
         {"--ring-overlap", ARG_BOOL, &t->ring_overlap, "start each KV hop before computing the block (=false: wait for it first,"
                                                         " the serial baseline of the overlap measurement)"},
-        {"--peak-tflops", ARG_FLOAT, &t->peak_tflops, "dense bf16 peak per GPU for MFU", .dflt = "a table of known GPUs"},
+        {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},
+        {"--comm-progress", ARG_STRING, &t->comm_progress, "what moves MPI transfers while the ranks compute, so ring hops "
+                                                           "overlap the blocks: compute (the attention loops, between tiles), "
+                                                           "thread (a progress thread), off (only MPI calls), auto (compute "
+                                                           "with --device cpu, thread with --device cuda)"},
+        {"--straggler", ARG_FLOAT, &t->straggler, "the progress line names a rank whose compute exceeds the median by this fraction"
+                                                   " (0 = off)"},
+        {"--straggler-every", ARG_INT, &t->straggler_every, "steps per straggler check (compute summed over them)"},
+        ARG_GROUP("CUDA (docs/gpu.md)"),
         {"--matmul", ARG_STRING, &t->matmul, "CUDA matmul operands: tf32, bf16 or fp32",
          .dflt = "bf16 with bf16 activations (the GPU default), else tf32"},
         {"--attn", ARG_STRING, &t->attn, "CUDA attention per ring block: flash (sm_80 mma.sync) or cudnn (cuDNN fused SDPA, "
@@ -103,30 +127,6 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
          .dflt = "bf16 with --device cuda; fp32 with --matmul tf32 or fp32, and with --device cpu"},
         {"--comm", ARG_STRING, &t->comm, "CUDA ring and gradient exchange: auto, nccl or mpi (host staging)", .dflt = "auto"},
         {"--logits-mb", ARG_INT, &t->logits_mb, "CUDA: MiB of logits per chunk of the fused LM head (0: --loss-chunk rows)"},
-        {"--comm-timeout", ARG_FLOAT, &t->comm_timeout, "seconds a rank may wait for another before the job aborts"},
-        {"--debug-exit-rank", ARG_INT, &t->debug_exit_rank, "(testing) this rank leaves the job at --debug-exit-step", .dflt = "none"},
-        {"--debug-exit-step", ARG_INT, &t->debug_exit_step, "(testing) the step at which --debug-exit-rank leaves"},
-        {"--debug-stall", ARG_BOOL, &t->debug_stall, "(testing) the --debug-exit-rank rank stalls instead of exiting"},
-        {"--stop-loss", ARG_FLOAT, &t->stop_loss, "end the run after the step where the mean training loss of the last "
-                                                  "--stop-window steps is at most this, with a checkpoint there (--steps "
-                                                  "stays the cap and the schedule's length; 0 = off)"},
-        {"--stop-window", ARG_INT, &t->stop_window, "steps in the --stop-loss mean (a resumed run fills it again)"},
-        {"--ckpt-every", ARG_INT, &t->ckpt_every, "checkpoint every N steps and at the end (0 = only at the end, -1 = never)"},
-        {"--keep", ARG_INT, &t->keep, "keep the newest K checkpoints (0 = all)"},
-        {"--resume", ARG_STRING, &t->resume, "continue from the newest valid checkpoint in --out (bare), `auto` (if any), or PATH "
-                                             "(an older step of --out is refused while a newer valid one exists: give a new --out)"},
-        {"--init-from", ARG_STRING, &t->init_from, "start a new run from the weights (and architecture) of a checkpoint or HF Llama directory"},
-        {"--comm-progress", ARG_STRING, &t->comm_progress, "what moves MPI transfers while the ranks compute, so ring hops "
-                                                           "overlap the blocks: compute (the attention loops, between tiles), "
-                                                           "thread (a progress thread), off (only MPI calls), auto (compute "
-                                                           "with --device cpu, thread with --device cuda)"},
-        {"--straggler", ARG_FLOAT, &t->straggler, "the progress line names a rank whose compute exceeds the median by this fraction"
-                                                   " (0 = off)"},
-        {"--straggler-every", ARG_INT, &t->straggler_every, "steps per straggler check (compute summed over them)"},
-        {"--debug-slow-rank", ARG_INT, &t->debug_slow_rank, "(testing) this rank sleeps --debug-slow-ms in every step's compute",
-         .dflt = "none"},
-        {"--debug-slow-ms", ARG_INT, &t->debug_slow_ms, "(testing) the sleep of --debug-slow-rank, in ms"},
-        {"--debug-kill", ARG_BOOL, &t->debug_kill, "(testing) the --debug-exit-rank rank kills itself with SIGKILL (no message)"},
     };
     int n = sizeof specs / sizeof specs[0];
     const char *pos[1];

@@ -289,6 +289,7 @@ int args_json_load(const ArgCommand *cmd, ArgSpec *specs, int n, const char *tex
         snprintf(name, sizeof name, "%s%s", strncmp(v->string, "--", 2) == 0 ? "" : "--", v->string);
         if (only && !in_list(name, only)) continue;
         ArgSpec *s = args_find(specs, n, name);
+        if (!s && in_list(name, skip)) continue;   // a key the caller passes over though no flag has it (a retired one)
         if (!s) {
             char key[128], hint[96] = "";
             const char *near = nearest_flag(specs, n, name, strlen(name));

@@ -39,8 +39,8 @@ ArgSpec *args_find(ArgSpec *specs, int n_specs, const char *name);
 // Config files: a JSON object whose keys are long flag names without the dashes ({"seq-len": 1024,
 // "model": "small", "tie-embeddings": true}). Sets every flag that was not given yet (the command line
 // wins) from the file at path and marks it given; names in skip (NULL-terminated, "--flag" form) are
-// left alone. An unknown key, a value of the wrong type or a file that is not one JSON object is a
-// usage error naming the file and the key (exit 2).
+// left alone (and may name keys no flag has: those are passed over). An unknown key, a value of the wrong type or
+// a file that is not one JSON object is a usage error naming the file and the key (exit 2).
 void args_apply_json(const ArgCommand *cmd, ArgSpec *specs, int n_specs, const char *path, const char *const *skip);
 // Frees the string values config files gave (they live until then; a process never needs to call it).
 void args_free_strings(void);

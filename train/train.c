@@ -52,7 +52,6 @@ void train_check_config(const TrainConfig *t) {
     if (t->sp < 1) fail_usage("--sp must be at least 1 (got %d)", t->sp);
     OutdirMode mode;
     if (!outdir_mode_parse(t->out_exists, &mode)) fail_usage("--out-exists must be refuse or move, not '%s'", t->out_exists);
-    if (t->debug_exit_step < 0) fail_usage("--debug-exit-step must not be negative (got %d)", t->debug_exit_step);
     if (!(t->lr > 0)) fail_usage("--lr must be positive (got %g)", t->lr);
     if (t->min_lr < 0 || t->min_lr > t->lr) fail_usage("--min-lr must be between 0 and --lr (got %g)", t->min_lr);
     if (t->weight_decay < 0) fail_usage("--weight-decay must not be negative (got %g)", t->weight_decay);
@@ -78,7 +77,6 @@ void train_check_config(const TrainConfig *t) {
         fail_usage("--rope-theta-from %g without --rope-theta-ramp does nothing; give the ramp's steps, or use --rope-theta",
                    t->rope_theta_from);
     if (t->straggler_every < 1) fail_usage("--straggler-every must be at least 1 (got %d)", t->straggler_every);
-    if (t->debug_slow_ms < 0) fail_usage("--debug-slow-ms must not be negative (got %d)", t->debug_slow_ms);
     if (t->matmul && strcmp(t->matmul, "bf16") && strcmp(t->matmul, "tf32") && strcmp(t->matmul, "fp32"))
         fail_usage("--matmul %s: use tf32, bf16 or fp32", t->matmul);
 #ifdef RINGGPT_HAVE_SM90
@@ -136,13 +134,38 @@ static CommGrid setup_layout(TrainConfig *t) {
     return g;
 }
 
-// --debug-exit-rank: this rank leaves abruptly (or stops answering), as a crashed or hung rank would.
-static void debug_leave(const TrainConfig *t, int rank) {
-    if (t->debug_kill) raise(SIGKILL);   // no last word, as the kernel's OOM killer gives none
-    fprintf(stderr, "ringgpt: rank %d: %s at step %d (--debug-exit-rank, testing the comm timeout)\n", rank,
-            t->debug_stall ? "stalls" : "exits", t->debug_exit_step);
+// "A:B" or "A:B:WORD" of environment variable `name` into a, b (both >= 0) and word (NULL when absent).
+static void parse_hook(const char *name, const char *v, int *a, int *b, const char **word) {
+    int used = 0;
+    *word = NULL;
+    if (sscanf(v, "%d:%d%n", a, b, &used) != 2 || *a < 0 || *b < 0 || (v[used] && v[used] != ':') ||
+        (v[used] == ':' && !v[used + 1]))
+        fail_usage("%s='%s': write RANK:N with whole numbers (docs/testing.md)", name, v);
+    if (v[used] == ':') *word = v + used + 1;
+}
+
+DebugHooks train_debug_hooks(void) {
+    DebugHooks h = {.exit_rank = -1, .slow_rank = -1};
+    const char *v = getenv("RINGGPT_DEBUG_EXIT"), *how;
+    if (v && *v) {
+        parse_hook("RINGGPT_DEBUG_EXIT", v, &h.exit_rank, &h.exit_step, &how);
+        h.stall = how && strcmp(how, "stall") == 0, h.kill = how && strcmp(how, "kill") == 0;
+        if (how && !h.stall && !h.kill) fail_usage("RINGGPT_DEBUG_EXIT='%s': the third field is stall or kill", v);
+    }
+    if ((v = getenv("RINGGPT_DEBUG_SLOW")) && *v) {
+        parse_hook("RINGGPT_DEBUG_SLOW", v, &h.slow_rank, &h.slow_ms, &how);
+        if (how) fail_usage("RINGGPT_DEBUG_SLOW='%s': write RANK:MS", v);
+    }
+    return h;
+}
+
+// RINGGPT_DEBUG_EXIT: this rank leaves abruptly (or stops answering), as a crashed or hung rank would.
+static void debug_leave(const DebugHooks *h, int rank) {
+    if (h->kill) raise(SIGKILL);   // no last word, as the kernel's OOM killer gives none
+    fprintf(stderr, "ringgpt: rank %d: %s at step %d (RINGGPT_DEBUG_EXIT, testing the comm timeout)\n", rank,
+            h->stall ? "stalls" : "exits", h->exit_step);
     fflush(stderr);
-    if (!t->debug_stall) _exit(3);
+    if (!h->stall) _exit(3);
     for (;;) sleep(1);
 }
 
@@ -314,6 +337,7 @@ typedef struct {
     MetricsLog log;
     RankTimesLog rank_times;       // every rank's step times (metrics.jsonl) and the straggler check
     CkptHook ckpt;
+    DebugHooks debug;              // the tests' fault injection (RINGGPT_DEBUG_EXIT, RINGGPT_DEBUG_SLOW)
     Batch batch;                   // (B, T/sp): this rank's slice of a validation batch
     Batch *micro;                  // (grad_accum) this rank's slices of the step's micro-batches
     MemPlan plan;                  // this rank's predicted memory (model/memplan.c)
@@ -453,12 +477,12 @@ static double ring_waited(const Run *r) {
     return rs.wait_s + rs.lag_s;
 }
 
-// accumulate_gradients, timed: compute is its time less the ring's waiting. The --debug-slow-rank rank
+// accumulate_gradients, timed: compute is its time less the ring's waiting. The RINGGPT_DEBUG_SLOW rank
 // sleeps inside it, as a rank on a slower or busier device would compute longer.
 static double timed_gradients(Run *r, double count, RankTimes *times) {
     double wait0 = ring_waited(r), t0 = now_seconds();
-    if (r->grid.rank == r->t.debug_slow_rank) {
-        struct timespec pause = {r->t.debug_slow_ms / 1000, (long)(r->t.debug_slow_ms % 1000) * 1000000};
+    if (r->grid.rank == r->debug.slow_rank) {
+        struct timespec pause = {r->debug.slow_ms / 1000, (long)(r->debug.slow_ms % 1000) * 1000000};
         nanosleep(&pause, NULL);
     }
     double loss_sum = accumulate_gradients(r, count);
@@ -506,6 +530,7 @@ int train_run(TrainConfig *cfg) {
     Run r;
     stop_install();
     run_open(&r, cfg);
+    r.debug = train_debug_hooks();
     const TrainConfig *t = &r.t;
     double run_start = now_seconds();
     int code = 0;
@@ -514,7 +539,7 @@ int train_run(TrainConfig *cfg) {
     loss_stop_init(&rule, t->stop_loss, t->stop_window);
     for (long step = r.start; step < end; step++) {
         if (step > r.start && (code = stop_after(&r, step))) break;   // a signal on any rank: save `step`, stop
-        if (r.grid.rank == t->debug_exit_rank && step + 1 == t->debug_exit_step) debug_leave(t, r.grid.rank);
+        if (r.grid.rank == r.debug.exit_rank && step + 1 == r.debug.exit_step) debug_leave(&r.debug, r.grid.rank);
         double t0 = now_seconds();
         if (t->rope_theta_ramp > 0)   // this step's base; its checkpoint records the same (ckpt hook)
             r.model.cfg.rope_theta = config_rope_theta_at(t->rope_theta_from, t->model_cfg.rope_theta, t->rope_theta_ramp, step + 1);

@@ -19,8 +19,6 @@ typedef struct TrainConfig {
     int dp, sp;          // layout (one rank: 1×1); world = dp·sp ranks
     int dp_index, sp_index;
     float comm_timeout;  // seconds any wait for another rank may take before the job is aborted
-    int debug_exit_rank, debug_exit_step;   // tests: that rank leaves (or stalls) at that step
-    bool debug_stall;
     const char *resume, *init_from;   // checkpoints: --resume [auto|PATH], --init-from CKPT|HF_DIR
     const char *out_exists;           // --out-exists: refuse or move (a new run into a directory that holds another)
     int ckpt_every, keep;
@@ -47,9 +45,19 @@ typedef struct TrainConfig {
     int rope_theta_ramp;    // --rope-theta-ramp: steps over which the RoPE base rises to --rope-theta (0: off)
     float straggler;     // --straggler: name a rank whose compute exceeds the median by this fraction (0: off)
     int straggler_every; // --straggler-every: steps per straggler check
-    int debug_slow_rank, debug_slow_ms;   // tests: that rank sleeps this long in every step's compute
-    bool debug_kill;     // tests: the --debug-exit-rank rank kills itself with SIGKILL
 } TrainConfig;
+
+// The tests' fault injection, from environment variables (test hooks, not settings; docs/testing.md):
+//   RINGGPT_DEBUG_EXIT=RANK:STEP[:stall|kill]  that rank leaves the job at that step (exit 3), stalls, or SIGKILLs itself;
+//   RINGGPT_DEBUG_SLOW=RANK:MS                 that rank sleeps MS ms in every step's compute.
+typedef struct {
+    int exit_rank, exit_step;   // -1: no rank leaves
+    bool stall, kill;
+    int slow_rank, slow_ms;     // -1: no rank is slowed
+} DebugHooks;
+
+// The hooks the environment sets; a malformed value is a usage error naming the variable (exit 2).
+DebugHooks train_debug_hooks(void);
 
 
 // Checks the values every rank sees alike; a bad one is a usage error (exit 2) naming the flag.

@@ -19,7 +19,7 @@ for case in text.txt shards text.txt:--no-shuffle shards:--no-shuffle; do
   [[ $case == *:* ]] && flags=("--${case#*:--}")
   [[ -e $W/$src ]] || { bad "$src: prepare failed"; continue; }
   run "$W/$src" "$W/full_$data" "${flags[@]}"
-  run "$W/$src" "$W/split_$data" "${flags[@]}" --debug-exit-rank 0 --debug-exit-step $((K + 1))   # stops right after step K's checkpoint
+  RINGGPT_DEBUG_EXIT=0:$((K + 1)) run "$W/$src" "$W/split_$data" "${flags[@]}"   # stops right after step K's checkpoint
   check "$data: first half stopped with step $K committed" grep -qx "step_0000000$K" "$W/split_$data/LATEST"
   run "$W/$src" "$W/split_$data" "${flags[@]}" --resume
   check "$data: resume reported" grep -q "resumed from .*step_0000000$K at step $K" "$W/split_$data.log"
@@ -33,7 +33,7 @@ for case in text.txt shards text.txt:--no-shuffle shards:--no-shuffle; do
 done
 # Interrupted two steps after its checkpoint: the resumed run redoes those steps, and metrics.jsonl
 # ends with every step exactly once, with the uninterrupted run's losses.
-run "$W/text.txt" "$W/late" --debug-exit-rank 0 --debug-exit-step $((K + 3))
+RINGGPT_DEBUG_EXIT=0:$((K + 3)) run "$W/text.txt" "$W/late"
 check "interrupted run logged 2 steps past its checkpoint" test "$(losses "$W/late/metrics.jsonl" | wc -l)" -eq $((K + 2))
 run "$W/text.txt" "$W/late" --resume
 check "resumed metrics.jsonl: each step once, losses as uninterrupted" \

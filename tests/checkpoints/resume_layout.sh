@@ -25,7 +25,7 @@ mpirun_np 4 "$BIN" "${COMMON[@]}" --batch 2 --sp 2 --out "$W/dp2sp2" --resume > 
 check "1x1 -> 2x2: resumed at step 4" grep -q "now 2 x 2" "$W/dp2sp2.log"
 check "1x1 -> 2x2: losses match" close "$W/dp2sp2"
 # and back: a 2x2 run saves at step 4, a single rank continues
-mpirun_np 4 "$BIN" "${COMMON[@]}" --batch 2 --sp 2 --out "$W/back" --debug-exit-rank 0 --debug-exit-step 5 > /dev/null 2>&1
+RINGGPT_DEBUG_EXIT=0:5 mpirun_np 4 "$BIN" "${COMMON[@]}" --batch 2 --sp 2 --out "$W/back" > /dev/null 2>&1
 rm -f "$W/back/metrics.jsonl"
 check "2x2 saved step 4" grep -qx step_00000004 "$W/back/LATEST"
 OMP_NUM_THREADS=1 "$BIN" "${COMMON[@]}" --batch 4 --out "$W/back" --resume > "$W/back.log" 2>&1

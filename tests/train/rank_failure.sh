@@ -10,9 +10,9 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 make_copy_text "$W/data.txt" 200
 TIMEOUT=5
-flags=(--debug-exit-rank 2 --debug-exit-step 3)
-[ "$MODE" = stall ] && flags+=(--debug-stall)
-[ "$MODE" = kill ] && flags+=(--debug-kill)
+hook=2:3   # RINGGPT_DEBUG_EXIT: rank 2 leaves at step 3
+[ "$MODE" = stall ] && hook+=:stall
+[ "$MODE" = kill ] && hook+=:kill
 # The deadline's line for rank 2: the waiting peer says which half of its exchange got nothing.
 DEADLINE_NAMES="got no answer within $TIMEOUT s \((nothing arrived from rank 2|rank 2 took nothing)"
 
@@ -20,8 +20,8 @@ DEADLINE_NAMES="got no answer within $TIMEOUT s \((nothing arrived from rank 2|r
 run() {
   local start rc took
   start=$(date +%s)
-  mpirun_np 4 "$BIN" train --data "$W/data.txt" --model tiny --seq-len 64 --batch 2 --steps 1000 --threads 1 --sp 4 \
-    --comm-timeout $TIMEOUT --out "$W/run" "${flags[@]}" > "$W/log" 2>&1
+  RINGGPT_DEBUG_EXIT=$hook mpirun_np 4 "$BIN" train --data "$W/data.txt" --model tiny --seq-len 64 --batch 2 --steps 1000 \
+    --threads 1 --sp 4 --comm-timeout $TIMEOUT --out "$W/run" > "$W/log" 2>&1
   rc=$?
   took=$(( $(date +%s) - start ))
   grep -v '^step' "$W/log" | head -20

@@ -21,7 +21,7 @@ done
 # First half without recompute, second half with full (and the reverse): the same run.
 for pair in none:full full:mlp; do
   a=${pair%%:*} b=${pair#*:} out=$W/split_${a}_$b
-  run "$out" --recompute "$a" --debug-exit-rank 0 --debug-exit-step $((K + 1))
+  RINGGPT_DEBUG_EXIT=0:$((K + 1)) run "$out" --recompute "$a"
   run "$out" --recompute "$b" --resume
   check "$a then $b: resumed at step $K" grep -q "resumed from .*step_0000000$K at step $K" "$out.log"
   check "$a then $b: losses as an uninterrupted none run" diff <(losses "$W/none/metrics.jsonl") <(losses "$out/metrics.jsonl")

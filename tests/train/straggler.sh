@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/train/straggler.sh — every rank's step times are in metrics.jsonl, and a rank slowed on purpose (--debug-slow-rank) is
+# tests/train/straggler.sh — every rank's step times are in metrics.jsonl, and a rank slowed on purpose (RINGGPT_DEBUG_SLOW) is
 # the one the progress line names as a straggler; no other rank is named.
 # Usage: straggler.sh RINGGPT MPIEXEC
 set -uo pipefail
@@ -8,8 +8,8 @@ BIN=$1 MPIEXEC=$2
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 make_copy_text "$W/data.txt" 200
-mpirun_np 4 "$BIN" train --data "$W/data.txt" --model tiny --seq-len 64 --batch 2 --steps 6 --threads 1 --sp 2 \
-  --straggler 0.5 --straggler-every 2 --debug-slow-rank 2 --debug-slow-ms 300 --out "$W/run" > "$W/log" 2>&1 ||
+RINGGPT_DEBUG_SLOW=2:300 mpirun_np 4 "$BIN" train --data "$W/data.txt" --model tiny --seq-len 64 --batch 2 --steps 6 \
+  --threads 1 --sp 2 --straggler 0.5 --straggler-every 2 --out "$W/run" > "$W/log" 2>&1 ||
   { cat "$W/log"; echo "FAIL: the run failed"; exit 1; }
 grep '^step' "$W/log"
 named=$(grep -c 'straggler: rank 2 ' "$W/log")

@@ -20,12 +20,12 @@ cat > "$W/inside.sh" << INSIDE
 set -u
 "\$HOSTS_MPIEXEC" -np 2 -x OMP_NUM_THREADS=1 "$BIN" ${run[*]} --out "$W/two" > "$W/two.log" 2>&1 || exit 1
 start=\$(date +%s)
-"\$HOSTS_MPIEXEC" -np 2 -x OMP_NUM_THREADS=1 "$BIN" ${run[*]} --steps 1000 --comm-timeout 5 --out "$W/kill" \\
-  --debug-exit-rank 1 --debug-exit-step 3 --debug-kill > "$W/kill.log" 2>&1
+"\$HOSTS_MPIEXEC" -np 2 -x OMP_NUM_THREADS=1 -x RINGGPT_DEBUG_EXIT=1:3:kill "$BIN" ${run[*]} --steps 1000 --comm-timeout 5 \\
+  --out "$W/kill" > "$W/kill.log" 2>&1
 echo "\$? \$(( \$(date +%s) - start ))" > "$W/kill.result"
 start=\$(date +%s)   # again, with Open MPI told not to end the job itself: ringgpt's deadline must
-OMPI_MCA_orte_abort_on_non_zero_status=0 "\$HOSTS_MPIEXEC" -np 2 -x OMP_NUM_THREADS=1 "$BIN" ${run[*]} --steps 1000 \\
-  --comm-timeout 5 --out "$W/kill2" --debug-exit-rank 1 --debug-exit-step 3 --debug-kill > "$W/kill2.log" 2>&1
+OMPI_MCA_orte_abort_on_non_zero_status=0 "\$HOSTS_MPIEXEC" -np 2 -x OMP_NUM_THREADS=1 -x RINGGPT_DEBUG_EXIT=1:3:kill "$BIN" \\
+  ${run[*]} --steps 1000 --comm-timeout 5 --out "$W/kill2" > "$W/kill2.log" 2>&1
 echo "\$? \$(( \$(date +%s) - start ))" > "$W/kill2.result"
 exit 0
 INSIDE
