@@ -35,6 +35,7 @@ int cmd_eval(int argc, char **argv) {
     int64_t seed = -1;
     float rope_theta = 0, val_fraction = 0.1f;
     ArgSpec specs[] = {
+        ARG_GROUP("data"),
         {"--data", ARG_STRING, &data, "evaluation data: a text file or a dataset directory"},
         {"--split", ARG_STRING, &split, "train or val (a text file's val part is its last --val-fraction)"},
         {"--val-fraction", ARG_FLOAT, &val_fraction, "held-out tail of a text file (as in train)"},
@@ -42,13 +43,16 @@ int cmd_eval(int argc, char **argv) {
         {"--batch", ARG_INT, &batch, "sequences per batch"},
         {"--batches", ARG_STRING, &batches_arg, "batches to evaluate (a multiple of dp: the dp groups take turns), or all: the whole split"},
         {"--seed", ARG_I64, &seed, "data order seed", .dflt = "the checkpoint's"},
-        {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base (context extension)", .dflt = "the checkpoint's"},
-        {"--loss-chunk", ARG_INT, &loss_chunk, "rows per chunk of the fused LM head + loss"},
-        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
-        {"--sp", ARG_INT, &sp, "ring size: ranks that split one sequence (mpiexec -np dp·sp)"},
         {"--doc-mask", ARG_BOOL, &doc_mask, "attention stays inside each document of a window, as train --doc-mask", .dflt = "the training run's"},
         {"--loss-on", ARG_STRING, &loss_on, "masked: the targets the data's loss weights select; all: every target (as train --loss-on)",
          .dflt = "the training run's"},
+        ARG_GROUP("model"),
+        {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base (context extension)", .dflt = "the checkpoint's"},
+        {"--loss-chunk", ARG_INT, &loss_chunk, "rows per chunk of the fused LM head + loss"},
+        ARG_GROUP("machine and ranks"),
+        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
+        {"--sp", ARG_INT, &sp, "ring size: ranks that split one sequence (mpiexec -np dp·sp)"},
+        ARG_GROUP("output"),
         {"--dump-logits", ARG_STRING, &dump, "write tokens.npy, targets.npy, logits.npy of the first batch to DIR"},
     };
     int n = sizeof specs / sizeof specs[0];

@@ -97,6 +97,7 @@ int cmd_passkey(int argc, char **argv) {
     int sp = 1, threads = 0;   // threads: cli_infer_grid resolves it when not given
     float rope_theta = 0;
     ArgSpec specs[] = {
+        ARG_GROUP("the grid"),
         {"--config", ARG_STRING, &config, "flags as a JSON object {\"lengths\": \"1K,4K\", ...}; the command line overrides it"},
         {"--lengths", ARG_STRING, &lengths, "document lengths in tokens, EOS included (K = 1024, M = 1024²), comma-separated"},
         {"--depths", ARG_STRING, &depths, "key depths in 0..1: start:stop:step (stop included) or a comma list"},
@@ -104,12 +105,14 @@ int cmd_passkey(int argc, char **argv) {
         {"--seed", ARG_I64, &seed, "seed of the documents (keys); keep it apart from the training data's"},
         {"--haystack", ARG_STRING, &g.haystack, "hide the key in real text: a text file, a directory of them or a byte-level dataset"},
         {"--distractors", ARG_INT, &g.distractors, "other named keys in every document; the question names one (RULER's multi-key needle)"},
+        {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base"},
+        ARG_GROUP("output"),
         {"--out", ARG_STRING, &out, "results: OUT.json and OUT.csv"},
         {"--docs", ARG_BOOL, &docs, "also write OUT.docs.jsonl: every trial's prompt, haystack offset, key and answer"},
         {"--label", ARG_STRING, &label, "name of this run in the JSON and the heatmap (default: the checkpoint path)"},
-        {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base"},
-        {"--sp", ARG_INT, &sp, "ring size: ranks that split each document (mpiexec -np dp·sp; dp groups split the trials)"},
+        ARG_GROUP("machine and ranks"),
         {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
+        {"--sp", ARG_INT, &sp, "ring size: ranks that split each document (mpiexec -np dp·sp; dp groups split the trials)"},
     };
     int n = sizeof specs / sizeof specs[0];
     int n_pos = args_parse(&PASSKEY_CMD, specs, n, argc, argv, pos, 1);

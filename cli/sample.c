@@ -32,14 +32,17 @@ int cmd_sample(int argc, char **argv) {
     int64_t seed = 1337;
     bool stop_eos = true;
     ArgSpec specs[] = {
+        ARG_GROUP("prompt"),
         {"--prompt", ARG_STRING, &prompt, "the text to continue"},
         {"--prompt-file", ARG_STRING, &prompt_file, "read the text to continue from a file (- = stdin)"},
+        ARG_GROUP("decoding"),
         {"--tokens", ARG_INT, &tokens, "tokens to generate"},
         {"--temperature", ARG_FLOAT, &temperature, "softmax temperature (0 = greedy)"},
         {"--top-k", ARG_INT, &top_k, "sample among the k most likely tokens (0 = all)"},
         {"--seed", ARG_I64, &seed, "sampling seed"},
-        {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base", .dflt = "the checkpoint's"},
         {"--stop-at-eos", ARG_BOOL, &stop_eos, "stop at the end-of-document token"},
+        {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base", .dflt = "the checkpoint's"},
+        ARG_GROUP("machine and ranks"),
         {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
         {"--sp", ARG_INT, &sp, "ring size: ranks that share the prompt and the KV cache (mpiexec -np sp)"},
     };
