@@ -7,7 +7,6 @@
 #include "cli/commands.h"
 #include "core/args.h"
 #include "core/common.h"
-#include "core/real.h"
 #include "model/config.h"
 #include "model/memplan.h"
 #include "model/stepplan.h"
@@ -93,7 +92,7 @@ static double gib(double b) { return b / 1073741824.0; }
 static double mib(double b) { return b / 1048576.0; }
 
 static MemPlan mem_of(const ModelConfig *c, const PlanFlags *f, Recompute r, int sp, int T) {
-    return memplan(c, f->batch, T / sp, sp, r, sizeof(real), f->loss_chunk, 0);
+    return memplan(c, f->batch, T / sp, sp, r, ACT_F32, f->loss_chunk, 0);
 }
 
 // A plan that does not fit the device is refused with the layouts that would.
@@ -110,7 +109,7 @@ static void check_fits(const ModelConfig *c, const PlanFlags *f, Recompute r, co
             len += snprintf(fixes + len, sizeof fixes - len, "--sp %d, ", sp);
             break;
         }
-    long T = memplan_max_seq_len(c, f->batch, f->sp, r, sizeof(real), f->loss_chunk, 0, d->mem_bytes);
+    long T = memplan_max_seq_len(c, f->batch, f->sp, r, ACT_F32, f->loss_chunk, 0, d->mem_bytes);
     if (T > 0) snprintf(fixes + len, sizeof fixes - len, "--seq-len %ld or shorter", T);
     else snprintf(fixes + len, sizeof fixes - len, "a device with more memory (the model alone does not fit)");
     fail_usage("--seq-len %d does not fit on %s: the memory plan needs %.1f GiB per rank (--recompute %s, --sp %d, "
@@ -173,7 +172,7 @@ static void print_table(const ModelConfig *c, const PlanFlags *f, Recompute chos
         int sp = (int)counts[i];
         long T[3];
         for (int m = 0; m < 3; m++)
-            T[m] = memplan_max_seq_len(c, f->batch, sp, m, sizeof(real), f->loss_chunk, 0, d->mem_bytes);
+            T[m] = memplan_max_seq_len(c, f->batch, sp, m, ACT_F32, f->loss_chunk, 0, d->mem_bytes);
         printf("  %8d %14ld %14ld %14ld", sp, T[0], T[1], T[2]);
         if (T[chosen] > 0 && T[chosen] <= (1L << 30)) {
             StepPlan p = stepplan(c, f->batch, f->grad_accum, (int)T[chosen], 1, sp, chosen, d);
