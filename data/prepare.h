@@ -56,7 +56,8 @@ typedef struct {
 
 // Checks the spec, finds the input files and reads the tokenizer, the haystack and the text records' text:
 // everything that can be wrong with the input is found before anything is written. Bad input is a usage
-// error (one line naming the flag, the mix key or the file; exit 2), as in the rest of data/.
+// error (one line naming the flag, the mix key or the file; exit 2), as in the rest of data/. The plan keeps
+// the spec's strings and its mix's (not copies): they outlive the plan.
 void prepare_plan(const PrepareSpec *spec, PreparePlan *plan);
 void prepare_plan_free(PreparePlan *plan);
 
