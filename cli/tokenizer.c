@@ -1,5 +1,4 @@
 // cli/tokenizer.c — `ringgpt tokenizer train|encode|decode`: byte-level BPE from the command line.
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 #include "core/args.h"
 #include "core/common.h"
 #include "data/bpe.h"
+#include "data/prepare_inputs.h"
 #include "data/tokenizer.h"
 #include "cli/commands.h"
 
@@ -116,29 +116,34 @@ static int cmd_info(int argc, char **argv) {
     return 0;
 }
 
-// Regular files under path, recursively, in name order; dotfiles skipped (as `prepare` reads inputs).
-static void collect(const char *path, char ***list, size_t *n) {
-    struct stat st;
-    if (stat(path, &st) != 0) fail_io(path, errno, "cannot read input; check the path");
-    if (!S_ISDIR(st.st_mode)) {
-        *list = xrealloc(*list, (*n + 1) * sizeof **list, "the input list");
-        (*list)[(*n)++] = xstrdup(path);
-        return;
-    }
-    struct dirent **names;
-    int k = scandir(path, &names, NULL, alphasort);
-    if (k < 0) fail_io(path, errno, "cannot list directory");
-    for (int i = 0; i < k; i++) {
-        if (names[i]->d_name[0] != '.') {
-            size_t len = strlen(path) + strlen(names[i]->d_name) + 2;
-            char *child = xmalloc(len, "a path");
-            snprintf(child, len, "%s/%s", path, names[i]->d_name);
-            collect(child, list, n);
-            free(child);
-        }
-        free(names[i]);
-    }
-    free(names);
+// "N binary file(s), e.g. PATH" for the kinds skipped, joined by " and ".
+static void describe_skips(const InputSkips *k, char *buf, size_t size) {
+    int n = 0;
+    if (k->binary)
+        n = snprintf(buf, size, "%zu binary file%s (a NUL byte in the first 8 KiB), e.g. %s", k->binary, k->binary == 1 ? "" : "s",
+                     k->binary_example);
+    if (k->empty && n >= 0 && (size_t)n < size)
+        snprintf(buf + n, size - (size_t)n, "%s%zu empty file%s, e.g. %s", n ? " and " : "", k->empty, k->empty == 1 ? "" : "s",
+                 k->empty_example);
+}
+
+// The text files under the inputs (as `prepare` finds them), binary and empty ones left out and said so; none
+// left is refused before anything is counted.
+static InputFiles find_text(const char *const *in, int n_in, const char *include, bool quiet) {
+    InputFiles l = {0};
+    for (int i = 0; i < n_in; i++) input_files_add(&l, in[i], include);
+    if (!l.n) fail_usage("no input files found under the given paths%s", include ? " that match --include" : "");
+    InputSkips k;
+    input_files_drop_unreadable(&l, true, &k);
+    char skipped[9000] = "";
+    describe_skips(&k, skipped, sizeof skipped);
+    if (!l.n) fail_usage("no text to learn from: %s; give text files, or --include GLOBS to pick them", skipped);
+    if (!quiet && k.binary)
+        fprintf(stderr, "tokenizer train: skipped %zu binary file%s (a NUL byte in the first 8 KiB), e.g. %s; --include GLOBS picks "
+                "the files to read\n", k.binary, k.binary == 1 ? "" : "s", k.binary_example);
+    if (!quiet && k.empty) fprintf(stderr, "tokenizer train: skipped %zu empty file%s, e.g. %s\n", k.empty, k.empty == 1 ? "" : "s", k.empty_example);
+    input_skips_free(&k);
+    return l;
 }
 
 // The tokenizer.json to write: its directory must exist and take files, and the path must not be a directory —
@@ -159,7 +164,7 @@ static void remove_tmp_out(void) {
 }
 
 static int cmd_train_bpe(int argc, char **argv) {
-    const char *out = NULL, *pattern = "gpt2";
+    const char *out = NULL, *pattern = "gpt2", *include = NULL;
     int64_t vocab = 16384, min_freq = 2;
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     bool quiet = false;
@@ -167,14 +172,17 @@ static int cmd_train_bpe(int argc, char **argv) {
         {"--out", ARG_STRING, &out, "the tokenizer.json to write (HF tokenizers loads it)"},
         {"--vocab", ARG_I64, &vocab, "vocab size: 256 bytes + 3 special tokens + merges"},
         {"--threads", ARG_INT, &threads, "threads that pre-tokenize and count the text"},
+        {"--include", ARG_STRING, &include, "comma-separated globs of the file names to read in input directories ('*.txt,*.md')",
+         .dflt = "every file but dotfiles, binary and empty files"},
         {"--pattern", ARG_STRING, &pattern, "pre-tokenizer: gpt2 (ByteLevel's regex) or llama3 (Llama 3's Split regex)"},
         {"--min-frequency", ARG_I64, &min_freq, "stop early when the best pair occurs fewer times"},
         {"--quiet", ARG_BOOL, &quiet, "no progress lines"},
     };
-    ArgCommand cmd = {"tokenizer train", "ringgpt tokenizer train --vocab N --out tokenizer.json INPUT...",
-                      "Learns a byte-level BPE from text files (directories are read recursively). Special tokens, with fixed\n"
-                      "ids after the 256 bytes: <|endoftext|> 256 (EOS), <|begin_of_text|> 257 (BOS), <|pad|> 258; their text\n"
-                      "in the input is not learned from. Writes tokenizer.json (tmp + rename)."};
+    ArgCommand cmd = {"tokenizer train", "ringgpt tokenizer train --vocab N --out tokenizer.json [--include GLOBS] INPUT...",
+                      "Learns a byte-level BPE from text files (directories are read recursively; binary and empty files are\n"
+                      "skipped, as `prepare` does). Special tokens, with fixed ids after the 256 bytes: <|endoftext|> 256 (EOS),\n"
+                      "<|begin_of_text|> 257 (BOS), <|pad|> 258; their text in the input is not learned from. Writes\n"
+                      "tokenizer.json (tmp + rename)."};
     const char *in[4096];
     int n_in = args_parse(&cmd, specs, sizeof specs / sizeof specs[0], argc, argv, in, 4096);
     if (!out) fail_usage("tokenizer train needs --out FILE (see `ringgpt tokenizer train --help`)");
@@ -182,14 +190,11 @@ static int cmd_train_bpe(int argc, char **argv) {
     if (vocab < BPE_TRAIN_FIRST_MERGE || vocab > (1 << 24)) fail_usage("--vocab must be in %d..2^24, not %" PRId64, BPE_TRAIN_FIRST_MERGE, vocab);
     if (threads < 1 || threads > 1024) fail_usage("--threads must be in 1..1024, not %d", threads);
     if (min_freq < 1) fail_usage("--min-frequency must be at least 1");
-    char **files = NULL;
-    size_t n_files = 0;
-    for (int i = 0; i < n_in; i++) collect(in[i], &files, &n_files);
-    if (!n_files) fail_usage("no input files found under the given paths");
     check_out_file(out);
+    InputFiles files = find_text(in, n_in, include, quiet);
     BpeTrainOptions o = {.vocab_size = (uint32_t)vocab, .threads = threads, .pattern = pattern, .min_frequency = (uint64_t)min_freq, .quiet = quiet};
     BpeTrainStats st;
-    char *json = bpe_train((const char *const *)files, n_files, &o, &st);
+    char *json = bpe_train((const char *const *)files.paths, files.n, &o, &st);
     size_t len = strlen(out) + 8;
     char *tmp = xmalloc(len, "a path");
     snprintf(tmp, len, "%s.tmp", out);
@@ -202,10 +207,9 @@ static int cmd_train_bpe(int argc, char **argv) {
     g_tmp_out = NULL;
     printf("tokenizer train: %s: %u tokens (%" PRIu64 " merges) from %.1f MB in %zu file%s (%" PRIu64 " words, %" PRIu64
            " distinct); counting %.1f s (%d threads), merging %.1f s\n",
-           out, (uint32_t)(BPE_TRAIN_FIRST_MERGE + st.merges), st.merges, st.bytes / 1e6, n_files, n_files == 1 ? "" : "s", st.words,
+           out, (uint32_t)(BPE_TRAIN_FIRST_MERGE + st.merges), st.merges, st.bytes / 1e6, files.n, files.n == 1 ? "" : "s", st.words,
            st.unique_words, st.count_seconds, threads, st.merge_seconds);
-    for (size_t i = 0; i < n_files; i++) free(files[i]);
-    free(files);
+    input_files_free(&files);
     free(tmp);
     free(json);
     return 0;

@@ -508,6 +508,7 @@ char *bpe_train(const char *const *files, size_t n_files, const BpeTrainOptions 
     double t0 = now_seconds();
     WordMap wm = count_words(files, n_files, o, re, st);
     pcre2_code_free(re);
+    if (!st->words) fail_usage("no text to learn from: the input holds only special-token text (<|endoftext|> and the like); give text files");
     st->count_seconds = now_seconds() - t0;
     // Words in byte order, so that the result does not depend on the thread count.
     size_t nw = 0;

@@ -1,4 +1,4 @@
-// data/prepare_inputs.c — prepare's input files: found under the given paths in name order, one kind, binary and empty ones left out.
+// data/prepare_inputs.c — input files (prepare's and tokenizer train's): found under the given paths in name order, one kind, binary and empty ones left out.
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -9,15 +9,11 @@
 
 #include "core/common.h"
 #include "data/prepare_impl.h"
+#include "data/prepare_inputs.h"
 
 enum { LLMC_GPT2 = 20240520, LLMC_LLAMA3 = 20240801 };
 
-typedef struct {
-    char **paths;
-    size_t n, cap;
-} FileList;
-
-static void add_file(FileList *l, const char *path) {
+static void add_file(InputFiles *l, const char *path) {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 64;
         l->paths = xrealloc(l->paths, l->cap * sizeof *l->paths, "the input list");
@@ -38,9 +34,8 @@ static bool included(const char *name, const char *include) {
     return false;
 }
 
-// Regular files under path, recursively, in name order (so a dataset is reproducible); dotfiles skipped.
-// Files found in directories must match include (files named on the command line are always read).
-static void collect(FileList *l, const char *path, const char *include, bool named) {
+// named: path was given to input_files_add (always read), not found in a directory.
+static void collect(InputFiles *l, const char *path, const char *include, bool named) {
     struct stat st;
     if (stat(path, &st) != 0) fail_usage("%s: cannot read input (%s); check the path", path, strerror(errno));
     if (!S_ISDIR(st.st_mode)) {
@@ -64,7 +59,9 @@ static void collect(FileList *l, const char *path, const char *include, bool nam
     free(names);
 }
 
-// A text input with a NUL byte in its first 8 KiB is binary (a .pyc, an image): prepare skips it.
+void input_files_add(InputFiles *l, const char *path, const char *include) { collect(l, path, include, true); }
+
+// A text input with a NUL byte in its first 8 KiB is binary (a .pyc, an image).
 static bool looks_binary(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return false;   // the reader reports it
@@ -80,7 +77,7 @@ static bool is_empty(const char *path) {
 }
 
 // Removes the files `skip` picks from the list; returns how many, with the first in *example (free it).
-static size_t drop_files(FileList *l, bool (*skip)(const char *path), char **example) {
+static size_t drop_files(InputFiles *l, bool (*skip)(const char *path), char **example) {
     size_t kept = 0, skipped = 0;
     *example = NULL;
     for (size_t i = 0; i < l->n; i++) {
@@ -94,6 +91,24 @@ static size_t drop_files(FileList *l, bool (*skip)(const char *path), char **exa
     }
     l->n = kept;
     return skipped;
+}
+
+void input_files_drop_unreadable(InputFiles *l, bool text, InputSkips *skips) {
+    *skips = (InputSkips){0};
+    if (text) skips->binary = drop_files(l, looks_binary, &skips->binary_example);
+    skips->empty = drop_files(l, is_empty, &skips->empty_example);
+}
+
+void input_skips_free(InputSkips *skips) {
+    free(skips->binary_example);
+    free(skips->empty_example);
+    *skips = (InputSkips){0};
+}
+
+void input_files_free(InputFiles *l) {
+    for (size_t i = 0; i < l->n; i++) free(l->paths[i]);
+    free(l->paths);
+    *l = (InputFiles){0};
 }
 
 static uint32_t llmc_magic(const char *path) {
@@ -119,7 +134,7 @@ static bool ends_with(const char *s, const char *tail) {
 }
 
 // Every input must be the same kind; auto means llm.c for files with its magic, JSONL for *.jsonl, text otherwise.
-static PrepareKind input_kind(const char *want_name, const FileList *l, uint32_t *magic) {
+static PrepareKind input_kind(const char *want_name, const InputFiles *l, uint32_t *magic) {
     int want = parse_kind(want_name);
     *magic = 0;
     int kind = want;
@@ -138,17 +153,22 @@ static PrepareKind input_kind(const char *want_name, const FileList *l, uint32_t
 }
 
 // Binary text inputs are skipped (and counted); empty ones too, and when nothing is left, refused.
-static void drop_unreadable(PreparePlan *plan, FileList *l) {
-    if (plan->kind == PREPARE_TEXT) plan->skipped_binary = drop_files(l, looks_binary, &plan->binary_example);
-    if (!l->n) fail_usage("every input file is binary; give text files (or --input-kind u16|u32|llmc)");
-    plan->skipped_empty = drop_files(l, is_empty, &plan->empty_example);
-    if (!l->n) fail_usage("every input is empty (0 bytes), e.g. %s; give files with text or tokens in them", plan->empty_example);
+static void drop_unreadable(PreparePlan *plan, InputFiles *l) {
+    InputSkips k;
+    input_files_drop_unreadable(l, plan->kind == PREPARE_TEXT, &k);
+    plan->skipped_binary = k.binary, plan->binary_example = k.binary_example;
+    plan->skipped_empty = k.empty, plan->empty_example = k.empty_example;
+    if (!l->n && !k.empty) fail_usage("every input file is binary; give text files (or --input-kind u16|u32|llmc)");
+    if (!l->n && !k.binary) fail_usage("every input is empty (0 bytes), e.g. %s; give files with text or tokens in them", k.empty_example);
+    if (!l->n)
+        fail_usage("every input is binary or empty (%zu and %zu files, e.g. %s and %s); give text files (or --input-kind u16|u32|llmc)",
+                   k.binary, k.empty, k.binary_example, k.empty_example);
 }
 
 void prepare_find_inputs(PreparePlan *plan) {
     const PrepareSpec *s = &plan->spec;
-    FileList l = {0};
-    for (int i = 0; i < s->n_inputs; i++) collect(&l, s->inputs[i], s->include, true);
+    InputFiles l = {0};
+    for (int i = 0; i < s->n_inputs; i++) input_files_add(&l, s->inputs[i], s->include);
     if (!l.n) fail_usage("no input files found under the given paths%s", s->include ? " that match --include" : "");
     plan->kind = input_kind(s->input_kind, &l, &plan->llmc_magic);
     drop_unreadable(plan, &l);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/data/tokenizer_bad_input.sh — a malformed or unsupported tokenizer.json names its field; bad ids in decode are named; exit codes.
+# tests/data/tokenizer_bad_input.sh — a malformed or unsupported tokenizer.json names its field; bad ids in decode are named; exit codes;
+# tokenizer train skips binary and empty files, reads what --include picks and refuses input with no text.
 set -uo pipefail
 BIN=$1
 . "$(dirname "$0")/tokenizer_common.sh"
@@ -72,4 +73,36 @@ check "non-UTF-8 text encodes and decodes back" cmp -s "$W/bin.txt" <("$BIN" tok
                                                                   "$BIN" tokenizer decode --tokenizer "$W/good.json")
 : > "$W/empty.txt"
 check "empty text encodes to nothing" sh -c "out=\$('$BIN' tokenizer encode --tokenizer '$W/good.json' '$W/empty.txt') && test -z \"\$out\""
+# tokenizer train reads inputs as prepare does: a PNG and an empty file beside the text are skipped and said
+# so (the vocab equals the text's alone), --include picks files in directories, and no text at all is refused.
+mkdir -p "$W/mixed" "$W/notext"
+for i in $(seq 300); do printf 'Line %d: the quick brown fox jumps over the lazy dog, %d times.\n' "$i" $((i * 7 % 13)); done > "$W/mixed/text.txt"
+{ printf '\x89PNG\r\n\x1a\n\0\0\0\rIHDR'; head -c 3000 /dev/urandom; } > "$W/mixed/image.png"
+: > "$W/mixed/empty.txt"
+"$BIN" tokenizer train --quiet --vocab 320 --out "$W/alone.json" "$W/mixed/text.txt" > /dev/null
+err=$("$BIN" tokenizer train --vocab 320 --out "$W/mixed.json" "$W/mixed" 2>&1 > /dev/null)
+check "a directory with a PNG and an empty file trains the text's vocab alone" cmp -s "$W/alone.json" "$W/mixed.json"
+check "tokenizer train says it skipped the binary file, naming it" grep -q "tokenizer train: skipped 1 binary file (a NUL byte in the first 8 KiB), e.g. $W/mixed/image.png" <<< "$err"
+check "tokenizer train says it skipped the empty file" grep -q "tokenizer train: skipped 1 empty file, e.g. $W/mixed/empty.txt" <<< "$err"
+"$BIN" tokenizer train --quiet --vocab 320 --include '*.png,*.txt' --out "$W/globs.json" "$W/mixed" > /dev/null
+check "--include picks files in the directory (PNG and empty still skipped)" cmp -s "$W/alone.json" "$W/globs.json"
+for i in $(seq 200); do printf 'Zebras %d gallop across a wide savannah at dawn.\n' "$i"; done > "$W/mixed/other.md"
+"$BIN" tokenizer train --quiet --vocab 320 --out "$W/all.json" "$W/mixed" > /dev/null
+"$BIN" tokenizer train --quiet --vocab 320 --include '*.txt' --out "$W/txt.json" "$W/mixed" > /dev/null
+check "without --include the .md is read too (another vocab)" test -s "$W/all.json" -a -n "$(cmp "$W/alone.json" "$W/all.json")"
+check "--include '*.txt' leaves the .md out: the text's vocab alone" cmp -s "$W/alone.json" "$W/txt.json"
+cp "$W/mixed/image.png" "$W/notext/a.png"; : > "$W/notext/b.txt"
+one_line_exit2() {  # one_line_exit2 WHAT PATTERN CMD...: exit 2, one line on stderr containing PATTERN, no tokenizer written
+  local what=$1 pattern=$2 err rc=0; shift 2
+  err=$("$@" 2>&1 > /dev/null) || rc=$?
+  check "$what: exit 2 ($rc), one line ($(grep -c . <<< "$err")) with '$pattern'" test "$rc" = 2 -a "$(grep -c . <<< "$err")" = 1 -a "${err/"$pattern"/}" != "$err"
+  check "$what: no tokenizer written" test ! -e "$W/none.json" -a ! -e "$W/none.json.tmp"
+}
+one_line_exit2 "binary and empty files only" "no text to learn from: 1 binary file (a NUL byte in the first 8 KiB), e.g. $W/notext/a.png and 1 empty file, e.g. $W/notext/b.txt" \
+  "$BIN" tokenizer train --vocab 300 --out "$W/none.json" "$W/notext"
+one_line_exit2 "an empty file named alone" "no text to learn from: 1 empty file, e.g. $W/notext/b.txt; give text files" "$BIN" tokenizer train --vocab 300 --out "$W/none.json" "$W/notext/b.txt"
+one_line_exit2 "--include that matches nothing" "no input files found under the given paths that match --include" \
+  "$BIN" tokenizer train --vocab 300 --include '*.rst' --out "$W/none.json" "$W/mixed"
+printf '<|endoftext|><|pad|>' > "$W/specials.txt"
+one_line_exit2 "special-token text only" "no text to learn from: the input holds only special-token text" "$BIN" tokenizer train --vocab 300 --out "$W/none.json" "$W/specials.txt"
 finish
