@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 ensure_deps
-build_ringgpt
+build_ringgpt build
 out=${DEMO_OUT:-out/demo}
 steps=${DEMO_STEPS:-400}
 bin=build/ringgpt

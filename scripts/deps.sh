@@ -60,7 +60,12 @@ ensure_cuda_deps() {
     echo "ringgpt: pip could not install ${want[*]}; the CUDA build has no --attn cudnn and the SASS checks will SKIP" >&2
 }
 
+# build_ringgpt DIR [CMAKE_OPTIONS...]: configures and builds DIR. A script passes options only for a build directory of
+# its own (the recipe's build-recipe/): the shared build/ keeps whatever options its cache holds (-DRINGGPT_CUDA=OFF
+# there would stay and make the next scripts/test.sh on a GPU machine build no CUDA). A new DIR is a Release build.
 build_ringgpt() {
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-  cmake --build build -j"$(nproc)"
+  local dir=$1; shift
+  [[ -f $dir/CMakeCache.txt ]] || set -- -DCMAKE_BUILD_TYPE=Release "$@"
+  cmake -S . -B "$dir" "$@" >/dev/null
+  cmake --build "$dir" -j"$(nproc)"
 }

@@ -20,6 +20,7 @@
 #   SP            ranks of the ring for the stages after the first and their evaluations (mpiexec -np SP)
 #   START         N > 1: keep OUT's stages before N (trained by this recipe and SEED) and run from stage N
 #   RECIPE        the recipe directory (default recipes/long_context)
+#   RINGGPT_CUDA  ON: build-recipe/ (the recipe's own build directory) has the CUDA backend (default OFF)
 #   RINGGPT_BIN   a built binary: no install and no build (the tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,8 +30,8 @@ if [[ -n ${RINGGPT_BIN:-} ]]; then
   find_python || { echo "no python3 with numpy and matplotlib for the heatmap: apt-get install python3-matplotlib, or run without RINGGPT_BIN" >&2; exit 1; }
 else
   ensure_deps
-  build_ringgpt -DRINGGPT_CUDA=${RINGGPT_CUDA:-OFF} >/dev/null
-  bin=build/ringgpt
+  build_ringgpt build-recipe -DRINGGPT_CUDA="${RINGGPT_CUDA:-OFF}" >/dev/null   # its own build: build/ keeps its options
+  bin=build-recipe/ringgpt
 fi
 recipe=${RECIPE:-recipes/long_context}
 out=${OUT:-out/long_context}

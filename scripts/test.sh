@@ -9,7 +9,7 @@ asan=1
 if [[ ${1:-} == --no-asan ]]; then asan=0; shift; fi
 export RINGGPT_WITH_SLURM=${RINGGPT_WITH_SLURM:-1}   # the srun test runs a one-node Slurm
 ensure_deps
-build_ringgpt
+build_ringgpt build
 (cd build && ctest --output-on-failure --timeout 900 "$@")
 ((asan)) || exit 0
 

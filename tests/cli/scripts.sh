@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/cli/scripts.sh — the Python helpers: plot_metrics.py and plot_passkey.py draw from real output (finding a Python
 # with matplotlib through scripts/pyfind.py, or saying how to install it; --help without it), check_hf_export.py --help
-# works and the bf16 export passes.
+# works and the bf16 export passes; the scripts' build steps leave the shared build/'s CMake cache as they found it.
 set -uo pipefail
 BIN=$1
 . "$(dirname "$0")/common.sh"
@@ -42,4 +42,23 @@ if [[ -n $PYNP ]]; then
   check "check_hf_export.py: the bf16 export fails at the f32 tolerance (the check can fail)" \
     bash -c "! '$PYNP' '$S/check_hf_export.py' '$W/hf_bf16' '$W/dump' --tol 1e-4 > /dev/null"
 fi
+# Each script builds in its own directory or leaves the cache it finds: long_context.sh once configured the shared
+# build/ with -DRINGGPT_CUDA=OFF, which stayed, so the next scripts/test.sh on a GPU machine built no CUDA. Run in a
+# scratch copy of deps.sh and long_context.sh over a stub project (a CMake cache in a second, nothing to compile), with
+# ensure_deps stubbed (nothing installed): test.sh's build step, the recipe's (it stops at the missing recipe), test.sh's again.
+P=$W/proj
+mkdir -p "$P/scripts"
+cp "$S/deps.sh" "$S/long_context.sh" "$P/scripts/"
+echo 'ensure_deps() { :; }   # the test: packages are not what it checks' >> "$P/scripts/deps.sh"
+printf 'cmake_minimum_required(VERSION 3.13)\nproject(stub NONE)\nset(RINGGPT_CUDA AUTO CACHE STRING "AUTO, ON or OFF")\n' > "$P/CMakeLists.txt"
+build_step() { (cd "$P" && . scripts/deps.sh && build_ringgpt build "$@") > /dev/null; }
+build_step -DCMAKE_BUILD_TYPE=Debug
+cp "$P/build/CMakeCache.txt" "$W/cache_before"
+rc=0; out=$(RECIPE=no_recipe OUT="$W/lc" bash "$P/scripts/long_context.sh" 2>&1) || rc=$?
+check "long_context.sh built, then stopped at the missing recipe (exit $rc: $out)" test $rc = 2 -a "${out/no_recipe has no stage1/}" != "$out"
+check "long_context.sh configured its own build-recipe/ (RINGGPT_CUDA=OFF there)" grep -qx 'RINGGPT_CUDA:STRING=OFF' "$P/build-recipe/CMakeCache.txt"
+check "long_context.sh left the cache of build/ as it was" cmp -s "$W/cache_before" "$P/build/CMakeCache.txt"
+build_step
+check "test.sh's build step again: build/ keeps RINGGPT_CUDA=AUTO" grep -qx 'RINGGPT_CUDA:STRING=AUTO' "$P/build/CMakeCache.txt"
+check "test.sh's build step keeps the build type its cache holds (Debug)" grep -qxE 'CMAKE_BUILD_TYPE:[A-Z]+=Debug' "$P/build/CMakeCache.txt"
 finish
