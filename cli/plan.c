@@ -1,5 +1,5 @@
 // cli/plan.c — `ringgpt plan`: before a run, memory per rank, predicted step time and the longest context per device count, for a
-// model, a sequence length, a dp × sp layout and a device (a preset with its sources, or numbers given as flags).
+// model, a sequence length, a dp × sp layout on nodes and a device (a preset with its sources, or numbers given as flags).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,18 +14,20 @@
 static const ArgCommand PLAN_CMD = {
     "plan", "ringgpt plan [--model PRESET | --config FILE] --seq-len T [--ranks N --sp S] [--device PRESET] [flags]",
     "Predicts a training run before it runs: memory per rank (the memory plan of `ringgpt train`, every recompute\n"
-    "mode), the step time (matmuls and attention blocks at the device's FLOP/s, the ring's transfers on its link and\n"
-    "how much of them the blocks hide, by replaying the ring's schedule; the gradient all-reduce), the smallest block\n"
-    "that still hides the transfer, and the longest context that fits per device count. --device names a preset (its\n"
-    "numbers' sources are printed); --mem-gib, --matmul-tflops, --attn-tflops, --link-gbps, --latency-us, --busy-share,\n"
-    "--host-gbps replace its\n"
-    "numbers. --config reads the model and layout of a run's config.json (or a train --config file)."};
+    "mode), the step time (matmuls and attention blocks at the device's FLOP/s, the ring's transfers hop by hop and\n"
+    "how much of them the blocks hide, by replaying the ring's schedule at its slowest hop's link; the gradient\n"
+    "all-reduce in and between nodes), the smallest block that still hides the transfer, and the longest context that\n"
+    "fits per device count. Ranks sit on nodes of --gpus-per-node in order (rank = dp index x sp + sp index): a hop\n"
+    "between nodes takes --node-link-gbps, one inside a node --link-gbps; a ring that crosses nodes it need not is\n"
+    "warned about. --device names a preset (its numbers' sources are printed); --mem-gib, --matmul-tflops,\n"
+    "--attn-tflops, --link-gbps, --node-link-gbps, --gpus-per-node, --latency-us, --busy-share, --host-gbps replace\n"
+    "its numbers. --config reads the model and layout of a run's config.json (or a train --config file)."};
 
 typedef struct {
     const char *model, *config, *device, *recompute, *devices;
-    int layers, dim, heads, kv_heads, ffn, vocab, seq_len, batch, grad_accum, ranks, sp, loss_chunk;
+    int layers, dim, heads, kv_heads, ffn, vocab, seq_len, batch, grad_accum, ranks, sp, loss_chunk, per_node;
     bool tie, json;
-    double mem_gib, matmul_tflops, attn_tflops, link_gbps, latency_us, busy_share, host_gbps;
+    double mem_gib, matmul_tflops, attn_tflops, link_gbps, node_link_gbps, latency_us, busy_share, host_gbps;
 } PlanFlags;
 
 // A rate flag replaces the preset's number; given, it must be positive.
@@ -43,7 +45,13 @@ static DeviceSpec device_of(const PlanFlags *f, ArgSpec *specs, int n) {
     override(specs, n, "--mem-gib", f->mem_gib, 1073741824.0, &d.mem_bytes, "the memory of one device");
     override(specs, n, "--matmul-tflops", f->matmul_tflops, 1e12, &d.matmul_flops, "the device must compute");
     override(specs, n, "--attn-tflops", f->attn_tflops, 1e12, &d.attn_flops, "the device must compute");
-    override(specs, n, "--link-gbps", f->link_gbps, 1e9 / 8, &d.link_bytes_per_s, "the ring needs a link (Gbit/s per direction)");
+    override(specs, n, "--link-gbps", f->link_gbps, 1e9 / 8, &d.link_bytes_per_s,
+             "the ring needs a link in the node (Gbit/s per direction)");
+    override(specs, n, "--node-link-gbps", f->node_link_gbps, 1e9 / 8, &d.node_link_bytes_per_s,
+             "nodes need a link between them (Gbit/s per direction and device)");
+    if (args_seen(specs, n, "--gpus-per-node") && f->per_node < 1)
+        fail_usage("--gpus-per-node must be at least 1 (got %d): the devices (ranks) of one node", f->per_node);
+    if (args_seen(specs, n, "--gpus-per-node")) d.per_node = f->per_node;
     if (args_seen(specs, n, "--latency-us") && !(f->latency_us >= 0))
         fail_usage("--latency-us must not be negative (got %g)", f->latency_us);
     if (args_seen(specs, n, "--latency-us")) d.latency_s = f->latency_us * 1e-6;
@@ -88,6 +96,14 @@ static void check_layout(const PlanFlags *f) {
     if (f->loss_chunk < 1) fail_usage("--loss-chunk must be at least 1 (got %d)", f->loss_chunk);
 }
 
+// Whole nodes: the plan puts per_node consecutive ranks on a node, so a job larger than a node fills each one.
+static void check_nodes(const PlanFlags *f, const DeviceSpec *d) {
+    if (f->ranks <= d->per_node || f->ranks % d->per_node == 0) return;
+    fail_usage("--ranks %d does not fill nodes of %d (--gpus-per-node): the plan places %d consecutive ranks on each node; use "
+               "--ranks %d, or the --gpus-per-node each node of the job runs",
+               f->ranks, d->per_node, d->per_node, (f->ranks / d->per_node + 1) * d->per_node);
+}
+
 static double gib(double b) { return b / 1073741824.0; }
 static double mib(double b) { return b / 1048576.0; }
 
@@ -117,48 +133,135 @@ static void check_fits(const ModelConfig *c, const PlanFlags *f, Recompute r, co
                f->seq_len, d->name, gib(p.total), recompute_name(r), f->sp, f->batch, gib(d->mem_bytes), fixes);
 }
 
+static double gbps(double bytes_per_s) { return bytes_per_s * 8 / 1e9; }
+
+// Seconds as %.4f, or in exponent form where that would print a nonzero time as 0.0000.
+static const char *secs(char buf[24], double s) {
+    snprintf(buf, 24, s > 0 && s < 5e-5 ? "%.2e" : "%.4f", s > 0 ? s : 0);
+    return buf;
+}
+
 static void print_device(const DeviceSpec *d) {
     char host[64] = "the network stack's work off the compute";
-    if (d->host_bytes_per_s > 0) snprintf(host, sizeof host, "the core's network stack %.3g Gbit/s", d->host_bytes_per_s * 8 / 1e9);
-    printf("device %s (%s): %.1f GiB, matmul %.3g TFLOP/s, attention %.3g TFLOP/s, link %.3g Gbit/s each way, "
-           "latency %.0f us, %.0f %% of the link while computing, %s\n  source: %s\n",
-           d->name, d->what, gib(d->mem_bytes), d->matmul_flops / 1e12, d->attn_flops / 1e12,
-           d->link_bytes_per_s * 8 / 1e9, d->latency_s * 1e6, d->busy_share * 100, host, d->source);
+    if (d->host_bytes_per_s > 0) snprintf(host, sizeof host, "the core's network stack %.3g Gbit/s", gbps(d->host_bytes_per_s));
+    printf("device %s (%s): %.4g GiB, matmul %.3g TFLOP/s, attention %.3g TFLOP/s, %d per node, link %.4g Gbit/s each way in "
+           "a node and %.4g Gbit/s between nodes (per device), latency %.0f us%s, %.0f %% of the link while computing, %s\n"
+           "  source: %s\n",
+           d->name, d->what, gib(d->mem_bytes), d->matmul_flops / 1e12, d->attn_flops / 1e12, d->per_node,
+           gbps(d->link_bytes_per_s), gbps(d->node_link_bytes_per_s), d->latency_s * 1e6,
+           d->latency_s > 0 ? "" : " (none: --latency-us 0)", d->busy_share * 100, host, d->source);
+}
+
+// Why a rank's ring buffers are 0 bytes, or "" where they are not.
+static const char *ring_zero_why(const MemPlan *p, int sp, Recompute m) {
+    if (p->ring > 0) return "";
+    if (sp < 2) return ": none, --sp 1 has no ring";
+    if (m == RECOMPUTE_FULL)
+        return ": its packets lie in the working set (activations), over the MLP half, which is dead while attention runs";
+    return ": none";
 }
 
 static void print_memory(const ModelConfig *c, const PlanFlags *f, Recompute chosen, const DeviceSpec *d) {
     printf("memory per rank (model/memplan.c; T/sp = %d tokens per rank):\n", f->seq_len / f->sp);
     for (int m = RECOMPUTE_NONE; m <= RECOMPUTE_FULL; m++) {
         MemPlan p = mem_of(c, f, m, f->sp, f->seq_len);
-        printf("  --recompute %-4s %10.1f MiB  (weights+grads+AdamW %.1f, activations %.1f, ring %.1f)%s%s\n",
+        printf("  --recompute %-4s %10.1f MiB  (weights+grads+AdamW %.1f, activations %.1f, ring %.1f%s)%s%s\n",
                recompute_name(m), mib(p.total), mib(p.weights + p.grads + p.optimizer), mib(p.kept + p.work + p.shared),
-               mib(p.ring), p.total > d->mem_bytes ? "  does not fit" : "", m == (int)chosen ? "  <- this plan" : "");
+               mib(p.ring), ring_zero_why(&p, f->sp, m), p.total > d->mem_bytes ? "  does not fit" : "",
+               m == (int)chosen ? "  <- this plan" : "");
     }
 }
 
+static void print_ring_transfers(const StepPlan *p, const PlanFlags *f) {
+    char a[24], b[24];
+    if (f->sp < 2) {
+        printf("  ring transfers        %10s s  (none: --sp 1, one rank holds each sequence, no K and V travel)\n", secs(a, 0));
+        return;
+    }
+    double wait = p->ring_wait_s > 0 ? p->ring_wait_s : 0;
+    double hidden = p->ring_transfer_s > 0 ? 1 - (wait + p->ring_stack_s) / p->ring_transfer_s : 1;
+    printf("  ring transfers        %10s s alone, %s s exposed", secs(a, p->ring_transfer_s), secs(b, wait));
+    if (p->ring_stack_s > 0) printf(" + %.4f s of the network stack in the blocks", p->ring_stack_s);
+    if (hidden < 0.005) printf(" (0 %% hidden: each block computes in less time than a hop's latency and bytes take)\n");
+    else printf(" (%.0f %% hidden behind the blocks)\n", 100 * hidden);
+}
+
+static void print_allreduce(const StepPlan *p, const PlanFlags *f) {
+    char a[24], b[24];
+    printf("  gradient all-reduce   %10s s", secs(a, p->allreduce_s));
+    if (f->ranks == 1) printf("  (none: one rank, nothing to sum)\n");
+    else if (p->nodes == 1) printf("  (in one node)\n");
+    else printf("  (of it %s s between the %d nodes; in each node, then between them)\n", secs(b, p->allreduce_node_s), p->nodes);
+}
+
 static void print_step(const StepPlan *p, const PlanFlags *f, int dp) {
-    double hidden = p->ring_transfer_s > 0 ? 1 - (p->ring_wait_s + p->ring_stack_s) / p->ring_transfer_s : 1;
+    char a[24];
     printf("step time (predicted, one optimizer step of %d x %d x %d tokens on %d rank%s):\n", f->grad_accum, f->batch * dp,
            f->seq_len, f->ranks, f->ranks == 1 ? "" : "s");
-    printf("  matmuls               %10.4f s\n", p->matmul_s);
-    printf("  attention blocks      %10.4f s\n", p->attn_compute_s);
-    printf("  ring transfers        %10.4f s alone, %.4f s exposed", p->ring_transfer_s, p->ring_wait_s);
-    if (p->ring_stack_s > 0) printf(" + %.4f s of the network stack in the blocks", p->ring_stack_s);
-    printf(" (%.0f %% hidden behind the blocks)\n", 100 * hidden);
-    printf("  gradient all-reduce   %10.4f s\n", p->allreduce_s);
-    printf("  step                  %10.4f s  (%.0f tokens/s)\n", p->step_s, p->tokens_per_s);
+    printf("  matmuls               %10s s\n", secs(a, p->matmul_s));
+    printf("  attention blocks      %10s s\n", secs(a, p->attn_compute_s));
+    print_ring_transfers(p, f);
+    print_allreduce(p, f);
+    printf("  step                  %10s s  (%.0f tokens/s)\n", secs(a, p->step_s), p->tokens_per_s);
+}
+
+// Up to four of ring g's hops that cross nodes (or stay in one), global ranks "a->b", then "... (n)" for the rest.
+static void hop_list(char *buf, size_t size, int g, int sp, int per_node, bool crossing) {
+    int len = 0, shown = 0, n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < sp; i++) {
+        if (ring_hop_crosses(g, i, sp, per_node) != crossing) continue;
+        if (n++ < 4) len += snprintf(buf + len, size - len, "%s%d->%d", shown++ ? ", " : "", g * sp + i, g * sp + (i + 1) % sp);
+    }
+    if (n > 4) snprintf(buf + len, size - len, ", ... %d more", n - 4);
+}
+
+// One row of the hop table: the hops of one kind, their link and one block's K and V on it.
+static void print_hops(const char *kind, int count, const char *list, double bytes_per_s, double s, bool pace) {
+    if (count == 0) return;
+    printf("  %-13s %4d hop%s  link %7.4g Gbit/s  K and V %.3g s  (%s)%s\n", kind, count, count == 1 ? " " : "s",
+           gbps(bytes_per_s), s, list, pace ? "  <- the ring's pace" : "");
 }
 
 static void print_ring(const ModelConfig *c, const PlanFlags *f, const StepPlan *p, const DeviceSpec *d) {
     if (f->sp < 2) return;
-    int L = f->seq_len / f->sp;
-    printf("ring: a forward block (%d x %d pairs) computes in %.4f s; its K and V cross the link in %.4f s\n", L / 2, L,
-           p->block_s, p->hop_s);
-    long min = stepplan_min_hiding_tokens(c, f->sp, d);
+    int L = f->seq_len / f->sp, dp = f->ranks / f->sp;
+    RingPlace place = ring_place(dp, f->sp, d->per_node);
+    printf("ring: a forward block (%d x %d pairs) computes in %.3g s; ring %d's hops (ranks %d..%d on %d node%s; a step waits "
+           "for its slowest hop):\n", L / 2, L, p->block_s, place.ring, place.ring * f->sp, place.ring * f->sp + f->sp - 1,
+           place.nodes, place.nodes == 1 ? "" : "s");
+    char in[96], across[96];
+    hop_list(in, sizeof in, place.ring, f->sp, d->per_node, false);
+    hop_list(across, sizeof across, place.ring, f->sp, d->per_node, true);
+    bool slow = place.cross_hops > 0 && p->ring_bytes_per_s == d->node_link_bytes_per_s;
+    print_hops("in a node", f->sp - place.cross_hops, in, d->link_bytes_per_s, p->hop_s, !slow);
+    print_hops("between nodes", place.cross_hops, across, d->node_link_bytes_per_s, p->hop_node_s, slow);
+    long min = stepplan_min_hiding_tokens(c, dp, f->sp, d);
     if (min > 0)
         printf("  smallest block that hides the transfer (<= 5 %% exposed): %ld tokens per rank (--seq-len %ld on %d ranks)\n",
                min, (min + 1) / 2 * 2 * f->sp, f->sp);
     else printf("  no block up to 2^24 tokens per rank hides the transfer on this link\n");
+}
+
+// A ring placed across more nodes than its size needs, on stderr: its slow hops are the layout's, not the ring's.
+static void warn_placement(const PlanFlags *f, const DeviceSpec *d) {
+    RingPlace place = ring_place(f->ranks / f->sp, f->sp, d->per_node);
+    if (place.nodes <= place.min_nodes) return;
+    fprintf(stderr, "ringgpt: warning: ring %d (ranks %d..%d) spans %d nodes where %d would hold it: %d ranks per node "
+            "(--gpus-per-node) and rings of --sp %d put %d of its hops on the inter-node link; use an --sp that divides %d "
+            "or is a multiple of it, or the --gpus-per-node each node runs\n",
+            place.ring, place.ring * f->sp, place.ring * f->sp + f->sp - 1, place.nodes, place.min_nodes, d->per_node, f->sp,
+            place.cross_hops, d->per_node);
+}
+
+// Why no T of a ring of sp fits: the model's fixed state alone, or the smallest T's activations on top.
+static void print_no_fit_why(const ModelConfig *c, const PlanFlags *f, int sp, Recompute r, const DeviceSpec *d) {
+    int T = sp > 1 ? 2 * sp : 1;
+    MemPlan p = mem_of(c, f, r, sp, T);
+    double fixed = p.weights + p.grads + p.optimizer;
+    if (fixed > d->mem_bytes)
+        printf("  (0: the weights, gradients and AdamW state alone need %.4g GiB of %.4g)", gib(fixed), gib(d->mem_bytes));
+    else printf("  (0: even T = %d needs %.4g GiB of %.4g)", T, gib(p.total), gib(d->mem_bytes));
 }
 
 // The Ring Attention paper's Table 3 shape: the longest T per device count (one ring, dp = 1) for every
@@ -166,7 +269,7 @@ static void print_ring(const ModelConfig *c, const PlanFlags *f, const StepPlan 
 static void print_table(const ModelConfig *c, const PlanFlags *f, Recompute chosen, const DeviceSpec *d) {
     int64_t counts[32];
     int n = args_parse_lengths("--devices", f->devices, counts, 32);
-    printf("longest context that fits, one ring of n devices (sp = n, B=%d):\n", f->batch);
+    printf("longest context that fits, one ring of n devices (sp = n, B=%d, %d per node):\n", f->batch, d->per_node);
     printf("  %8s %14s %14s %14s %12s %12s\n", "devices", "none", "mlp", "full", "step (s)", "tokens/s");
     for (int i = 0; i < n; i++) {
         int sp = (int)counts[i];
@@ -176,22 +279,33 @@ static void print_table(const ModelConfig *c, const PlanFlags *f, Recompute chos
         printf("  %8d %14ld %14ld %14ld", sp, T[0], T[1], T[2]);
         if (T[chosen] > 0 && T[chosen] <= (1L << 30)) {
             StepPlan p = stepplan(c, f->batch, f->grad_accum, (int)T[chosen], 1, sp, chosen, d);
-            printf(" %12.4g %12.4g\n", p.step_s, p.tokens_per_s);
+            printf(" %12.4g %12.4g", p.step_s, p.tokens_per_s);
         } else {
-            printf(" %12s %12s\n", "-", "-");
+            printf(" %12s %12s", "-", "-");
         }
+        for (int m = 0; m < 3; m++)
+            if (T[m] == 0) {
+                print_no_fit_why(c, f, sp, m, d);
+                break;
+            }
+        printf("\n");
     }
     printf("  (the step and tokens/s columns: --recompute %s at its longest T)\n", recompute_name(chosen));
 }
 
-static void print_json(const StepPlan *p, const MemPlan *m, const DeviceSpec *d, long min_tokens) {
+static void print_json(const StepPlan *p, const MemPlan *m, const DeviceSpec *d, const RingPlace *place, long min_tokens) {
     printf("{\"device\": \"%s\", \"step_s\": %.6f, \"matmul_s\": %.6f, \"attn_compute_s\": %.6f, \"ring_wait_s\": %.6f, "
            "\"ring_transfer_s\": %.6f, \"allreduce_s\": %.6f, \"tokens_per_s\": %.2f, \"block_s\": %.6f, \"hop_s\": %.6f, "
            "\"ring_stack_s\": %.6f, \"mem_bytes\": %.0f, \"min_hiding_tokens\": %ld, \"matmul_flops\": %.4g, \"attn_flops\": %.4g, "
-           "\"link_bytes_per_s\": %.4g, \"latency_s\": %.4g, \"busy_share\": %.4g, \"host_bytes_per_s\": %.4g}\n",
+           "\"link_bytes_per_s\": %.4g, \"latency_s\": %.4g, \"busy_share\": %.4g, \"host_bytes_per_s\": %.4g, ",
            d->name, p->step_s, p->matmul_s, p->attn_compute_s, p->ring_wait_s, p->ring_transfer_s, p->allreduce_s,
            p->tokens_per_s, p->block_s, p->hop_s, p->ring_stack_s, m->total, min_tokens, d->matmul_flops, d->attn_flops, d->link_bytes_per_s,
            d->latency_s, d->busy_share, d->host_bytes_per_s);
+    printf("\"gpus_per_node\": %d, \"node_link_bytes_per_s\": %.4g, \"nodes\": %d, \"ring_nodes\": %d, \"ring_min_nodes\": %d, "
+           "\"ring_cross_hops\": %d, \"ring_spans_needlessly\": %s, \"ring_bytes_per_s\": %.4g, \"hop_node_s\": %.6f, "
+           "\"allreduce_node_s\": %.6f}\n",
+           d->per_node, d->node_link_bytes_per_s, p->nodes, p->ring_nodes, place->min_nodes, p->cross_hops,
+           place->nodes > place->min_nodes ? "true" : "false", p->ring_bytes_per_s, p->hop_node_s, p->allreduce_node_s);
 }
 
 int cmd_plan(int argc, char **argv) {
@@ -221,7 +335,11 @@ int cmd_plan(int argc, char **argv) {
         {"--mem-gib", ARG_DOUBLE, &f.mem_gib, "memory per device (GiB)", .dflt = "the preset's"},
         {"--matmul-tflops", ARG_DOUBLE, &f.matmul_tflops, "matmul TFLOP/s per device", .dflt = "the preset's"},
         {"--attn-tflops", ARG_DOUBLE, &f.attn_tflops, "attention TFLOP/s per device", .dflt = "the preset's"},
-        {"--link-gbps", ARG_DOUBLE, &f.link_gbps, "link Gbit/s per direction", .dflt = "the preset's"},
+        {"--link-gbps", ARG_DOUBLE, &f.link_gbps, "link in a node (NVLink), Gbit/s per direction", .dflt = "the preset's"},
+        {"--node-link-gbps", ARG_DOUBLE, &f.node_link_gbps, "link between nodes per device (its NIC), Gbit/s per direction",
+         .dflt = "the preset's"},
+        {"--gpus-per-node", ARG_INT, &f.per_node, "devices (ranks) per node; consecutive ranks share a node",
+         .dflt = "the preset's"},
         {"--latency-us", ARG_DOUBLE, &f.latency_us, "link latency per message (us)", .dflt = "the preset's"},
         {"--busy-share", ARG_DOUBLE, &f.busy_share, "share of the link's rate a ring transfer gets while its rank computes",
          .dflt = "the preset's"},
@@ -244,18 +362,21 @@ int cmd_plan(int argc, char **argv) {
     if (!recompute_parse(f.recompute, &r)) fail_usage("unknown --recompute '%s'; use none, mlp or full", f.recompute);
     ModelConfig c = model_of(&f, specs, n);
     DeviceSpec d = device_of(&f, specs, n);
+    check_nodes(&f, &d);
     check_fits(&c, &f, r, &d);
     int dp = f.ranks / f.sp;
     StepPlan p = stepplan(&c, f.batch, f.grad_accum, f.seq_len, dp, f.sp, r, &d);
+    warn_placement(&f, &d);
     if (f.json) {
         MemPlan m = mem_of(&c, &f, r, f.sp, f.seq_len);
-        print_json(&p, &m, &d, stepplan_min_hiding_tokens(&c, f.sp, &d));
+        RingPlace place = ring_place(dp, f.sp, d.per_node);
+        print_json(&p, &m, &d, &place, stepplan_min_hiding_tokens(&c, dp, f.sp, &d));
         return 0;
     }
     printf("ringgpt plan: %s model (%d layers, dim %d, %d/%d heads, %.2fM parameters), T=%d, B=%d x %d accum, "
-           "%dx%d ranks (dp x sp), --recompute %s\n",
+           "%dx%d ranks (dp x sp) on %d node%s of %d, --recompute %s\n",
            f.model, c.n_layer, c.dim, c.n_head, c.n_kv_head, config_num_params(&c) / 1e6, f.seq_len, f.batch, f.grad_accum,
-           dp, f.sp, recompute_name(r));
+           dp, f.sp, p.nodes, p.nodes == 1 ? "" : "s", d.per_node, recompute_name(r));
     print_device(&d);
     print_memory(&c, &f, r, &d);
     print_step(&p, &f, dp);

@@ -1,5 +1,6 @@
-// model/stepplan.h — a training step's predicted time on a described device: matmuls, attention blocks, the ring's transfers and
-// what the blocks hide of them (attention/ring.h's timing model), the gradient all-reduce; device presets with their sources.
+// model/stepplan.h — a training step's predicted time on a described device and its nodes: matmuls, attention blocks, the ring's
+// transfers hop by hop and what the blocks hide of them (attention/ring.h's timing model), the gradient all-reduce over the
+// in-node and inter-node links; where the rings sit on the nodes; device presets with their sources.
 #pragma once
 #include "model/config.h"
 #include "model/memplan.h"
@@ -11,7 +12,9 @@ typedef struct {
     double mem_bytes;           // memory per device
     double matmul_flops;        // dense matmul FLOP/s
     double attn_flops;          // attention block FLOP/s (4·hd per visible pair forward, 10·hd backward)
-    double link_bytes_per_s;    // the ring's (and the all-reduce's) link, each direction
+    double link_bytes_per_s;    // the link inside a node (NVLink), each direction: in-node ring hops and all-reduce
+    double node_link_bytes_per_s;   // between nodes, per device (its NIC), each direction: hops that cross a node
+    int per_node;               // devices (ranks) per node
     double latency_s;           // per message
     double busy_share;          // the share of the link's rate a ring transfer gets while its rank computes
     double host_bytes_per_s;    // what the rank's own core moves through the network stack (0: free, as on a GPU)
@@ -32,11 +35,32 @@ typedef struct {
     double step_s;            // one optimizer step: matmul + attention (compute and exposed wait) + all-reduce
     double tokens_per_s;      // global tokens per second
     double block_s;           // one forward ring block: half the rows × all keys of a block (L/2 × L pairs)
-    double hop_s;             // one block's K and V on the link (both pieces)
+    double hop_s;             // one block's K and V on the in-node link (both pieces)
+    double hop_node_s;        // the same on the inter-node link
+    double ring_bytes_per_s;  // the rate the ring is priced at: its slowest hop's link
+    double allreduce_node_s;  // of allreduce_s, the part between nodes
+    int nodes;                // nodes the job takes: ceil(dp·sp / per_node)
+    int ring_nodes;           // nodes the widest ring spans
+    int cross_hops;           // hops of that ring that cross a node boundary (0: every ring inside one node)
 } StepPlan;
 
-// B sequences of T tokens per micro-step and ring, accum micro-steps per optimizer step, dp rings of sp ranks.
+// Where the rings sit: rank = dp_index·sp + sp_index (docs/DESIGN.md), nodes of per_node consecutive ranks.
+typedef struct {
+    int ring;         // the dp index of the ring that spans the most nodes (the first such)
+    int nodes;        // nodes it spans
+    int min_nodes;    // the fewest nodes a ring of sp ranks can span: ceil(sp / per_node)
+    int cross_hops;   // its hops (sp index i -> i + 1, sp − 1 -> 0) that cross a node boundary
+} RingPlace;
+
+RingPlace ring_place(int dp, int sp, int per_node);
+// Whether ring `ring`'s hop from sp index i to the next crosses a node boundary.
+bool ring_hop_crosses(int ring, int i, int sp, int per_node);
+
+// B sequences of T tokens per micro-step and ring, accum micro-steps per optimizer step, dp rings of sp ranks laid out
+// on nodes of d->per_node (ring_place). The ring is priced at its slowest hop's link: every step of the ring waits for
+// its slowest hop. The all-reduce is hierarchical: reduce-scatter and all-gather in the node, an all-reduce of each
+// rank's 1/g share between the nodes.
 StepPlan stepplan(const ModelConfig *c, int B, int accum, int T, int dp, int sp, Recompute r, const DeviceSpec *d);
-// The fewest tokens per rank (even) whose ring of sp ranks leaves at most 5 % of its transfer time exposed; 0 when
-// sp = 1 (no transfer) or when no block up to 2^24 tokens does.
-long stepplan_min_hiding_tokens(const ModelConfig *c, int sp, const DeviceSpec *d);
+// The fewest tokens per rank (even) whose ring of sp ranks (laid out as in stepplan, at its slowest hop's link) leaves at
+// most 5 % of its transfer time exposed; 0 when sp = 1 (no transfer) or when no block up to 2^24 tokens does.
+long stepplan_min_hiding_tokens(const ModelConfig *c, int dp, int sp, const DeviceSpec *d);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/cli/plan.sh — `ringgpt plan`: its memory figures are the memory plan's (train prints the same), the step time is the
 # sum of its parts and grows with T, more devices hold a longer context, the smallest hiding block really hides (the plan at
-# that block shows <= 5 % exposed, half of it more), a run's config.json is read; bad layouts and devices exit 2, one line.
+# that block shows <= 5 % exposed, half of it more), a run's config.json is read; nodes: the hops between them priced on
+# the inter-node link, a ring kept in its node where it fits, a warning where it straddles nodes it need not; every zero
+# figure says why; bad layouts, nodes and devices exit 2, one line.
 # Usage: plan.sh RINGGPT MPIEXEC
 set -uo pipefail
 BIN=$1
@@ -88,4 +90,66 @@ a=$(json --model small --seq-len 8192 --sp 2 --device cpu --link-gbps 1 --host-g
 check "--host-gbps 0 makes the network stack free (got $a)" awk -v a="$a" 'BEGIN { exit !(a == 0) }'
 a=$(json --model small --seq-len 8192 --sp 2 --device h100-sxm | field ring_stack_s)
 check "a GPU preset's network stack is off the compute (got $a)" awk -v a="$a" 'BEGIN { exit !(a == 0) }'
+# Nodes. One ring of 64 on 8-GPU nodes: 8 of its hops cross nodes, the ring goes at the 400 Gbit/s NIC's pace and the step
+# is slower than on one 64-GPU NVLink node; a ring of 8 on 8-GPU nodes stays in its node (only the all-reduce crosses).
+slow=$(json --model small --seq-len 1048576 --ranks 64 --sp 64 --device h100-sxm)
+fast=$(json --model small --seq-len 1048576 --ranks 64 --sp 64 --device h100-sxm --gpus-per-node 64)
+check "sp 64 on 8-GPU nodes: 8 hops between nodes at 400 Gbit/s, a step slower than all on NVLink" python3 -c "
+import json, sys; s, f = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+sys.exit(not (s['nodes'] == 8 and s['ring_nodes'] == 8 and s['ring_cross_hops'] == 8 and s['ring_bytes_per_s'] == 400e9 / 8
+              and s['hop_node_s'] > s['hop_s'] and f['ring_cross_hops'] == 0 and f['nodes'] == 1
+              and s['ring_wait_s'] > f['ring_wait_s'] and s['step_s'] > f['step_s']))" "$slow" "$fast"
+p=$(json --model small --seq-len 65536 --ranks 64 --sp 8 --device h100-sxm)
+check "sp 8 on 8-GPU nodes: every ring in its node, the all-reduce across the 8 nodes" python3 -c "
+import json, sys; p = json.loads(sys.argv[1])
+sys.exit(not (p['nodes'] == 8 and p['ring_nodes'] == 1 and p['ring_cross_hops'] == 0 and not p['ring_spans_needlessly']
+              and p['ring_bytes_per_s'] == p['link_bytes_per_s'] and 0 < p['allreduce_node_s'] < p['allreduce_s']))" "$p"
+"$BIN" plan --model small --seq-len 1048576 --ranks 64 --sp 64 --device h100-sxm > "$W/nodes.txt" 2> "$W/nodes.err" || bad "plan ran"
+check "the hop table names the 8 hops between nodes (7->8 first) and marks them the ring's pace" \
+  grep -qE '^  between nodes +8 hops .*\(7->8, 15->16, .*<- the ring.s pace' "$W/nodes.txt"
+check "a ring that must span nodes (64 on nodes of 8) is not warned about" test ! -s "$W/nodes.err"
+"$BIN" plan --model small --seq-len 65536 --ranks 64 --sp 8 --device h100-sxm > "$W/in.txt" 2>&1 || bad "plan ran"
+check "sp 8 on 8-GPU nodes: no hop between nodes, no warning" test -z "$(grep -E 'between nodes +[0-9]+ hop|warning' "$W/in.txt")"
+# A ring of 3 on nodes of 8: rings 2, 5, ... straddle two nodes though one would hold them.
+"$BIN" plan --model small --seq-len 6144 --ranks 48 --sp 3 --device h100-sxm > /dev/null 2> "$W/warn.err" || bad "plan ran"
+check "rings of 3 on 8-GPU nodes are warned about (ring 2, ranks 6..8, 2 nodes where 1 would do)" \
+  grep -q "^ringgpt: warning: ring 2 (ranks 6..8) spans 2 nodes where 1 would hold it" "$W/warn.err"
+check "the JSON marks it" test "$(json --model small --seq-len 6144 --ranks 48 --sp 3 2> /dev/null | field ring_spans_needlessly)" = True
+# The two-host layout of bench/plan_nodes.sh: 2 ranks, one per node, joined at 200 Mbit/s: both hops cross, at that rate.
+"$BIN" plan --device cpu --model small --seq-len 4096 --ranks 2 --sp 2 --gpus-per-node 1 --node-link-gbps 0.2 > "$W/two.txt" 2>&1 ||
+  bad "plan ran"
+check "two hosts: the hop table names both hops between the nodes at 0.2 Gbit/s" \
+  grep -qE '^  between nodes +2 hops +link +0.2 Gbit/s .*\(0->1, 1->0\)' "$W/two.txt"
+a=$(json --device cpu --model small --seq-len 4096 --sp 2 --gpus-per-node 1 --node-link-gbps 0.2)
+b=$(json --device cpu --model small --seq-len 4096 --sp 2 --gpus-per-node 2 --node-link-gbps 0.2)
+check "two hosts at 0.2 Gbit/s: a hop costs more and more of the ring is exposed than with both ranks in one node" python3 -c "
+import json, sys; a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+sys.exit(not (a['hop_node_s'] > a['hop_s'] and a['ring_cross_hops'] == 2 and b['ring_cross_hops'] == 0
+              and a['ring_wait_s'] > b['ring_wait_s'] and a['allreduce_node_s'] == a['allreduce_s'] > b['allreduce_s']))" "$a" "$b"
+expect_fail 2 "--gpus-per-node must be at least 1 (got 0)" "$BIN" plan --gpus-per-node 0
+expect_fail 2 "--gpus-per-node must be at least 1 (got -8)" "$BIN" plan --gpus-per-node -8
+expect_fail 2 "--ranks 12 does not fill nodes of 8 (--gpus-per-node)" "$BIN" plan --ranks 12 --sp 4
+expect_fail 2 "--node-link-gbps must be positive (got -1)" "$BIN" plan --sp 2 --node-link-gbps -1
+
+# Every zero figure says why on its line: the ring's buffers with one rank or under --recompute full, the ring's transfers
+# and the all-reduce with one rank, a device count that holds no context.
+zero_lines_explained() {   # zero_lines_explained REPORT: each line with a 0.0… figure or a 0 table cell has a reason
+  python3 -c "
+import re, sys
+bad = [l for l in open(sys.argv[1]) if (re.search(r'(?<![\d.])0\.0+(?!\d)', l) or re.match(r'^ +\d+( +\d+){3} ', l) and
+       ' 0 ' in l) and not re.search(r'none|\(0: |lie in the working set|0 % hidden: ', l)]
+print(''.join(bad), end=''); sys.exit(bool(bad))" "$1"
+}
+"$BIN" plan --model small --seq-len 8192 --recompute full > "$W/z1.txt" 2>&1 || bad "plan ran"
+"$BIN" plan --model small --seq-len 8192 --sp 2 --recompute full > "$W/z2.txt" 2>&1 || bad "plan ran"
+full=$(json --model tiny --seq-len 2 --recompute full --device cpu | field mem_bytes)
+none=$(json --model tiny --seq-len 2 --recompute none --device cpu | field mem_bytes)
+"$BIN" plan --model tiny --seq-len 2 --recompute full --device cpu --devices 1,2 \
+  --mem-gib "$(python3 -c "print(($full + $none) / 2 / 2**30)")" > "$W/z3.txt" 2>&1 || bad "plan ran"
+for z in z1 z2 z3; do check "$z: every zero says why" zero_lines_explained "$W/$z.txt"; done
+check "--sp 1: ring 0.0 (none, no ring), no transfers, no all-reduce, each with its reason" test \
+  "$(grep -cE 'ring 0.0: none, --sp 1 has no ring|ring transfers .*\(none: --sp 1|all-reduce .*\(none: one rank' "$W/z1.txt")" = 5
+check "--sp 2 --recompute full: ring 0.0 because its packets lie in the working set" \
+  grep -q "recompute full .*ring 0.0: its packets lie in the working set" "$W/z2.txt"
+check "a device count that holds no context says why" grep -qE '^ +2 +0 +0 .*\(0: even T = 4 needs' "$W/z3.txt"
 finish
