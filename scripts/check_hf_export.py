@@ -14,7 +14,7 @@ import sys
 
 try:
     import numpy as np
-except ImportError:   # --help works without it; the checks say how to get it
+except ImportError:   # --help works without it; main finds a Python that has it (scripts/pyfind.py)
     np = None
 
 DTYPES = {"F32": "<f4", "F64": "<f8", "F16": "<f2", "BF16": "bf16", "I32": "<i4", "I64": "<i8"}
@@ -161,10 +161,12 @@ def parse_args(argv):
 
 
 def main(argv):
+    global np
     a = parse_args(argv)
-    if np is None:
-        sys.exit(f"check_hf_export.py: {sys.executable} has no numpy; run it with a Python that has it "
-                 "(Debian: apt-get install python3-numpy, then /usr/bin/python3 scripts/check_hf_export.py ...)")
+    if np is None:   # runs the script again in a python3 of this machine that has numpy, or says how to install it
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import pyfind
+        np = pyfind.require("numpy", "check_hf_export.py")
     if a.parse:
         for f in a.parse:
             tensors, meta = parse_safetensors(f, strict_writer=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/cli/scripts.sh — the Python helpers: plot_metrics.py and plot_passkey.py draw from real output (finding a Python
 # with matplotlib through scripts/pyfind.py, or saying how to install it; --help without it), check_hf_export.py --help
-# works and the bf16 export passes; the scripts' build steps leave the shared build/'s CMake cache as they found it.
+# works, the bf16 export passes and it finds a Python with numpy as the plots do; the scripts' build steps leave the shared build/'s CMake cache as they found it.
 set -uo pipefail
 BIN=$1
 . "$(dirname "$0")/common.sh"
@@ -41,7 +41,16 @@ if [[ -n $PYNP ]]; then
   check "check_hf_export.py: a bf16 export passes at the bf16 tolerance" "$PYNP" "$S/check_hf_export.py" "$W/hf_bf16" "$W/dump"
   check "check_hf_export.py: the bf16 export fails at the f32 tolerance (the check can fail)" \
     bash -c "! '$PYNP' '$S/check_hf_export.py' '$W/hf_bf16' '$W/dump' --tol 1e-4 > /dev/null"
+  # Started by a Python without numpy (-S: no site-packages), it runs again in a python3 that has it (scripts/pyfind.py);
+  # a wrapper first in PATH is that other python3 here (its path differs from the first one's).
+  mkdir -p "$W/pybin"; printf '#!/bin/sh\nexec "%s" "$@"\n' "$(command -v "$PYNP")" > "$W/pybin/python3"; chmod +x "$W/pybin/python3"
+  check "check_hf_export.py started without numpy runs again where numpy is, and passes" \
+    bash -c "PATH='$W/pybin':\$PATH '$PYNP' -S '$S/check_hf_export.py' '$W/hf_bf16' '$W/dump' | grep -q 'tolerance 0.01) ok'"
 fi
+mkdir -p "$W/nonp/numpy"; echo 'raise ImportError("no numpy (test)")' > "$W/nonp/numpy/__init__.py"
+rc=0; out=$(PYTHONPATH="$W/nonp" python3 "$S/check_hf_export.py" "$W/hf_bf16" "$W/dump" 2>&1) || rc=$?
+check "check_hf_export.py without numpy anywhere: one line saying how to install it ($out)" \
+  bash -c '[[ $1 != 0 && $2 == *"apt-get install python3-numpy"* && $(grep -c . <<<"$2") == 1 ]]' _ $rc "$out"
 # Each script builds in its own directory or leaves the cache it finds: long_context.sh once configured the shared
 # build/ with -DRINGGPT_CUDA=OFF, which stayed, so the next scripts/test.sh on a GPU machine built no CUDA. Run in a
 # scratch copy of deps.sh and long_context.sh over a stub project (a CMake cache in a second, nothing to compile), with
