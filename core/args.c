@@ -90,24 +90,31 @@ static _Noreturn void print_help(const ArgCommand *cmd, const ArgSpec *specs, in
     exit(0);
 }
 
-static void parse_value(const ArgCommand *cmd, ArgSpec *s, const char *v) {
+bool args_parse_int(const char *text, int64_t lo, int64_t hi, int64_t *out) {
     char *end = NULL;
     errno = 0;
+    long long x = strtoll(text, &end, 10), scale = 1;
+    if (errno || end == text || (*text != '-' && *text != '+' && (*text < '0' || *text > '9'))) return false;
+    if (*end == 'K' || *end == 'k') scale = 1024, end++;
+    else if (*end == 'M' || *end == 'm') scale = 1024 * 1024, end++;
+    if (*end || x > INT64_MAX / scale || x < INT64_MIN / scale || x * scale < lo || x * scale > hi) return false;
+    *out = x * scale;
+    return true;
+}
+
+static void parse_value(const ArgCommand *cmd, ArgSpec *s, const char *v) {
+    char *end = NULL;
+    int64_t i;
+    errno = 0;
     switch (s->kind) {
-    case ARG_INT: {
-        long x = strtol(v, &end, 10);
-        if (errno || *end || end == v || x < -2147483647L || x > 2147483647L)
-            fail_usage("%s expects an integer, got '%s' (see `ringgpt %s --help`)", s->name, v, cmd->command);
-        *(int *)s->dst = (int)x;
+    case ARG_INT:
+    case ARG_I64:
+        if (!args_parse_int(v, s->kind == ARG_INT ? -INT32_MAX : INT64_MIN, s->kind == ARG_INT ? INT32_MAX : INT64_MAX, &i))
+            fail_usage("%s expects an integer (K or M may end it: 4K = 4096, 1M = 1048576), got '%s' (see "
+                       "`ringgpt %s --help`)", s->name, v, cmd->command);
+        if (s->kind == ARG_INT) *(int *)s->dst = (int)i;
+        else *(int64_t *)s->dst = i;
         break;
-    }
-    case ARG_I64: {
-        long long x = strtoll(v, &end, 10);
-        if (errno || *end || end == v)
-            fail_usage("%s expects an integer, got '%s' (see `ringgpt %s --help`)", s->name, v, cmd->command);
-        *(int64_t *)s->dst = x;
-        break;
-    }
     case ARG_FLOAT:
     case ARG_DOUBLE: {
         double x = strtod(v, &end);
@@ -233,33 +240,76 @@ void args_free_strings(void) {
     g_kept = NULL, g_n_kept = 0;
 }
 
-// One key of a config file into its flag; the value's JSON type must fit the flag's kind, and its value the
-// flag's range (as on the command line: a finite number, an integer that fits). Returns 0, or -1 with err.
-static int apply_value(const ArgCommand *cmd, ArgSpec *s, const cJSON *v, const char *path, char *err, size_t errn) {
+// A flag's value from a config file, checked but not yet stored.
+typedef union {
+    int64_t i;
+    double x;
+    const char *s;
+    bool b;
+} ArgValue;
+
+// An integer key: a JSON number that is whole and fits, or a string the command line takes ("4K", "1M").
+static int json_int(const ArgCommand *cmd, const ArgSpec *s, const cJSON *v, const char *path, ArgValue *out, char *err,
+                    size_t errn) {
     const char *key = s->name + 2;
-    bool number = s->kind == ARG_INT || s->kind == ARG_I64 || s->kind == ARG_FLOAT || s->kind == ARG_DOUBLE;
-    double x = v->valuedouble;
-    bool integral = isfinite(x) && x == floor(x);
-    if (number && !cJSON_IsNumber(v))
+    int64_t lo = s->kind == ARG_INT ? -INT32_MAX : INT64_MIN, hi = s->kind == ARG_INT ? INT32_MAX : INT64_MAX;
+    if (cJSON_IsString(v)) {
+        char shown[64];
+        if (args_parse_int(v->valuestring, lo, hi, &out->i)) return 0;
+        return snprintf(err, errn, "%s: \"%s\" must be an integer: a number, or a string with K or M (\"4K\", \"1M\"); "
+                        "got \"%s\"", path, key, json_printable(v->valuestring, shown, sizeof shown)), -1;
+    }
+    if (!cJSON_IsNumber(v))
         return snprintf(err, errn, "%s: \"%s\" must be a number (see `ringgpt %s --help`)", path, key, cmd->command), -1;
-    if (s->kind == ARG_STRING && !cJSON_IsString(v)) return snprintf(err, errn, "%s: \"%s\" must be a string", path, key), -1;
-    if (s->kind == ARG_BOOL && !cJSON_IsBool(v)) return snprintf(err, errn, "%s: \"%s\" must be true or false", path, key), -1;
-    if (number && !(s->kind == ARG_FLOAT ? isfinite((float)x) : isfinite(x)))
-        return snprintf(err, errn, "%s: \"%s\" must be a finite number (got %g)", path, key, x), -1;
-    if ((s->kind == ARG_INT && (!integral || x < -2147483647.0 || x > 2147483647.0)) ||
-        (s->kind == ARG_I64 && (!integral || x < -9.2e18 || x > 9.2e18)))
+    double x = v->valuedouble;
+    if (!isfinite(x)) return snprintf(err, errn, "%s: \"%s\" must be a finite number (got %g)", path, key, x), -1;
+    if (x != floor(x) || x < (double)lo || x >= (double)hi + 1.0)
         return snprintf(err, errn, "%s: \"%s\" must be an integer (got %g)", path, key, x), -1;
+    out->i = (int64_t)x;
+    return 0;
+}
+
+// One key of a config file checked against its flag: the value's JSON type must fit the flag's kind, and its value
+// the flag's range (as on the command line: a finite number, an integer that fits). Returns 0, or -1 with err.
+static int json_value(const ArgCommand *cmd, const ArgSpec *s, const cJSON *v, const char *path, ArgValue *out, char *err,
+                      size_t errn) {
+    const char *key = s->name + 2;
     switch (s->kind) {
-    case ARG_INT: *(int *)s->dst = (int)x; break;
-    case ARG_I64: *(int64_t *)s->dst = (int64_t)x; break;
-    case ARG_FLOAT: *(float *)s->dst = (float)x; break;
-    case ARG_DOUBLE: *(double *)s->dst = x; break;
-    case ARG_STRING: *(const char **)s->dst = keep_string(v->valuestring); break;
-    case ARG_BOOL: *(bool *)s->dst = cJSON_IsTrue(v); break;
+    case ARG_INT:
+    case ARG_I64: return json_int(cmd, s, v, path, out, err, errn);
+    case ARG_FLOAT:
+    case ARG_DOUBLE:
+        if (!cJSON_IsNumber(v))
+            return snprintf(err, errn, "%s: \"%s\" must be a number (see `ringgpt %s --help`)", path, key, cmd->command), -1;
+        out->x = v->valuedouble;
+        if (!(s->kind == ARG_FLOAT ? isfinite((float)out->x) : isfinite(out->x)))
+            return snprintf(err, errn, "%s: \"%s\" must be a finite number (got %g)", path, key, out->x), -1;
+        return 0;
+    case ARG_STRING:
+        if (!cJSON_IsString(v)) return snprintf(err, errn, "%s: \"%s\" must be a string", path, key), -1;
+        out->s = v->valuestring;
+        return 0;
+    case ARG_BOOL:
+        if (!cJSON_IsBool(v)) return snprintf(err, errn, "%s: \"%s\" must be true or false", path, key), -1;
+        out->b = cJSON_IsTrue(v);
+        return 0;
+    case ARG_HEADING: break;
+    }
+    return 0;
+}
+
+// A checked value into its flag, which is then given.
+static void store_value(ArgSpec *s, const ArgValue *v) {
+    switch (s->kind) {
+    case ARG_INT: *(int *)s->dst = (int)v->i; break;
+    case ARG_I64: *(int64_t *)s->dst = v->i; break;
+    case ARG_FLOAT: *(float *)s->dst = (float)v->x; break;
+    case ARG_DOUBLE: *(double *)s->dst = v->x; break;
+    case ARG_STRING: *(const char **)s->dst = keep_string(v->s); break;
+    case ARG_BOOL: *(bool *)s->dst = v->b; break;
     case ARG_HEADING: break;
     }
     s->seen = true;
-    return 0;
 }
 
 // A config_crc32 member (written by ringgpt into OUT/config.json) must match the rest of the document.
@@ -301,8 +351,10 @@ int args_json_load(const ArgCommand *cmd, ArgSpec *specs, int n, const char *tex
             snprintf(err, errn, "%s: the flag %s appears twice (which value is meant?); fix the file", path, s->name);
             rc = -1;
         } else {
-            named[s - specs] = true;
-            if (!s->seen && !in_list(s->name, skip)) rc = apply_value(cmd, s, v, path, err, errn);
+            named[s - specs] = true;   // checked even where the command line or `skip` keeps the flag's value
+            ArgValue x;
+            rc = json_value(cmd, s, v, path, &x, err, errn);
+            if (rc == 0 && !s->seen && !in_list(s->name, skip)) store_value(s, &x);
         }
     }
     free(named);
@@ -332,10 +384,18 @@ void args_apply_json_only(const ArgCommand *cmd, ArgSpec *specs, int n, const ch
 char *args_json_sign(const char *json) {
     cJSON *root = cJSON_Parse(json);
     if (!cJSON_IsObject(root)) fail("internal: the flags to sign are not a JSON object");
-    json_sign(root, ARGS_CRC_KEY);
-    char *text = cJSON_Print(root);
+    char crc[16];   // of the document as a reader prints it back (check_crc), whole numbers as doubles
+    snprintf(crc, sizeof crc, "%08x", json_crc_without(root, ARGS_CRC_KEY));
     cJSON_Delete(root);
-    if (!text) fail("out of memory writing the flags as JSON");
+    size_t len = strlen(json);   // json itself is kept: its whole numbers are exact digits (args_to_json)
+    while (len > 0 && json[len - 1] != '}') len--;
+    if (len == 0) fail("internal: the flags to sign are not a JSON object");
+    size_t body = len - 1;
+    while (body > 0 && (json[body - 1] == '\n' || json[body - 1] == '\t' || json[body - 1] == ' ')) body--;
+    bool empty = body > 0 && json[body - 1] == '{';
+    size_t n = body + 64;
+    char *text = xmalloc(n, "signed flags");
+    snprintf(text, n, "%.*s%s\n\t\"" ARGS_CRC_KEY "\":\t\"%s\"\n}", (int)body, json, empty ? "" : ",", crc);
     return text;
 }
 
@@ -365,7 +425,12 @@ char *args_to_json(const ArgSpec *specs, int n, const char *const *skip) {
         const char *key = s->name + 2;
         switch (s->kind) {
         case ARG_INT: cJSON_AddNumberToObject(root, key, *(int *)s->dst); break;
-        case ARG_I64: cJSON_AddNumberToObject(root, key, (double)*(int64_t *)s->dst); break;
+        case ARG_I64: {   // digits as they are: cJSON prints 2^53 as 9.00719925474099e+15, which reads back 2 less
+            char digits[24];
+            snprintf(digits, sizeof digits, "%" PRId64, *(int64_t *)s->dst);
+            cJSON_AddRawToObject(root, key, digits);
+            break;
+        }
         case ARG_FLOAT: cJSON_AddNumberToObject(root, key, short_float(*(float *)s->dst)); break;
         case ARG_DOUBLE: cJSON_AddNumberToObject(root, key, *(double *)s->dst); break;
         case ARG_STRING:
@@ -399,4 +464,16 @@ int args_parse_lengths(const char *flag, const char *spec, int64_t *out, int max
     }
     if (n == 0) fail_usage("%s is empty; write e.g. %s 1K,4K,16K", flag, flag);
     return n;
+}
+
+void args_check_threads(int threads) {
+    if (threads < 1 || threads > ARGS_MAX_THREADS)
+        fail_usage("--threads must be in 1..%d (got %d); this machine has %ld cores", ARGS_MAX_THREADS, threads,
+                   sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+void args_check_seed(const char *flag, int64_t seed) {
+    if (seed < 0 || seed > ARGS_MAX_SEED)
+        fail_usage("%s must be a whole number in 0..%lld (2^53, what a checkpoint's JSON keeps exactly); got %" PRId64,
+                   flag, ARGS_MAX_SEED, seed);
 }

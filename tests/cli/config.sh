@@ -55,7 +55,7 @@ expect_fail 2 "has a vocab of 260 but --data $W/u16 has 1000" "$BIN" train --ini
 printf '{"seq-len": 32, "bogus": 1}' > "$W/unknown.json"
 expect_fail 2 'unknown key "bogus"' "$BIN" train --config "$W/unknown.json" --data "$W/text.txt"
 printf '{"seq-len": "long"}' > "$W/type.json"
-expect_fail 2 '"seq-len" must be a number' "$BIN" train --config "$W/type.json" --data "$W/text.txt"
+expect_fail 2 '"seq-len" must be an integer: a number, or a string with K or M' "$BIN" train --config "$W/type.json" --data "$W/text.txt"
 printf '{"steps": 1.5}' > "$W/frac.json"
 expect_fail 2 '"steps" must be an integer' "$BIN" train --config "$W/frac.json" --data "$W/text.txt"
 printf '{"steps": 1} x' > "$W/trail.json"
