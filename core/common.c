@@ -14,6 +14,7 @@ static bool (*g_fail_quiet)(int code);
 static int g_log_rank;
 static bool g_fail_local;   // the failure being reported is this process's alone (fail_data, fail_io)
 static volatile bool g_failing;   // the process is ending on an error
+static const char *g_usage_context;   // what fail_usage's line starts with while set
 
 #ifdef __SANITIZE_ADDRESS__
 // LeakSanitizer asks this before its check at exit. A process that ends on a fatal error leaves what its
@@ -23,6 +24,8 @@ int __lsan_is_turned_off(void) { return g_failing; }
 #endif
 
 void fail_exiting(void) { g_failing = true; }
+void fail_usage_context(const char *context) { g_usage_context = context; }
+const char *plural(long long n) { return n == 1 ? "" : "s"; }
 
 void set_fail_hook(void (*hook)(int code, const char *line)) { g_fail_hook = hook; }
 void set_fail_quiet(bool (*quiet)(int code)) { g_fail_quiet = quiet; }
@@ -69,7 +72,7 @@ void fail(const char *fmt, ...) {
 void fail_usage(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vfail(EXIT_USAGE, NULL, fmt, ap);
+    vfail(EXIT_USAGE, g_usage_context, fmt, ap);
 }
 
 void fail_data(const char *path, const char *fmt, ...) {

@@ -17,6 +17,11 @@ enum { EXIT_USAGE = 2, EXIT_RUNTIME = 1, EXIT_STOPPED = 75 };
 // quiet filter (also the comm layer's) keeps the line off ranks other than 0 when every rank fails alike.
 _Noreturn void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 _Noreturn void fail_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+// While context is not NULL, fail_usage's line reads "ringgpt: <context>: <message>" (a check run on the values of
+// a file names the file); NULL ends it.
+void fail_usage_context(const char *context);
+// "s" unless n is 1: "%d step%s", n, plural(n).
+const char *plural(long long n);
 // Bad input data, found by this process alone (a damaged block, a missing file): "ringgpt: <path>: <message>",
 // exit 2 (path NULL: the message names the file itself). Under MPI it ends the job at once (the other ranks did
 // not see it), with exit 2.
