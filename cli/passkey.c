@@ -118,6 +118,8 @@ int cmd_passkey(int argc, char **argv) {
     int n_pos = args_parse(&PASSKEY_CMD, specs, n, argc, argv, pos, 1);
     args_apply_config(&PASSKEY_CMD, specs, n);
     if (n_pos != 1) comm_fail_usage_all("passkey needs a checkpoint: ringgpt passkey CKPT --lengths 1K,4K --depths 0:1:0.1");
+    args_check_seed("--seed", seed);
+    if (args_seen(specs, n, "--threads")) args_check_threads(threads);
     CommGrid cg = cli_infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
     cpu_threads(threads);
     g.seed = (uint64_t)seed;

@@ -29,20 +29,16 @@ static const ArgCommand TRAIN_CMD = {
     "never write one --out at once. SIGINT, SIGTERM or SIGUSR1 (on any rank) stop the run after the current step\n"
     "with a checkpoint and exit 75; `--resume` (same --threads) continues it with the same losses. A second SIGINT stops at once."};
 
-// Fills *t from argv. Model-shape flags override the preset named by --model.
-static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
-    *t = (TrainConfig){.out = "out", .model = "small", .schedule = "cosine", .seq_len = 256, .batch = 4,
-                       .grad_accum = 1, .steps = 100, .warmup = 10, .log_every = 1,
-                       .eval_every = 0, .eval_batches = 4, .loss_chunk = 256, .lr = 1e-3f, .min_lr = 1e-4f,
-                       .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .clip = 1.0f, .val_fraction = 0.1f,
-                       .seed = 1337, .dp = 1, .sp = 1, .comm_timeout = 600,
-                       .loss_on = "masked", .recompute = "none",
-                       .device = getenv("RINGGPT_DEVICE") ? getenv("RINGGPT_DEVICE") : "auto", .ring_overlap = true,
-                       .logits_mb = 512, .comm_progress = "auto", .straggler = 0.25f, .straggler_every = 10,
-                       .stop_window = 100, .out_exists = "refuse"};
-    ModelConfig *mc = &t->model_cfg;
-    int layers = 0, dim = 0, heads = 0, kv_heads = 0, ffn = 0;
-    float rope_theta = 0;
+// The model-shape flags, apart from the preset they override (0: not given).
+typedef struct {
+    int layers, dim, heads, kv_heads, ffn;
+    float rope_theta;
+} ShapeFlags;
+
+enum { TRAIN_MAX_FLAGS = 80 };
+
+// train's flag table, its values written into t and sh; returns the count (at most TRAIN_MAX_FLAGS).
+static int train_flags(TrainConfig *t, ShapeFlags *sh, ArgSpec *out) {
     ArgSpec specs[] = {
         ARG_GROUP("the run"),
         {"--config", ARG_STRING, &t->config, "flags as a JSON object {\"seq-len\": 1024, ...}; the command line overrides it"},
@@ -66,13 +62,13 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--doc-mask", ARG_BOOL, &t->doc_mask, "attention stays inside each document of a packed window (documents end at EOS)"},
         ARG_GROUP("model (a preset, each figure overridable)"),
         {"--model", ARG_STRING, &t->model, "preset: tiny, small, base, 125m"},
-        {"--layers", ARG_INT, &layers, "layer count", .dflt = "preset"},
-        {"--dim", ARG_INT, &dim, "model width", .dflt = "preset"},
-        {"--heads", ARG_INT, &heads, "query head count", .dflt = "preset"},
-        {"--kv-heads", ARG_INT, &kv_heads, "key/value head count (GQA; divides --heads)", .dflt = "preset"},
-        {"--ffn-dim", ARG_INT, &ffn, "SwiGLU hidden width", .dflt = "preset"},
+        {"--layers", ARG_INT, &sh->layers, "layer count", .dflt = "preset"},
+        {"--dim", ARG_INT, &sh->dim, "model width", .dflt = "preset"},
+        {"--heads", ARG_INT, &sh->heads, "query head count", .dflt = "preset"},
+        {"--kv-heads", ARG_INT, &sh->kv_heads, "key/value head count (GQA; divides --heads)", .dflt = "preset"},
+        {"--ffn-dim", ARG_INT, &sh->ffn, "SwiGLU hidden width", .dflt = "preset"},
         {"--tie-embeddings", ARG_BOOL, &t->tie_embeddings, "share the token embedding with the LM head"},
-        {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base", .dflt = "preset"},
+        {"--rope-theta", ARG_FLOAT, &sh->rope_theta, "RoPE base", .dflt = "preset"},
         {"--rope-theta-ramp", ARG_INT, &t->rope_theta_ramp, "raise the RoPE base geometrically from --rope-theta-from to "
                                                             "--rope-theta over the first N steps (a gentle base step; 0 = off)"},
         {"--rope-theta-from", ARG_FLOAT, &t->rope_theta_from, "the base --rope-theta-ramp starts from",
@@ -129,6 +125,64 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         {"--logits-mb", ARG_INT, &t->logits_mb, "CUDA: MiB of logits per chunk of the fused LM head (0: --loss-chunk rows)"},
     };
     int n = sizeof specs / sizeof specs[0];
+    _Static_assert(sizeof specs / sizeof specs[0] <= TRAIN_MAX_FLAGS, "train's flag table outgrew TRAIN_MAX_FLAGS");
+    memcpy(out, specs, sizeof specs);
+    return n;
+}
+
+// The shape flags that were given, over the preset in mc (--heads alone sets --kv-heads too).
+static void apply_shape(ModelConfig *mc, const ShapeFlags *sh, const ArgSpec *specs, int n) {
+    if (args_seen(specs, n, "--layers")) mc->n_layer = sh->layers;
+    if (args_seen(specs, n, "--dim")) mc->dim = sh->dim;
+    if (args_seen(specs, n, "--heads")) mc->n_head = sh->heads;
+    if (args_seen(specs, n, "--kv-heads")) mc->n_kv_head = sh->kv_heads;
+    else if (args_seen(specs, n, "--heads")) mc->n_kv_head = sh->heads;
+    if (args_seen(specs, n, "--ffn-dim")) mc->ffn_dim = sh->ffn;
+    if (args_seen(specs, n, "--rope-theta")) mc->rope_theta = sh->rope_theta;
+}
+
+// The defaults of every flag.
+static TrainConfig train_defaults(void) {
+    return (TrainConfig){.out = "out", .model = "small", .schedule = "cosine", .seq_len = 256, .batch = 4,
+                         .grad_accum = 1, .steps = 100, .warmup = 10, .log_every = 1,
+                         .eval_every = 0, .eval_batches = 4, .loss_chunk = 256, .lr = 1e-3f, .min_lr = 1e-4f,
+                         .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .clip = 1.0f, .val_fraction = 0.1f,
+                         .seed = 1337, .dp = 1, .sp = 1, .comm_timeout = 600,
+                         .loss_on = "masked", .recompute = "none",
+                         .device = getenv("RINGGPT_DEVICE") ? getenv("RINGGPT_DEVICE") : "auto", .ring_overlap = true,
+                         .logits_mb = 512, .comm_progress = "auto", .straggler = 0.25f, .straggler_every = 10,
+                         .stop_window = 100, .out_exists = "refuse"};
+}
+
+// A --config file's every value passes the checks the flags get, also where the command line overrides it: the
+// resolved flags with all of the file's values in place go through train_check_config, whose errors then name the
+// file. (The resolved flags themselves passed first, so what fails here is the file's.)
+static void check_config_file(const TrainConfig *t) {
+    TrainConfig file = *t;
+    ShapeFlags sh = {0};
+    ArgSpec specs[TRAIN_MAX_FLAGS];
+    int n = train_flags(&file, &sh, specs);
+    args_apply_json(&TRAIN_CMD, specs, n, t->config, (const char *const[]){"--config", NULL});
+    apply_shape(&file.model_cfg, &sh, specs, n);
+    char context[4300];
+    snprintf(context, sizeof context, "--config %s (a value the command line overrides)", t->config);
+    fail_usage_context(context);
+    ModelConfig preset;
+    if (!config_preset(&preset, file.model))
+        fail_usage("unknown --model '%s'; choose one of %s", file.model, config_preset_names());
+    if (!recompute_parse(file.recompute, &file.recompute_mode))
+        fail_usage("unknown --recompute '%s'; use none, mlp or full", file.recompute);
+    train_check_config(&file);
+    fail_usage_context(NULL);
+}
+
+// Fills *t from argv. Model-shape flags override the preset named by --model.
+static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
+    *t = train_defaults();
+    ModelConfig *mc = &t->model_cfg;
+    ShapeFlags sh = {0};
+    ArgSpec specs[TRAIN_MAX_FLAGS];
+    int n = train_flags(t, &sh, specs);
     const char *pos[1];
     args_parse(&TRAIN_CMD, specs, n, argc, argv, pos, 0);
     int saved_threads;
@@ -141,13 +195,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     t->sp_inherited = !given.sp && args_seen(specs, n, "--sp");
     if (!config_preset(mc, t->model))
         fail_usage("unknown --model '%s'; choose one of %s", t->model, config_preset_names());
-    if (args_seen(specs, n, "--layers")) mc->n_layer = layers;
-    if (args_seen(specs, n, "--dim")) mc->dim = dim;
-    if (args_seen(specs, n, "--heads")) mc->n_head = heads;
-    if (args_seen(specs, n, "--kv-heads")) mc->n_kv_head = kv_heads;
-    else if (args_seen(specs, n, "--heads")) mc->n_kv_head = heads;
-    if (args_seen(specs, n, "--ffn-dim")) mc->ffn_dim = ffn;
-    if (args_seen(specs, n, "--rope-theta")) mc->rope_theta = rope_theta;
+    apply_shape(mc, &sh, specs, n);
     mc->tie_embeddings = t->tie_embeddings;
     if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0)) {
         float src_theta;
@@ -157,8 +205,12 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     if (!recompute_parse(t->recompute, &t->recompute_mode))
         fail_usage("unknown --recompute '%s'; use none, mlp or full", t->recompute);
     // The resolved flags: the shape as the model has it, so the file alone rebuilds this run.
-    layers = mc->n_layer, dim = mc->dim, heads = mc->n_head, kv_heads = mc->n_kv_head, ffn = mc->ffn_dim;
-    rope_theta = mc->rope_theta, t->tie_embeddings = mc->tie_embeddings;
+    sh = (ShapeFlags){mc->n_layer, mc->dim, mc->n_head, mc->n_kv_head, mc->ffn_dim, mc->rope_theta};
+    t->tie_embeddings = mc->tie_embeddings;
+    if (t->config) {
+        train_check_config(t);
+        check_config_file(t);
+    }
     t->config_json = args_to_json(specs, n, TRAIN_NOT_SAVED);
     const char *const per_node[] = {"--threads", "--device", NULL};
     t->same_json = args_to_json(specs, n, per_node);

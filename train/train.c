@@ -15,6 +15,7 @@
 #include "checkpoints/model_tokenizer.h"
 #include "checkpoints/rundir.h"
 #include "checkpoints/train_ckpt.h"
+#include "core/args.h"
 #include "core/comm.h"
 #include "core/common.h"
 #include "data/source.h"
@@ -42,7 +43,10 @@ void train_check_config(const TrainConfig *t) {
     if (t->grad_accum < 1) fail_usage("--grad-accum must be at least 1 (got %d)", t->grad_accum);
     if (t->steps < 1) fail_usage("--steps must be at least 1 (got %d)", t->steps);
     if (t->warmup < 0) fail_usage("--warmup must not be negative (got %d)", t->warmup);
-    if (t->threads < 1) fail_usage("--threads must be at least 1 (got %d)", t->threads);
+    args_check_threads(t->threads);
+    args_check_seed("--seed", t->seed);
+    if (strcmp(t->device, "cpu") && strcmp(t->device, "cuda") && strcmp(t->device, "auto"))
+        fail_usage("--device %s: use cpu, cuda or auto", t->device);
     if (t->log_every < 1) fail_usage("--log-every must be at least 1 (got %d)", t->log_every);
     if (t->eval_every < 0) fail_usage("--eval-every must not be negative (got %d)", t->eval_every);
     if (t->eval_batches < 1) fail_usage("--eval-batches must be at least 1 (got %d)", t->eval_batches);
@@ -178,12 +182,14 @@ static DataSource *open_data(const TrainConfig *t, bool validation) {
     return data_open(t->data, &o, validation);
 }
 
-// Mean loss over the first eval_batches batches of the validation data (the same ones every time).
+// Mean loss over the first eval_batches batches of the validation data (the same ones every time); -1 when a stop
+// signal came first. The ranks agree on a stop before every batch, so a signal waits for one batch, not the pass.
 static double evaluate(GPT *m, DataSource *val, Batch *b, int batches, Comm *world) {
     DataState start = {.seed = data_state(val).seed, .consumed = 0};
     data_restore(val, start);
     double sum = 0, count = 0;
     for (int i = 0; i < batches; i++) {
+        if (stop_agree(world)) return -1;   // the step is saved right after (stop_after)
         data_next(val, b);
         sum += gpt_forward(m, b, 0, false, NULL);
         for (int n = 0; n < b->B * b->T; n++) count += b->targets[n] >= 0;
@@ -192,6 +198,18 @@ static double evaluate(GPT *m, DataSource *val, Batch *b, int batches, Comm *wor
     comm_allreduce(world, sums, 2, COMM_F64, COMM_SUM, "validation loss sum");
     sum = sums[0], count = sums[1];
     return count > 0 ? sum / count : 0;
+}
+
+// --eval-batches beyond one pass over the validation data would count samples again (and a huge count would run
+// for ever): each validation evaluates one pass then, with a note.
+static void bound_eval_batches(TrainConfig *t, const DataSource *val) {
+    uint64_t per_batch = (uint64_t)t->batch * (uint64_t)t->dp, pass = data_num_samples(val) / per_batch;
+    if (pass < 1) pass = 1;   // fewer samples than a batch: the one batch wraps around them, as before
+    if ((uint64_t)t->eval_batches <= pass) return;
+    log_info("note: the validation data holds %" PRIu64 " batch%s of %" PRIu64 " sequence%s; --eval-batches %d "
+             "evaluates those %" PRIu64 "\n", pass, pass == 1 ? "" : "es", per_batch, plural((long long)per_batch),
+             t->eval_batches, pass);
+    t->eval_batches = (int)pass;
 }
 
 // The run as a checkpoint records it (state.json: model, run flags, seed, layout).
@@ -357,6 +375,7 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     claim_out(t, r->grid.world);
     r->train = open_data(t, false);
     r->val = open_data(t, true);
+    if (r->val) bound_eval_batches(t, r->val);
     t->model_cfg.vocab_size = (int)data_vocab_size(r->train);   // the data's tokenizer decides the vocab
     if (t->init_vocab && t->init_vocab != t->model_cfg.vocab_size)
         fail_usage("--init-from %s has a vocab of %d but --data %s has %d (another tokenizer); prepare the data with the "
