@@ -58,6 +58,14 @@ static void add_tokenizer(cJSON *o, const CkptTokenizer *t) {
     else cJSON_AddNullToObject(o, "file");
 }
 
+// A whole number as its digits: cJSON_AddNumberToObject prints 2^53 as 9.00719925474099e+15, which reads back 2 less,
+// so a seed would resume on another data order.
+static void add_whole(cJSON *o, const char *name, uint64_t v) {
+    char digits[24];
+    snprintf(digits, sizeof digits, "%" PRIu64, v);
+    cJSON_AddRawToObject(o, name, digits);
+}
+
 char *ckpt_state_json(const CkptState *s) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", CKPT_FORMAT);
@@ -69,12 +77,12 @@ char *ckpt_state_json(const CkptState *s) {
     cJSON_AddNumberToObject(sched, "position", (double)s->step);
     cJSON_AddNumberToObject(sched, "next_lr", s->next_lr);
     cJSON *data = cJSON_AddObjectToObject(root, "data");
-    cJSON_AddNumberToObject(data, "seed", (double)s->data.seed);
+    add_whole(data, "seed", s->data.seed);
     cJSON_AddNumberToObject(data, "consumed", (double)s->data.consumed);
     cJSON_AddNumberToObject(data, "epoch", (double)s->data.epoch);
-    cJSON_AddNumberToObject(root, "seed", (double)s->seed);
+    add_whole(root, "seed", (uint64_t)s->seed);
     cJSON *rng = cJSON_AddObjectToObject(root, "rng");
-    cJSON_AddNumberToObject(rng, "init_seed", (double)s->seed);
+    add_whole(rng, "init_seed", (uint64_t)s->seed);
     cJSON_AddNumberToObject(rng, "draws_after_init", 0);   // training is deterministic: no dropout, no sampling
     add_model(cJSON_AddObjectToObject(root, "model"), &s->model);
     add_run(cJSON_AddObjectToObject(root, "run"), &s->run);

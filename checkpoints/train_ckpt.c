@@ -122,13 +122,15 @@ static void check_run(const char *path, const CkptState *s, const CkptState *fla
              {"run.beta1", "--beta1", a->beta1, b->beta1},
              {"run.beta2", "--beta2", a->beta2, b->beta2},
              {"run.clip", "--clip", a->clip, b->clip},
-             {"run.shuffle (1: shuffled, 0: --no-shuffle)", "--no-shuffle", a->shuffle, b->shuffle},
-             {"seed", "--seed", (double)s->seed, (double)flags->seed}};
+             {"run.shuffle (1: shuffled, 0: --no-shuffle)", "--no-shuffle", a->shuffle, b->shuffle}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (f[i].a != f[i].b)
             comm_fail_usage_all("%s: field %s is %g but the flags give %g (%s); resume with the flags of the saved run, "
                                 "or start a new run from these weights with --init-from",
                                 path, f[i].field, f[i].a, f[i].b, f[i].flag);
+    if (s->seed != flags->seed)   // apart: %g would show two nearby seeds alike
+        comm_fail_usage_all("%s: field seed is %" PRId64 " but the flags give %" PRId64 " (--seed); resume with the flags of "
+                            "the saved run, or start a new run from these weights with --init-from", path, s->seed, flags->seed);
     if (strcmp(a->schedule, b->schedule) != 0)
         comm_fail_usage_all("%s: field run.schedule is '%s' but the flags give '%s' (--schedule)", path, a->schedule,
                             b->schedule);
@@ -182,6 +184,9 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
                             "give --steps larger than %" PRId64 " to extend the run", h->base.run.steps, s.step, dir, s.step);
     check_run(spath, &s, &h->base);
     check_not_older(h, dir, s.step);
+    if (strcmp(s.run.data, h->base.run.data) != 0)   // allowed (more data, a moved file), but never silent
+        log_info("note: the checkpoint's run trained on %s; this one reads %s from the same position (%" PRIu64
+                 " samples consumed)\n", s.run.data, h->base.run.data, s.data.consumed);
     model_check_record(spath, &s.tok, data_tokenizer(train));
     m->cfg.norm_eps = s.model.norm_eps;   // from the weights' origin (an HF import may differ from the preset)
     h->base.model.norm_eps = s.model.norm_eps;
