@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# tests/cli/bounds.sh — inputs checked where they are read: K/M counts (flags and config files), seeds kept exactly or
+# refused, bounded --threads and --eval-batches, a signal that stops validation between batches, a --config file's
+# overridden keys still checked, a resume onto other data said so, counts of one in the singular.
+set -uo pipefail
+BIN=$1
+. "$(dirname "$0")/common.sh"
+make_text "$W/text.txt" 300
+T=(train --data "$W/text.txt" --model tiny --seq-len 32 --batch 2 --threads 1 --log-every 1000)
+key() { sed -nE "s/^[[:space:]]*\"$2\":[[:space:]]*([^,]*),?$/\1/p" "$1/config.json"; }
+last_loss() { tail -n 1 "$1/metrics.jsonl" | sed -E 's/.*"loss": ([-0-9.e]+).*/\1/'; }
+
+# --- K and M: every integer flag, on the command line and as a config file's string --------------------------------
+expect_fail 2 "fewer than --seq-len 1048576 + 1" "$BIN" "${T[@]}" --seq-len 1M --steps 1 --out "$W/k0"
+"$BIN" "${T[@]}" --steps 2 --log-every 1K --stop-window 2k --out "$W/k1" > /dev/null 2>&1
+check "--log-every 1K is 1024 in config.json" test "$(key "$W/k1" log-every)" = 1024
+check "--stop-window 2k is 2048 in config.json" test "$(key "$W/k1" stop-window)" = 2048
+expect_fail 2 "--seq-len expects an integer (K or M may end it" "$BIN" "${T[@]}" --seq-len 1.5K
+expect_fail 2 "--seq-len expects an integer" "$BIN" "${T[@]}" --seq-len 2048M   # 2^31: past an int
+expect_fail 2 "--seq-len expects an integer" "$BIN" "${T[@]}" --seq-len 4G
+printf '{"stop-window": "1K", "steps": 2}' > "$W/k.json"
+"$BIN" "${T[@]}" --config "$W/k.json" --out "$W/k2" > /dev/null 2>&1
+check 'a config file'"'"'s "stop-window": "1K" is 1024' test "$(key "$W/k2" stop-window)" = 1024
+printf '{"steps": "two"}' > "$W/k3.json"
+expect_fail 2 '"steps" must be an integer: a number, or a string with K or M' "$BIN" "${T[@]}" --config "$W/k3.json"
+
+# --- seeds: 0..2^53, kept exactly through a resume; anything else refused -------------------------------------------
+for s in -1 -2 9223372036854775807 -9223372036854775808 9007199254740993; do
+  expect_fail 2 "--seed must be a whole number in 0..9007199254740992" "$BIN" "${T[@]}" --seed "$s" --out "$W/s"
+done
+check "refused seeds left no run" test ! -e "$W/s"
+expect_fail 2 "--seed expects an integer" "$BIN" "${T[@]}" --seed 9223372036854775808 --out "$W/s"
+BIG=9007199254740992
+"$BIN" "${T[@]}" --seed $BIG --steps 4 --ckpt-every 2 --out "$W/seed_full" > /dev/null 2>&1
+"$BIN" "${T[@]}" --seed $BIG --steps 2 --ckpt-every 2 --out "$W/seed_half" > /dev/null 2>&1
+"$BIN" train --out "$W/seed_half" --resume --steps 4 --threads 1 > /dev/null 2>&1
+check "--seed 2^53 stored exactly in state.json" grep -qE "\"seed\":[[:space:]]*$BIG,\$" "$W/seed_half/step_00000004/state.json"
+check "... and in config.json" grep -qE "\"seed\":[[:space:]]*$BIG,\$" "$W/seed_half/config.json"
+check "--seed 2^53 resumes to the uninterrupted run's loss ($(last_loss "$W/seed_full"))" \
+  test "$(last_loss "$W/seed_full")" = "$(last_loss "$W/seed_half")"
+"$BIN" "${T[@]}" --seed $((BIG - 1)) --steps 4 --out "$W/seed_other" > /dev/null 2>&1
+check "--seed 2^53-1 is another data order and initialisation" test "$(last_loss "$W/seed_full")" != "$(last_loss "$W/seed_other")"
+expect_fail 2 "--seed must be a whole number" "$BIN" eval "$W/seed_full" --data "$W/text.txt" --seed -1
+expect_fail 2 "--seed must be a whole number" "$BIN" sample "$W/seed_full" --seed -1
+expect_fail 2 "--seed must be a whole number" "$BIN" passkey "$W/seed_full" --seed -1 --lengths 32
+
+# --- --threads and --eval-batches are bounded -----------------------------------------------------------------------
+expect_fail 2 "--threads must be in 1..1024 (got 100000)" "$BIN" "${T[@]}" --threads 100000 --out "$W/t"
+expect_fail 2 "--threads must be in 1..1024 (got 100000)" "$BIN" eval "$W/seed_full" --data "$W/text.txt" --threads 100000
+expect_fail 2 "--threads must be in 1..1024 (got 100000)" "$BIN" sample "$W/seed_full" --threads 100000
+expect_fail 2 "--threads must be in 1..1024 (got 100000)" "$BIN" passkey "$W/seed_full" --threads 100000 --lengths 32
+timeout 120 "$BIN" "${T[@]}" --steps 2 --eval-batches 2147483647 --out "$W/eb" > "$W/eb.log" 2>&1
+check "--eval-batches 2147483647 ends" test $? = 0
+check "... with a note naming the batches one pass holds" grep -q "note: the validation data holds 33 batches of 2 sequences; --eval-batches 2147483647 evaluates those 33" "$W/eb.log"
+
+# --- a signal stops validation between batches ------------------------------------------------------------------------
+# 4338 validation batches (a pass takes about 15 s on one core of a 2-core Xeon); a SIGTERM during the pass after step 2 must not wait for it.
+make_text "$W/big.txt" 60000
+"$BIN" train --data "$W/big.txt" --model tiny --seq-len 256 --batch 2 --threads 1 --val-fraction 0.5 --steps 4 \
+  --eval-every 2 --eval-batches 1M --ckpt-every 1 --log-every 1 --out "$W/sig" > "$W/sig.log" 2> "$W/sig.err" &
+pid=$!
+for _ in $(seq 600); do [[ -d $W/sig/step_00000001 ]] && break; sleep 0.1; done
+sleep 1   # step 2 is a few milliseconds; its validation has begun
+kill -TERM $pid
+t0=$(date +%s.%N)
+wait $pid
+rc=$? waited=$(echo "$(date +%s.%N) - $t0" | bc)
+check "SIGTERM during validation: exit 75 (got $rc)" test $rc = 75
+check "... after ${waited}s, not the whole pass (< 10 s)" test "$(echo "$waited < 10" | bc)" = 1
+check "... the line names step 2 and its checkpoint" grep -q "stopped by SIGTERM after step 2 of 4; checkpoint $W/sig/step_00000002" "$W/sig.err"
+check "... step 2 has no val_loss" bash -c "! grep '\"step\": 2,' '$W/sig/metrics.jsonl' | grep -q val_loss"
+
+# --- a --config file's every key is checked, even where the command line overrides it ---------------------------------
+printf '{"out": 5}' > "$W/c_out.json"
+expect_fail 2 "$W/c_out.json: \"out\" must be a string" "$BIN" "${T[@]}" --config "$W/c_out.json" --out "$W/c1"
+printf '{"device": "tpu"}' > "$W/c_dev.json"
+expect_fail 2 "--config $W/c_dev.json (a value the command line overrides): --device tpu: use cpu, cuda or auto" \
+  "$BIN" "${T[@]}" --config "$W/c_dev.json" --device cpu --out "$W/c2"
+printf '{"steps": 0}' > "$W/c_val.json"
+expect_fail 2 "(a value the command line overrides): --steps must be at least 1 (got 0)" \
+  "$BIN" "${T[@]}" --config "$W/c_val.json" --steps 2 --out "$W/c3"
+printf '{"threads": "many"}' > "$W/c_thr.json"
+expect_fail 2 '"threads" must be an integer' "$BIN" "${T[@]}" --config "$W/c_thr.json" --out "$W/c4"
+check "refused configs left no run" bash -c "! ls -d '$W'/c[1-4] 2> /dev/null"
+
+# --- a resume onto other data says so ---------------------------------------------------------------------------------
+cp "$W/text.txt" "$W/other.txt"
+"$BIN" train --out "$W/seed_half" --resume --steps 5 --threads 1 --data "$W/other.txt" > "$W/other.log" 2>&1
+check "--resume --data OTHER: exit 0" test $? = 0
+check "... one note naming the old and the new data" \
+  grep -q "note: the checkpoint's run trained on $W/text.txt; this one reads $W/other.txt" "$W/other.log"
+"$BIN" train --out "$W/seed_half" --resume --steps 6 --threads 1 > "$W/same.log" 2>&1
+check "... and no note when the data stays" bash -c "! grep -q 'trained on' '$W/same.log'"
+finish
