@@ -87,9 +87,10 @@ int cmd_eval(int argc, char **argv) {
                   .loss_on_all = strcmp(loss_on, "all") == 0, .dump_logits = dump};
     LossResult r;
     if (loss_eval(&m, &e, &g, &r, why, sizeof why) != 0) comm_fail_usage_all("%s", why);
-    log_info("eval: loss %.6f  perplexity %.4f  over %.0f tokens (%d batches of %d x %d%s, %s split%s, seed %" PRId64 ", %dx%d ranks)\n",
-             r.loss, exp(r.loss), r.tokens, r.batches, batch, seq_len, r.rest ? " + the last samples one by one" : "", split,
-             strcmp(batches_arg, "all") == 0 ? ", all of it" : "", seed, g.dp, sp);
+    log_info("eval: loss %.6f  perplexity %.4f  over %.0f token%s (%d batch%s of %d x %d%s, %s split%s, seed %" PRId64 ", %dx%d "
+             "ranks)\n", r.loss, exp(r.loss), r.tokens, plural((long long)r.tokens), r.batches, r.batches == 1 ? "" : "es", batch,
+             seq_len, r.rest ? " + the last samples one by one" : "", split, strcmp(batches_arg, "all") == 0 ? ", all of it" : "",
+             seed, g.dp, sp);
     tokenizer_free(&tok);
     gpt_free(&m);
     comm_grid_free(&g);

@@ -17,7 +17,7 @@
 
 // The table on the console: one row per length, one column per depth, exact match in percent.
 static void print_table(const PasskeyGrid *g, const PasskeyResults *r) {
-    log_info("exact match %% (%d trials per cell; rows: length, columns: depth)\n%8s", g->trials, "");
+    log_info("exact match %% (%d trial%s per cell; rows: length, columns: depth)\n%8s", g->trials, plural(g->trials), "");
     for (int d = 0; d < g->n_depth; d++) log_info(" %5.2f", g->depths[d]);
     log_info("   mean\n");
     int other = 0, first = 0, drifted = 0;
@@ -31,10 +31,11 @@ static void print_table(const PasskeyGrid *g, const PasskeyResults *r) {
         }
         log_info(" %6.1f\n", 100.0 * sum / (g->trials * g->n_depth));
     }
+    int answers = g->trials * g->n_depth * g->n_len;
     if (g->distractors)
-        log_info("of %d answers: %d a distractor's key (the name picked another needle; %d of them the document's first needle's), "
-                 "%d the asked key's first digit and then off it (the copy drifted)\n", g->trials * g->n_depth * g->n_len, other, first,
-                 drifted);
+        log_info("of %d answer%s: %d a distractor's key (the name picked another needle; %d of them the document's first "
+                 "needle's), %d the asked key's first digit and then off it (the copy drifted)\n", answers, plural(answers), other,
+                 first, drifted);
 }
 
 static const ArgCommand PASSKEY_CMD = {
@@ -131,9 +132,10 @@ int cmd_passkey(int argc, char **argv) {
     load_model(pos[0], &m, rope_theta, &st, used, sizeof used);
     load_report("passkey", pos[0], used, &st, stdout);
     if (passkey_check_model(&m.cfg, pos[0], why, sizeof why) != 0) comm_fail_usage_all("%s", why);
-    log_info("passkey: %s (%.2fM parameters, trained at %d tokens, rope theta %g), %d lengths x %d depths x %d trials, "
-             "%dx%d ranks (dp x sp), %d threads\n", pos[0], config_num_params(&m.cfg) / 1e6, st.run.seq_len, m.cfg.rope_theta,
-             g.n_len, g.n_depth, g.trials, cg.dp, sp, threads);
+    log_info("passkey: %s (%.2fM parameters, trained at %d tokens, rope theta %g), %d length%s x %d depth%s x %d trial%s, "
+             "%dx%d ranks (dp x sp), %d thread%s\n", pos[0], config_num_params(&m.cfg) / 1e6, st.run.seq_len, m.cfg.rope_theta,
+             g.n_len, plural(g.n_len), g.n_depth, plural(g.n_depth), g.trials, plural(g.trials), cg.dp, sp, threads,
+             plural(threads));
     double t0 = now_seconds();
     PasskeyResults r = passkey_grid_run(&m, &g, &cg);
     PasskeyRunInfo ri = {.ckpt = pos[0], .label = label ? label : pos[0], .model = &m.cfg, .trained_len = st.run.seq_len,

@@ -57,7 +57,8 @@ int cmd_sample(int argc, char **argv) {
     args_check_seed("--seed", seed);
     if (args_seen(specs, n, "--threads")) args_check_threads(threads);
     CommGrid g = cli_infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
-    if (g.dp != 1) comm_fail_usage_all("sample continues one sequence: start sp = %d ranks (mpiexec -np %d), not %d", sp, sp, g.world_size);
+    if (g.dp != 1) comm_fail_usage_all("sample continues one sequence: start sp = %d rank%s (mpiexec -np %d), not %d", sp, plural(sp), sp,
+                                       g.world_size);
     cpu_threads(threads);
     GPT m;
     CkptState state;

@@ -181,7 +181,8 @@ static void run_length(Decoder *s, const PasskeyGrid *g, const CommGrid *cg, int
             record_job(r, g, *job, &info, answer);
             r->seconds[li * g->n_depth + di] += now_seconds() - t0;
         }
-    log_info("passkey: length %" PRId64 ": %d depths x %d trials in %.1f s\n", len, g->n_depth, g->trials, now_seconds() - t_len);
+    log_info("passkey: length %" PRId64 ": %d depth%s x %d trial%s in %.1f s\n", len, g->n_depth, plural(g->n_depth), g->trials,
+             plural(g->trials), now_seconds() - t_len);
     free(b.hay);
     free(b.doc);
     free(b.prompt);

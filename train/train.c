@@ -413,11 +413,11 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     if (data_masks_targets(r->train)) log_info("loss: only the targets the data's loss weights select (--loss-on all: every target)\n");
     r->tokens_per_step = (double)t->batch * t->seq_len * t->grad_accum * t->dp;
     r->flops_per_token = metrics_flops_per_token(&t->model_cfg, t->seq_len);
-    log_info("ringgpt train: %s model, %.2fM parameters, %d layers, dim %d, %d/%d heads, T=%d, B=%d x %d accum, "
-             "%d threads, %dx%d ranks (dp x sp), %" PRIu64 " samples/epoch\n",
-             t->model, config_num_params(&t->model_cfg) / 1e6, t->model_cfg.n_layer, t->model_cfg.dim,
-             t->model_cfg.n_head, t->model_cfg.n_kv_head, t->seq_len, t->batch, t->grad_accum, t->threads, t->dp,
-             t->sp, data_num_samples(r->train));
+    log_info("ringgpt train: %s model, %.2fM parameters, %d layer%s, dim %d, %d/%d heads, T=%d, B=%d x %d accum, "
+             "%d thread%s, %dx%d ranks (dp x sp), %" PRIu64 " samples/epoch\n",
+             t->model, config_num_params(&t->model_cfg) / 1e6, t->model_cfg.n_layer, plural(t->model_cfg.n_layer),
+             t->model_cfg.dim, t->model_cfg.n_head, t->model_cfg.n_kv_head, t->seq_len, t->batch, t->grad_accum, t->threads,
+             plural(t->threads), t->dp, t->sp, data_num_samples(r->train));
     if (t->rope_theta_ramp > 0)
         log_info("RoPE base: %g at step 0, rising geometrically to %g at step %d (--rope-theta-ramp)\n", t->rope_theta_from,
                  t->model_cfg.rope_theta, t->rope_theta_ramp);
@@ -426,11 +426,11 @@ static void run_open(Run *r, const TrainConfig *cfg) {
 static void run_close(Run *r) {
     if (r->model.ring) {
         RingStats rs = ring_stats(r->model.ring);
-        log_info("ring (rank 0): %.2f s blocked waiting for KV, %.2f s attention compute, %.1f MiB sent in %ld pieces\n",
-                 rs.wait_s, rs.compute_s, rs.bytes / 1048576, rs.exchanges);
+        log_info("ring (rank 0): %.2f s blocked waiting for KV, %.2f s attention compute, %.1f MiB sent in %ld piece%s\n",
+                 rs.wait_s, rs.compute_s, rs.bytes / 1048576, rs.exchanges, plural(rs.exchanges));
         if (rs.lag_s > 0) log_info("ring (rank 0, serial baseline): %.2f s waiting for the neighbours before hops\n", rs.lag_s);
-        if (r->t.doc_mask) log_info("doc mask (rank 0): %ld ring block calls skipped (no row shares a document with the block)\n",
-                                    rs.blocks_skipped);
+        if (r->t.doc_mask) log_info("doc mask (rank 0): %ld ring block call%s skipped (no row shares a document with the "
+                                    "block)\n", rs.blocks_skipped, plural(rs.blocks_skipped));
     }
     metrics_close(&r->log);
     rank_times_close(&r->rank_times);
@@ -599,15 +599,15 @@ int train_run(TrainConfig *cfg) {
         metrics_log(&r.log, &sm, (step + 1) % t->log_every == 0 || last || sm.val_loss >= 0 || named);
         ckpt_train_step_done(&r.ckpt, step + 1, end, &r.model, &r.opt, r.train, lr_at(&r.sched, step + 1));
         if (end < t->steps)
-            log_info("stop-loss: the mean loss of the last %d steps is %.3g, at most --stop-loss %g: the run ends after step "
-                     "%ld of %d\n", t->stop_window, mean, t->stop_loss, end, t->steps);
+            log_info("stop-loss: the mean loss of the last %d step%s is %.3g, at most --stop-loss %g: the run ends after step "
+                     "%ld of %d\n", t->stop_window, plural(t->stop_window), mean, t->stop_loss, end, t->steps);
     }
     loss_stop_free(&rule);
     if (code) {
         run_close(&r);
         return code;
     }
-    log_info("done: %ld steps in %.1f s, peak RSS %.0f MB, metrics in %s\n", end - r.start,
+    log_info("done: %ld step%s in %.1f s, peak RSS %.0f MB, metrics in %s\n", end - r.start, plural(end - r.start),
              now_seconds() - run_start, peak_rss_mb(), r.log.path);
     report_memory(&r);
     run_close(&r);

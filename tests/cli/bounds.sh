@@ -91,4 +91,14 @@ check "... one note naming the old and the new data" \
   grep -q "note: the checkpoint's run trained on $W/text.txt; this one reads $W/other.txt" "$W/other.log"
 "$BIN" train --out "$W/seed_half" --resume --steps 6 --threads 1 > "$W/same.log" 2>&1
 check "... and no note when the data stays" bash -c "! grep -q 'trained on' '$W/same.log'"
+
+# --- counts of one in the singular ------------------------------------------------------------------------------------
+"$BIN" "${T[@]}" --steps 1 --layers 1 --out "$W/one" > "$W/one.log" 2>&1
+check "train: 1 layer, 1 thread" grep -q ", 1 layer, .*, 1 thread, " "$W/one.log"
+check "train: done: 1 step" grep -q "^done: 1 step in" "$W/one.log"
+"$BIN" eval "$W/one" --data "$W/text.txt" --batch 1 --batches 1 --threads 1 > "$W/one_eval.log" 2>&1
+check "eval: (1 batch of 1 x 32" grep -q "(1 batch of 1 x 32," "$W/one_eval.log"
+"$BIN" passkey "$W/seed_full" --lengths 256 --depths 0.5 --trials 1 --threads 1 --out "$W/pk" > "$W/pk.log" 2>&1
+check "passkey: 1 length x 1 depth x 1 trial, ..., 1 thread" grep -q "1 length x 1 depth x 1 trial, 1x1 ranks (dp x sp), 1 thread$" "$W/pk.log"
+check "passkey: (1 trial per cell" grep -q "(1 trial per cell;" "$W/pk.log"
 finish
