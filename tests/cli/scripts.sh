@@ -17,6 +17,21 @@ if [[ $have_mpl == 1 ]]; then
 else
   check "plot_metrics.py without matplotlib anywhere says how to install it ($out)" grep -q "apt-get install python3-matplotlib" <<<"$out"
 fi
+# --title and --hline (what scripts/demo.sh passes): a loss plot other than the plain one; a bad --hline is one line, exit 2.
+if [[ $have_mpl == 1 ]]; then
+  python3 "$S/plot_metrics.py" "$W/run/metrics.jsonl" --out "$W/plain" > /dev/null 2>&1
+  python3 "$S/plot_metrics.py" "$W/run/metrics.jsonl" --out "$W/marked" --title "a title" --hline 2.773:"no copy (floor)" \
+    --hline 1.386:"perfect copy" > /dev/null 2>&1
+  check "plot_metrics.py --title --hline: the PNGs written, the loss plot not the plain one" bash -c "test -s '$W/marked/loss.png' \
+    -a -s '$W/marked/optim.png' -a -s '$W/plain/loss.png' && ! cmp -s '$W/plain/loss.png' '$W/marked/loss.png'"
+fi
+for h in 2.773 x:floor 2.773: nan:floor; do
+  rc=0; out=$(python3 "$S/plot_metrics.py" "$W/run/metrics.jsonl" --out "$W/badh" --hline "$h" 2>&1) || rc=$?
+  check "plot_metrics.py --hline '$h': exit 2, one line naming --hline, nothing drawn ($rc: $out)" \
+    bash -c '[[ $1 == 2 && $2 == *--hline* && $(grep -c . <<<"$2") == 1 && ! -e $3 ]]' _ $rc "$out" "$W/badh"
+done
+rc=0; out=$(python3 "$S/plot_metrics.py" "$W/run/metrics.jsonl" --out "$W/badlog" --log --hline 0:zero 2>&1) || rc=$?
+check "plot_metrics.py --log --hline 0:zero: exit 2 ($rc: $out)" test $rc = 2
 rc=0; out=$(python3 "$S/plot_metrics.py" "$W/none.jsonl" 2>&1) || rc=$?
 check "plot_metrics.py on a missing file: one clear line ($out)" test $rc != 0 -a "$(wc -l <<<"$out")" = 1
 check "check_hf_export.py --help" python3 "$S/check_hf_export.py" --help
