@@ -16,6 +16,8 @@
 // Each drawn token as text on stdout (rank 0: ctx is the tokenizer; the other ranks pass no sink).
 static void print_token(void *ctx, uint32_t token) { model_write_token(ctx, token, stdout); }
 
+enum { SAMPLE_MAX_TOKENS = 1 << 20 };   // --tokens: what one call draws at most
+
 static const ArgCommand SAMPLE_CMD = {
     "sample", "ringgpt sample CKPT [--prompt TEXT] [--prompt-file FILE|-] [flags]   (mpiexec -np S ... --sp S for the ring)",
     "Generates text from a checkpoint (or an HF Llama directory): the prompt is encoded with the model's\n"
@@ -51,6 +53,8 @@ int cmd_sample(int argc, char **argv) {
         fail_usage("sample needs a checkpoint: ringgpt sample CKPT [--prompt TEXT]");
     if (tokens < 0 || top_k < 0 || temperature < 0 || rope_theta < 0)
         fail_usage("--tokens, --top-k, --temperature and --rope-theta must not be negative");
+    if (tokens > SAMPLE_MAX_TOKENS)   // the key cache holds every one: 2^31 of them would ask for petabytes
+        fail_usage("--tokens %d: at most %d (1M) tokens are drawn in one call", tokens, SAMPLE_MAX_TOKENS);
     if (prompt_file && args_seen(specs, n, "--prompt")) fail_usage("give --prompt or --prompt-file, not both");
     if (prompt_file && strcmp(prompt_file, "-") != 0 && access(prompt_file, R_OK) != 0)
         fail_usage("--prompt-file %s: cannot open; check the path (or - for stdin)", prompt_file);
@@ -79,9 +83,10 @@ int cmd_sample(int argc, char **argv) {
     double rss = peak_rss_mb();
     comm_allreduce(g.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");
     if (out)
-        fprintf(stderr, "sample: prefill %zu tokens over %d rank%s in %.2f s (%.0f tokens/s), %d tokens decoded in %.2f s"
-                " (%.1f ms/token), peak RSS per rank %.0f MB\n", r.prompt_tokens, sp, sp == 1 ? "" : "s", r.prefill_s,
-                r.prompt_tokens / r.prefill_s, r.made, r.decode_s, r.made ? r.decode_s * 1e3 / r.made : 0.0, rss);
+        fprintf(stderr, "sample: prefill %zu token%s over %d rank%s in %.2f s (%.0f tokens/s), %d token%s decoded in %.2f s"
+                " (%.1f ms/token), peak RSS per rank %.0f MB\n", r.prompt_tokens, plural((long long)r.prompt_tokens), sp,
+                plural(sp), r.prefill_s, r.prompt_tokens / r.prefill_s, r.made, plural(r.made), r.decode_s,
+                r.made ? r.decode_s * 1e3 / r.made : 0.0, rss);
     free(text);
     tokenizer_free(&tok);
     gpt_free(&m);

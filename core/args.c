@@ -467,8 +467,9 @@ int args_parse_lengths(const char *flag, const char *spec, int64_t *out, int max
 }
 
 void args_check_threads(int threads) {
-    if (threads < 1 || threads > ARGS_MAX_THREADS)
-        fail_usage("--threads must be in 1..%d (got %d); this machine has %ld cores", ARGS_MAX_THREADS, threads,
+    if (threads < 1) fail_usage("--threads must be at least 1 (got %d)", threads);
+    if (threads > ARGS_MAX_THREADS)
+        fail_usage("--threads must be at most %d (got %d); this machine has %ld cores", ARGS_MAX_THREADS, threads,
                    sysconf(_SC_NPROCESSORS_ONLN));
 }
 

@@ -9,6 +9,7 @@
 #include "attention/ring.h"
 #include "checkpoints/fsio.h"
 #include "checkpoints/model_tokenizer.h"
+#include "core/args.h"
 #include "core/common.h"
 #include "data/source.h"
 
@@ -56,16 +57,18 @@ static int count_batches(const LossEval *e, uint64_t samples, int dp, LossResult
         r->rest = samples % (uint64_t)e->batch + (full % (uint64_t)dp) * (uint64_t)e->batch;
         return 0;
     }
-    char *end;
-    long want = strtol(e->batches, &end, 10);
+    int64_t want = 0;   // a count as the integer flags take it (4K = 4096)
     const char *split = e->val ? "val" : "train";
-    if (*end || end == e->batches || want < 1) snprintf(why, n, "--batches must be a positive count or all (got '%s')", e->batches);
+    if (!args_parse_int(e->batches, 1, INT32_MAX, &want))
+        snprintf(why, n, "--batches must be a positive count or all (got '%s'; a count may end in K or M: 4K)",
+                 e->batches);
     else if ((uint64_t)want > full)
-        snprintf(why, n, "--batches %ld needs %ld samples but the %s split of %s holds %" PRIu64 " (%" PRIu64 " batches of %d); "
-                 "use --batches all or at most %" PRIu64, want, want * e->batch, split, e->data, samples, full, e->batch, full);
+        snprintf(why, n, "--batches %" PRId64 " needs %" PRId64 " samples but the %s split of %s holds %" PRIu64 " (%" PRIu64
+                 " batches of %d); use --batches all or at most %" PRIu64, want, want * e->batch, split, e->data, samples, full,
+                 e->batch, full);
     else if (want % dp != 0)
-        snprintf(why, n, "--batches %ld is not a multiple of dp = %d (ranks / sp): the dp groups take the batches in turn;"
-                 " use e.g. --batches %ld", want, dp, (want / dp + 1) * dp);
+        snprintf(why, n, "--batches %" PRId64 " is not a multiple of dp = %d (ranks / sp): the dp groups take the batches in "
+                 "turn; use e.g. --batches %" PRId64, want, dp, (want / dp + 1) * dp);
     else {
         r->batches = (int)want, r->rest = 0;
         return 0;

@@ -72,6 +72,13 @@ int passkey_grid_check(const PasskeyGrid *g, char *why, size_t n) {
         snprintf(why, n, "--trials must be at least 1 (got %d)", g->trials);
         return -1;
     }
+    long long docs = (long long)g->n_len * g->n_depth * g->trials;
+    if (docs > PASSKEY_MAX_DOCS) {
+        snprintf(why, n, "--trials %d: %d length%s x %d depth%s x %d trials is %lld documents, more than the %d (1M) one call "
+                 "evaluates; give fewer trials, lengths or depths", g->trials, g->n_len, plural(g->n_len), g->n_depth,
+                 plural(g->n_depth), g->trials, docs, PASSKEY_MAX_DOCS);
+        return -1;
+    }
     if (g->distractors < 0 || g->distractors > PASSKEY_MAX_DISTRACTORS) {
         snprintf(why, n, "--distractors %d: give 0..%d", g->distractors, PASSKEY_MAX_DISTRACTORS);
         return -1;

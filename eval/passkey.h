@@ -9,7 +9,8 @@
 #include "data/synthetic.h"
 #include "model/gpt.h"
 
-enum { PASSKEY_MAX_LENGTHS = 64, PASSKEY_MAX_DEPTHS = 1001 };
+// PASSKEY_MAX_DOCS: documents (lengths x depths x trials) in one call; each keeps its answers until the end.
+enum { PASSKEY_MAX_LENGTHS = 64, PASSKEY_MAX_DEPTHS = 1001, PASSKEY_MAX_DOCS = 1 << 20 };
 
 // What to evaluate. Cell c is (length c / n_depth, depth c % n_depth); job j = c·trials + trial.
 typedef struct {

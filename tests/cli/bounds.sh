@@ -45,10 +45,14 @@ expect_fail 2 "--seed must be a whole number" "$BIN" sample "$W/seed_full" --see
 expect_fail 2 "--seed must be a whole number" "$BIN" passkey "$W/seed_full" --seed -1 --lengths 32
 
 # --- --threads and --eval-batches are bounded -----------------------------------------------------------------------
-expect_fail 2 "--threads must be in 1..1024 (got 100000)" "$BIN" "${T[@]}" --threads 100000 --out "$W/t"
-expect_fail 2 "--threads must be in 1..1024 (got 100000)" "$BIN" eval "$W/seed_full" --data "$W/text.txt" --threads 100000
-expect_fail 2 "--threads must be in 1..1024 (got 100000)" "$BIN" sample "$W/seed_full" --threads 100000
-expect_fail 2 "--threads must be in 1..1024 (got 100000)" "$BIN" passkey "$W/seed_full" --threads 100000 --lengths 32
+expect_fail 2 "--threads must be at most 1024 (got 100000)" "$BIN" "${T[@]}" --threads 100000 --out "$W/t"
+expect_fail 2 "--threads must be at most 1024 (got 100000)" "$BIN" eval "$W/seed_full" --data "$W/text.txt" --threads 100000
+expect_fail 2 "--threads must be at most 1024 (got 100000)" "$BIN" sample "$W/seed_full" --threads 100000
+expect_fail 2 "--threads must be at most 1024 (got 100000)" "$BIN" passkey "$W/seed_full" --threads 100000 --lengths 32
+expect_fail 2 "--tokens 2147483647: at most 1048576 (1M) tokens" "$BIN" sample "$W/seed_full" --tokens 2147483647 --threads 1
+expect_fail 2 "is 10737418235 documents, more than the 1048576 (1M) one call evaluates" \
+  "$BIN" passkey "$W/seed_full" --lengths 256 --trials 2147483647 --threads 1 --out "$W/pk_many"
+expect_fail 2 "--batches 1024 needs 4096 samples" "$BIN" eval "$W/seed_full" --data "$W/text.txt" --batch 4 --batches 1K --threads 1
 timeout 120 "$BIN" "${T[@]}" --steps 2 --eval-batches 2147483647 --out "$W/eb" > "$W/eb.log" 2>&1
 check "--eval-batches 2147483647 ends" test $? = 0
 check "... with a note naming the batches one pass holds" grep -q "note: the validation data holds 33 batches of 2 sequences; --eval-batches 2147483647 evaluates those 33" "$W/eb.log"
