@@ -217,7 +217,8 @@ static void inspect_checkpoint(const char *path, int head) {
                                           : "weights only (for train --init-from, eval, sample, export)");
     print_model(&s);
     print_tokenizer(&st->tok);
-    printf("  layout: saved on dp %d x sp %d (a resume may use any dp x sp)\n", st->dp, st->sp);
+    printf("  layout: saved on dp %d x sp %d%s\n", st->dp, st->sp,
+           strcmp(st->kind, "train") == 0 ? " (a resume may change it: keep batch x grad-accum x dp equal)" : "");
     print_run(&s);
     printf("  size: %.2f MB in %d files; verify: ok (every file's size and CRC32 as MANIFEST.json lists them)\n", s.bytes / 1e6,
            s.files);
