@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "checkpoints/fsio.h"
+#include "checkpoints/hf.h"
 #include "checkpoints/train_ckpt.h"
 #include "core/args.h"
 #include "model/config.h"
@@ -57,6 +58,8 @@ static int latest_dir(const char *run, char *dir, size_t n, CkErr *e) {
     char *text = (char *)fs_read_file(path, &len, e);
     if (!text) return -1;
     text[strcspn(text, "\n")] = 0;
+    for (char *c = text; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';   // a damaged file's bytes stay off the terminal
     bool good = is_step_dir_name(text) && strlen(text) < 64 && has_entry(run, text);
     if (good) fs_join(dir, n, run, text);
     else ck_err(e, "%s: names no step directory of the run (holds \"%.40s\"); give a step directory instead", path, text);
@@ -67,6 +70,9 @@ static int latest_dir(const char *run, char *dir, size_t n, CkErr *e) {
 // s->dir: path itself for a step directory, else the run's LATEST (or, without one, its newest valid step).
 static int resolve(const char *path, CkptSummary *s, CkErr *e) {
     snprintf(s->dir, sizeof s->dir, "%s", path);
+    if (hf_is_dir(path) && !has_entry(path, "MANIFEST.json"))
+        return ck_err(e, "%s: a Hugging Face model directory, not a ringgpt checkpoint; `ringgpt import %s --out DIR` "
+                      "makes one", path, path), -1;
     if (is_step_dir(path)) return 0;
     s->from_run = true;
     if ((s->run_checkpoints = count_steps(path, e)) < 0) return -1;

@@ -22,6 +22,11 @@ check "BPE JSONL: the header says what the brackets mean" has "$W/bpe.txt" "firs
 "$BIN" prepare --out "$W/byte" --quiet "$W/qa.jsonl" > /dev/null
 "$BIN" inspect "$W/byte" --head 30 > "$W/byte.txt"
 check "byte-level JSONL: the same, <eos> for EOS, cut after 30 tokens" has "$W/byte.txt" '    [Q1: what is \[1\]+1?\n]A: 2 é<eos>[Q2:]'
+"$BIN" prepare --out "$W/pk" --synthetic passkey --docs 3 --doc-len 200 --quiet > /dev/null
+"$BIN" inspect "$W/pk" --head 201 > "$W/pk.txt"
+key=$(sed -nE 's/.*The pass key is ([0-9]{5})\. Remember.*/\1/p' "$W/pk.txt")
+check "passkey: only the answer ($key) and the EOS outside the brackets, the next document's first token in them" \
+  grep -qE "^    \[There is a pass key .*The pass key is \]$key<eos>\[T\]\$" "$W/pk.txt"
 "$BIN" prepare --out "$W/plain" --tokenizer "$W/tok.json" --quiet "$W/text.txt" > /dev/null
 "$BIN" inspect "$W/plain" --head 12 > "$W/plain.txt"
 check "BPE text without loss weights: text, no brackets" has "$W/plain.txt" '    CLI test line 1: the quick brown'
@@ -77,4 +82,5 @@ expect_fail 2 "config.json: \"config_crc32\" does not match" "$BIN" inspect "$W/
 cp -r "$W/run" "$W/trunc"; : > "$W/trunc/step_00000003/state.json"
 expect_fail 2 "step_00000003/state.json" "$BIN" inspect "$W/trunc/step_00000003"
 expect_fail 2 "--head shows a dataset's first tokens" "$BIN" inspect "$W/run" --head 5
+expect_fail 2 "a Hugging Face model directory, not a ringgpt checkpoint; \`ringgpt import" "$BIN" inspect "$W/hf"
 finish
