@@ -87,6 +87,9 @@ static _Noreturn void print_help(const ArgCommand *cmd, const ArgSpec *specs, in
     }
     if (grouped) printf("\nhelp:\n");
     printf("  %-*s this text\n", HELP_INDENT - 3, "--help");
+    bool counts = false;
+    for (const ArgSpec *s = specs; s < specs + n; s++) counts |= s->kind == ARG_INT || s->kind == ARG_I64;
+    if (counts) printf("\nAn integer N may end in K or M (x 1024, x 1024²): 4K = 4096, 1M = 1048576.\n");
     exit(0);
 }
 

@@ -70,6 +70,9 @@ void train_check_config(const TrainConfig *t) {
     if (!(t->straggler >= 0)) fail_usage("--straggler must not be negative (got %g; 0 turns the check off)", t->straggler);
     if (!(t->stop_loss >= 0)) fail_usage("--stop-loss must not be negative (got %g; 0 turns the rule off)", t->stop_loss);
     if (t->stop_window < 1) fail_usage("--stop-window must be at least 1 step (got %d)", t->stop_window);
+    if (t->stop_loss > 0 && t->stop_window > t->steps)
+        fail_usage("--stop-window %d is beyond --steps %d: the window would never fill and --stop-loss never end the run; "
+                   "give a window of at most --steps", t->stop_window, t->steps);
     if (t->rope_theta_ramp < 0) fail_usage("--rope-theta-ramp must not be negative (got %d; 0 turns the ramp off)", t->rope_theta_ramp);
     if (t->rope_theta_ramp > t->steps)
         fail_usage("--rope-theta-ramp %d is beyond --steps %d: the run would end before the base reaches --rope-theta; "
