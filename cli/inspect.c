@@ -33,6 +33,7 @@ typedef struct {
 } HeadText;
 
 static void head_add(HeadText *h, const void *bytes, size_t len, bool masked) {
+    if (!len) return;
     if (h->n + len > h->cap) {
         h->cap = 2 * (h->n + len) + 256;
         h->bytes = xrealloc(h->bytes, h->cap, "the head's text");
