@@ -191,7 +191,7 @@ static void print_allreduce(const StepPlan *p, const PlanFlags *f) {
     char a[24], b[24];
     printf("  gradient all-reduce   %10s s", secs(a, p->allreduce_s));
     if (f->ranks == 1) printf("  (none: one rank, nothing to sum)\n");
-    else if (p->nodes == 1) printf("  (in one node)\n");
+    else if (p->nodes == 1) printf("\n");
     else printf("  (of it %s s between the %d nodes; in each node, then between them)\n", secs(b, p->allreduce_node_s), p->nodes);
 }
 
