@@ -141,6 +141,13 @@ static double whole(Reader *r, const cJSON *o, const char *section, const char *
 #define I64_FIELD(r, o, sec, name) whole(r, o, sec, name, -9.0e18, 9.0e18)
 #define U64_FIELD(r, o, sec, name) whole(r, o, sec, name, 0, 18446744073709549568.0)   // the largest double below 2^64
 
+// data.seed: an older ringgpt took --seed -1 and wrote it as 2^64 - 1, which a JSON number (a double) holds as 2^64;
+// read back as 2^64 - 1, so that such a run's weights still load (its --resume is refused by the seed's range).
+static uint64_t data_seed(Reader *r, const cJSON *data) {
+    double x = whole(r, data, "data", "seed", 0, 18446744073709551616.0);
+    return x >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)x;
+}
+
 static void str(Reader *r, const cJSON *o, const char *section, const char *name, char *dst, size_t n) {
     const cJSON *j = field(r, o, section, name, false);
     if (j && cJSON_IsString(j)) snprintf(dst, n, "%s", j->valuestring);
@@ -234,7 +241,7 @@ int ckpt_state_parse(const char *text, const char *path, CkptState *s, CkErr *e)
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
     if (!r.bad) {
         s->next_lr = num(&r, sched, "schedule", "next_lr");
-        s->data.seed = (uint64_t)U64_FIELD(&r, data, "data", "seed");
+        s->data.seed = data_seed(&r, data);
         s->data.consumed = (uint64_t)U64_FIELD(&r, data, "data", "consumed");
         s->data.epoch = (uint64_t)U64_FIELD(&r, data, "data", "epoch");
         parse_model(&r, model, &s->model);

@@ -40,6 +40,29 @@ check "--seed 2^53 resumes to the uninterrupted run's loss ($(last_loss "$W/seed
   test "$(last_loss "$W/seed_full")" = "$(last_loss "$W/seed_half")"
 "$BIN" "${T[@]}" --seed $((BIG - 1)) --steps 4 --out "$W/seed_other" > /dev/null 2>&1
 check "--seed 2^53-1 is another data order and initialisation" test "$(last_loss "$W/seed_full")" != "$(last_loss "$W/seed_other")"
+# A run an older ringgpt trained with --seed -1 (state.json: data.seed 2^64 - 1, which JSON's doubles hold as 2^64):
+# its weights still load; its --resume is refused by the seed's range, not by a field it cannot read.
+cp -r "$W/seed_full" "$W/minus1"
+python3 - "$W/minus1" << 'PY'
+import json, sys, zlib, os
+run = sys.argv[1]; step = os.path.join(run, "step_00000004")
+st = json.load(open(os.path.join(step, "state.json")))
+st["seed"] = -1; st["rng"]["init_seed"] = 18446744073709551615; st["data"]["seed"] = 18446744073709551615
+text = json.dumps(st, indent=1).encode()
+open(os.path.join(step, "state.json"), "wb").write(text)
+import re   # the manifest as ringgpt writes it (read strictly): only state.json's size and CRC change
+man = open(os.path.join(step, "MANIFEST.json")).read()
+man = re.sub(r'("state.json",\s*"size":\s*)\d+(,\s*"crc32":\s*")[0-9a-f]{8}',
+             lambda m: m.group(1) + str(len(text)) + m.group(2) + "%08x" % zlib.crc32(text), man)
+open(os.path.join(step, "MANIFEST.json"), "w").write(man)
+c = json.load(open(os.path.join(run, "config.json"))); del c["config_crc32"]; c["seed"] = -1; c["out"] = run
+json.dump(c, open(os.path.join(run, "config.json"), "w"), indent=1)
+PY
+"$BIN" eval "$W/minus1/step_00000004" --data "$W/text.txt" --batches 1 --threads 1 > "$W/minus1.log" 2>&1
+check "an older --seed -1 checkpoint: eval loads its step 4" grep -q "^eval: loss .*seed -1," "$W/minus1.log"
+check "... export loads it" bash -c "'$BIN' export '$W/minus1/step_00000004' --to hf '$W/minus1_hf' > /dev/null"
+expect_fail 2 "--seed must be a whole number in 0..9007199254740992 (2^53, what a checkpoint's JSON keeps exactly); got -1" \
+  "$BIN" train --out "$W/minus1" --resume --steps 5 --threads 1
 expect_fail 2 "--seed must be a whole number" "$BIN" eval "$W/seed_full" --data "$W/text.txt" --seed -1
 expect_fail 2 "--seed must be a whole number" "$BIN" sample "$W/seed_full" --seed -1
 expect_fail 2 "--seed must be a whole number" "$BIN" passkey "$W/seed_full" --seed -1 --lengths 32
