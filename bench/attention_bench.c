@@ -12,7 +12,7 @@
 // usage: attention_bench [--doc-len D] [T ...]   (heads 4, head dim 64: the `small` model's attention)
 // --doc-len D: documents of D tokens (--doc-mask); FLOP/s are still counted for the whole causal square.
 int main(int argc, char **argv) {
-    cpu_blas_kernels(argv);
+    cpu_exec_setup(argv);
     const Backend *be = &BACKEND_CPU;
     AttnShape s = {.n_head = 4, .n_kv_head = 4, .head_dim = 64};
     int lens[16] = {1024, 4096, 16384}, n = 3, doc_len = 0;

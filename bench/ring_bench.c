@@ -31,7 +31,7 @@ static double rss_now_mb(void) {
 }
 
 int main(int argc, char **argv) {
-    cpu_blas_kernels(argv);
+    cpu_exec_setup(argv);
     comm_init(&argc, &argv);
     int T = 32768, steps = 2, layers = 2, dim = 64, heads = 4, kv_heads = 2;
     const char *recompute = "none";

@@ -226,7 +226,7 @@ static void run_ring(const AttnShape *s, Comm *ring_comm, Comm *world, int L, in
 }
 
 int main(int argc, char **argv) {
-    cpu_blas_kernels(argv);
+    cpu_exec_setup(argv);
     comm_init(&argc, &argv);
     int L = 1024, reps = 3, heads = 4, kv_heads = 4, head_dim = 64, ranks = 2;
     bool overlap = true, paired = false, predict_only = false;

@@ -45,7 +45,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    cpu_blas_kernels(argv);
+    cpu_exec_setup(argv);
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

@@ -78,11 +78,12 @@ void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cpu_threads(int n);
 // The BLAS the binary runs on, as OpenBLAS names it: its build and the kernels it chose for this CPU
 // (per CPU model unless OPENBLAS_CORETYPE forces them), e.g. "OpenBLAS 0.3.21 ... DYNAMIC_ARCH ... Cooperlake
-// MAX_THREADS=64 (kernels: Cooperlake)" on a Zen 4; where cpu_blas_kernels replaced OpenBLAS's pick, it says so.
+// MAX_THREADS=64 (kernels: Cooperlake)" on a Zen 4; where cpu_exec_setup replaced OpenBLAS's pick, it says so.
 void cpu_blas_describe(char *out, size_t n);
-// First thing in the main of every program that trains or times CPU work (ringgpt, the CPU benchmarks): where
-// OPENBLAS_CORETYPE is unset and OpenBLAS chose kernels without AVX2 on a CPU that has it (OpenBLAS 0.3.21 gives a
-// Xeon of family 6 model 207 its Prescott kernels: steps 3.6-5.1x slower, docs/usage.md),
-// runs this program again (same argv, same pid) with OPENBLAS_CORETYPE set to the kernels for its widest unit
-// (Cooperlake, SkylakeX or Haswell). A forced OPENBLAS_CORETYPE is always kept.
-void cpu_blas_kernels(char **argv);
+// First thing in the main of every program that trains or times CPU work (ringgpt, the CPU benchmarks): runs this
+// program again (same argv, same pid) with what the libraries read once, as they load, set where it is unset:
+// OMP_WAIT_POLICY=PASSIVE (idle OpenMP workers sleep instead of spinning on cores another process needs), and
+// OPENBLAS_CORETYPE where OpenBLAS chose kernels without AVX2 on a CPU that has it (OpenBLAS 0.3.21 gives a Xeon of
+// family 6 model 207 its Prescott kernels: steps 3.6-5.1x slower, docs/usage.md), set to the kernels for its widest
+// unit (Cooperlake, SkylakeX or Haswell). A policy, spin count or OPENBLAS_CORETYPE the user set is always kept.
+void cpu_exec_setup(char **argv);

@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <omp.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-// Set across the exec of cpu_blas_kernels: OpenBLAS's own pick, for --version (not a setting).
+// Set across the exec of cpu_exec_setup: OpenBLAS's own pick, for --version (not a setting).
 #define BLAS_OWN_PICK "RINGGPT_BLAS_OWN_PICK"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -72,13 +73,33 @@ static int blas_kernels_use_avx2(const char *core) {
     return 0;
 }
 
-void cpu_blas_kernels(char **argv) {
-    const char *want = blas_kernels_for_cpu(), *core = openblas_get_corename();
-    if (getenv("OPENBLAS_CORETYPE") || !want || blas_kernels_use_avx2(core)) return;
-    // OpenBLAS chooses once, as it loads, by CPU model: a model newer than its release falls back to old kernels.
-    if (setenv(BLAS_OWN_PICK, core, 1) == 0 && setenv("OPENBLAS_CORETYPE", want, 1) == 0) execv("/proc/self/exe", argv);
-    fprintf(stderr, "ringgpt: note: OpenBLAS chose its %s kernels for this CPU and running again with %s failed (%s); "
-            "set OPENBLAS_CORETYPE=%s for matrix products several times faster\n", core, want, strerror(errno), want);
-    unsetenv("OPENBLAS_CORETYPE");   // this process keeps the kernels it loaded with, and --version says so
-    unsetenv(BLAS_OWN_PICK);
+// The kernels to force, or NULL: none where OPENBLAS_CORETYPE is set, the CPU has no AVX2, or OpenBLAS chose well.
+static const char *blas_kernels_to_force(void) {
+    const char *want = blas_kernels_for_cpu();
+    if (getenv("OPENBLAS_CORETYPE") || !want || blas_kernels_use_avx2(openblas_get_corename())) return NULL;
+    return want;   // OpenBLAS chooses once, as it loads, by CPU model: a model newer than its release gets old kernels
+}
+
+// libgomp's workers spin for 300,000 iterations before they sleep when OMP_WAIT_POLICY is unset: on a machine
+// shared with another busy process the spinning takes the cores that process needs and the steps slow 3-5x
+// (issue 74; bench/threads.sh). PASSIVE workers sleep at once. A policy or spin count the user set is kept.
+static bool wait_policy_unset(void) { return !getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"); }
+
+void cpu_exec_setup(char **argv) {
+    const char *kernels = blas_kernels_to_force(), *core = openblas_get_corename();
+    bool passive = wait_policy_unset();
+    if (!kernels && !passive) return;
+    // Both are read once, as the libraries load: this process runs itself again with them set (same argv, same pid).
+    if ((!passive || setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0) &&
+        (!kernels || (setenv(BLAS_OWN_PICK, core, 1) == 0 && setenv("OPENBLAS_CORETYPE", kernels, 1) == 0)))
+        execv("/proc/self/exe", argv);
+    int err = errno;
+    if (kernels)
+        fprintf(stderr, "ringgpt: note: OpenBLAS chose its %s kernels for this CPU and running again with %s failed (%s); "
+                "set OPENBLAS_CORETYPE=%s for matrix products several times faster\n", core, kernels, strerror(err), kernels);
+    if (passive)
+        fprintf(stderr, "ringgpt: note: running again with OMP_WAIT_POLICY=PASSIVE failed (%s); set it yourself on a shared "
+                "machine\n", strerror(err));
+    if (passive) unsetenv("OMP_WAIT_POLICY");   // this process keeps what it loaded with, and --version says so
+    if (kernels) unsetenv("OPENBLAS_CORETYPE"), unsetenv(BLAS_OWN_PICK);
 }
