@@ -38,7 +38,7 @@ int cmd_sample(int argc, char **argv) {
         {"--prompt", ARG_STRING, &prompt, "the text to continue"},
         {"--prompt-file", ARG_STRING, &prompt_file, "read the text to continue from a file (- = stdin)"},
         ARG_GROUP("decoding"),
-        {"--tokens", ARG_INT, &tokens, "tokens to generate"},
+        {"--tokens", ARG_INT, &tokens, "tokens to generate (at most 1M)"},
         {"--temperature", ARG_FLOAT, &temperature, "softmax temperature (0 = greedy)"},
         {"--top-k", ARG_INT, &top_k, "sample among the k most likely tokens (0 = all)"},
         {"--seed", ARG_I64, &seed, "sampling seed"},

@@ -187,7 +187,9 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     args_parse(&TRAIN_CMD, specs, n, argc, argv, pos, 0);
     int saved_threads;
     ShapeGiven given = train_apply_config_files(&TRAIN_CMD, specs, n, &saved_threads);
-    if (!args_seen(specs, n, "--threads")) t->threads = cli_node_threads();   // config.json records the count used
+    int node_threads = cli_node_threads();
+    if (!args_seen(specs, n, "--threads"))   // config.json records the count used
+        t->threads = node_threads < ARGS_MAX_THREADS ? node_threads : ARGS_MAX_THREADS;
     if (saved_threads > 0 && saved_threads != t->threads)   // OpenBLAS's kernels on some CPUs round per thread count
         log_info("note: the run this continues used --threads %d and this one %d; its losses may differ from an "
                  "uninterrupted run's in the last digits; --threads %d continues it bit for bit\n",
