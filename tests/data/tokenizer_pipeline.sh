@@ -25,16 +25,16 @@ for i in $(seq 30); do cat "$W/text.txt"; done > "$W/big.txt"; for i in 1 2 3; d
 "$BIN" prepare --quiet --out "$W/dbig" --tokenizer "$W/tok.json" --threads 2 --block-tokens 4000000 "$W/big3.txt" > /dev/null
 whole=$("$BIN" tokenizer encode --tokenizer "$W/tok.json" "$W/big3.txt")
 n=$(wc -w <<< "$whole")
-pieces=$("$BIN" inspect "$W/dbig" --head $((n + 1)) | sed -nE 's/.*first [0-9]+ tokens: //p')
-check "a $(($(wc -c < "$W/big3.txt") / 1000000)) MB document cut in pieces gives the whole-file ids ($n tokens) + EOS" test "$pieces" = "$whole 256 "
+pieces=$(shard_ids "$W/dbig/train_000000.rgs" $((n + 1)))
+check "a $(($(wc -c < "$W/big3.txt") / 1000000)) MB document cut in pieces gives the whole-file ids ($n tokens) + EOS" test "$pieces" = "$whole 256"
 
 # JSONL prompt/completion records are encoded with the tokenizer, prompt and completion apart; only the
 # completion and its EOS carry the loss.
 printf '{"prompt": "Line 3: the quick", "completion": " brown fox jumps"}\n' > "$W/r.jsonl"
 want="$(printf 'Line 3: the quick' | "$BIN" tokenizer encode --tokenizer "$W/tok.json") $(printf ' brown fox jumps' | "$BIN" tokenizer encode --tokenizer "$W/tok.json") 256"
 "$BIN" prepare --quiet --out "$W/dj" --tokenizer "$W/tok.json" --val-fraction 0 "$W/r.jsonl" > /dev/null
-got=$("$BIN" inspect "$W/dj" --head 100 | sed -nE 's/.*first [0-9]+ tokens: //p')
-check "JSONL with --tokenizer: the record's ids are encode(prompt) encode(completion) EOS" test "$got" = "$want "
+got=$(shard_ids "$W/dj/train_000000.rgs")
+check "JSONL with --tokenizer: the record's ids are encode(prompt) encode(completion) EOS" test "$got" = "$want"
 check "JSONL with --tokenizer: the dataset has loss weights" grep -q "per-token loss weights" <("$BIN" inspect "$W/dj")
 
 # A tokenizer whose post-processor starts sequences with BOS: every document starts with it.
@@ -47,7 +47,7 @@ t["post_processor"] = {"type": "TemplateProcessing", "single": [{"SpecialToken":
 json.dump(t, open(sys.argv[2], "w", encoding="utf-8"), ensure_ascii=False)
 PY
 "$BIN" prepare --quiet --out "$W/dbos" --tokenizer "$W/tok_bos.json" "$W/docs/d1.txt" > /dev/null
-check "add_bos tokenizer: the document starts with BOS 257" grep -q "tokens: 257 " <("$BIN" inspect "$W/dbos" --head 3)
+check "add_bos tokenizer: the document starts with BOS 257" test "$(shard_ids "$W/dbos/train_000000.rgs" 2)" = "257 $(head -c 4 "$W/docs/d1.txt" | "$BIN" tokenizer encode --tokenizer "$W/tok.json" | cut -d' ' -f1)"
 check "add_bos tokenizer: the manifest says add_bos" grep -q '"add_bos":true' <(tr -d '\n\t ' < "$W/dbos/manifest.json")
 
 # train: checkpoints carry the tokenizer; eval, sample, export and import use it
