@@ -1,8 +1,6 @@
 // cli/cli.c — what the commands share: the dp × sp grid of the inference commands, the default thread count.
 #include "cli/cli.h"
 
-#include <omp.h>
-
 #include "core/common.h"
 
 CommGrid cli_infer_grid(int sp, bool auto_threads, int *threads) {
@@ -13,6 +11,6 @@ CommGrid cli_infer_grid(int sp, bool auto_threads, int *threads) {
 }
 
 int cli_node_threads(void) {
-    int n = omp_get_num_procs() / comm_node_size();
+    int n = cpu_cores() / comm_node_size();
     return n > 0 ? n : 1;
 }

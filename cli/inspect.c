@@ -19,8 +19,9 @@ static void print_split(const Dataset *d, int split) {
         blocks += d->shards[i]->h.num_blocks;
     }
     double raw = (double)d->tokens * d->token_bytes;
-    printf("  %-5s %zu shard%s, %" PRIu64 " documents, %" PRIu64 " tokens, %" PRIu64 " blocks, %.2f MB on disk (%.2fx vs raw %u-byte tokens)\n",
-           SPLIT_NAMES[split], d->n, d->n == 1 ? "" : "s", d->docs, d->tokens, blocks, bytes / 1e6, bytes ? raw / bytes : 0.0, d->token_bytes);
+    printf("  %-5s %zu shard%s, %" PRIu64 " document%s, %" PRIu64 " token%s, %" PRIu64 " block%s, %.2f MB on disk (%.2fx vs raw "
+           "%u-byte tokens)\n", SPLIT_NAMES[split], d->n, d->n == 1 ? "" : "s", d->docs, plural((long long)d->docs), d->tokens,
+           plural((long long)d->tokens), blocks, plural((long long)blocks), bytes / 1e6, bytes ? raw / bytes : 0.0, d->token_bytes);
 }
 
 // ---- --head: the first tokens as text, the ones outside the loss marked -----------------------

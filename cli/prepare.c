@@ -53,7 +53,8 @@ static void report_skipped(const PreparePlan *plan) {
 
 static void progress(void *ctx, const PrepareProgress *p) {
     (void)ctx;
-    fprintf(stderr, "prepare: %.1f MB read, %" PRIu64 " docs, %.2fM tokens, %.1f MB/s\n", p->in_bytes / 1e6, p->docs, p->tokens / 1e6,
+    fprintf(stderr, "prepare: %.1f MB read, %" PRIu64 " doc%s, %.2fM tokens, %.1f MB/s\n", p->in_bytes / 1e6, p->docs,
+            plural((long long)p->docs), p->tokens / 1e6,
             p->in_bytes / 1e6 / p->seconds);
 }
 
@@ -72,7 +73,8 @@ static void summary(const char *out, const PrepareResult *r, uint32_t token_byte
     for (int i = 0; i < N_SPLITS; i++) {
         const SplitSummary *s = &r->splits[i];
         if (!s->shards) continue;
-        printf(" %s %" PRIu64 " docs, %" PRIu64 " tokens in %" PRIu64 " shard%s;", SPLIT_NAMES[i], s->docs, s->tokens, s->shards,
+        printf(" %s %" PRIu64 " doc%s, %" PRIu64 " token%s in %" PRIu64 " shard%s;", SPLIT_NAMES[i], s->docs, plural((long long)s->docs),
+               s->tokens, plural((long long)s->tokens), s->shards,
                s->shards == 1 ? "" : "s");
         raw += (double)s->raw_bytes;
         disk += (double)s->file_bytes;
@@ -178,6 +180,7 @@ int cmd_prepare(int argc, char **argv) {
     a.spec.n_inputs = parse_flags(&a, argc, argv, inputs);
     a.spec.inputs = inputs;
     if (!a.spec.out) fail_usage("prepare needs --out DIR (see `ringgpt prepare --help`)");
+    args_check_seed("--seed", a.spec.seed);
     load_mix(&a);
     PreparePlan plan;
     prepare_plan(&a.spec, &plan);

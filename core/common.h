@@ -76,6 +76,12 @@ int log_rank(void);
 void log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // CPU threads for OpenMP and OpenBLAS (n >= 1, else a usage error); subnormal floats flushed to zero on each.
 void cpu_threads(int n);
+// The cores this process may use: its affinity mask (taskset, a Slurm or container cpuset), capped by a cgroup v2
+// CPU quota (docker --cpus) where one is set.
+int cpu_cores(void);
+// True, with one line in note (size n), when other processes already run on this machine's cores and this job's
+// node_ranks ranks x threads threads would oversubscribe them (the caller prints it where it fits).
+bool cpu_shared_note(int threads, int node_ranks, char *note, size_t n);
 // The BLAS the binary runs on, as OpenBLAS names it: its build and the kernels it chose for this CPU
 // (per CPU model unless OPENBLAS_CORETYPE forces them), e.g. "OpenBLAS 0.3.21 ... DYNAMIC_ARCH ... Cooperlake
 // MAX_THREADS=64 (kernels: Cooperlake)" on a Zen 4; where cpu_exec_setup replaced OpenBLAS's pick, it says so.

@@ -45,6 +45,48 @@ void cpu_threads(int n) {
     flush_denormals_here();   // MXCSR is per thread: set it in every OpenMP worker (OpenBLAS runs on them)
 }
 
+// A cgroup v2 CPU quota ("200000 100000" in cpu.max: 2 cores' worth; "max": none) as whole cores, or 0.
+static int cgroup_quota_cores(void) {
+    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+    if (!f) return 0;   // no cgroup v2 here: nothing limits the cores beyond the affinity mask
+    char quota[32] = "";
+    long period = 0;
+    int got = fscanf(f, "%31s %ld", quota, &period);
+    fclose(f);
+    if (got != 2 || period <= 0 || strcmp(quota, "max") == 0) return 0;
+    long q = strtol(quota, NULL, 10);
+    return q > 0 ? (int)((q + period - 1) / period) : 0;
+}
+
+int cpu_cores(void) {
+    int n = omp_get_num_procs(), quota = cgroup_quota_cores();   // the affinity mask: taskset, a Slurm or container cpuset
+    return quota > 0 && quota < n ? quota : n;
+}
+
+// Runnable tasks on the machine now (the 4th field of /proc/loadavg, "2/345": running or ready to run), or -1.
+static int runnable_now(void) {
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f) return -1;
+    double l1, l5, l15;
+    int running = -1, total;
+    if (fscanf(f, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &running, &total) != 5) running = -1;
+    fclose(f);
+    return running;
+}
+
+bool cpu_shared_note(int threads, int node_ranks, char *note, size_t n) {
+    int cores = cpu_cores(), running = runnable_now();
+    int others = running - node_ranks;   // this job's ranks count themselves (their workers sleep between regions)
+    if (running < 0 || others <= 0 || others + threads * node_ranks <= cores) return false;
+    int fit = cores - others > node_ranks ? (cores - others) / node_ranks : 1;
+    snprintf(note, n, "this machine is shared: %d other process%s ran on its %d core%s as this run started, and %d rank%s x "
+             "%d thread%s here make%s it oversubscribed; steps can be slower and vary (idle workers sleep: "
+             "OMP_WAIT_POLICY=PASSIVE); --threads %d would leave the busy cores alone",
+             others, others == 1 ? "" : "es", cores, cores == 1 ? "" : "s", node_ranks, node_ranks == 1 ? "" : "s", threads,
+             threads == 1 ? "" : "s", node_ranks * threads == 1 ? "s" : "", fit);
+    return true;
+}
+
 void cpu_blas_describe(char *out, size_t n) {
     // Results differ in their last bits between kernels (Haswell's vs Zen's), so a recorded table names them.
     const char *own = getenv(BLAS_OWN_PICK), *config = openblas_get_config(), *core = openblas_get_corename();

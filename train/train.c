@@ -373,6 +373,8 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     train_check_config(t);   // before the layout, which divides by --sp
     r->grid = setup_layout(t);
     cpu_threads(t->threads);
+    char note[512];
+    if (cpu_shared_note(t->threads, comm_node_size(), note, sizeof note)) log_info("note: %s\n", note);
     check_readable("--data", t->data);
     if (t->val_data) check_readable("--val-data", t->val_data);
     claim_out(t, r->grid.world);

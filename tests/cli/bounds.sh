@@ -131,4 +131,23 @@ check "eval: (1 batch of 1 x 32" grep -q "(1 batch of 1 x 32," "$W/one_eval.log"
 "$BIN" passkey "$W/seed_full" --lengths 256 --depths 0.5 --trials 1 --threads 1 --out "$W/pk" > "$W/pk.log" 2>&1
 check "passkey: 1 length x 1 depth x 1 trial, ..., 1 thread" grep -q "1 length x 1 depth x 1 trial, 1x1 ranks (dp x sp), 1 thread$" "$W/pk.log"
 check "passkey: (1 trial per cell" grep -q "(1 trial per cell;" "$W/pk.log"
+"$BIN" prepare --out "$W/one_doc" "$W/text.txt" > "$W/one_doc.log" 2>&1
+check "prepare: train 1 doc" grep -q " train 1 doc, " "$W/one_doc.log"
+check "inspect: 1 document" bash -c "'$BIN' inspect '$W/one_doc' | grep -q ' 1 document, '"
+expect_fail 2 "--seed must be a whole number" "$BIN" prepare --out "$W/neg_seed" --synthetic passkey --docs 2 --seed -1
+
+# --- a shared machine: another busy process makes train say so (idle workers sleep: OMP_WAIT_POLICY=PASSIVE) -------
+python3 -c 'while True: pass' &
+hog=$!
+sleep 0.5
+cores=$(nproc)
+"$BIN" "${T[@]}" --threads "$cores" --steps 1 --out "$W/shared" > "$W/shared.log" 2>&1
+kill $hog
+check "train beside a busy process: one note that the machine is shared, with the --threads that would fit" \
+  grep -qE "^note: this machine is shared: [0-9]+ other process(es)? ran on its [0-9]+ cores? .*--threads [0-9]+ would leave" "$W/shared.log"
+# libgomp shows its spin count as it loads: 300000 is its own default (the first process), 0 is PASSIVE's (after the exec).
+spin() { env "$@" OMP_DISPLAY_ENV=verbose "$BIN" --version 2>&1 | grep "GOMP_SPINCOUNT" | tail -1; }
+check "the run set OMP_WAIT_POLICY=PASSIVE for itself: its workers never spin" test "$(spin)" = "  GOMP_SPINCOUNT = '0'"
+check "a wait policy the user sets is kept" test "$(spin OMP_WAIT_POLICY=active)" != "  GOMP_SPINCOUNT = '0'"
+check "a spin count the user sets is kept" test "$(spin GOMP_SPINCOUNT=300000)" = "  GOMP_SPINCOUNT = '300000'"
 finish

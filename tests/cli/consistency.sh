@@ -60,7 +60,7 @@ err=$("$BIN" prepare --out "$W/d1" --val-fraction 0 "$W/src" 2>&1 >/dev/null)
 check "prepare skips the binary file and says so" grep -q "skipped 1 binary file" <<<"$err"
 check "prepare: 2 text documents" bash -c "'$BIN' inspect '$W/d1' | grep -q ' 2 documents'"
 "$BIN" prepare --out "$W/d2" --val-fraction 0 --include '*.md' --quiet "$W/src" > /dev/null
-check "--include '*.md': 1 document" bash -c "'$BIN' inspect '$W/d2' | grep -q ' 1 documents'"
+check "--include '*.md': 1 document" bash -c "'$BIN' inspect '$W/d2' | grep -q ' 1 document,'"
 expect_fail 2 "every input file is binary" "$BIN" prepare --out "$W/d3" --quiet "$W/src/sub/c.pyc"
 # -- under MPI: a usage error is one line (rank 0), exit 2, no abort banner
 if command -v "$MPIEXEC" > /dev/null; then
