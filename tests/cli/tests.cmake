@@ -17,7 +17,7 @@ add_test(NAME cli_long_context COMMAND bash ${CLI_T}/long_context.sh ${RINGGPT_B
 set_tests_properties(cli_long_context PROPERTIES LABELS cli TIMEOUT 420 SKIP_RETURN_CODE 77)
 # Every ```sh block of the README, run in a scratch copy (GPU, Slurm and build blocks are marked and skipped).
 add_test(NAME cli_readme_commands COMMAND bash ${CLI_T}/readme_commands.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
-set_tests_properties(cli_readme_commands PROPERTIES LABELS cli TIMEOUT 300)
+set_tests_properties(cli_readme_commands PROPERTIES LABELS cli TIMEOUT 600)
 add_test(NAME cli_docs_links COMMAND python3 ${CLI_T}/docs_links.py ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli_docs_links PROPERTIES LABELS cli TIMEOUT 30)
 
