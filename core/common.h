@@ -88,7 +88,8 @@ bool cpu_shared_note(int threads, int node_ranks, char *note, size_t n);
 void cpu_blas_describe(char *out, size_t n);
 // First thing in the main of every program that trains or times CPU work (ringgpt, the CPU benchmarks): runs this
 // program again (same argv, same pid) with what the libraries read once, as they load, set where it is unset:
-// OMP_WAIT_POLICY=PASSIVE (idle OpenMP workers sleep instead of spinning on cores another process needs), and
+// GOMP_SPINCOUNT=2000 (idle OpenMP workers spin briefly, then sleep, instead of holding cores another process needs
+// for 300,000 iterations), and
 // OPENBLAS_CORETYPE where OpenBLAS chose kernels without AVX2 on a CPU that has it (OpenBLAS 0.3.21 gives a Xeon of
 // family 6 model 207 its Prescott kernels: steps 3.6-5.1x slower, docs/usage.md), set to the kernels for its widest
 // unit (Cooperlake, SkylakeX or Haswell). A policy, spin count or OPENBLAS_CORETYPE the user set is always kept.

@@ -80,8 +80,8 @@ bool cpu_shared_note(int threads, int node_ranks, char *note, size_t n) {
     if (running < 0 || others <= 0 || others + threads * node_ranks <= cores) return false;
     int fit = cores - others > node_ranks ? (cores - others) / node_ranks : 1;
     snprintf(note, n, "this machine is shared: %d other process%s ran on its %d core%s as this run started, and %d rank%s x "
-             "%d thread%s here make%s it oversubscribed; steps can be slower and vary (idle workers sleep: "
-             "OMP_WAIT_POLICY=PASSIVE); --threads %d would leave the busy cores alone",
+             "%d thread%s here make%s it oversubscribed: steps can be several times slower; --threads %d would leave the "
+             "busy cores alone",
              others, others == 1 ? "" : "es", cores, cores == 1 ? "" : "s", node_ranks, node_ranks == 1 ? "" : "s", threads,
              threads == 1 ? "" : "s", node_ranks * threads == 1 ? "s" : "", fit);
     return true;
@@ -122,26 +122,29 @@ static const char *blas_kernels_to_force(void) {
     return want;   // OpenBLAS chooses once, as it loads, by CPU model: a model newer than its release gets old kernels
 }
 
-// libgomp's workers spin for 300,000 iterations before they sleep when OMP_WAIT_POLICY is unset: on a machine
-// shared with another busy process the spinning takes the cores that process needs and the steps slow 3-5x
-// (issue 74; bench/threads.sh). PASSIVE workers sleep at once. A policy or spin count the user set is kept.
+// libgomp's idle workers spin for 300,000 iterations before they sleep when OMP_WAIT_POLICY and GOMP_SPINCOUNT are
+// unset: on a machine shared with another busy process the spinning takes the cores that process needs, and 100 tiny
+// steps beside one took 2.2-4.9x as long as with --threads 1. A spin of 2,000 iterations halves that cost and, unlike
+// none at all (PASSIVE), loses nothing on an idle machine (bench/threads.sh, docs/benchmarks.md). A policy or spin
+// count the user set is kept.
+#define SPIN_COUNT "2000"
 static bool wait_policy_unset(void) { return !getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"); }
 
 void cpu_exec_setup(char **argv) {
     const char *kernels = blas_kernels_to_force(), *core = openblas_get_corename();
-    bool passive = wait_policy_unset();
-    if (!kernels && !passive) return;
+    bool spin = wait_policy_unset();
+    if (!kernels && !spin) return;
     // Both are read once, as the libraries load: this process runs itself again with them set (same argv, same pid).
-    if ((!passive || setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0) &&
+    if ((!spin || setenv("GOMP_SPINCOUNT", SPIN_COUNT, 1) == 0) &&
         (!kernels || (setenv(BLAS_OWN_PICK, core, 1) == 0 && setenv("OPENBLAS_CORETYPE", kernels, 1) == 0)))
         execv("/proc/self/exe", argv);
     int err = errno;
     if (kernels)
         fprintf(stderr, "ringgpt: note: OpenBLAS chose its %s kernels for this CPU and running again with %s failed (%s); "
                 "set OPENBLAS_CORETYPE=%s for matrix products several times faster\n", core, kernels, strerror(err), kernels);
-    if (passive)
-        fprintf(stderr, "ringgpt: note: running again with OMP_WAIT_POLICY=PASSIVE failed (%s); set it yourself on a shared "
-                "machine\n", strerror(err));
-    if (passive) unsetenv("OMP_WAIT_POLICY");   // this process keeps what it loaded with, and --version says so
+    if (spin)
+        fprintf(stderr, "ringgpt: note: running again with GOMP_SPINCOUNT=" SPIN_COUNT " failed (%s); set it yourself on a "
+                "shared machine\n", strerror(err));
+    if (spin) unsetenv("GOMP_SPINCOUNT");   // this process keeps what it loaded with
     if (kernels) unsetenv("OPENBLAS_CORETYPE"), unsetenv(BLAS_OWN_PICK);
 }
