@@ -70,9 +70,9 @@ void train_check_config(const TrainConfig *t) {
     if (!(t->straggler >= 0)) fail_usage("--straggler must not be negative (got %g; 0 turns the check off)", t->straggler);
     if (!(t->stop_loss >= 0)) fail_usage("--stop-loss must not be negative (got %g; 0 turns the rule off)", t->stop_loss);
     if (t->stop_window < 1) fail_usage("--stop-window must be at least 1 step (got %d)", t->stop_window);
-    if (t->stop_loss > 0 && t->stop_window > t->steps)
-        fail_usage("--stop-window %d is beyond --steps %d: the window would never fill and --stop-loss never end the run; "
-                   "give a window of at most --steps", t->stop_window, t->steps);
+    if (t->stop_loss > 0 && t->stop_window > t->steps)   // a short try of a recipe's config (--steps 1) is no error
+        log_info("note: --stop-window %d is beyond --steps %d: the window never fills, so --stop-loss cannot end this run\n",
+                 t->stop_window, t->steps);
     if (t->rope_theta_ramp < 0) fail_usage("--rope-theta-ramp must not be negative (got %d; 0 turns the ramp off)", t->rope_theta_ramp);
     if (t->rope_theta_ramp > t->steps)
         fail_usage("--rope-theta-ramp %d is beyond --steps %d: the run would end before the base reaches --rope-theta; "
@@ -560,7 +560,7 @@ int train_run(TrainConfig *cfg) {
     int code = 0;
     long end = t->steps;   // the step the run ends after: --steps, or where --stop-loss is met
     LossStop rule;
-    loss_stop_init(&rule, t->stop_loss, t->stop_window);
+    loss_stop_init(&rule, t->stop_window <= t->steps ? t->stop_loss : 0, t->stop_window);   // a window that never fills: off
     for (long step = r.start; step < end; step++) {
         if (step > r.start && (code = stop_after(&r, step))) break;   // a signal on any rank: save `step`, stop
         if (r.grid.rank == r.debug.exit_rank && step + 1 == r.debug.exit_step) debug_leave(&r.debug, r.grid.rank);
