@@ -76,7 +76,8 @@ static int train_flags(TrainConfig *t, ShapeFlags *sh, ArgSpec *out) {
         ARG_GROUP("optimisation"),
         {"--steps", ARG_INT, &t->steps, "optimizer steps"},
         {"--lr", ARG_FLOAT, &t->lr, "peak learning rate"},
-        {"--min-lr", ARG_FLOAT, &t->min_lr, "final learning rate of the cosine schedule"},
+        {"--min-lr", ARG_FLOAT, &t->min_lr, "final learning rate of the cosine schedule (--lr / 10 where --lr is below "
+                                            "it and it is not on the command line)"},
         {"--warmup", ARG_INT, &t->warmup, "linear warmup steps"},
         {"--schedule", ARG_STRING, &t->schedule, "cosine or constant (after warmup)"},
         {"--weight-decay", ARG_FLOAT, &t->weight_decay, "AdamW decoupled weight decay (2-D weights only)"},
@@ -185,6 +186,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     int n = train_flags(t, &sh, specs);
     const char *pos[1];
     args_parse(&TRAIN_CMD, specs, n, argc, argv, pos, 0);
+    bool min_lr_given = args_seen(specs, n, "--min-lr");   // on the command line
     int saved_threads;
     ShapeGiven given = train_apply_config_files(&TRAIN_CMD, specs, n, &saved_threads);
     int node_threads = cli_node_threads();
@@ -194,6 +196,12 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
         log_info("note: the run this continues used --threads %d and this one %d; its losses may differ from an "
                  "uninterrupted run's in the last digits; --threads %d continues it bit for bit\n",
                  saved_threads, t->threads, saved_threads);
+    if (!min_lr_given && t->min_lr > t->lr) {   // a low --lr (a fine-tune's 1e-5) needs no --min-lr beside it
+        if (args_seen(specs, n, "--min-lr"))      // from --config or the --init-from source's run
+            log_info("note: --min-lr %g (from a config file) is above --lr %g: the schedule ends at --lr / 10 = %g\n",
+                     t->min_lr, t->lr, t->lr / 10);
+        t->min_lr = t->lr / 10;
+    }
     t->sp_inherited = !given.sp && args_seen(specs, n, "--sp");
     if (!config_preset(mc, t->model))
         fail_usage("unknown --model '%s'; choose one of %s", t->model, config_preset_names());

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 // Set across the exec of cpu_exec_setup: OpenBLAS's own pick, for --version (not a setting).
@@ -74,8 +75,21 @@ static int runnable_now(void) {
     return running;
 }
 
+// The fewest runnable tasks in 5 looks 10 ms apart: a kernel thread or a short command that ran at one look is not
+// a process that holds a core.
+static int runnable_steady(void) {
+    int fewest = runnable_now();
+    for (int i = 0; i < 4 && fewest > 0; i++) {
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        int r = runnable_now();
+        if (r >= 0 && r < fewest) fewest = r;
+    }
+    return fewest;
+}
+
 bool cpu_shared_note(int threads, int node_ranks, char *note, size_t n) {
-    int cores = cpu_cores(), running = runnable_now();
+    int cores = cpu_cores(), running = runnable_steady();
     int others = running - node_ranks;   // this job's ranks count themselves (their workers sleep between regions)
     if (running < 0 || others <= 0 || others + threads * node_ranks <= cores) return false;
     int fit = cores - others > node_ranks ? (cores - others) / node_ranks : 1;

@@ -36,6 +36,12 @@ PY
 check "an older run's config.json with retired keys resumes" "$BIN" train --out "$W/old" --resume --steps 5
 expect_fail 2 "RINGGPT_DEBUG_EXIT='1x': write RANK:N" env RINGGPT_DEBUG_EXIT=1x "$BIN" train --out "$W/old" --resume --steps 6
 expect_fail 2 "the third field is stall or kill" env RINGGPT_DEBUG_EXIT=0:9:nap "$BIN" train --out "$W/old" --resume --steps 6
+# A low --lr without --min-lr: the schedule ends at --lr / 10 (the default 1e-4 would be above it); a fine-tune whose
+# source ran with a higher --min-lr says so in a note; --min-lr above --lr on the command line is still refused.
+"$BIN" train --init-from "$W/full" --out "$W/lowlr" --lr 1e-5 --steps 1 > "$W/lowlr.log" 2>&1
+check "init-from at --lr 1e-5, no --min-lr: runs, min-lr 1e-6" grep -qE '"min-lr":.1e-06,' "$W/lowlr/config.json"
+check "... with a note naming the source's --min-lr" grep -q "^note: --min-lr 0.0001 (from a config file) is above --lr 1e-05" "$W/lowlr.log"
+expect_fail 2 "--min-lr must be between 0 and --lr" "$BIN" train --data "$W/text.txt" --lr 1e-5 --min-lr 1e-4 --out "$W/lowlr2"
 # fine-tune with only what changes: the shape and the data come from the source
 "$BIN" train --init-from "$W/full" --out "$W/ft" --seq-len 64 --rope-theta 20000 --steps 1 > "$W/ft.log" 2>&1
 check "init-from without shape flags" grep -q "initialised the weights from $W/full/step_00000004" "$W/ft.log"
