@@ -152,13 +152,12 @@ static void print_device(const DeviceSpec *d) {
            d->latency_s > 0 ? "" : " (none: --latency-us 0)", d->busy_share * 100, host, d->source);
 }
 
-// Why a rank's ring buffers are 0 bytes, or "" where they are not.
-static const char *ring_zero_why(const MemPlan *p, int sp, Recompute m) {
+// Why a rank's ring buffers are 0 bytes, or "" where they are not: no ring, or the activation table placed its packets
+// in the working set (model/acts.c: over the MLP half, which is dead while attention runs).
+static const char *ring_zero_why(const MemPlan *p, int sp) {
     if (p->ring > 0) return "";
-    if (sp < 2) return ": none, --sp 1 has no ring";
-    if (m == RECOMPUTE_FULL)
-        return ": its packets lie in the working set (activations), over the MLP half, which is dead while attention runs";
-    return ": none";
+    return sp < 2 ? ": none, --sp 1 has no ring"
+                  : ": its packets lie in the working set (activations), over the MLP half, which is dead while attention runs";
 }
 
 static void print_memory(const ModelConfig *c, const PlanFlags *f, Recompute chosen, const DeviceSpec *d) {
@@ -167,7 +166,7 @@ static void print_memory(const ModelConfig *c, const PlanFlags *f, Recompute cho
         MemPlan p = mem_of(c, f, m, f->sp, f->seq_len);
         printf("  --recompute %-4s %10.1f MiB  (weights+grads+AdamW %.1f, activations %.1f, ring %.1f%s)%s%s\n",
                recompute_name(m), mib(p.total), mib(p.weights + p.grads + p.optimizer), mib(p.kept + p.work + p.shared),
-               mib(p.ring), ring_zero_why(&p, f->sp, m), p.total > d->mem_bytes ? "  does not fit" : "",
+               mib(p.ring), ring_zero_why(&p, f->sp), p.total > d->mem_bytes ? "  does not fit" : "",
                m == (int)chosen ? "  <- this plan" : "");
     }
 }
@@ -230,7 +229,7 @@ static void print_ring(const ModelConfig *c, const PlanFlags *f, const StepPlan 
     RingPlace place = ring_place(dp, f->sp, d->per_node);
     printf("ring: a forward block (%d x %d pairs) computes in %.3g s; ring %d's hops (ranks %d..%d on %d node%s; a step waits "
            "for its slowest hop):\n", L / 2, L, p->block_s, place.ring, place.ring * f->sp, place.ring * f->sp + f->sp - 1,
-           place.nodes, place.nodes == 1 ? "" : "s");
+           place.nodes, plural(place.nodes));
     char in[96], across[96];
     hop_list(in, sizeof in, place.ring, f->sp, d->per_node, false);
     hop_list(across, sizeof across, place.ring, f->sp, d->per_node, true);
@@ -377,7 +376,7 @@ int cmd_plan(int argc, char **argv) {
     printf("ringgpt plan: %s model (%d layers, dim %d, %d/%d heads, %.2fM parameters), T=%d, B=%d x %d accum, "
            "%dx%d ranks (dp x sp) on %d node%s of %d, --recompute %s\n",
            f.model, c.n_layer, c.dim, c.n_head, c.n_kv_head, config_num_params(&c) / 1e6, f.seq_len, f.batch, f.grad_accum,
-           dp, f.sp, p.nodes, p.nodes == 1 ? "" : "s", d.per_node, recompute_name(r));
+           dp, f.sp, p.nodes, plural(p.nodes), d.per_node, recompute_name(r));
     print_device(&d);
     print_memory(&c, &f, r, &d);
     print_step(&p, &f, dp);

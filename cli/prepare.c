@@ -1,5 +1,4 @@
 // cli/prepare.c — `ringgpt prepare`: its flags, the mix file, the output directory and what it prints (the pipeline: data/prepare.h).
-#include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +7,6 @@
 
 #include "core/args.h"
 #include "core/common.h"
-#include "core/json_strict.h"
 #include "core/outdir.h"
 #include "data/prepare.h"
 #include "cli/commands.h"
@@ -91,32 +89,10 @@ static void load_mix(PrepareArgs *a) {
     if (prepare_mix_load(a->mix, &a->spec.mix, err, sizeof err) != 0) fail_usage("%s", err);
 }
 
-// The passkey-curriculum flags became keys of the mix file: a command line or --config file that still gives one
-// is told where it went (instead of "unknown flag").
-static void refuse_mix_key(const char *name, size_t len, const char *config) {
-    char key[64];
-    snprintf(key, sizeof key, "%.*s", (int)len, name);
-    if (!prepare_mix_has_key(key)) return;
-    if (config) fail_usage("%s: \"%s\" is a key of the mix file now: move it into one and name that file with \"mix\" (docs/data.md)", config, key);
-    fail_usage("--%s is a key of the mix file now: put {\"%s\": ...} in a file and give --mix FILE (docs/data.md)", key, key);
-}
-
-static void refuse_mix_flags(int argc, char **argv) {
-    for (int i = 1; i < argc; i++)
-        if (strncmp(argv[i], "--", 2) == 0) refuse_mix_key(argv[i] + 2, strcspn(argv[i] + 2, "="), NULL);
-}
-
-static void refuse_mix_config(const char *path) {
-    size_t len;
-    if (!path || access(path, R_OK) != 0) return;   // args_apply_config reports it
-    char *text = (char *)read_whole_file(path, &len), err[512];
-    cJSON *root = json_parse_strict(text, len, err, sizeof err);   // a file that does not parse: args_apply_config reports it
-    for (const cJSON *v = cJSON_IsObject(root) ? root->child : NULL; v; v = v->next) {
-        const char *name = strncmp(v->string, "--", 2) == 0 ? v->string + 2 : v->string;
-        refuse_mix_key(name, strlen(name), path);
-    }
-    cJSON_Delete(root);
-    free(text);
+// The passkey-curriculum flags became keys of the mix file: where one went (ArgCommand.moved).
+static const char *mix_key_moved(const char *name) {
+    return prepare_mix_has_key(name) ? "it is a key of the mix file now: put it in a JSON file ({\"key\": value, ...}) "
+                                       "and give --mix FILE (docs/data.md)" : NULL;
 }
 
 static const ArgCommand CMD = {
@@ -127,7 +103,8 @@ static const ArgCommand CMD = {
     "manifest, or generates a synthetic long-context task. Files are written under .tmp names and renamed when complete.\n"
     "A mix file (--mix) is a JSON object of the synthetic documents' variations: depth, edge-frac, edge-span, edge-far,\n"
     "long-frac, key-max, distractor-frac, distractors, distractor-alike, ask, recall-frac, pairs, queries, haystack,\n"
-    "haystack-frac, held-out, text, text-frac (docs/data.md says what each does; a key left out keeps its default)."};
+    "haystack-frac, held-out, text, text-frac (docs/data.md says what each does; a key left out keeps its default).",
+    mix_key_moved};
 
 static int parse_flags(PrepareArgs *a, int argc, char **argv, const char **inputs) {
     PrepareSpec *s = &a->spec;
@@ -166,9 +143,7 @@ static int parse_flags(PrepareArgs *a, int argc, char **argv, const char **input
          .dflt = "all cores"},
     };
     int n = (int)(sizeof specs / sizeof specs[0]);
-    refuse_mix_flags(argc, argv);
     int n_in = args_parse(&CMD, specs, n, argc, argv, inputs, MAX_INPUTS);
-    refuse_mix_config(a->config);
     args_apply_config(&CMD, specs, n);
     return n_in;
 }

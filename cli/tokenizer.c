@@ -188,7 +188,7 @@ static int cmd_train_bpe(int argc, char **argv) {
     if (!out) fail_usage("tokenizer train needs --out FILE (see `ringgpt tokenizer train --help`)");
     if (!n_in) fail_usage("tokenizer train needs input text files or directories");
     if (vocab < BPE_TRAIN_FIRST_MERGE || vocab > (1 << 24)) fail_usage("--vocab must be in %d..2^24, not %" PRId64, BPE_TRAIN_FIRST_MERGE, vocab);
-    if (threads < 1 || threads > 1024) fail_usage("--threads must be in 1..1024, not %d", threads);
+    args_check_threads(threads);
     if (min_freq < 1) fail_usage("--min-frequency must be at least 1");
     check_out_file(out);
     InputFiles files = find_text(in, n_in, include, quiet);

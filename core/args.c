@@ -164,7 +164,18 @@ static const char *nearest_flag(const ArgSpec *specs, int n, const char *word, s
     return best;
 }
 
+// Where a flag the command no longer has went (ArgCommand.moved), or NULL; name is "--flag" or "flag", len bytes.
+static const char *moved_to(const ArgCommand *cmd, const char *name, size_t len) {
+    char bare[64];
+    if (!cmd->moved) return NULL;
+    if (len >= 2 && strncmp(name, "--", 2) == 0) name += 2, len -= 2;
+    snprintf(bare, sizeof bare, "%.*s", (int)len, name);
+    return cmd->moved(bare);
+}
+
 static _Noreturn void unknown_flag(const ArgCommand *cmd, const ArgSpec *specs, int n, const char *a, size_t len) {
+    const char *went = moved_to(cmd, a, len);
+    if (went) fail_usage("%.*s is not a flag of `ringgpt %s` any more: %s", (int)len, a, cmd->command, went);
     const char *near = nearest_flag(specs, n, a, len);
     char hint[96] = "";
     if (near) snprintf(hint, sizeof hint, "; did you mean %s?", near);
@@ -343,7 +354,11 @@ int args_json_load(const ArgCommand *cmd, ArgSpec *specs, int n, const char *tex
         if (only && !in_list(name, only)) continue;
         ArgSpec *s = args_find(specs, n, name);
         if (!s && in_list(name, skip)) continue;   // a key the caller passes over though no flag has it (a retired one)
-        if (!s) {
+        const char *went = s ? NULL : moved_to(cmd, name, strlen(name));
+        if (went) {
+            snprintf(err, errn, "%s: \"%s\" is not a flag of `ringgpt %s` any more: %s", path, name + 2, cmd->command, went);
+            rc = -1;
+        } else if (!s) {
             char key[128], hint[96] = "";
             const char *near = nearest_flag(specs, n, name, strlen(name));
             if (near) snprintf(hint, sizeof hint, "; did you mean \"%s\"?", near + 2);

@@ -23,6 +23,9 @@ typedef struct {
     const char *command;   // "train"
     const char *usage;     // "ringgpt train --data FILE [flags]"
     const char *summary;   // one paragraph printed by --help
+    // A flag the command had and moved elsewhere: given its name without the dashes ("depth"), where it went, as the
+    // error's fix ("put {\"depth\": ...} in a mix file and give --mix FILE"); NULL for a name it never had. May be NULL.
+    const char *(*moved)(const char *name);
 } ArgCommand;
 
 // Parses argv[1..argc) against specs. Non-flag words go to positional (at most max_positional,

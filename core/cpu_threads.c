@@ -75,23 +75,23 @@ static int runnable_now(void) {
     return running;
 }
 
-// The fewest runnable tasks in 5 looks 10 ms apart: a kernel thread or a short command that ran at one look is not
-// a process that holds a core.
-static int runnable_steady(void) {
-    int fewest = runnable_now();
-    for (int i = 0; i < 4 && fewest > 0; i++) {
-        struct timespec pause = {0, 10 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-        int r = runnable_now();
-        if (r >= 0 && r < fewest) fewest = r;
-    }
-    return fewest;
+// Whether running (the machine's runnable tasks) oversubscribes the cores with this job's ranks x threads.
+static bool oversubscribed(int running, int threads, int node_ranks, int cores) {
+    int others = running - node_ranks;   // this job's ranks count themselves (their workers sleep between regions)
+    return running >= 0 && others > 0 && others + threads * node_ranks > cores;
 }
 
 bool cpu_shared_note(int threads, int node_ranks, char *note, size_t n) {
-    int cores = cpu_cores(), running = runnable_steady();
-    int others = running - node_ranks;   // this job's ranks count themselves (their workers sleep between regions)
-    if (running < 0 || others <= 0 || others + threads * node_ranks <= cores) return false;
+    int cores = cpu_cores(), running = runnable_now();
+    // Up to 4 more looks 10 ms apart, only while it looks oversubscribed (an idle machine's start-up waits for none):
+    // a kernel thread or a short command that ran at one look is not a process that holds a core.
+    for (int i = 0; i < 4 && oversubscribed(running, threads, node_ranks, cores); i++) {
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+        int r = runnable_now();
+        if (r >= 0 && r < running) running = r;
+    }
+    if (!oversubscribed(running, threads, node_ranks, cores)) return false;
+    int others = running - node_ranks;
     int fit = cores - others > node_ranks ? (cores - others) / node_ranks : 1;
     snprintf(note, n, "this machine is shared: %d other process%s ran on its %d core%s as this run started, and %d rank%s x "
              "%d thread%s here make%s it oversubscribed: steps can be several times slower; --threads %d would leave the "

@@ -13,7 +13,6 @@
 #include "data/prepare_impl.h"
 
 const char *const PREPARE_KIND_NAMES[] = {"text", "u16", "u32", "llmc", "synthetic", "jsonl"};
-enum { LLMC_GPT2 = 20240520 };
 
 PrepareSpec prepare_spec_defaults(void) {
     return (PrepareSpec){.input_kind = "auto", .eos = -1, .vocab = -1, .shard_tokens = 1 << 26, .block_tokens = SHARD_DEFAULT_BLOCK_TOKENS,
@@ -29,7 +28,7 @@ static void check_spec(const PrepareSpec *s) {
     if (s->synthetic && s->n_inputs) fail_usage("--synthetic generates its data; give no input files");
     if (!s->synthetic && !s->n_inputs) fail_usage("prepare needs input files or directories, or --synthetic (see `ringgpt prepare --help`)");
     if (!s->synthetic && s->mix.path) fail_usage("--mix %s shapes synthetic documents; give --synthetic passkey|recall, or drop --mix", s->mix.path);
-    if (s->threads < 1 || s->threads > 1024) fail_usage("--threads must be in 1..1024, not %d", s->threads);
+    args_check_threads(s->threads);
     if (s->level < 0 || s->level > 9) fail_usage("--level must be 0..9 (zlib), not %d", s->level);
     if (s->block_tokens < 1 || s->block_tokens > (1 << 28)) fail_usage("--block-tokens must be in 1..2^28");
     if (s->token_bytes != 0 && s->token_bytes != 2 && s->token_bytes != 4) fail_usage("--token-bytes must be 0 (auto), 2 or 4");

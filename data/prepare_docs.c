@@ -12,7 +12,6 @@
 #include "data/prepare_impl.h"
 #include "data/text_encode.h"
 
-enum { LLMC_GPT2 = 20240520, LLMC_LLAMA3 = 20240801, LLMC_HEADER_BYTES = 1024 };
 
 void prep_progress(Prep *p) {
     double t = now_seconds();

@@ -23,6 +23,8 @@ typedef struct {
 } Prep;
 
 enum { PREP_CHUNK_BYTES = 1 << 20 };
+// llm.c's .bin shards: the magic of its GPT-2 and Llama 3 files, and the header before the tokens.
+enum { LLMC_GPT2 = 20240520, LLMC_LLAMA3 = 20240801, LLMC_HEADER_BYTES = 1024 };
 
 // data/prepare_inputs.c: the spec's input files (recursively, in name order, --include applied), their kind
 // (every input the same), binary and empty text inputs left out. Usage errors name the file.

@@ -11,7 +11,6 @@
 #include "data/prepare_impl.h"
 #include "data/prepare_inputs.h"
 
-enum { LLMC_GPT2 = 20240520, LLMC_LLAMA3 = 20240801 };
 
 static void add_file(InputFiles *l, const char *path) {
     if (l->n == l->cap) {

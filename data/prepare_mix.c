@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/common.h"
 #include "core/json_strict.h"
@@ -135,26 +136,11 @@ int prepare_mix_parse(const char *text, size_t len, const char *path, PrepareMix
 }
 
 // The whole file as text, or NULL with err naming the file and the system's reason.
-static char *read_mix_file(const char *path, size_t *len, char *err, size_t errn) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return say(err, errn, "%s: cannot open the mix file (%s); check the path", path, strerror(errno)), NULL;
-    char *text = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-        text = xmalloc((size_t)n + 1, "the mix file");
-        if (fread(text, 1, (size_t)n, f) != (size_t)n) free(text), text = NULL;
-    }
-    if (!text) say(err, errn, "%s: cannot read the mix file (%s)", path, strerror(errno));
-    fclose(f);
-    *len = (size_t)n;
-    return text;
-}
-
 int prepare_mix_load(const char *path, PrepareMix *m, char *err, size_t errn) {
     *m = prepare_mix_defaults();
     size_t len;
-    char *text = read_mix_file(path, &len, err, errn);
-    if (!text) return -1;
+    if (access(path, R_OK) != 0) return say(err, errn, "%s: cannot open the mix file (%s); check the path", path, strerror(errno)), -1;
+    char *text = (char *)read_whole_file(path, &len);   // a file that cannot be read after all: one line, exit 2
     int rc = prepare_mix_parse(text, len, path, m, err, errn);
     free(text);
     return rc;

@@ -17,16 +17,6 @@ size_t tok_encode(const unsigned char *text, size_t n, int32_t *out) {
     return n;
 }
 
-int tok_decode(int32_t token, char *buf) {
-    if (token >= 0 && token < 256) {
-        buf[0] = (char)token;
-        buf[1] = 0;
-        return 1;
-    }
-    if (token >= TOK_EOS && token < TOK_VOCAB_SIZE) return snprintf(buf, 8, "%s", SPECIAL[token - TOK_EOS]);
-    return snprintf(buf, 8, "<?>");
-}
-
 // ---- Tokenizer -----------------------------------------------------------------------------------
 void tokenizer_bytes(Tokenizer *t) {
     *t = (Tokenizer){.vocab_size = TOK_VOCAB_SIZE, .eos = TOK_EOS, .bos = TOK_BOS, .pad = TOK_PAD, .add_bos = false};

@@ -15,9 +15,6 @@ enum {
 
 // bytes -> tokens: one token per byte; returns the count written (== n).
 size_t tok_encode(const unsigned char *text, size_t n, int32_t *out);
-// Appends the printable form of a token to buf (bytes as themselves, specials as "<eos>" etc.).
-// Returns the number of chars written (at most 8), not counting the terminating NUL.
-int tok_decode(int32_t token, char *buf);
 
 // ---- the tokenizer a dataset or model uses: the byte tokenizer above or a byte-level BPE ---------
 typedef struct Bpe Bpe;

@@ -80,7 +80,7 @@ static int count_batches(const LossEval *e, uint64_t samples, int dp, LossResult
 static void eval_batch(GPT *m, DataSource *d, Batch *b, double *sum, double *count) {
     data_next(d, b);
     *sum += gpt_forward(m, b, 0, false, NULL);
-    for (int k = 0; k < b->B * b->T; k++) *count += b->targets[k] >= 0;
+    *count += (double)batch_count_targets(b);
 }
 
 // The samples after r->batches full batches, one at a time, by the first dp group.
@@ -132,6 +132,10 @@ static int eval_data(GPT *m, const LossEval *e, const CommGrid *cg, LossResult *
 
 int loss_eval(GPT *m, const LossEval *e, const CommGrid *cg, LossResult *r, char *why, size_t n) {
     int sp = cg->sp, T = e->seq_len;
+    if (e->dump_logits && cg->world_size > 1) {   // one rank's whole batch: every rank writing the files would clash
+        snprintf(why, n, "--dump-logits runs on one rank; drop mpiexec or --dump-logits");
+        return -1;
+    }
     if (sp > 1 && T % (2 * sp) != 0) {
         snprintf(why, n, "--seq-len %d is not divisible by 2·sp = %d (the zigzag layout cuts each sequence into 2·sp equal"
                  " chunks); use e.g. --seq-len %d", T, 2 * sp, T < 2 * sp ? 2 * sp : T / (2 * sp) * (2 * sp));

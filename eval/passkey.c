@@ -11,6 +11,7 @@
 #include "core/rng.h"
 #include "data/tokenizer.h"
 #include "model/decode.h"
+#include "eval/sample.h"
 
 // start:stop:step with stop included; 0 or -1 with why.
 static int depth_range(PasskeyGrid *g, const char *spec, double a, double b, double step, char *why, size_t n) {
@@ -132,17 +133,9 @@ uint64_t passkey_trial_doc(const PasskeyGrid *g, int64_t len, double depth, int 
     return at;
 }
 
-static int argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
-// A trial's buffers: hay (len) its haystack window, doc (len) its document, prompt (len) the tokens fed.
+// A trial's buffers: hay (len) its haystack window, doc (len) its document.
 typedef struct {
     uint32_t *hay, *doc;
-    int32_t *prompt;
 } TrialBufs;
 
 // One trial: the prompt up to the answer, prefilled; then the key's digits decoded greedily. answer
@@ -151,11 +144,10 @@ static PasskeyInfo run_trial(Decoder *s, const PasskeyGrid *g, int64_t len, doub
                              int32_t *answer) {
     PasskeyInfo info;
     passkey_trial_doc(g, len, depth, trial, b->hay, b->doc, &info);
-    for (uint64_t i = 0; i < info.answer_pos; i++) b->prompt[i] = (int32_t)b->doc[i];
-    int V = s->m->cfg.vocab_size;
-    const float *logits = decode_prefill(s, b->prompt, (int)info.answer_pos);
+    int V = s->m->cfg.vocab_size;   // ids below V < 2^31: the signed view of the document is the prompt
+    const float *logits = decode_prefill(s, (const int32_t *)b->doc, (int)info.answer_pos);
     for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) {
-        answer[d] = decode_agree(s, argmax(logits, V));
+        answer[d] = decode_agree(s, logits_argmax(logits, V));
         if (d + 1 < PASSKEY_KEY_DIGITS) logits = decode_step(s, answer[d]);
     }
     return info;
@@ -174,8 +166,7 @@ static void record_job(PasskeyResults *r, const PasskeyGrid *g, size_t job, cons
 static void run_length(Decoder *s, const PasskeyGrid *g, const CommGrid *cg, int li, size_t *job, PasskeyResults *r) {
     int64_t len = g->lengths[li];
     TrialBufs b = {g->haystack ? xmalloc((size_t)len * sizeof(uint32_t), "a haystack window") : NULL,
-                   xmalloc((size_t)len * sizeof(uint32_t), "a passkey document"),
-                   xmalloc((size_t)len * sizeof(int32_t), "a passkey prompt")};
+                   xmalloc((size_t)len * sizeof(uint32_t), "a passkey document")};
     bool reporter = cg->sp_index == 0;   // one rank per ring writes a job's numbers
     double t_len = now_seconds();
     for (int di = 0; di < g->n_depth; di++)
@@ -192,7 +183,6 @@ static void run_length(Decoder *s, const PasskeyGrid *g, const CommGrid *cg, int
              plural(g->trials), now_seconds() - t_len);
     free(b.hay);
     free(b.doc);
-    free(b.prompt);
 }
 
 PasskeyScore passkey_score_cell(const PasskeyGrid *g, const PasskeyResults *r, int c) {

@@ -22,10 +22,15 @@ static float kth_largest(const float *logits, int V, int top_k) {
     return kth;
 }
 
-int sample_pick(const float *logits, int V, float temperature, int top_k, Rng *rng) {
+int logits_argmax(const float *logits, int V) {
     int best = 0;
     for (int i = 1; i < V; i++)
         if (logits[i] > logits[best]) best = i;
+    return best;
+}
+
+int sample_pick(const float *logits, int V, float temperature, int top_k, Rng *rng) {
+    int best = logits_argmax(logits, V);
     if (temperature <= 0) return best;
     float kth = top_k > 0 && top_k < V ? kth_largest(logits, V, top_k) : -INFINITY;   // everything below is dropped
     double *p = xmalloc((size_t)V * sizeof(double), "probabilities");                // (V)

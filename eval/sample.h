@@ -26,6 +26,8 @@ typedef struct {
 // Called with every drawn token, in order (the same tokens on every rank of the ring).
 typedef void (*SampleEmit)(void *ctx, uint32_t token);
 
+// The index of the largest of logits (V); the first where several are equal (greedy decoding).
+int logits_argmax(const float *logits, int V);
 // The next token from logits (V): the largest at temperature 0, else a draw from softmax(logits / temperature)
 // over the top_k largest (0: all), with rng.
 int sample_pick(const float *logits, int V, float temperature, int top_k, Rng *rng);

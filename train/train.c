@@ -195,7 +195,7 @@ static double evaluate(GPT *m, DataSource *val, Batch *b, int batches, Comm *wor
         if (stop_agree(world)) return -1;   // the step is saved right after (stop_after)
         data_next(val, b);
         sum += gpt_forward(m, b, 0, false, NULL);
-        for (int n = 0; n < b->B * b->T; n++) count += b->targets[n] >= 0;
+        count += (double)batch_count_targets(b);
     }
     double sums[2] = {sum, count};   // every rank holds a slice of the validation tokens
     comm_allreduce(world, sums, 2, COMM_F64, COMM_SUM, "validation loss sum");
@@ -374,7 +374,7 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     r->grid = setup_layout(t);
     cpu_threads(t->threads);
     char note[512];
-    if (cpu_shared_note(t->threads, comm_node_size(), note, sizeof note)) log_info("note: %s\n", note);
+    if (r->grid.rank == 0 && cpu_shared_note(t->threads, comm_node_size(), note, sizeof note)) log_info("note: %s\n", note);
     check_readable("--data", t->data);
     if (t->val_data) check_readable("--val-data", t->val_data);
     claim_out(t, r->grid.world);

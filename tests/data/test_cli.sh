@@ -93,10 +93,10 @@ expect_mix not_object '[1, 2]' 'not a JSON object of mix keys'
 expect_mix recall_long '{"long-frac": 0.5}' 'drop them for --synthetic recall' --synthetic recall
 expect_mix text_frac '{"text-frac": 0.1}' '"text-frac" needs "text"'
 expect_mix text_missing '{"text": "'"$DIR"'/none.txt", "text-frac": 0.1}' '"text" .*none.txt: cannot open'
-expect_fail "prepare --long-frac (a mix key now)" '^ringgpt: --long-frac is a key of the mix file now: put \{"long-frac": ...\} in a file and give --mix FILE' -- \
+expect_fail "prepare --long-frac (a mix key now)" '^ringgpt: --long-frac is not a flag of `ringgpt prepare` any more: it is a key of the mix file now: .* give --mix FILE' -- \
     "$BIN" prepare --out "$DIR/x" --synthetic passkey --long-frac 0.5
 echo '{"synthetic": "passkey", "edge-far": 0.2}' > "$DIR/old.data.json"
-expect_fail "prepare --config with a mix key" 'old.data.json: "edge-far" is a key of the mix file now' -- "$BIN" prepare --out "$DIR/x" --config "$DIR/old.data.json"
+expect_fail "prepare --config with a mix key" 'old.data.json: "edge-far" is not a flag of `ringgpt prepare` any more: it is a key of the mix file now' -- "$BIN" prepare --out "$DIR/x" --config "$DIR/old.data.json"
 expect_fail "prepare --mix missing" "none.mix.json: cannot open the mix file" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --mix "$DIR/none.mix.json"
 expect_fail "prepare --mix without --synthetic" "shapes synthetic documents" -- "$BIN" prepare --out "$DIR/x" --mix "$DIR/pkmix.mix.json" "$DIR/prose.txt"
 "$BIN" prepare --help > "$DIR/help.txt"

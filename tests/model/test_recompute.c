@@ -91,6 +91,23 @@ static void check_bound(void *ctx, const ActSpec *s, ActPlace p) {
     }
 }
 
+// The table against figures it did not make: the bytes per token the memory plan printed for the tiny preset (fp32,
+// one rank) before the activations became one table, from its hand-written sums (train at a8f3186: "kept for the
+// backward ... (3352 bytes/token/layer x 2 layers)", "one layer's working set ... (1796 bytes/token)", ...).
+static void check_recorded_sizes(void) {
+    static const size_t KEPT[] = {[RECOMPUTE_NONE] = 3352, [RECOMPUTE_MLP] = 1556, [RECOMPUTE_FULL] = 528};
+    static const size_t WORK[] = {[RECOMPUTE_NONE] = 0, [RECOMPUTE_MLP] = 1796, [RECOMPUTE_FULL] = 2820};
+    ModelConfig tiny;
+    CHECK(config_preset(&tiny, "tiny"), "no tiny preset");
+    enum { T = 1024 };
+    for (int mode = RECOMPUTE_NONE; mode <= RECOMPUTE_FULL; mode++) {
+        ActSizes s = act_sizes(&tiny, (Recompute)mode, ACT_F32, 1, T, 1);
+        CHECK(s.kept_per_layer == KEPT[mode] * T && s.work == WORK[mode] * T,
+              "tiny, --recompute %s: the table gives %zu kept and %zu working bytes per token, the recorded plan %zu and %zu",
+              recompute_name((Recompute)mode), s.kept_per_layer / T, s.work / T, KEPT[mode], WORK[mode]);
+    }
+}
+
 // Every LayerActs field has its row in the table (a field without one would never be allocated).
 static void check_layer_rows(void) {
     ActDims d = act_dims(&SHAPES[0].cfg, RECOMPUTE_NONE, ACT_F32, 1, 1, false);
@@ -167,6 +184,7 @@ int main(int argc, char **argv) {
     int sp = argc > 1 ? atoi(argv[1]) : comm_size(comm_world());
     CommGrid g = comm_grid(sp);
     check_layer_rows();
+    check_recorded_sizes();
     for (size_t i = 0; i < sizeof SHAPES / sizeof SHAPES[0]; i++) test_shape(&SHAPES[i], &g);
     double failed = check_failed;
     comm_allreduce(g.world, &failed, 1, COMM_F64, COMM_MAX, "failures");
