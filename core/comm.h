@@ -33,7 +33,7 @@ int comm_rank(const Comm *c);
 int comm_size(const Comm *c);
 // Rank in the world of rank r of c (for messages).
 int comm_world_rank_of(const Comm *c, int r);
-// Ranks of this job on this machine (they share its cores), 1 without MPI.
+// Ranks of this job on this machine (they share its cores), 1 without MPI. A collective: every rank calls it.
 int comm_node_size(void);
 
 // How a started transfer moves while the caller computes. Open MPI moves TCP and large shared-memory
