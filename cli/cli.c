@@ -6,11 +6,17 @@
 CommGrid cli_infer_grid(int sp, bool auto_threads, int *threads) {
     if (sp < 1) comm_fail_usage_all("--sp must be at least 1 (got %d)", sp);
     CommGrid g = comm_grid(sp);   // a world that sp does not divide is a usage error
-    if (auto_threads) *threads = cli_node_threads();   // a given value is checked by cpu_threads
+    if (auto_threads) *threads = cli_node_threads(true);   // a given value is checked by cpu_threads
     return g;
 }
 
-int cli_node_threads(void) {
-    int n = cpu_cores() / comm_node_size();
-    return n > 0 ? n : 1;
+int cli_node_threads(bool note) {
+    int node_ranks = comm_node_size(), others;   // a collective: every rank calls this
+    int64_t n = cpu_default_threads(node_ranks, &others), fewest = n;
+    comm_allreduce(comm_world(), &fewest, 1, COMM_I64, COMM_MIN, "thread count");   // every rank computes alike
+    if (note && others > 0)
+        log_info("note: this machine is shared: %d other process%s ran on its %d core%s as this command started: "
+                 "--threads %d%s (--threads sets it)\n", others, others == 1 ? "" : "es", cpu_cores(), plural(cpu_cores()),
+                 (int)fewest, node_ranks > 1 ? " per rank" : "");
+    return (int)fewest;
 }

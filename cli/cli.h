@@ -5,8 +5,10 @@
 #include "core/comm.h"
 
 // The dp × sp grid of an inference command (eval, sample, passkey): sp must be at least 1 and divide
-// the world (one line from rank 0 otherwise). With auto_threads (--threads not given), *threads becomes cli_node_threads();
+// the world (one line from rank 0 otherwise). With auto_threads (--threads not given), *threads becomes cli_node_threads(true);
 // a given value is left to cpu_threads, which refuses one below 1.
 CommGrid cli_infer_grid(int sp, bool auto_threads, int *threads);
-// --threads when not given: every core of this node, shared among this job's ranks on it (at least 1).
-int cli_node_threads(void);
+// --threads when not given: the cores of this node that other processes leave free, shared among this job's ranks on
+// it (at least 1; cpu_default_threads), the fewest any rank found. A collective: every rank calls it. With note, rank 0
+// says so in one line when other processes took cores from it.
+int cli_node_threads(bool note);

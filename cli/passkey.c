@@ -112,7 +112,7 @@ int cmd_passkey(int argc, char **argv) {
         {"--docs", ARG_BOOL, &docs, "also write OUT.docs.jsonl: every trial's prompt, haystack offset, key and answer"},
         {"--label", ARG_STRING, &label, "name of this run in the JSON and the heatmap (default: the checkpoint path)"},
         ARG_GROUP("machine and ranks"),
-        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
+        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "free cores"},
         {"--sp", ARG_INT, &sp, "ring size: ranks that split each document (mpiexec -np dp·sp; dp groups split the trials)"},
     };
     int n = sizeof specs / sizeof specs[0];

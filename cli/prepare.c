@@ -140,7 +140,7 @@ static int parse_flags(PrepareArgs *a, int argc, char **argv, const char **input
         {"--token-bytes", ARG_INT, &s->token_bytes, "token width on disk: 2 or 4", .dflt = "2 when vocab <= 65536, else 4"},
         {"--byte-planes", ARG_BOOL, &s->byte_planes, "deflate each block as byte planes (codec 2; =false: plain LE bytes, codec 1)"},
         {"--threads", ARG_INT, &s->threads, "threads compressing shard blocks (every input kind) and encoding text with --tokenizer",
-         .dflt = "all cores"},
+         .dflt = "free cores"},
     };
     int n = (int)(sizeof specs / sizeof specs[0]);
     int n_in = args_parse(&CMD, specs, n, argc, argv, inputs, MAX_INPUTS);

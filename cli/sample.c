@@ -45,7 +45,7 @@ int cmd_sample(int argc, char **argv) {
         {"--stop-at-eos", ARG_BOOL, &stop_eos, "stop at the end-of-document token"},
         {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base", .dflt = "the checkpoint's"},
         ARG_GROUP("machine and ranks"),
-        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
+        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "free cores"},
         {"--sp", ARG_INT, &sp, "ring size: ranks that share the prompt and the KV cache (mpiexec -np sp)"},
     };
     int n = sizeof specs / sizeof specs[0];

@@ -96,7 +96,7 @@ static int train_flags(TrainConfig *t, ShapeFlags *sh, ArgSpec *out) {
         ARG_GROUP("machine and memory"),
         {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible)",
          .dflt = "$RINGGPT_DEVICE, else auto"},
-        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "all cores"},
+        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "free cores"},
         {"--recompute", ARG_STRING, &t->recompute, "activations kept for the backward: none, mlp (recompute the MLP's) or "
                                                    "full (keep x, O, LSE per layer; attention never re-runs)"},
         {"--mem-budget", ARG_FLOAT, &t->mem_budget, "memory per rank in MiB the plan must fit", .dflt = "the available memory"},
@@ -189,7 +189,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     bool min_lr_given = args_seen(specs, n, "--min-lr");   // on the command line
     int saved_threads;
     ShapeGiven given = train_apply_config_files(&TRAIN_CMD, specs, n, &saved_threads);
-    int node_threads = cli_node_threads();
+    int node_threads = cli_node_threads(!args_seen(specs, n, "--threads"));
     if (!args_seen(specs, n, "--threads"))   // config.json records the count used
         t->threads = node_threads < ARGS_MAX_THREADS ? node_threads : ARGS_MAX_THREADS;
     if (saved_threads > 0 && saved_threads != t->threads)   // OpenBLAS's kernels on some CPUs round per thread count

@@ -79,6 +79,10 @@ void cpu_threads(int n);
 // The cores this process may use: its affinity mask (taskset, a Slurm or container cpuset), capped by a cgroup v2
 // CPU quota (docker --cpus) where one is set.
 int cpu_cores(void);
+// --threads when not given, per rank of this job's node_ranks ranks on this machine: its cores (cpu_cores) less those
+// that other processes hold now (*others: processes seen running beside this job, the fewest of a few looks 10 ms
+// apart), shared among the ranks, at least 1. The test hook RINGGPT_THREADS_IGNORE_LOAD=1 makes it count no others.
+int cpu_default_threads(int node_ranks, int *others);
 // True, with one line in note (size n), when other processes already run on this machine's cores and this job's
 // node_ranks ranks x threads threads would oversubscribe them (the caller prints it where it fits).
 bool cpu_shared_note(int threads, int node_ranks, char *note, size_t n);

@@ -143,9 +143,21 @@ hog=$!
 sleep 0.5
 cores=$(nproc)
 "$BIN" "${T[@]}" --threads "$cores" --steps 1 --out "$W/shared" > "$W/shared.log" 2>&1
+# The default (no --threads) leaves the busy core alone; ctest's RINGGPT_THREADS_IGNORE_LOAD (lifted here) keeps every
+# core, as the tests that compare runs bit for bit need.
+D=(train --data "$W/text.txt" --model tiny --seq-len 32 --batch 2 --log-every 1000)   # T without --threads
+env -u RINGGPT_THREADS_IGNORE_LOAD "$BIN" "${D[@]}" --steps 1 --out "$W/shared_dflt" > "$W/shared_dflt.log" 2>&1
+RINGGPT_THREADS_IGNORE_LOAD=1 "$BIN" "${D[@]}" --steps 1 --out "$W/shared_blind" > /dev/null 2>&1
 kill $hog
 check "train beside a busy process: one note that the machine is shared, with the --threads that would fit" \
   grep -qE "^note: this machine is shared: [0-9]+ other process(es)? ran on its [0-9]+ cores? .*--threads [0-9]+ would leave" "$W/shared.log"
+if ((cores > 1)); then
+  check "the default --threads beside a busy process: fewer than the $cores cores (config.json)" \
+    test "$(key "$W/shared_dflt" threads)" -lt "$cores"
+  check "... and one note naming the count" \
+    grep -qE "^note: this machine is shared: [0-9]+ other process(es)? ran on its $cores cores as this command started: --threads $(key "$W/shared_dflt" threads) " "$W/shared_dflt.log"
+fi
+check "RINGGPT_THREADS_IGNORE_LOAD=1: every core beside the busy process" test "$(key "$W/shared_blind" threads)" = "$cores"
 # libgomp shows its spin count as it loads: 300000 is its own default (the first process), 2000 ringgpt's (after the exec).
 spin() { env "$@" OMP_DISPLAY_ENV=verbose "$BIN" --version 2>&1 | grep "GOMP_SPINCOUNT" | tail -1; }
 check "the run set GOMP_SPINCOUNT=2000 for itself" test "$(spin)" = "  GOMP_SPINCOUNT = '2000'"
