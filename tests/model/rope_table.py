@@ -64,6 +64,7 @@ def c_table(binary, theta, hd, n, text):
 def hf_functions():
     """transformers' (config, seq_len) -> (inv_freq, attention_factor), or None without torch + transformers."""
     try:
+        import torch  # noqa: F401 (transformers' rope functions need it)
         from transformers import LlamaConfig
         from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
     except Exception:
