@@ -182,7 +182,8 @@ def compare_transformers(hf_dir, tokens, ref, tol):
     with torch.no_grad():
         out = model(torch.tensor(tokens, dtype=torch.long)).logits.double().numpy()
     err = rel_err(out, ref)
-    print(f"LlamaForCausalLM vs ringgpt: relative error {err:.2e} (tolerance {tol:g})")
+    rope = getattr(model.config, "rope_parameters", None) or getattr(model.config, "rope_scaling", None)
+    print(f"LlamaForCausalLM (RoPE {rope}) vs ringgpt: relative error {err:.2e} (tolerance {tol:g})")
     return err < tol
 
 
