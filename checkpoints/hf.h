@@ -10,7 +10,7 @@
 // True if dir holds config.json (an HF model directory rather than a ringgpt checkpoint).
 bool hf_is_dir(const char *dir);
 // Reads dir/config.json: a LlamaForCausalLM / model_type "llama" config that ringgpt can run
-// (silu MLP, no biases, default RoPE, head_dim = hidden_size / heads). *max_pos gets
+// (silu MLP, no biases, RoPE default or scaled (linear, dynamic, yarn, llama3), head_dim = hidden_size / heads). *max_pos gets
 // max_position_embeddings. Returns 0, or -1 with e naming config.json and the field.
 // Read as strictly as a flag: standard JSON (no duplicate keys, no control bytes), model_type and
 // architectures must not name another model, counts are whole numbers in range, rms_norm_eps is required,
