@@ -217,6 +217,11 @@ int hf_rope_scaling_read(const cJSON *o, const char *where, int hf_max_pos, Rope
         return -1;
     }
     rope_scaling_tidy(s);
+    char why[256];
+    if (!rope_scaling_check(s, why, sizeof why)) {
+        ck_err(e, "%s: %s", where, why);
+        return -1;
+    }
     return 0;
 }
 

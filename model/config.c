@@ -147,20 +147,28 @@ void rope_frequencies(const ModelConfig *c, int rope_len, double *inv_freq, doub
     if (s->type == ROPE_LLAMA3) llama3_frequencies(s, hd, inv_freq);
 }
 
-void rope_scaling_validate(const RopeScaling *s, const char *what) {
-    if (s->type == ROPE_DEFAULT) return;
+bool rope_scaling_check(const RopeScaling *s, char *why, size_t n) {
     const char *t = rope_type_name(s->type);
-    if (!(s->factor >= 1 && s->factor < 1e9)) fail_usage("%s: rope scaling %s factor %g must be at least 1", what, t, s->factor);
-    if (rope_uses_orig(s->type) && !(s->original_max_pos >= 1))
-        fail_usage("%s: rope scaling %s needs original_max_position_embeddings (the context the model was trained at), "
-                   "a whole number of at least 1 (got %d)", what, t, s->original_max_pos);
-    if (s->type == ROPE_LLAMA3 && !(s->low_freq_factor > 0 && s->high_freq_factor > s->low_freq_factor && isfinite(s->high_freq_factor)))
-        fail_usage("%s: rope scaling llama3 needs 0 < low_freq_factor < high_freq_factor (got %g and %g)", what,
-                   s->low_freq_factor, s->high_freq_factor);
-    if (s->type == ROPE_YARN && !(s->beta_fast >= 0 && s->beta_slow >= 0 && s->attention_factor >= 0 && isfinite(s->beta_fast) &&
-                                  isfinite(s->beta_slow) && isfinite(s->attention_factor) && isfinite(s->mscale) &&
-                                  isfinite(s->mscale_all_dim)))
-        fail_usage("%s: rope scaling yarn needs finite, non-negative beta_fast, beta_slow and attention_factor", what);
+    if (s->type == ROPE_DEFAULT) return true;
+    if (!(s->factor >= 1 && s->factor < 1e9)) snprintf(why, n, "rope scaling %s factor %g must be at least 1", t, s->factor);
+    else if (rope_uses_orig(s->type) && !(s->original_max_pos >= 1))
+        snprintf(why, n, "rope scaling %s needs original_max_position_embeddings (the context the model was trained at), "
+                 "a whole number of at least 1 (got %d)", t, s->original_max_pos);
+    else if (s->type == ROPE_LLAMA3 &&
+             !(s->low_freq_factor > 0 && s->high_freq_factor > s->low_freq_factor && isfinite(s->high_freq_factor)))
+        snprintf(why, n, "rope scaling llama3 needs 0 < low_freq_factor < high_freq_factor (got %g and %g)",
+                 s->low_freq_factor, s->high_freq_factor);
+    else if (s->type == ROPE_YARN && !(s->beta_fast >= 0 && s->beta_slow >= 0 && s->attention_factor >= 0 &&
+                                       isfinite(s->beta_fast) && isfinite(s->beta_slow) && isfinite(s->attention_factor) &&
+                                       isfinite(s->mscale) && isfinite(s->mscale_all_dim)))
+        snprintf(why, n, "rope scaling yarn needs finite, non-negative beta_fast, beta_slow and attention_factor");
+    else return true;
+    return false;
+}
+
+void rope_scaling_validate(const RopeScaling *s, const char *what) {
+    char why[256];
+    if (!rope_scaling_check(s, why, sizeof why)) fail_usage("%s: %s", what, why);
 }
 
 // Clears what type s->type does not read, and sets HF's defaults of what it reads and was not given.

@@ -55,7 +55,9 @@ bool rope_type_parse(const char *name, RopeType *t);
 // it): inv_freq (hd/2) the angle per position of pair i, *scale the factor on cos and sin (yarn's attention factor,
 // else 1), as transformers' modeling_rope_utils computes them, in double.
 void rope_frequencies(const ModelConfig *c, int rope_len, double *inv_freq, double *scale);
-// Checks a scaling record; on a problem fails with exit code 2 naming `what` (the flag or file) and the fix.
+// Checks a scaling record: true, or false with the problem in why (n bytes).
+bool rope_scaling_check(const RopeScaling *s, char *why, size_t n);
+// The same; on a problem fails with exit code 2 naming `what` (the flag or file) and the fix.
 void rope_scaling_validate(const RopeScaling *s, const char *what);
 // Clears the fields s->type does not read and sets HF's defaults (llama3 1/4, yarn 32/1) of those left 0.
 void rope_scaling_tidy(RopeScaling *s);

@@ -20,6 +20,8 @@ check "... and its checkpoint has no rope_scaling (the old format)" test -z "$(g
 EXT=(--seq-len 128 --steps 6 --ckpt-every 2)
 "$BIN" train "${FLAGS[@]}" "${EXT[@]}" --init-from "$W/base" --rope-scaling yarn:4:64 --out "$W/ext" > "$W/ext.log" 2>&1 \
   || bad "fine-tune failed: $(tail -2 "$W/ext.log")"
+check "the run says the scaling" grep -q "^RoPE scaling: yarn:4:64:beta_fast=32,beta_slow=1 (--rope-scaling)" "$W/ext.log"
+check "inspect shows it" grep -q "RoPE scaling yarn:4:64" <("$BIN" inspect "$W/ext")
 check "config.json records the whole scaling" test "$(scaling_of "$W/ext")" = "yarn:4:64:beta_fast=32,beta_slow=1"
 for k in 2 6; do
   check "step $k's checkpoint records rope_scaling yarn, factor 4, original 64" python3 -c "
