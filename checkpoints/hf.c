@@ -195,6 +195,12 @@ static char *config_json(const ModelConfig *c, StDtype dtype, int max_pos, int64
     if (eos >= 0) cJSON_AddNumberToObject(r, "eos_token_id", (double)eos);
     else cJSON_AddNullToObject(r, "eos_token_id");
     cJSON_AddStringToObject(r, "torch_dtype", dtype == ST_BF16 ? "bfloat16" : "float32");
+    if (c->rope_scaling.type != ROPE_DEFAULT) {   // transformers v4's key (v5 reads it too)
+        hf_rope_scaling_write(cJSON_AddObjectToObject(r, "rope_scaling"), &c->rope_scaling);
+        if (c->rope_scaling.type == ROPE_DYNAMIC)   // HF's dynamic scales against max_position_embeddings itself
+            cJSON_ReplaceItemInObjectCaseSensitive(r, "max_position_embeddings",
+                                                   cJSON_CreateNumber(c->rope_scaling.original_max_pos));
+    }
     char *text = cJSON_Print(r);
     cJSON_Delete(r);
     return text;

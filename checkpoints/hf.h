@@ -2,13 +2,15 @@
 #pragma once
 #include <stdbool.h>
 
+#include <cjson/cJSON.h>
+
 #include "checkpoints/safetensors.h"
 #include "model/gpt.h"
 
 // True if dir holds config.json (an HF model directory rather than a ringgpt checkpoint).
 bool hf_is_dir(const char *dir);
 // Reads dir/config.json: a LlamaForCausalLM / model_type "llama" config that ringgpt can run
-// (silu MLP, no biases, default RoPE, head_dim = hidden_size / heads). *max_pos gets
+// (silu MLP, no biases, RoPE default or scaled (linear, dynamic, yarn, llama3), head_dim = hidden_size / heads). *max_pos gets
 // max_position_embeddings. Returns 0, or -1 with e naming config.json and the field.
 // Read as strictly as a flag: standard JSON (no duplicate keys, no control bytes), model_type and
 // architectures must not name another model, counts are whole numbers in range, rms_norm_eps is required,
@@ -23,6 +25,12 @@ int hf_load_weights(const char *dir, GPT *m, CkErr *e);
 // Writes dir/config.json and dir/model.safetensors (HF names, rotate-half q/k rows) for model m.
 // dtype ST_F32 or ST_BF16. max_pos is max_position_embeddings; bos / eos (-1: none) the tokenizer's ids.
 int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, int64_t bos, int64_t eos, CkErr *e);
+// RoPE scaling as HF's rope_scaling dict (also state.json's model.rope_scaling): o absent, null or without a type:
+// none. hf_max_pos > 0: a config.json's max_position_embeddings (HF's default original context; dynamic's always);
+// 0: the dict's original_max_position_embeddings. Unknown keys and types are refused (e names `where`).
+int hf_rope_scaling_read(const cJSON *o, const char *where, int hf_max_pos, RopeScaling *s, CkErr *e);
+// Adds the record's fields (those its type reads) to the object o.
+void hf_rope_scaling_write(cJSON *o, const RopeScaling *s);
 // The HF name of a ringgpt table name ("layers.3.attn.wq" -> "model.layers.3.self_attn.q_proj.weight").
 void hf_name(const char *ringgpt_name, char *out, size_t n);
 // Reorders the rows of a (n_heads·hd, C) q or k weight: to_hf moves pair (2i, 2i+1) of every head to

@@ -179,6 +179,13 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
     h->base.model.rope_theta = hook_theta(h, s.step);   // mid-ramp: the base of the saved step
     check_model(spath, &s.model, &h->base.model, h->init_from ? SRC_INIT : SRC_RESUME,
                 h->theta_ramp > 0 ? "--rope-theta-ramp from --rope-theta-from to --rope-theta, at the saved step" : "--rope-theta");
+    char saved_scaling[256], flag_scaling[256];
+    rope_scaling_format(&s.model.rope_scaling, saved_scaling, sizeof saved_scaling);
+    rope_scaling_format(&h->base.model.rope_scaling, flag_scaling, sizeof flag_scaling);
+    if (strcmp(saved_scaling, flag_scaling) != 0)
+        comm_fail_usage_all("%s: field model.rope_scaling is %s but the flags give %s (--rope-scaling); resume with the flags "
+                            "of the saved run, or start a new run from these weights with --init-from", spath,
+                            saved_scaling, flag_scaling);
     if (s.step >= h->base.run.steps)   // before check_run, whose note about a new --steps would come first
         comm_fail_usage_all("--steps %d is not beyond the checkpoint's step %" PRId64 " (%s): there is nothing to train; "
                             "give --steps larger than %" PRId64 " to extend the run", h->base.run.steps, s.step, dir, s.step);

@@ -440,6 +440,11 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     if (t->rope_theta_ramp > 0)
         log_info("RoPE base: %g at step 0, rising geometrically to %g at step %d (--rope-theta-ramp)\n", t->rope_theta_from,
                  t->model_cfg.rope_theta, t->rope_theta_ramp);
+    if (t->model_cfg.rope_scaling.type != ROPE_DEFAULT) {
+        char scaling[256];
+        rope_scaling_format(&t->model_cfg.rope_scaling, scaling, sizeof scaling);
+        log_info("RoPE scaling: %s (--rope-scaling)\n", scaling);
+    }
 }
 
 static void run_close(Run *r) {

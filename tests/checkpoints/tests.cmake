@@ -10,6 +10,10 @@ foreach(script resume_exact resume_layout crash corruption hf_export finetune ru
   add_test(NAME checkpoints_${script} COMMAND bash ${CKPT_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
   set_tests_properties(checkpoints_${script} PROPERTIES LABELS checkpoints TIMEOUT 180)
 endforeach()
+# HF rope_scaling (llama3 as Llama 3.2's, linear, dynamic, yarn) imported, evaluated beyond the original context = an
+# independent forward (and LlamaForCausalLM where installed), exported back; SKIP (77) without a python3 with numpy.
+add_test(NAME checkpoints_rope_scaling COMMAND bash ${CKPT_T}/rope_scaling.sh ${RINGGPT_BIN})
+set_tests_properties(checkpoints_rope_scaling PROPERTIES LABELS checkpoints TIMEOUT 300 SKIP_RETURN_CODE 77)
 # libFuzzer on each parser of checkpoints/ for a few seconds (label fuzz; SKIP 77 without clang's libFuzzer runtime):
 # MANIFEST.json beside a real checkpoint, state.json, safetensors files, HF config.json. bench/fuzz.sh: 10 M executions each.
 foreach(target manifest state safetensors hf_config)
