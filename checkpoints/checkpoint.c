@@ -200,8 +200,10 @@ static int write_files(const char *tmp, const CkptState *s, const GPT *m, const 
     if (rc) return -1;
     fs_join(path, sizeof path, tmp, "tokenizer.json");
     if (s->tok.json && fs_write_file(path, s->tok.json, s->tok.json_len, e) != 0) return -1;
+    fs_join(path, sizeof path, tmp, "hf_meta.json");
+    if (s->meta.json && fs_write_file(path, s->meta.json, s->meta.json_len, e) != 0) return -1;
     fs_kill_point(6);
-    if (ckpt_write_manifest(tmp, opt != NULL, s->tok.json != NULL, e) != 0) return -1;   // last: it marks the files complete
+    if (ckpt_write_manifest(tmp, opt != NULL, s->tok.json != NULL, s->meta.json != NULL, e) != 0) return -1;   // last: it marks the files complete
     fs_kill_point(7);
     return fs_fsync_dir(tmp, e);
 }

@@ -2,6 +2,7 @@
 #pragma once
 #include <stdbool.h>
 
+#include "checkpoints/checkpoint.h"
 #include "checkpoints/safetensors.h"
 #include "model/gpt.h"
 
@@ -22,7 +23,21 @@ int hf_parse_config(const char *text, size_t len, const char *path, ModelConfig 
 int hf_load_weights(const char *dir, GPT *m, CkErr *e);
 // Writes dir/config.json and dir/model.safetensors (HF names, rotate-half q/k rows) for model m.
 // dtype ST_F32 or ST_BF16. max_pos is max_position_embeddings; bos / eos (-1: none) the tokenizer's ids.
-int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, int64_t bos, int64_t eos, CkErr *e);
+// meta (NULL: none; meta->json the hf_meta.json text): config.json is the imported one with ringgpt's values
+// over it, where a number that reads as the same float stays as written, and the special ids and keys
+// ringgpt does not write stay the original's; _name_or_path is meta->name when the original has none.
+int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, int64_t bos, int64_t eos, const CkptMeta *meta,
+            CkErr *e);
+// The metadata of an HF directory, as checkpoints keep it (hf_meta.json): a JSON object mapping each of
+// config.json, generation_config.json, tokenizer_config.json, special_tokens_map.json that dir has to its text
+// as read, plus tokenizer.json when keep_tokenizer (one ringgpt cannot use: the export gives it back).
+// m gets the name (config.json's _name_or_path, else the directory's name), max_position_embeddings and
+// json (malloc'd). Returns 0, or -1 with e naming the file.
+int hf_read_meta(const char *dir, bool keep_tokenizer, CkptMeta *m, CkErr *e);
+// The text of file `name` ("config.json", ...) kept in hf_meta.json text meta_json (NULL: none); malloc'd, or NULL.
+char *hf_meta_file(const char *meta_json, const char *name);
+// v as the shortest decimal that reads back as the same float (1e-05, not 9.99999974737875e-06).
+void hf_float_text(float v, char *out, size_t n);
 // The HF name of a ringgpt table name ("layers.3.attn.wq" -> "model.layers.3.self_attn.q_proj.weight").
 void hf_name(const char *ringgpt_name, char *out, size_t n);
 // Reorders the rows of a (n_heads·hd, C) q or k weight: to_hf moves pair (2i, 2i+1) of every head to
