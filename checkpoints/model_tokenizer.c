@@ -75,8 +75,9 @@ static void hf_tokenizer(const char *dir, const ModelConfig *c, Tokenizer *t) {
         rc = -1;
     }
     if (rc != 0) {
-        log_info("note: the tokenizer is not used (%s); the model keeps its weights and is known by its vocab of %d only "
-                 "(tokenizer \"unknown\"): eval takes data of token ids, sample takes --prompt-ids\n", err, c->vocab_size);
+        if (log_rank() == 0)   // stderr: sample's stdout is the text
+            fprintf(stderr, "note: the tokenizer is not used (%s); the model keeps its weights and is known by its vocab of %d "
+                    "only (tokenizer \"unknown\"): eval takes data of token ids, sample takes --prompt-ids\n", err, c->vocab_size);
         id_only(t, "unknown", (uint32_t)c->vocab_size, eos);
         t->bos = bos;
         return;

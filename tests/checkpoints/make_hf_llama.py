@@ -57,14 +57,16 @@ def weight_shapes(a, vocab):
     return s
 
 
-def train_tokenizer(vocab, corpus):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def train_tokenizer(vocab, corpus, add_bos):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab, special_tokens=SPECIALS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(corpus, trainer)
+    if add_bos:   # as Llama's tokenizers: the post-processor puts BOS first, and tokenizer_config.json says add_bos_token
+        tok.post_processor = processors.TemplateProcessing(single="<|im_start|> $A", special_tokens=[("<|im_start|>", 1)])
     return json.loads(tok.to_str())
 
 
@@ -90,7 +92,7 @@ def main():
     vocab = a.vocab
     if a.tokenizer != "none":
         corpus = open(a.corpus, encoding="utf-8").read().splitlines() if a.corpus else ["hello world, the quick brown fox"] * 10
-        tj = train_tokenizer(a.vocab, corpus)
+        tj = train_tokenizer(a.vocab, corpus, a.add_bos == "true")
         vocab = max(len(tj["model"]["vocab"]), a.vocab)
         if a.tokenizer == "unsupported":   # HF runs it; ringgpt does not know this pre-tokenizer
             tj["pre_tokenizer"] = {"type": "UnicodeScripts"}
