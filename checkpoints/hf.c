@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,6 +231,10 @@ char *hf_meta_file(const char *meta_json, const char *name) {
 }
 
 void hf_float_text(float v, char *out, size_t n) {
+    if (v == floorf(v) && fabsf(v) < 1e15f) {   // a whole number as its digits: 10000, not 1e+04
+        snprintf(out, n, "%.0f", (double)v);
+        return;
+    }
     for (int digits = 1; digits <= 9; digits++) {
         snprintf(out, n, "%.*g", digits, (double)v);
         if (strtof(out, NULL) == v) return;

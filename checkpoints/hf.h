@@ -36,7 +36,8 @@ int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, int64_t b
 int hf_read_meta(const char *dir, bool keep_tokenizer, CkptMeta *m, CkErr *e);
 // The text of file `name` ("config.json", ...) kept in hf_meta.json text meta_json (NULL: none); malloc'd, or NULL.
 char *hf_meta_file(const char *meta_json, const char *name);
-// v as the shortest decimal that reads back as the same float (1e-05, not 9.99999974737875e-06).
+// v as the shortest decimal that reads back as the same float (1e-05, not 9.99999974737875e-06); a whole number
+// as its digits (10000).
 void hf_float_text(float v, char *out, size_t n);
 // The HF name of a ringgpt table name ("layers.3.attn.wq" -> "model.layers.3.self_attn.q_proj.weight").
 void hf_name(const char *ringgpt_name, char *out, size_t n);
