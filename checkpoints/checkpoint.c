@@ -30,12 +30,13 @@ static const real *host_copy(const GPT *m, const real *buf, real **owned) {
 
 static int write_model(const char *dir, const GPT *m, const CkptState *s, CkErr *e) {
     const ParamTable *t = &m->table;
-    real *owned;
-    const real *params = host_copy(m, m->params, &owned);
+    real *owned = NULL;
+    const real *params = s->weights ? NULL : host_copy(m, m->params, &owned);
     StOut *outs = xcalloc((size_t)t->count, sizeof *outs, "tensor list");
     for (int i = 0; i < t->count; i++) {
         const ParamSpec *p = &t->specs[i];
-        outs[i] = (StOut){.name = p->name, .ndim = p->ndim, .shape = {p->shape[0], p->shape[1]}, .data = params + p->offset};
+        outs[i] = (StOut){.name = p->name, .ndim = p->ndim, .shape = {p->shape[0], p->shape[1]},
+                          .data = params ? params + p->offset : NULL, .fill = s->weights, .ctx = s->weights_ctx, .index = i};
     }
     char path[4200], step[32];
     fs_join(path, sizeof path, dir, "model.safetensors");

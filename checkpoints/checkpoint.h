@@ -59,6 +59,8 @@ typedef struct {
     char init_from[1024];   // the weights a fine-tune started from ("" for none)
     CkptTokenizer tok;
     CkptMeta meta;
+    StFill weights;          // saving: when set, model.safetensors' tensors come from weights(weights_ctx, table index,
+    const void *weights_ctx; //   dst) instead of m->params, one at a time (an import streams them); not read back
 } CkptState;
 
 // Saves OUT/step_NNNNNNNN atomically: files into step_N.tmp/, each fsync'd, MANIFEST.json last,

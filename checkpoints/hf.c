@@ -134,11 +134,21 @@ static const StEntry *find_any(StFile *files, int n, const char *name, int *whic
     return NULL;
 }
 
-static int load_one(StFile *files, int n, const char *dir, const ModelConfig *c, const ParamSpec *p, real *dst, CkErr *e) {
+struct HfWeights {
+    StFile *files;           // (n) the open safetensors files (headers read, tensors on demand)
+    int n;
+    ModelConfig cfg;
+    const ParamTable *table;
+    const StEntry **entry;   // (table->count) each table tensor's record
+    int *file;               // (table->count) and the file that holds it
+};
+
+// p's tensor: present, with the table's shape and a dtype ringgpt reads.
+static int find_checked(HfWeights *w, const char *dir, int i, CkErr *e) {
+    const ParamSpec *p = &w->table->specs[i];
     char hname[128];
-    int which = 0;
     hf_name(p->name, hname, sizeof hname);
-    const StEntry *t = find_any(files, n, hname, &which);
+    const StEntry *t = find_any(w->files, w->n, hname, &w->file[i]);
     if (!t) {
         ck_err(e, "%s: tensor '%s' is missing%s", dir, hname,
                strcmp(p->name, "lm_head") == 0 ? " (the HF model ties its embeddings: use --tie-embeddings)" : "");
@@ -146,34 +156,70 @@ static int load_one(StFile *files, int n, const char *dir, const ModelConfig *c,
     }
     if (t->ndim != p->ndim || t->shape[0] != p->shape[0] || (p->ndim == 2 && t->shape[1] != p->shape[1])) {
         ck_err(e, "%s: tensor '%s' has shape (%" PRId64 ", %" PRId64 ") but the model expects (%" PRId64 ", %" PRId64
-               ")", files[which].path, hname, t->shape[0], t->ndim > 1 ? t->shape[1] : 0, p->shape[0],
+               ")", w->files[w->file[i]].path, hname, t->shape[0], t->ndim > 1 ? t->shape[1] : 0, p->shape[0],
                p->ndim > 1 ? p->shape[1] : 0);
         return -1;
     }
-    if (st_read(&files[which], t, dst, e) != 0) return -1;
-    int heads = rope_heads(c, p->name);
-    if (heads) hf_permute_rope_rows(dst, heads, cfg_head_dim(c), c->dim, false);
+    if (t->dtype == ST_OTHER) {
+        ck_err(e, "%s: tensor '%s': dtype %s is not supported (use F32, BF16, F16 or F64)", w->files[w->file[i]].path, t->name,
+               t->dtype_name);
+        return -1;
+    }
+    w->entry[i] = t;
     return 0;
 }
 
+int hf_weights_open(const char *dir, const ModelConfig *c, const ParamTable *t, HfWeights **out, CkErr *e) {
+    HfWeights *w = xcalloc(1, sizeof *w, "HF weights");
+    w->cfg = *c, w->table = t;
+    w->entry = xcalloc((size_t)t->count, sizeof *w->entry, "tensor records");
+    w->file = xcalloc((size_t)t->count, sizeof *w->file, "tensor files");
+    int rc = open_shards(dir, &w->files, &w->n, e);
+    for (int i = 0; rc == 0 && i < t->count; i++) rc = find_checked(w, dir, i, e);
+    if (rc != 0) {
+        hf_weights_close(w);
+        w = NULL;
+    }
+    *out = w;
+    return rc;
+}
+
+int hf_weights_fill(const void *ctx, int i, real *dst, CkErr *e) {
+    const HfWeights *w = ctx;
+    const ParamSpec *p = &w->table->specs[i];
+    if (st_read(&w->files[w->file[i]], w->entry[i], dst, e) != 0) return -1;
+    int heads = rope_heads(&w->cfg, p->name);
+    if (heads) hf_permute_rope_rows(dst, heads, cfg_head_dim(&w->cfg), w->cfg.dim, false);
+    return 0;
+}
+
+void hf_weights_close(HfWeights *w) {
+    if (!w) return;
+    for (int i = 0; i < w->n; i++) st_close(&w->files[i]);
+    free(w->files);
+    free(w->entry);
+    free(w->file);
+    free(w);
+}
+
 // Tensor by tensor: on the CPU backend straight into the parameters, else through one tensor's staging buffer;
-// with st_open reading only what is asked for, the model is held once (import's peak stays near its size).
+// st_open reads only what is asked for, so the model is held once.
 int hf_load_weights(const char *dir, GPT *m, CkErr *e) {
-    StFile *files = NULL;
-    int n = 0;
-    int rc = open_shards(dir, &files, &n, e);
+    HfWeights *w;
+    if (hf_weights_open(dir, &m->cfg, &m->table, &w, e) != 0) return -1;
     bool host = m->be == &BACKEND_CPU;
-    for (const ParamSpec *p = m->table.specs; rc == 0 && p < m->table.specs + m->table.count; p++) {
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < m->table.count; i++) {
+        const ParamSpec *p = &m->table.specs[i];
         size_t bytes = p->numel * sizeof(real);
         real *dst = host ? m->params + p->offset : xmalloc(bytes, "one imported tensor");   // (numel)
-        rc = load_one(files, n, dir, &m->cfg, p, dst, e);
+        rc = hf_weights_fill(w, i, dst, e);
         if (!host) {
             if (rc == 0) m->be->to_device(m->params + p->offset, dst, bytes);
             free(dst);
         }
     }
-    for (int i = 0; i < n; i++) st_close(&files[i]);
-    free(files);
+    hf_weights_close(w);
     return rc;
 }
 

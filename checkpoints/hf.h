@@ -39,6 +39,14 @@ char *hf_meta_file(const char *meta_json, const char *name);
 // v as the shortest decimal that reads back as the same float (1e-05, not 9.99999974737875e-06); a whole number
 // as its digits (10000).
 void hf_float_text(float v, char *out, size_t n);
+// The weights of an HF directory read one tensor at a time (an import streams them into its checkpoint).
+typedef struct HfWeights HfWeights;
+// Opens dir's safetensors files (headers only) and checks that every tensor of table t (model c) is there with its
+// shape and a dtype ringgpt reads; *w is freed by hf_weights_close. Returns 0, or -1 with e naming the file and tensor.
+int hf_weights_open(const char *dir, const ModelConfig *c, const ParamTable *t, HfWeights **w, CkErr *e);
+// Tensor `index` of the table (ctx: an HfWeights), converted to real and its q/k rows in ringgpt's order (an StFill).
+int hf_weights_fill(const void *ctx, int index, real *dst, CkErr *e);
+void hf_weights_close(HfWeights *w);
 // The HF name of a ringgpt table name ("layers.3.attn.wq" -> "model.layers.3.self_attn.q_proj.weight").
 void hf_name(const char *ringgpt_name, char *out, size_t n);
 // Reorders the rows of a (n_heads·hd, C) q or k weight: to_hf moves pair (2i, 2i+1) of every head to

@@ -454,7 +454,12 @@ int st_write(const char *path, const StOut *t, int n, StDtype dtype, const char 
     free(header);
     for (int i = 0; i < n && rc == 0; i++) {
         if (i == n / 2) fs_kill_point(fs_kill_mid_write_point);   // (testing: a save killed mid-file)
-        rc = write_tensor(fd, t[i].data, out_numel(&t[i]), dtype, path, e);
+        uint64_t numel = out_numel(&t[i]);
+        real *made = t[i].data ? NULL : malloc(numel * sizeof(real) + 1);   // (numel) t[i].fill's values
+        if (!t[i].data && !made) ck_err(e, "%s: out of memory for tensor '%s'", path, t[i].name);
+        if (!t[i].data) rc = made ? t[i].fill(t[i].ctx, t[i].index, made, e) : -1;
+        if (rc == 0) rc = write_tensor(fd, t[i].data ? t[i].data : made, numel, dtype, path, e);
+        free(made);
     }
     if (rc == 0 && fsync(fd) != 0) {
         ck_err(e, "%s: fsync failed (%s)", path, strerror(errno));

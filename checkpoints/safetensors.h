@@ -50,12 +50,19 @@ const StEntry *st_find(const StFile *f, const char *name);
 // Converts a tensor of a supported dtype (F32, F64, BF16, F16) into dst (numel values).
 int st_read(const StFile *f, const StEntry *t, real *dst, CkErr *e);
 
-// A tensor to write: data holds numel values of type `real`, converted to dtype on the way out.
+// Produces tensor `index`'s values on demand (numel of them into dst): 0, or -1 with e.
+typedef int (*StFill)(const void *ctx, int index, real *dst, CkErr *e);
+
+// A tensor to write: data holds numel values of type `real`, converted to dtype on the way out; data NULL:
+// fill(ctx, index, buffer) produces them when the tensor is written (one tensor in memory at a time).
 typedef struct {
     const char *name;
     int ndim;
     int64_t shape[ST_MAX_DIMS];
     const real *data;
+    StFill fill;
+    const void *ctx;
+    int index;
 } StOut;
 
 // Writes a safetensors file: header padded with spaces so that data starts 8-byte aligned,

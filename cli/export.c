@@ -87,14 +87,6 @@ static const ArgCommand IMPORT_CMD = {
     "A tokenizer.json ringgpt cannot use never refuses the model: one line says why, and the model is known by\n"
     "its vocab only (eval on token data, sample --prompt-ids)."};
 
-// The parameter table and one buffer for the weights, nothing else (no gradients, no initial draw): the checkpoint
-// is written from the buffer itself, so import holds the model once.
-static void weights_only(GPT *m, const ModelConfig *c) {
-    config_validate(c);
-    *m = (GPT){.cfg = *c, .be = &BACKEND_CPU, .table = params_build(c)};
-    m->params = xmalloc(m->table.total * sizeof(real), "imported weights");   // (total)
-}
-
 int cmd_import(int argc, char **argv) {
     const char *out = NULL, *out_exists = "refuse", *pos[1];
     ArgSpec specs[] = {
@@ -114,10 +106,14 @@ int cmd_import(int argc, char **argv) {
     Tokenizer tok;
     model_tokenizer(pos[0], &s.model, NULL, &tok);   // first, before any weight is read: it never refuses the model
     char *meta_json = model_meta(pos[0], &s, &tok, &s.meta);
+    config_validate(&s.model);
+    // Only the parameter table: the weights go from the HF files to the checkpoint one tensor at a time, so that
+    // import holds one tensor, never the model (a BF16 file's float32 weights would be twice its size).
+    GPT m = {.cfg = s.model, .be = &BACKEND_CPU, .table = params_build(&s.model)};
+    HfWeights *w;
+    if (hf_weights_open(pos[0], &s.model, &m.table, &w, &e) != 0) fail_usage("%s", e.msg);   // every tensor checked first
+    s.weights = hf_weights_fill, s.weights_ctx = w;
     rundir_claim_new(out, mode, "--out");
-    GPT m;
-    weights_only(&m, &s.model);
-    if (hf_load_weights(pos[0], &m, &e) != 0) fail_usage("%s", e.msg);
     snprintf(s.kind, sizeof s.kind, "weights");
     snprintf(s.run.schedule, sizeof s.run.schedule, "none");
     s.run.seq_len = max_pos;
@@ -126,9 +122,9 @@ int cmd_import(int argc, char **argv) {
     if (ckpt_save(out, &s, &m, NULL, 0, &e) != 0) fail("%s", e.msg);
     printf("imported %s (%s, %.2fM parameters, %d layers, dim %d, tokenizer %s) into %s/step_00000000\n", pos[0], s.meta.name,
            m.table.total / 1e6, m.cfg.n_layer, m.cfg.dim, tok.id, out);
+    hf_weights_close(w);
     free(meta_json);
     tokenizer_free(&tok);
-    free(m.params);
     params_free(&m.table);
     return 0;
 }

@@ -68,6 +68,7 @@ PY
 else
   echo "skip AutoTokenizer on the export: transformers (with jinja2, for the chat template) is not importable"
 fi
+check "inspect calls the fine-tune by the model's name" grep -q "model $NAME: 2 layers" <<< "$("$BIN" inspect "$W/ft64")"
 check "state.json records the name and the original max_position_embeddings" grep -q '"max_position_embeddings":.48' "$W/ft64/step_00000002/state.json"
 
 # sample: the start token is what the tokenizer config says (add_bos_token), --bos overrides; --prompt-ids as given
@@ -118,12 +119,26 @@ expect_fail 2 "give the prompt as token ids (--prompt-ids 1,2,3)" "$BIN" sample 
 "$BIN" export "$W/impC" --to hf "$W/exC" > /dev/null 2>&1
 check "export gives back the tokenizer.json it could not use" cmp -s "$W/C/tokenizer.json" "$W/exC/tokenizer.json"
 
-# import holds the model once: peak RSS at most 1.5x the F32 file (it was 4x)
+# import streams the weights tensor by tensor: peak RSS at most 1.5x the model file, F32 or BF16 (it was 4x)
 if [[ -x /usr/bin/time ]]; then
-  "$PY" "$GEN" "$W/big" --tokenizer none --layers 4 --dim 512 --heads 8 --kv-heads 4 --ffn 1376 --vocab 8192
-  size=$(stat -c %s "$W/big/model.safetensors")
-  /usr/bin/time -f %M -o "$W/rss" "$BIN" import "$W/big" --out "$W/impbig" > /dev/null 2>&1
-  kb=$(tail -1 "$W/rss")
-  check "import peak RSS $((kb / 1024)) MB for a $((size / 1048576)) MB model file: at most 1.5x" test $((kb * 1024 * 2)) -le $((size * 3))
+  for dtype in F32 BF16; do
+    "$PY" "$GEN" "$W/big$dtype" --tokenizer none --layers 8 --dim 512 --heads 8 --kv-heads 4 --ffn 1376 --vocab 8192 --dtype $dtype
+    size=$(stat -c %s "$W/big$dtype/model.safetensors")
+    /usr/bin/time -f %M -o "$W/rss" "$BIN" import "$W/big$dtype" --out "$W/imp$dtype" > /dev/null 2>&1
+    kb=$(tail -1 "$W/rss")
+    check "import peak RSS $((kb / 1024)) MB for a $((size / 1048576)) MB $dtype model file: at most 1.5x" \
+      test $((kb * 1024 * 2)) -le $((size * 3))
+  done
+  check "the BF16 import is the F32 one rounded (the same tensors, within BF16's precision)" "$PY" - "$W/impF32" "$W/impBF16" <<'PY'
+import json, struct, sys
+import numpy as np
+def load(d):
+    b = open(d + "/step_00000000/model.safetensors", "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])
+    return {k: np.frombuffer(b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]], np.float32)
+            for k, v in h.items() if k != "__metadata__"}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+assert a.keys() == b.keys() and all(np.allclose(a[k], b[k], rtol=1e-2, atol=1e-3) for k in a)
+PY
 fi
 finish
