@@ -68,6 +68,9 @@ PY
 else
   echo "skip AutoTokenizer on the export: transformers (with jinja2, for the chat template) is not importable"
 fi
+"$BIN" train --out "$W/ft64" --resume --steps 3 --threads 1 > /dev/null 2>&1
+check "--resume keeps the metadata (meta and hf_meta.json in the new step)" \
+  cmp -s "$W/ft64/step_00000002/hf_meta.json" "$W/ft64/step_00000003/hf_meta.json"
 check "inspect calls the fine-tune by the model's name" grep -q "model $NAME: 2 layers" <<< "$("$BIN" inspect "$W/ft64")"
 check "state.json records the name and the original max_position_embeddings" grep -q '"max_position_embeddings":.48' "$W/ft64/step_00000002/state.json"
 
