@@ -299,58 +299,61 @@ static int write_kept(const char *dir, const char *name, const char *text, int m
     return fs_write_file(path, text, strlen(text), e);
 }
 
-int model_export_tokenizer(const char *dir, const Tokenizer *t, int max_pos, const CkptMeta *meta, CkErr *e) {
-    char path[4200];
-    const char *meta_json = meta ? meta->json : NULL;
-    char *kept_tok = hf_meta_file(meta_json, TOKENIZER_FILE);   // one ringgpt could not use, given back as it was
+// tokenizer.json: the model's, byte260's equivalent, or the one an import could not use (given back as it was);
+// *have says whether there is one.
+static int export_tokenizer_json(const char *dir, const Tokenizer *t, const char *meta_json, bool *have, CkErr *e) {
+    char path[4200], *kept = hf_meta_file(meta_json, TOKENIZER_FILE);
     fs_join(path, sizeof path, dir, TOKENIZER_FILE);
     int rc = 0;
+    *have = true;
     if (t->json) rc = fs_write_file(path, t->json, t->json_len, e);
     else if (strcmp(t->id, TOKENIZER_ID) == 0) {
         char *json = byte260_json();
         rc = fs_write_file(path, json, strlen(json), e);
         free(json);
-    } else if (kept_tok) {
-        rc = fs_write_file(path, kept_tok, strlen(kept_tok), e);
-    } else {
+    } else if (kept) rc = fs_write_file(path, kept, strlen(kept), e);
+    else {
+        *have = false;
         log_info("note: the model's tokenizer %s came without a tokenizer.json; the export has none (AutoTokenizer cannot load it)\n", t->id);
     }
-    bool have = t->json || strcmp(t->id, TOKENIZER_ID) == 0 || kept_tok;
-    free(kept_tok);
-    if (rc) return -1;
-    static const char *const NAMES[] = {"tokenizer_config.json", "special_tokens_map.json", "generation_config.json"};
-    for (int i = 0; i < 3; i++) {   // what the import read stays as it was (the chat template, the special tokens, ...)
-        char *text = hf_meta_file(meta_json, NAMES[i]);
-        if (!text) continue;
-        rc = write_kept(dir, NAMES[i], text, max_pos, e);
-        free(text);
-        if (rc) return -1;
+    free(kept);
+    return rc;
+}
+
+// ringgpt's own tokenizer_config.json, special_tokens_map.json or generation_config.json (name) for t.
+static cJSON *own_file(const Tokenizer *t, const char *name, int max_pos) {
+    cJSON *o = cJSON_CreateObject();
+    if (strcmp(name, "generation_config.json") == 0) {
+        add_id(o, "bos_token_id", t->bos);
+        add_id(o, "eos_token_id", t->eos);
+        add_id(o, "pad_token_id", t->pad);
+        return o;
     }
-    char *cfg_text = hf_meta_file(meta_json, NAMES[0]), *map_text = hf_meta_file(meta_json, NAMES[1]);
-    char *gen_text = hf_meta_file(meta_json, NAMES[2]);
-    bool own_cfg = have && !cfg_text, own_map = have && !map_text, own_gen = !gen_text;
-    free(cfg_text), free(map_text), free(gen_text);
-    cJSON *cfg = cJSON_CreateObject(), *map = cJSON_CreateObject(), *gen = cJSON_CreateObject();
-    cJSON_AddStringToObject(cfg, "tokenizer_class", "PreTrainedTokenizerFast");
-    cJSON_AddItemToObject(cfg, "bos_token", token_text(t, t->bos));
-    cJSON_AddItemToObject(cfg, "eos_token", token_text(t, t->eos));
-    cJSON_AddItemToObject(cfg, "pad_token", token_text(t, t->pad));
-    cJSON_AddBoolToObject(cfg, "add_bos_token", t->add_bos);
-    cJSON_AddBoolToObject(cfg, "add_eos_token", false);
-    cJSON_AddNumberToObject(cfg, "model_max_length", max_pos);
-    cJSON_AddBoolToObject(cfg, "clean_up_tokenization_spaces", false);
-    cJSON_AddStringToObject(cfg, "ringgpt_tokenizer", t->id);
-    cJSON_AddItemToObject(map, "bos_token", token_text(t, t->bos));
-    cJSON_AddItemToObject(map, "eos_token", token_text(t, t->eos));
-    cJSON_AddItemToObject(map, "pad_token", token_text(t, t->pad));
-    add_id(gen, "bos_token_id", t->bos);
-    add_id(gen, "eos_token_id", t->eos);
-    add_id(gen, "pad_token_id", t->pad);
-    if (own_cfg) rc = write_json(dir, "tokenizer_config.json", cfg, e);
-    else cJSON_Delete(cfg);
-    if (own_map && rc == 0) rc = write_json(dir, "special_tokens_map.json", map, e);
-    else cJSON_Delete(map);
-    if (own_gen && rc == 0) return write_json(dir, "generation_config.json", gen, e);
-    cJSON_Delete(gen);
+    bool cfg = strcmp(name, "tokenizer_config.json") == 0;
+    if (cfg) cJSON_AddStringToObject(o, "tokenizer_class", "PreTrainedTokenizerFast");
+    cJSON_AddItemToObject(o, "bos_token", token_text(t, t->bos));
+    cJSON_AddItemToObject(o, "eos_token", token_text(t, t->eos));
+    cJSON_AddItemToObject(o, "pad_token", token_text(t, t->pad));
+    if (!cfg) return o;
+    cJSON_AddBoolToObject(o, "add_bos_token", t->add_bos);
+    cJSON_AddBoolToObject(o, "add_eos_token", false);
+    cJSON_AddNumberToObject(o, "model_max_length", max_pos);
+    cJSON_AddBoolToObject(o, "clean_up_tokenization_spaces", false);
+    cJSON_AddStringToObject(o, "ringgpt_tokenizer", t->id);
+    return o;
+}
+
+int model_export_tokenizer(const char *dir, const Tokenizer *t, int max_pos, const CkptMeta *meta, CkErr *e) {
+    const char *meta_json = meta ? meta->json : NULL;
+    bool have;
+    if (export_tokenizer_json(dir, t, meta_json, &have, e) != 0) return -1;
+    static const char *const NAMES[] = {"tokenizer_config.json", "special_tokens_map.json", "generation_config.json"};
+    int rc = 0;
+    for (int i = 0; i < 3 && rc == 0; i++) {   // what the import read stays as it was (the chat template, the special tokens)
+        char *kept = hf_meta_file(meta_json, NAMES[i]);
+        if (kept) rc = write_kept(dir, NAMES[i], kept, max_pos, e);
+        else if (have || i == 2) rc = write_json(dir, NAMES[i], own_file(t, NAMES[i], max_pos), e);
+        free(kept);
+    }
     return rc;
 }

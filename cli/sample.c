@@ -20,7 +20,7 @@ static void print_token(void *ctx, uint32_t token) { model_write_token(ctx, toke
 enum { SAMPLE_MAX_TOKENS = 1 << 20 };   // --tokens: what one call draws at most
 
 static const ArgCommand SAMPLE_CMD = {
-    "sample", "ringgpt sample CKPT [--prompt TEXT | --prompt-file FILE|- | --prompt-ids 1,2,3] [flags]   (mpiexec -np S ... --sp S for the ring)",
+    "sample", "ringgpt sample CKPT [--prompt TEXT] [--prompt-file FILE|-] [--prompt-ids 1,2,3] [flags]   (mpiexec -np S ... --sp S for the ring)",
     "Generates text from a checkpoint (or an HF Llama directory): the prompt is encoded with the model's\n"
     "tokenizer after the start token (--bos auto: for an imported model what its tokenizer config says, BOS with\n"
     "add_bos_token and else none, as transformers' generate; for ringgpt's own, BOS where its data has one, else\n"
