@@ -52,21 +52,26 @@ print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
 done
-if "$PY" -c "import transformers, jinja2" 2>/dev/null; then
-  check "AutoTokenizer: the export encodes, decodes and applies the chat template as the original" "$PY" - "$W/A" "$W/ex64" <<'PY'
-import sys
+if "$PY" -c "import transformers" 2>/dev/null; then
+  check "AutoTokenizer: the export encodes and decodes as the original (and applies the chat template, with jinja2)" \
+    "$PY" - "$W/A" "$W/ex64" <<'PY'
+import importlib.util, sys
 from transformers import AutoTokenizer
 a, b = (AutoTokenizer.from_pretrained(d) for d in sys.argv[1:3])
 texts = ["the quick brown fox", "Checkpoint test line 7: the lazy dog", "<|im_start|>user\nhi<|im_end|>"]
-chat = [{"role": "user", "content": "the quick brown fox?"}, {"role": "assistant", "content": "jumps."}]
 for t in texts:
     assert a(t).input_ids == b(t).input_ids, (t, a(t).input_ids, b(t).input_ids)
     assert a.decode(a(t).input_ids) == b.decode(b(t).input_ids)
-assert a.apply_chat_template(chat, tokenize=False) == b.apply_chat_template(chat, tokenize=False)
 assert (a.bos_token_id, a.eos_token_id, a.pad_token_id) == (b.bos_token_id, b.eos_token_id, b.pad_token_id)
+assert a.chat_template == b.chat_template
+if importlib.util.find_spec("jinja2"):
+    chat = [{"role": "user", "content": "the quick brown fox?"}, {"role": "assistant", "content": "jumps."}]
+    assert a.apply_chat_template(chat, tokenize=False) == b.apply_chat_template(chat, tokenize=False)
+else:
+    print("(no jinja2: the chat template compared as text only)")
 PY
 else
-  echo "skip AutoTokenizer on the export: transformers (with jinja2, for the chat template) is not importable"
+  echo "skip AutoTokenizer on the export: transformers is not importable"
 fi
 "$BIN" train --out "$W/ft64" --resume --steps 3 --threads 1 > /dev/null 2>&1
 check "--resume keeps the metadata (meta and hf_meta.json in the new step)" \
