@@ -52,30 +52,27 @@ static bool exported_byte260(const char *dir) {
     return yes;
 }
 
-// A tokenizer.json ringgpt cannot use (a pre-tokenizer or model field it does not support, or more tokens than the
-// model) never refuses the model: it is known by its vocab only, with the ids config.json names, and one line says why.
+// A tokenizer.json ringgpt cannot use (a pre-tokenizer or model field it does not support, more tokens than the model,
+// none at all) never refuses the model: it is known by its vocab only, with the ids config.json names, and one line
+// on stderr (sample's stdout is the text) says why.
 static void hf_tokenizer(const char *dir, const ModelConfig *c, Tokenizer *t) {
     char path[4200], err[600];
     fs_join(path, sizeof path, dir, TOKENIZER_FILE);
-    if (c->vocab_size == TOK_VOCAB_SIZE && exported_byte260(dir)) {
+    bool present = access(path, R_OK) == 0;
+    if (c->vocab_size == TOK_VOCAB_SIZE && (exported_byte260(dir) || !present)) {   // ringgpt's byte-level model
         tokenizer_bytes(t);
         return;
     }
     int64_t eos = json_id(dir, "config.json", "eos_token_id", -1), bos = json_id(dir, "config.json", "bos_token_id", -1);
-    if (access(path, R_OK) != 0) {
-        if (c->vocab_size == TOK_VOCAB_SIZE) tokenizer_bytes(t);
-        else id_only(t, "unknown", (uint32_t)c->vocab_size, eos);
-        t->bos = bos;
-        return;
-    }
-    int rc = tokenizer_load(path, t, err, sizeof err);
+    int rc = present ? tokenizer_load(path, t, err, sizeof err) : -1;
+    if (!present) snprintf(err, sizeof err, "%.400s: no such file", path);
     if (rc == 0 && t->vocab_size > (uint32_t)c->vocab_size) {
         snprintf(err, sizeof err, "%.400s: has %u tokens but config.json's vocab_size is %d", path, t->vocab_size, c->vocab_size);
         tokenizer_free(t);
         rc = -1;
     }
     if (rc != 0) {
-        if (log_rank() == 0)   // stderr: sample's stdout is the text
+        if (log_rank() == 0)
             fprintf(stderr, "note: the tokenizer is not used (%s); the model keeps its weights and is known by its vocab of %d "
                     "only (tokenizer \"unknown\"): eval takes data of token ids, sample takes --prompt-ids\n", err, c->vocab_size);
         id_only(t, "unknown", (uint32_t)c->vocab_size, eos);
