@@ -37,19 +37,31 @@ static int64_t json_id(const char *dir, const char *name, const char *key, int64
     return id;
 }
 
-// True when dir/tokenizer_config.json says the export came from a byte260 model.
-static bool exported_byte260(const char *dir) {
+// The "ringgpt_tokenizer" a tokenizer_config.json text names (ringgpt's export of its own model; "" for any other).
+static void ringgpt_tokenizer_of(const char *text, char *id, size_t n) {
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "ringgpt_tokenizer"));
+    snprintf(id, n, "%s", v ? v : "");
+    cJSON_Delete(root);
+}
+
+// The same for dir/tokenizer_config.json.
+static void dir_ringgpt_tokenizer(const char *dir, char *id, size_t n) {
     char path[4200];
     fs_join(path, sizeof path, dir, "tokenizer_config.json");
-    if (access(path, R_OK) != 0) return false;
+    id[0] = 0;
+    if (access(path, R_OK) != 0) return;
     size_t len;
-    unsigned char *text = read_whole_file(path, &len);
-    cJSON *root = cJSON_ParseWithLength((const char *)text, len);
+    char *text = (char *)read_whole_file(path, &len);
+    ringgpt_tokenizer_of(text, id, n);
     free(text);
-    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "ringgpt_tokenizer"));
-    bool yes = id && strcmp(id, TOKENIZER_ID) == 0;
-    cJSON_Delete(root);
-    return yes;
+}
+
+// True when dir/tokenizer_config.json says the export came from a byte260 model.
+static bool exported_byte260(const char *dir) {
+    char id[64];
+    dir_ringgpt_tokenizer(dir, id, sizeof id);
+    return strcmp(id, TOKENIZER_ID) == 0;
 }
 
 // A tokenizer.json ringgpt cannot use (a pre-tokenizer or model field it does not support, more tokens than the model,
@@ -180,6 +192,21 @@ size_t model_prompt_ids(const Tokenizer *t, int64_t start, const unsigned char *
     if (!n) fail_usage("nothing to start from: the prompt is empty and no start token is prefilled (the model's tokenizer %s); give "
                        "a --prompt, --prompt-ids or --bos on|ID", t->id);
     return n;
+}
+
+bool model_hf_prefill(const char *path, const CkptState *s) {
+    char id[64];
+    if (hf_is_dir(path)) dir_ringgpt_tokenizer(path, id, sizeof id);
+    else {
+        if (!s->meta.has_file) return false;
+        CkptMeta m;
+        Tokenizer none = {.bpe = NULL};
+        char *json = model_meta(path, s, &none, &m), *cfg = hf_meta_file(json, "tokenizer_config.json");
+        ringgpt_tokenizer_of(cfg, id, sizeof id);
+        free(cfg);
+        free(json);
+    }
+    return !id[0];
 }
 
 char *model_meta(const char *path, const CkptState *s, const Tokenizer *t, CkptMeta *m) {

@@ -25,6 +25,10 @@ void model_check_record(const char *state_path, const CkptTokenizer *saved, cons
 // post-processor's BOS) and else none, as transformers' generate and llama.cpp; for ringgpt's own, BOS where its data
 // starts documents with it, else EOS (packed documents each follow one). "on": BOS, "off": none, or a token id.
 int64_t model_start_token(const Tokenizer *t, bool imported, const char *bos_flag);
+// True when the model at path takes its start token from an HF tokenizer config (model_start_token's `imported`):
+// an HF directory or a checkpoint that keeps one (an import, its fine-tunes), unless ringgpt wrote that config when it
+// exported a model of its own (tokenizer_config.json's ringgpt_tokenizer), whose data started documents its own way.
+bool model_hf_prefill(const char *path, const CkptState *s);
 // start (-1: none), then the ids of prompt[0..len) encoded with t. Returns the count; *ids is malloc'd.
 size_t model_prompt_ids(const Tokenizer *t, int64_t start, const unsigned char *prompt, size_t len, uint32_t **ids);
 // The HF metadata of the model at path (an HF directory: its files; a checkpoint: state.json's meta and its

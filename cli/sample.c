@@ -4,7 +4,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoints/hf.h"
 #include "checkpoints/load.h"
 #include "checkpoints/model_tokenizer.h"
 #include "cli/cli.h"
@@ -96,7 +95,7 @@ int cmd_sample(int argc, char **argv) {
     load_report("sample", pos[0], used, &state, stderr);   // stdout is the text
     Tokenizer tok;
     model_tokenizer(used, &m.cfg, &state, &tok);
-    bool imported = hf_is_dir(used) || state.meta.has_file;   // an HF model follows its tokenizer config
+    bool imported = model_hf_prefill(used, &state);   // an HF model follows its tokenizer config
     uint32_t *ids;
     size_t n_ids;
     if (prompt_ids) n_ids = parse_prompt_ids(prompt_ids, args_seen(specs, n, "--bos") ? model_start_token(&tok, imported, bos) : -1,

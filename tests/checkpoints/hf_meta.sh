@@ -113,6 +113,12 @@ expect_fail 2 "--prompt-ids '1,x': give token ids below the vocab" "$BIN" sample
 "$BIN" train --data "$W/text.txt" --model tiny --seq-len 32 --batch 2 --steps 1 --threads 1 --log-every 100 --out "$W/own" > /dev/null
 gen "$W/own" --prompt "abc" > /dev/null
 check "ringgpt's own byte-level model still starts from EOS: 1 + 3 ids ($(prefilled))" test "$(prefilled)" = 4
+"$BIN" export "$W/own" --to hf "$W/own_hf" > /dev/null
+"$BIN" import "$W/own_hf" --out "$W/own_imp" > /dev/null
+for m in own_hf own_imp; do
+  gen "$W/$m" --prompt "abc" > /dev/null
+  check "... and so does its export ($m): ringgpt wrote that tokenizer config ($(prefilled))" test "$(prefilled)" = 4
+done
 
 # a tokenizer.json ringgpt cannot use: the model is kept, known by its vocab; eval, sample --prompt-ids and export work
 "$BIN" import "$W/C" --out "$W/impC" > "$W/impC.out" 2> "$W/impC.err"
