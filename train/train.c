@@ -434,7 +434,7 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     r->flops_per_token = metrics_flops_per_token(&t->model_cfg, t->seq_len);
     log_info("ringgpt train: %s model, %.2fM parameters, %d layer%s, dim %d, %d/%d heads, T=%d, B=%d x %d accum, "
              "%d thread%s, %dx%d ranks (dp x sp), %" PRIu64 " samples/epoch\n",
-             t->model, config_num_params(&t->model_cfg) / 1e6, t->model_cfg.n_layer, plural(t->model_cfg.n_layer),
+             r->ckpt.base.meta.name[0] ? r->ckpt.base.meta.name : t->model, config_num_params(&t->model_cfg) / 1e6, t->model_cfg.n_layer, plural(t->model_cfg.n_layer),
              t->model_cfg.dim, t->model_cfg.n_head, t->model_cfg.n_kv_head, t->seq_len, t->batch, t->grad_accum, t->threads,
              plural(t->threads), t->dp, t->sp, data_num_samples(r->train));
     if (t->rope_theta_ramp > 0)
@@ -457,6 +457,7 @@ static void run_close(Run *r) {
                                     "block)\n", rs.blocks_skipped, plural(rs.blocks_skipped));
     }
     metrics_close(&r->log);
+    ckpt_train_end(&r->ckpt);
     rank_times_close(&r->rank_times);
     batch_free(&r->batch);
     for (int i = 0; i < r->t.grad_accum; i++) batch_free(&r->micro[i]);

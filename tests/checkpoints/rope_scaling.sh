@@ -5,7 +5,7 @@ set -uo pipefail
 BIN=$1
 . "$(dirname "$0")/common.sh"
 CHECK_PY=$(dirname "$0")/../../scripts/check_hf_export.py
-MAKE_HF=$(dirname "$0")/make_hf_llama.py
+MAKE_HF=$(dirname "$0")/make_hf_rope.py
 [[ -n $PYNP ]] || { echo "SKIP: no python3 with numpy: install python3-numpy"; exit 77; }
 make_text "$W/text.txt" 300
 # The original context is 64 tokens (Llama 3.2's is 8192: the same formulas, a shorter test); eval reads 256.
