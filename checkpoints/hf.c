@@ -329,7 +329,8 @@ static void merge_into(cJSON *orig, cJSON *fresh) {
 // rope_scaling (only with a scaling). A scaling the run changed or removed replaces the original's.
 static void write_rope(cJSON *r, const ModelConfig *c) {
     cJSON *params = cJSON_GetObjectItemCaseSensitive(r, "rope_parameters");
-    cJSON_DeleteItemFromObjectCaseSensitive(r, "rope_scaling");
+    cJSON *old = cJSON_GetObjectItemCaseSensitive(r, "rope_scaling");
+    if (old && !cJSON_IsNull(old)) cJSON_ReplaceItemViaPointer(r, old, cJSON_CreateNull());   // "rope_scaling": null stays
     if (cJSON_IsObject(params)) {
         cJSON *theta = cJSON_DetachItemFromObjectCaseSensitive(params, "rope_theta");
         cJSON *fresh = cJSON_CreateObject();
@@ -341,7 +342,10 @@ static void write_rope(cJSON *r, const ModelConfig *c) {
         cJSON_ReplaceItemViaPointer(r, params, fresh);
         cJSON_DeleteItemFromObjectCaseSensitive(r, "rope_theta");
     } else if (c->rope_scaling.type != ROPE_DEFAULT) {   // transformers v4's key (v5 reads it too)
-        hf_rope_scaling_write(cJSON_AddObjectToObject(r, "rope_scaling"), &c->rope_scaling);
+        cJSON *dict = cJSON_CreateObject();
+        hf_rope_scaling_write(dict, &c->rope_scaling);
+        if (cJSON_GetObjectItemCaseSensitive(r, "rope_scaling")) cJSON_ReplaceItemInObjectCaseSensitive(r, "rope_scaling", dict);
+        else cJSON_AddItemToObject(r, "rope_scaling", dict);
     }
     if (c->rope_scaling.type == ROPE_DYNAMIC)   // HF's dynamic scales against max_position_embeddings itself
         cJSON_ReplaceItemInObjectCaseSensitive(r, "max_position_embeddings", cJSON_CreateNumber(c->rope_scaling.original_max_pos));
