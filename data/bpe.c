@@ -344,14 +344,36 @@ static bool special_ids(Bpe *b, Errs *e, const cJSON *model) {
     return true;
 }
 
-// The added tokens: flags as HF reads them; a normalized token matches its content as normalized.
-static bool parse_added(Bpe *b, Errs *e, const cJSON *added) {
+// The model.vocab id of a string as written (byte-level: in the byte alphabet), -1 if none.
+static int64_t vocab_id(const Bpe *b, const char *s, unsigned char *scratch) {
+    bool in_alphabet = true;
+    size_t n = strlen(s), k = b->char_mode ? n : unmap_token(s, n, scratch, &in_alphabet);
+    if (b->char_mode) memcpy(scratch, s, n);
+    return in_alphabet ? bpe_str_find(b, scratch, k) : -1;
+}
+
+// The added tokens: flags as HF reads them; a normalized token matches its content as normalized. HF
+// gives a token the id of its content in model.vocab, else the next id after the vocab's count (and the
+// added ones before it), whatever the file says: a file that says otherwise is refused.
+static bool parse_added(Bpe *b, Errs *e, const cJSON *added, int n_vocab) {
     const cJSON *it;
     b->added = xcalloc((size_t)cJSON_GetArraySize(added) + 1, sizeof *b->added, "the added tokens");
     Buf bufs[2] = {{0}};
+    uint32_t next = (uint32_t)n_vocab;
+    int i = 0;
     cJSON_ArrayForEach(it, added) {
         const char *content = str_of(it, "content");
         uint32_t id = (uint32_t)cJSON_GetObjectItemCaseSensitive(it, "id")->valuedouble;
+        unsigned char *scratch = xmalloc(strlen(content) + 1, "an added token");
+        int64_t in_vocab = vocab_id(b, content, scratch);
+        free(scratch);
+        uint32_t hf_id = in_vocab >= 0 ? (uint32_t)in_vocab : bpe_added_id(b, content) >= 0 ? (uint32_t)bpe_added_id(b, content) : next++;
+        if (hf_id != id) {
+            bad(e, "added_tokens[%d]: '%.60s' has id %u, but HF tokenizers gives it %u (%s); correct the id", i, content, id, hf_id,
+                in_vocab >= 0 ? "its id in model.vocab" : "the next id after model.vocab's tokens and the added ones before it");
+            break;
+        }
+        i++;
         AddedToken *a = &b->added[b->n_added++];
         a->content = xstrdup(content);
         a->id = id;
@@ -584,7 +606,8 @@ static bool build_decoded(Bpe *b, Errs *e, const cJSON *dec) {
     b->dec = xcalloc(b->vocab_size, sizeof *b->dec, "the token table");
     b->dec_len = xcalloc(b->vocab_size, sizeof *b->dec_len, "the token table");
     const char **content = xcalloc(b->vocab_size, sizeof *content, "the token table");
-    for (size_t i = 0; i < b->n_added; i++) content[b->added[i].id] = b->added[i].content;   // HF decodes an id to its added content first
+    // HF decodes an id to its added content first, as normalized for a normalized token (simple_id_to_token).
+    for (size_t i = 0; i < b->n_added; i++) content[b->added[i].id] = b->added[i].normalized ? (const char *)b->added[i].bytes : b->added[i].content;
     unsigned char *buf = NULL;
     size_t cap = 0;
     for (uint32_t id = 0; id < b->vocab_size; id++) {
@@ -636,7 +659,7 @@ static void load_root(Bpe *b, Errs *e, const cJSON *root) {
     if (!b->char_mode && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback")))
         bad(e, "model.byte_fallback: true is not supported with a ByteLevel pre_tokenizer (it has a token for every byte)");
     else if (parse_vocab(b, e, vocab, cJSON_IsArray(added) ? added : NULL) && special_ids(b, e, model) &&
-             parse_added(b, e, cJSON_IsArray(added) ? added : NULL) && parse_merges(b, e, merges) && build_decoded(b, e, dec)) {
+             parse_added(b, e, cJSON_IsArray(added) ? added : NULL, cJSON_GetArraySize(vocab)) && parse_merges(b, e, merges) && build_decoded(b, e, dec)) {
         b->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
         parse_template(b, cJSON_GetObjectItemCaseSensitive(root, "post_processor"));
     }
