@@ -631,6 +631,30 @@ static bool build_decoded(Bpe *b, Errs *e, const cJSON *dec) {
     return true;
 }
 
+// SentencePiece-style text reaches the model in long words (Metaspace without split, or the normalizer
+// form: a whole piece between special tokens). When "▁" has a token and no merge makes a token with
+// "▁" right after another character (runs "▁▁" are fine), no merge joins a symbol to a "▁" that follows
+// another character: cutting the word there gives the same ids, in pieces short enough for the cache.
+static void find_cut(Bpe *b) {
+    const char *rep = NULL;
+    for (int i = 0; i < b->n_stages; i++)
+        if (b->stages[i].kind == STAGE_METASPACE) rep = b->stages[i].rep;
+    for (int i = 0; i < b->n_norm; i++)
+        if (!b->norm[i].prepend && strcmp(b->norm[i].from, " ") == 0) rep = b->norm[i].to;
+    if (!b->char_mode || b->ignore_merges || !rep || !rep[0] || strlen(rep) >= sizeof b->cut) return;
+    size_t n = strlen(rep);
+    if (bpe_str_find(b, (const unsigned char *)rep, n) < 0) return;
+    const PairTable *t = &b->merges;
+    for (uint32_t i = 0; i <= t->mask; i++) {
+        if (t->key[i] == UINT64_MAX) continue;
+        const unsigned char *m = b->tok[t->merged[i]];
+        for (size_t k = 1; k + n <= b->tok_len[t->merged[i]]; k++)
+            if (memcmp(m + k, rep, n) == 0 && !(k >= n && memcmp(m + k - n, rep, n) == 0)) return;
+    }
+    memcpy(b->cut, rep, n);
+    b->cut_len = n;
+}
+
 // ---- the whole file ------------------------------------------------------------------------------
 static bool has_byte_level(const cJSON *p) {
     const char *type = type_of(p);
@@ -661,6 +685,7 @@ static void load_root(Bpe *b, Errs *e, const cJSON *root) {
     else if (parse_vocab(b, e, vocab, cJSON_IsArray(added) ? added : NULL) && special_ids(b, e, model) &&
              parse_added(b, e, cJSON_IsArray(added) ? added : NULL, cJSON_GetArraySize(vocab)) && parse_merges(b, e, merges) && build_decoded(b, e, dec)) {
         b->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
+        find_cut(b);
         parse_template(b, cJSON_GetObjectItemCaseSensitive(root, "post_processor"));
     }
 }

@@ -276,7 +276,16 @@ static void metaspace(BpeEncoder *e, int stage, const Stage *st, const unsigned 
 static void pre_tokenize(BpeEncoder *e, int stage, const unsigned char *s, size_t n, bool origin) {
     if (!n) return;
     if (stage == e->b->n_stages) {
-        bpe_word(e, s, n);
+        const Bpe *b = e->b;
+        size_t from = 0;
+        if (b->cut_len)   // before a "▁" that follows another character: the same ids as the whole word (find_cut in bpe.c)
+            for (size_t i = 1; i + b->cut_len <= n; i++)
+                if (s[i] == (unsigned char)b->cut[0] && memcmp(s + i, b->cut, b->cut_len) == 0 &&
+                    !(i >= b->cut_len && memcmp(s + i - b->cut_len, b->cut, b->cut_len) == 0)) {
+                    bpe_word(e, s + from, i - from);
+                    from = i;
+                }
+        bpe_word(e, s + from, n - from);
         return;
     }
     const Stage *st = &e->b->stages[stage];

@@ -70,6 +70,8 @@ struct Bpe {
     StrTable vocab;
     PairTable merges;
     bool ignore_merges;
+    char cut[8];                // SentencePiece-style: a word may be cut before each "▁" (no merge can join across one), "" if not
+    size_t cut_len;
     NormStep norm[MAX_NORM];
     int n_norm;
     Stage stages[MAX_STAGES];
