@@ -35,6 +35,19 @@ PY
   hf_vocab=$("$PYTOK" "$HERE/tokenizer_hf_compat.py" vocab "$W/$kind.json")
   check "$kind: vocab size = HF's ($hf_vocab)" grep -q "vocab $hf_vocab," <("$BIN" tokenizer info --tokenizer "$W/$kind.json")
 done
+# Short texts where the start of the text, special tokens and spaces meet: ids and decode as HF's.
+for kind in added spm_prepend spm_meta spm_unk digits nobytes; do
+  mkdir -p "$W/edges_$kind"
+  n=$("$PYTOK" "$HERE/tokenizer_hf_compat.py" edges "$W/$kind.json" "$W/edges_$kind")
+  differ=""
+  for ((i = 0; i < n; i++)); do
+    e="$W/edges_$kind/edge$i"
+    "$BIN" tokenizer encode --tokenizer "$W/$kind.json" "$e.txt" > "$e.ids"
+    "$BIN" tokenizer decode --tokenizer "$W/$kind.json" "$e.ids" > "$e.dec"
+    cmp -s "$e.ids" "$e.hf" && "$PYTOK" "$HERE/tokenizer_hf_compat.py" same_text "$e.dec" "$e.hfdec" || differ+=" $i"
+  done
+  check "$kind: $n short edge texts: ids and decode as HF's${differ:+ (differ:$differ)}" test -z "$differ"
+done
 # The SentencePiece-style decoders drop the space put before the text: the first token alone decodes without it, as in HF.
 printf 'Hello world' > "$W/hello.txt"
 for kind in spm_prepend spm_meta; do

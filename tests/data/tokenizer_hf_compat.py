@@ -123,6 +123,23 @@ def byte_chars():
     return [chr(m[b]) for b in range(256)]
 
 
+# Short texts where the start of the text, special tokens and spaces meet (Metaspace's "first", Prepend after a special
+# token, lstrip/rstrip at the ends, single_word at the edges, a literal "▁").
+EDGES = ["Hello", " Hello", "  Hello  world  ", "\u2581Hello \u2581\u2581x", "<s>Hello", "<s> Hello</s>", "Hello<s>", "</s>",
+         "a\n\nb\n", "x<|lstrip|>y", " <|lstrip|> ", "<|rstrip|>  \t z", "fox", "fox foxes _fox fox.", "12345 \u0663\u0664\u0665 x2",
+         "\u3000 x \u00a0", "lazy dog lazy  dog", "\u00e9\u0301 \U0001F600 \u4e2d", "<|endoftext|><|endoftext|>", "\t", " "]
+
+
+def edges(tok_path, out_dir):
+    tok = Tokenizer.from_file(tok_path)
+    for i, t in enumerate(EDGES):
+        open(f"{out_dir}/edge{i}.txt", "w", encoding="utf-8", newline="").write(t)
+        ids = tok.encode(t, add_special_tokens=False).ids
+        open(f"{out_dir}/edge{i}.hf", "w").write(" ".join(map(str, ids)) + "\n")
+        open(f"{out_dir}/edge{i}.hfdec", "w", encoding="utf-8", newline="").write(tok.decode(ids, skip_special_tokens=False))
+    print(len(EDGES))
+
+
 def main():
     cmd = sys.argv[1]
     if cmd == "train":
@@ -136,6 +153,8 @@ def main():
         tok = Tokenizer.from_file(sys.argv[2])
         ids = [int(x) for x in open(sys.argv[3]).read().split()]
         open(sys.argv[4], "w", encoding="utf-8", newline="").write(tok.decode(ids, skip_special_tokens=False))
+    elif cmd == "edges":    # tokenizer.json, dir -> edgeN.txt, edgeN.hf (ids), edgeN.hfdec; prints N
+        edges(sys.argv[2], sys.argv[3])
     elif cmd == "vocab":    # tokenizer.json -> vocab size with added tokens
         print(Tokenizer.from_file(sys.argv[2]).get_vocab_size(with_added_tokens=True))
     elif cmd == "same_text":   # ringgpt's decoded bytes, HF's decoded text: equal once invalid UTF-8 is U+FFFD, as HF writes it
