@@ -44,7 +44,7 @@ void tokenizer_free(Tokenizer *t);
 // False for a tokenizer known only by id (token-file data): it cannot turn text into ids or back.
 bool tokenizer_can_encode(const Tokenizer *t);
 // True when text may be cut at line cuts and the pieces encoded separately give the same ids as the
-// whole (the byte tokenizer; BPE with GPT-2 or Llama 3 pre-tokenizers, see bpe_safe_cuts).
+// whole (the byte tokenizer; byte-level BPE with GPT-2, Llama 3 or Digits pre-tokenizers, see bpe_safe_cuts).
 bool tokenizer_cuts_at_lines(const Tokenizer *t);
 // The last line cut in s[0..n), 0 if none: a position i with s[i-2] printable ASCII (not white space),
 // s[i-1] == '\n' and s[i] an ASCII letter. Both pre-tokenizer regexes end a pre-token at such a place
