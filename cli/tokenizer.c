@@ -91,7 +91,9 @@ static int cmd_decode(int argc, char **argv) {
         if (end == p || *p == '-' || errno || (*end && *end != ' ' && *end != '\n' && *end != '\t' && *end != '\r'))
             fail_data(name, "id %" PRIu64 " (byte %td) is not a non-negative integer", k, p - text);
         size_t n;
-        const unsigned char *bytes = id < t.vocab_size ? tokenizer_token(&t, (uint32_t)id, &n) : NULL;
+        const unsigned char *bytes = id >= t.vocab_size ? NULL
+                                     : k ? tokenizer_token(&t, (uint32_t)id, &n)
+                                         : tokenizer_first_token(&t, (uint32_t)id, &n);   // a text's first token: without the space put first
         if (!bytes) fail_data(name, "id %" PRIu64 " is %llu: not a token of this tokenizer (vocab size %u)", k, id, t.vocab_size);
         if (n && fwrite(bytes, 1, n, stdout) != n) fail("writing the text failed (%s)", strerror(errno));
         p = end;

@@ -1,84 +1,22 @@
-// data/bpe.c — byte-level BPE encoder/decoder reading Hugging Face tokenizer.json (ids identical to `tokenizers`).
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include "data/bpe.h"
-
+// data/bpe.c — loads a Hugging Face tokenizer.json BPE (byte-level or SentencePiece-style) for an encoder with ids identical to `tokenizers`.
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <pcre2.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/common.h"
+#include "data/bpe_impl.h"
 
 // The pre-tokenizer regex that HF's ByteLevel applies when use_regex is true (GPT-2's).
 static const char GPT2_PATTERN[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 // Llama 3's Split regex (tokenizer.json of Meta-Llama-3).
 static const char LLAMA3_PATTERN[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-enum { MAX_STAGES = 8, CACHE_SLOTS = 1 << 14, CACHE_KEY = 30, MAX_ID = (1 << 22) - 1 };
-
-// One pre-tokenizer step: optionally prepend a space (ByteLevel add_prefix_space), then split by a
-// regex into matches and the gaps between them (HF's "Isolated" behaviour); NULL regex = no split.
-typedef struct {
-    pcre2_code *re;
-    bool prefix_space;
-    bool known;        // no regex, or GPT-2's or Llama 3's (see bpe_safe_cuts)
-} Stage;
-
-typedef struct {
-    unsigned char *bytes;
-    size_t len;
-    uint32_t id;
-    bool normalized;   // matched in HF's second pass (after the non-normalized tokens)
-} AddedToken;
-
-// Open-addressing tables: raw-byte strings -> id, and (left id, right id) -> (rank, merged id).
-typedef struct {
-    uint32_t *slot;    // (mask + 1) ids + 1; 0 = empty
-    uint32_t mask;
-} StrTable;
-typedef struct {
-    uint64_t *key;     // (mask + 1) left << 32 | right, UINT64_MAX = empty
-    uint32_t *rank, *merged;
-    uint32_t mask;
-} PairTable;
-
-struct Bpe {
-    uint32_t vocab_size;
-    unsigned char **tok;        // (vocab_size) the bytes each id stands for; NULL = unused id
-    uint32_t *tok_len;          // (vocab_size)
-    uint32_t byte_id[256];      // the single-byte token of each byte
-    StrTable vocab;             // model.vocab by raw bytes (for ignore_merges and merges)
-    PairTable merges;
-    bool ignore_merges;
-    Stage stages[MAX_STAGES];
-    int n_stages;
-    AddedToken *added;
-    size_t n_added;
-    bool added_first[2][256];   // [normalized] a token of that pass starts with this byte
-    int64_t template_bos;       // post_processor's leading special token, -1 if none
-};
-
-typedef struct {
-    uint8_t len, n;             // key bytes; ids (0 = empty slot)
-    unsigned char key[CACHE_KEY];
-    uint32_t ids[CACHE_KEY];
-} CacheEntry;
-
-struct BpeEncoder {
-    const Bpe *b;
-    pcre2_match_data *md;
-    CacheEntry *cache;          // (CACHE_SLOTS)
-    uint32_t *sym, *next, *prev;   // (cap) symbols of the word being merged, as a linked list
-    uint64_t *heap;             // (cap) rank << 32 | position, a min-heap
-    size_t cap;
-    unsigned char *prefixed[MAX_STAGES];   // " " + piece for add_prefix_space
-    size_t prefixed_cap[MAX_STAGES];
-    uint32_t **out;             // the caller's output while encoding
-    size_t *n_out, *out_cap;
-};
+// Rust's char::is_numeric (Digits), and regex's \w (single_word added tokens: Alphabetic, marks, Nd, Pc, joiners).
+static const char DIGIT_PATTERN[] = "\\p{N}", DIGITS_PATTERN[] = "\\p{N}+";
+static const char WORD_PATTERN[] = "[\\p{L}\\p{Nl}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}]";
 
 // ---- GPT-2's byte <-> unicode map (bytes_to_unicode) --------------------------------------------
 static void byte_map(uint32_t cp_of_byte[256], int16_t byte_of_cp[324]) {
@@ -91,9 +29,10 @@ static void byte_map(uint32_t cp_of_byte[256], int16_t byte_of_cp[324]) {
     }
 }
 
-// The raw bytes of a token string in the byte-level alphabet; a string with a character outside it
-// stands for its own UTF-8 bytes (as HF's ByteLevel decoder does). Returns the length written to out.
-static size_t unmap_token(const char *s, size_t n, unsigned char *out) {
+// The raw bytes of a token string in the byte-level alphabet. A string with a character outside it stands
+// for its own UTF-8 bytes (as HF's ByteLevel decoder does) but can never be produced by ByteLevel: *in_alphabet
+// false, and the encoder never matches it. Returns the length written to out.
+static size_t unmap_token(const char *s, size_t n, unsigned char *out, bool *in_alphabet) {
     static uint32_t cp_of_byte[256];
     static int16_t byte_of_cp[324];
     static bool ready;
@@ -102,6 +41,7 @@ static size_t unmap_token(const char *s, size_t n, unsigned char *out) {
         ready = true;
     }
     size_t k = 0;
+    *in_alphabet = true;
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
         uint32_t cp;
@@ -111,6 +51,7 @@ static size_t unmap_token(const char *s, size_t n, unsigned char *out) {
         for (int j = 1; j < w; j++) cp = cp << 6 | ((unsigned char)s[i + j] & 63u);
         if (cp >= 324 || byte_of_cp[cp] < 0) {
             memcpy(out, s, n);
+            *in_alphabet = false;
             return n;
         }
         out[k++] = (unsigned char)byte_of_cp[cp];
@@ -120,14 +61,7 @@ static size_t unmap_token(const char *s, size_t n, unsigned char *out) {
 }
 
 // ---- hash tables ---------------------------------------------------------------------------------
-static inline uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return x;
-}
-
-static uint64_t hash_bytes(const unsigned char *s, size_t n) {
+uint64_t bpe_hash_bytes(const unsigned char *s, size_t n) {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -138,7 +72,7 @@ static uint64_t hash_bytes(const unsigned char *s, size_t n) {
     }
     uint64_t w = 0;
     if (n > i) memcpy(&w, s + i, n - i);   // s may be NULL when n == 0
-    return mix64(h ^ w);
+    return bpe_mix64(h ^ w);
 }
 
 static uint32_t table_size(size_t n) {
@@ -147,9 +81,9 @@ static uint32_t table_size(size_t n) {
     return m;
 }
 
-static int64_t str_find(const Bpe *b, const unsigned char *s, size_t n) {
+int64_t bpe_str_find(const Bpe *b, const unsigned char *s, size_t n) {
     const StrTable *t = &b->vocab;
-    for (uint32_t i = (uint32_t)hash_bytes(s, n) & t->mask;; i = (i + 1) & t->mask) {
+    for (uint32_t i = (uint32_t)bpe_hash_bytes(s, n) & t->mask;; i = (i + 1) & t->mask) {
         uint32_t v = t->slot[i];
         if (!v) return -1;
         if (b->tok_len[v - 1] == n && memcmp(b->tok[v - 1], s, n) == 0) return v - 1;
@@ -158,27 +92,15 @@ static int64_t str_find(const Bpe *b, const unsigned char *s, size_t n) {
 
 static void str_insert(Bpe *b, uint32_t id) {
     StrTable *t = &b->vocab;
-    uint32_t i = (uint32_t)hash_bytes(b->tok[id], b->tok_len[id]) & t->mask;
+    uint32_t i = (uint32_t)bpe_hash_bytes(b->tok[id], b->tok_len[id]) & t->mask;
     while (t->slot[i]) i = (i + 1) & t->mask;
     t->slot[i] = id + 1;
-}
-
-static inline bool pair_find(const PairTable *t, uint32_t l, uint32_t r, uint32_t *rank, uint32_t *merged) {
-    uint64_t k = (uint64_t)l << 32 | r;
-    for (uint32_t i = (uint32_t)mix64(k) & t->mask;; i = (i + 1) & t->mask) {
-        if (t->key[i] == k) {
-            *rank = t->rank[i];
-            *merged = t->merged[i];
-            return true;
-        }
-        if (t->key[i] == UINT64_MAX) return false;
-    }
 }
 
 // A later duplicate of a merge replaces the earlier one, as in HF's map built from the list.
 static void pair_insert(PairTable *t, uint32_t l, uint32_t r, uint32_t rank, uint32_t merged) {
     uint64_t k = (uint64_t)l << 32 | r;
-    uint32_t i = (uint32_t)mix64(k) & t->mask;
+    uint32_t i = (uint32_t)bpe_mix64(k) & t->mask;
     while (t->key[i] != UINT64_MAX && t->key[i] != k) i = (i + 1) & t->mask;
     t->key[i] = k;
     t->rank[i] = rank;
@@ -214,45 +136,90 @@ static const char *type_of(const cJSON *o) {
     return cJSON_IsString(t) ? t->valuestring : NULL;
 }
 
-static bool add_stage(Bpe *b, Errs *e, const char *pattern, bool literal, bool prefix_space, const char *field) {
-    if (b->n_stages == MAX_STAGES) return bad(e, "%s: more than %d pre-tokenizer steps", field, MAX_STAGES);
-    Stage *s = &b->stages[b->n_stages++];
-    s->prefix_space = prefix_space;
-    s->known = !pattern || (!literal && (strcmp(pattern, GPT2_PATTERN) == 0 || strcmp(pattern, LLAMA3_PATTERN) == 0));
-    if (!pattern) return true;
+static const char *str_of(const cJSON *o, const char *key) { return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key)); }
+
+static pcre2_code *compile(Errs *e, const char *pattern, bool literal, const char *field) {
     int code;
     PCRE2_SIZE at;
     uint32_t opts = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : 0);
-    s->re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, opts, &code, &at, NULL);
-    if (!s->re) {
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, opts, &code, &at, NULL);
+    if (!re) {
         PCRE2_UCHAR msg[160];
         pcre2_get_error_message(code, msg, sizeof msg);
-        return bad(e, "%s: regex does not compile at offset %zu: %s", field, (size_t)at, (char *)msg);
+        bad(e, "%s: regex does not compile at offset %zu: %s", field, (size_t)at, (char *)msg);
+        return NULL;
     }
-    pcre2_jit_compile(s->re, PCRE2_JIT_COMPLETE);   // falls back to the interpreter when JIT is unavailable
+    pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);   // falls back to the interpreter when JIT is unavailable
+    return re;
+}
+
+static Stage *new_stage(Bpe *b, Errs *e, StageKind kind, const char *field) {
+    if (b->n_stages == MAX_STAGES) {
+        bad(e, "%s: more than %d pre-tokenizer steps", field, MAX_STAGES);
+        return NULL;
+    }
+    if (b->n_stages && b->stages[b->n_stages - 1].kind == STAGE_BYTE_LEVEL) {
+        bad(e, "%s: a step after ByteLevel is not supported (ByteLevel must be the last pre-tokenizer)", field);
+        return NULL;
+    }
+    Stage *s = &b->stages[b->n_stages++];
+    s->kind = kind;
+    return s;
+}
+
+static bool add_split(Bpe *b, Errs *e, StageKind kind, const char *pattern, bool literal, const char *field) {
+    Stage *s = new_stage(b, e, kind, field);
+    if (!s) return false;
+    // Cutting at a line cut leaves the pieces of GPT-2's, Llama 3's and the digit regexes as they were.
+    s->known = !pattern || (!literal && (strcmp(pattern, GPT2_PATTERN) == 0 || strcmp(pattern, LLAMA3_PATTERN) == 0 ||
+                                         strcmp(pattern, DIGIT_PATTERN) == 0 || strcmp(pattern, DIGITS_PATTERN) == 0));
+    return !pattern || (s->re = compile(e, pattern, literal, field)) != NULL;
+}
+
+// Metaspace: {"replacement": "▁", "prepend_scheme": "first"|"always"|"never", "split": bool}; older files
+// have "add_prefix_space" (true = always) instead of prepend_scheme, and no "split" (true).
+static bool add_metaspace(Bpe *b, Errs *e, const cJSON *p, const char *field) {
+    const char *rep = str_of(p, "replacement"), *scheme = str_of(p, "prepend_scheme");
+    if (!rep || !rep[0] || strlen(rep) != bpe_utf8_len((const unsigned char *)rep, strlen(rep)))
+        return bad(e, "%s.replacement: needs one character (\"\\u2581\")", field);
+    Stage *s = new_stage(b, e, STAGE_METASPACE, field);
+    if (!s) return false;
+    s->rep_len = strlen(rep);
+    memcpy(s->rep, rep, s->rep_len);
+    const cJSON *split = cJSON_GetObjectItemCaseSensitive(p, "split");
+    s->split = !split || cJSON_IsTrue(split);
+    if (!scheme) s->prepend = is_false_or_null(p, "add_prefix_space") ? PREPEND_NEVER : PREPEND_ALWAYS;
+    else if (strcmp(scheme, "first") == 0) s->prepend = PREPEND_FIRST;
+    else if (strcmp(scheme, "always") == 0) s->prepend = PREPEND_ALWAYS;
+    else if (strcmp(scheme, "never") == 0) s->prepend = PREPEND_NEVER;
+    else return bad(e, "%s.prepend_scheme: '%s' is not first, always or never", field, scheme);
     return true;
 }
 
-static bool parse_pre_tokenizer(Bpe *b, Errs *e, const cJSON *p, const char *field, bool *byte_level) {
+static bool parse_pre_tokenizer(Bpe *b, Errs *e, const cJSON *p, const char *field) {
     const char *type = type_of(p);
     char sub[96];
-    if (!type) return bad(e, "%s: missing \"type\" (a byte-level BPE needs ByteLevel, optionally after Split in a Sequence)", field);
+    if (!type) return bad(e, "%s: missing \"type\"", field);
     if (strcmp(type, "Sequence") == 0) {
         const cJSON *list = cJSON_GetObjectItemCaseSensitive(p, "pretokenizers"), *it;
         if (!cJSON_IsArray(list)) return bad(e, "%s.pretokenizers: missing or not a list", field);
         int i = 0;
         cJSON_ArrayForEach(it, list) {
             snprintf(sub, sizeof sub, "%s.pretokenizers[%d]", field, i++);
-            if (!parse_pre_tokenizer(b, e, it, sub, byte_level)) return false;
+            if (!parse_pre_tokenizer(b, e, it, sub)) return false;
         }
         return true;
     }
     if (strcmp(type, "ByteLevel") == 0) {
         const cJSON *use = cJSON_GetObjectItemCaseSensitive(p, "use_regex");
         bool regex = !use || cJSON_IsTrue(use);
-        *byte_level = true;
-        return add_stage(b, e, regex ? GPT2_PATTERN : NULL, false, !is_false_or_null(p, "add_prefix_space"), field);
+        if (!add_split(b, e, STAGE_BYTE_LEVEL, regex ? GPT2_PATTERN : NULL, false, field)) return false;
+        b->stages[b->n_stages - 1].prefix_space = !is_false_or_null(p, "add_prefix_space");
+        return true;
     }
+    if (strcmp(type, "Digits") == 0)   // HF: split on char::is_numeric, Isolated (individual) or Contiguous (runs)
+        return add_split(b, e, STAGE_SPLIT, is_false_or_null(p, "individual_digits") ? DIGITS_PATTERN : DIGIT_PATTERN, false, field);
+    if (strcmp(type, "Metaspace") == 0) return add_metaspace(b, e, p, field);
     if (strcmp(type, "Split") == 0) {
         const cJSON *pat = cJSON_GetObjectItemCaseSensitive(p, "pattern"), *beh = cJSON_GetObjectItemCaseSensitive(p, "behavior");
         const cJSON *re = cJSON_GetObjectItemCaseSensitive(pat, "Regex"), *lit = cJSON_GetObjectItemCaseSensitive(pat, "String");
@@ -260,9 +227,47 @@ static bool parse_pre_tokenizer(Bpe *b, Errs *e, const cJSON *p, const char *fie
         if (!cJSON_IsString(beh) || strcmp(beh->valuestring, "Isolated") != 0)
             return bad(e, "%s.behavior: only \"Isolated\" is supported, not %s", field, cJSON_IsString(beh) ? beh->valuestring : "(missing)");
         if (!is_false_or_null(p, "invert")) return bad(e, "%s.invert: true is not supported", field);
-        return add_stage(b, e, cJSON_IsString(re) ? re->valuestring : lit->valuestring, !cJSON_IsString(re), false, field);
+        return add_split(b, e, STAGE_SPLIT, cJSON_IsString(re) ? re->valuestring : lit->valuestring, !cJSON_IsString(re), field);
     }
-    return bad(e, "%s.type: '%s' is not supported (ByteLevel, Split with Isolated, Sequence)", field, type);
+    return bad(e, "%s.type: '%s' is not supported (ByteLevel, Split with Isolated, Digits, Metaspace, Sequence)", field, type);
+}
+
+static bool add_norm(Bpe *b, Errs *e, const char *from, const char *to, const char *field) {
+    if (b->n_norm == MAX_NORM) return bad(e, "%s: more than %d normalizer steps", field, MAX_NORM);
+    NormStep *n = &b->norm[b->n_norm++];
+    n->prepend = !from;
+    n->from = from ? xstrdup(from) : NULL;
+    n->from_len = from ? strlen(from) : 0;
+    n->to = xstrdup(to);
+    n->to_len = strlen(to);
+    return true;
+}
+
+// Normalizers: Prepend and Replace of a literal string (SentencePiece-style BPE), alone or in a Sequence.
+static bool parse_normalizer(Bpe *b, Errs *e, const cJSON *p, const char *field) {
+    const char *type = type_of(p);
+    char sub[96];
+    if (!type) return bad(e, "%s: missing \"type\"", field);
+    if (strcmp(type, "Sequence") == 0) {
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(p, "normalizers"), *it;
+        if (!cJSON_IsArray(list)) return bad(e, "%s.normalizers: missing or not a list", field);
+        int i = 0;
+        cJSON_ArrayForEach(it, list) {
+            snprintf(sub, sizeof sub, "%s.normalizers[%d]", field, i++);
+            if (!parse_normalizer(b, e, it, sub)) return false;
+        }
+        return true;
+    }
+    if (strcmp(type, "Prepend") == 0) {
+        const char *s = str_of(p, "prepend");
+        return s ? add_norm(b, e, NULL, s, field) : bad(e, "%s.prepend: missing or not a string", field);
+    }
+    if (strcmp(type, "Replace") == 0) {
+        const char *from = str_of(cJSON_GetObjectItemCaseSensitive(p, "pattern"), "String"), *to = str_of(p, "content");
+        if (!from || !from[0]) return bad(e, "%s.pattern: only a non-empty {\"String\": ...} is supported (not a Regex)", field);
+        return to ? add_norm(b, e, from, to, field) : bad(e, "%s.content: missing or not a string", field);
+    }
+    return bad(e, "%s: type '%s' is not supported (Prepend, Replace of a string, Sequence)", field, type);
 }
 
 static void parse_template(Bpe *b, const cJSON *p) {
@@ -285,44 +290,125 @@ static void parse_template(Bpe *b, const cJSON *p) {
 static bool check_model_options(Errs *e, const cJSON *m) {
     const char *type = type_of(m);
     if (!type || strcmp(type, "BPE") != 0) return bad(e, "model.type: '%s' is not supported (only BPE)", type ? type : "(missing)");
-    if (!is_false_or_null(m, "byte_fallback")) return bad(e, "model.byte_fallback: true is not supported (byte-level BPE needs none)");
     const char *affix[] = {"continuing_subword_prefix", "end_of_word_suffix"};
     for (int i = 0; i < 2; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, affix[i]);
         if (v && !cJSON_IsNull(v) && !(cJSON_IsString(v) && !v->valuestring[0])) return bad(e, "model.%s: is not supported (must be null)", affix[i]);
     }
-    const cJSON *d = cJSON_GetObjectItemCaseSensitive(m, "dropout");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(m, "dropout"), *unk = cJSON_GetObjectItemCaseSensitive(m, "unk_token");
     if (d && !cJSON_IsNull(d) && !(cJSON_IsNumber(d) && d->valuedouble == 0)) return bad(e, "model.dropout: BPE dropout is not supported (must be null)");
+    if (unk && !cJSON_IsNull(unk) && !cJSON_IsString(unk)) return bad(e, "model.unk_token: not a string or null");
     return true;
 }
 
-// Sets id's bytes from its token string (byte-level alphabet).
-static bool set_token(Bpe *b, Errs *e, uint32_t id, const char *s, const char *field) {
+// Sets id's match string: byte-level tokens by their raw bytes, others as written. Only model.vocab
+// strings are matched by the model (added tokens are matched as a whole, before it).
+static bool set_token(Bpe *b, Errs *e, uint32_t id, const char *s, const char *field, bool in_vocab) {
     if (b->tok[id]) return bad(e, "%s: id %u is used twice", field, id);
     size_t n = strlen(s);
     if (!n) return bad(e, "%s: empty token string for id %u", field, id);
+    bool matchable = true;
     b->tok[id] = xmalloc(n, "a token");
-    b->tok_len[id] = (uint32_t)unmap_token(s, n, b->tok[id]);
+    if (b->char_mode) {
+        memcpy(b->tok[id], s, n);
+        b->tok_len[id] = (uint32_t)n;
+    } else b->tok_len[id] = (uint32_t)unmap_token(s, n, b->tok[id], &matchable);
+    if (in_vocab && matchable) str_insert(b, id);
     return true;
+}
+
+static bool check_id(const cJSON *id) {
+    return cJSON_IsNumber(id) && id->valuedouble >= 0 && id->valuedouble <= MAX_ID && id->valuedouble == (double)(int64_t)id->valuedouble;
+}
+
+// Fills byte_id, fallback_id and unk_id from the vocab. A byte (character) with no token is dropped by
+// HF's BPE when there is no byte fallback and no unk_token; so it is here.
+static bool special_ids(Bpe *b, Errs *e, const cJSON *model) {
+    for (int c = 0; c < 256; c++) {
+        unsigned char byte = (unsigned char)c;
+        char hex[8];
+        snprintf(hex, sizeof hex, "<0x%02X>", c);
+        int64_t id = bpe_str_find(b, &byte, 1), fb = b->char_mode ? bpe_str_find(b, (const unsigned char *)hex, 6) : -1;
+        b->byte_id[c] = id < 0 ? NO_ID : (uint32_t)id;
+        b->fallback_id[c] = fb < 0 ? NO_ID : (uint32_t)fb;
+    }
+    const char *unk = str_of(model, "unk_token");
+    b->unk_id = NO_ID;
+    if (unk) {
+        int64_t id = bpe_str_find(b, (const unsigned char *)unk, strlen(unk));
+        if (id < 0) return bad(e, "model.unk_token: '%.60s' is not in model.vocab", unk);
+        b->unk_id = (uint32_t)id;
+    }
+    b->fuse_unk = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "fuse_unk"));
+    b->byte_fallback = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback"));
+    return true;
+}
+
+// The model.vocab id of a string as written (byte-level: in the byte alphabet), -1 if none.
+static int64_t vocab_id(const Bpe *b, const char *s, unsigned char *scratch) {
+    bool in_alphabet = true;
+    size_t n = strlen(s), k = b->char_mode ? n : unmap_token(s, n, scratch, &in_alphabet);
+    if (b->char_mode) memcpy(scratch, s, n);
+    return in_alphabet ? bpe_str_find(b, scratch, k) : -1;
+}
+
+// The added tokens: flags as HF reads them; a normalized token matches its content as normalized. HF
+// gives a token the id of its content in model.vocab, else the next id after the vocab's count (and the
+// added ones before it), whatever the file says: a file that says otherwise is refused.
+static bool parse_added(Bpe *b, Errs *e, const cJSON *added, int n_vocab) {
+    const cJSON *it;
+    b->added = xcalloc((size_t)cJSON_GetArraySize(added) + 1, sizeof *b->added, "the added tokens");
+    Buf bufs[2] = {{0}};
+    uint32_t next = (uint32_t)n_vocab;
+    int i = 0;
+    cJSON_ArrayForEach(it, added) {
+        const char *content = str_of(it, "content");
+        uint32_t id = (uint32_t)cJSON_GetObjectItemCaseSensitive(it, "id")->valuedouble;
+        unsigned char *scratch = xmalloc(strlen(content) + 1, "an added token");
+        int64_t in_vocab = vocab_id(b, content, scratch);
+        free(scratch);
+        uint32_t hf_id = in_vocab >= 0 ? (uint32_t)in_vocab : bpe_added_id(b, content) >= 0 ? (uint32_t)bpe_added_id(b, content) : next++;
+        if (hf_id != id) {
+            bad(e, "added_tokens[%d]: '%.60s' has id %u, but HF tokenizers gives it %u (%s); correct the id", i, content, id, hf_id,
+                in_vocab >= 0 ? "its id in model.vocab" : "the next id after model.vocab's tokens and the added ones before it");
+            break;
+        }
+        i++;
+        AddedToken *a = &b->added[b->n_added++];
+        a->content = xstrdup(content);
+        a->id = id;
+        a->normalized = !is_false_or_null(it, "normalized");
+        a->lstrip = !is_false_or_null(it, "lstrip");
+        a->rstrip = !is_false_or_null(it, "rstrip");
+        a->single_word = !is_false_or_null(it, "single_word");
+        size_t n = strlen(content);
+        const unsigned char *s = a->normalized ? bpe_normalize(b, bufs, (const unsigned char *)content, n, &n) : (const unsigned char *)content;
+        a->bytes = xmalloc(n + 1, "an added token");
+        memcpy(a->bytes, s, n);
+        a->bytes[n] = 0;
+        a->len = n;
+        b->added_first[a->normalized][a->bytes[0]] = true;
+        if (a->single_word && !b->word_re && !(b->word_re = compile(e, WORD_PATTERN, false, "added_tokens"))) break;
+        // An id already in the vocab keeps its string; HF decodes the id to the added content, the same here.
+        if (!b->tok[id] && !set_token(b, e, id, content, "added_tokens", false)) break;
+    }
+    free(bufs[0].p);
+    free(bufs[1].p);
+    return !e->failed;
 }
 
 static bool parse_vocab(Bpe *b, Errs *e, const cJSON *vocab, const cJSON *added) {
     const cJSON *it;
     double top = -1;
     cJSON_ArrayForEach(it, vocab) {
-        if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > MAX_ID || it->valuedouble != (double)(int64_t)it->valuedouble)
-            return bad(e, "model.vocab[\"%.60s\"]: id is not an integer in 0..%d", it->string, MAX_ID);
+        if (!check_id(it)) return bad(e, "model.vocab[\"%.60s\"]: id is not an integer in 0..%d", it->string, MAX_ID);
         if (it->valuedouble > top) top = it->valuedouble;
     }
     int i = 0;
     cJSON_ArrayForEach(it, added) {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id"), *c = cJSON_GetObjectItemCaseSensitive(it, "content");
-        if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble > MAX_ID || id->valuedouble != (double)(int64_t)id->valuedouble ||
-            !cJSON_IsString(c) || !c->valuestring[0])
+        if (!check_id(id) || !cJSON_IsString(c) || !c->valuestring[0])
             return bad(e, "added_tokens[%d]: needs an integer \"id\" in 0..%d and a non-empty \"content\"", i, MAX_ID);
-        const char *opts[] = {"lstrip", "rstrip", "single_word"};
-        for (int k = 0; k < 3; k++)
-            if (!is_false_or_null(it, opts[k])) return bad(e, "added_tokens[%d].%s: true is not supported", i, opts[k]);
         if (id->valuedouble > top) top = id->valuedouble;
         i++;
     }
@@ -330,30 +416,9 @@ static bool parse_vocab(Bpe *b, Errs *e, const cJSON *vocab, const cJSON *added)
     b->vocab_size = (uint32_t)top + 1;
     b->tok = xcalloc(b->vocab_size, sizeof *b->tok, "the token table");
     b->tok_len = xcalloc(b->vocab_size, sizeof *b->tok_len, "the token table");
-    cJSON_ArrayForEach(it, vocab) if (!set_token(b, e, (uint32_t)it->valuedouble, it->string, "model.vocab")) return false;
     b->vocab.mask = table_size(b->vocab_size) - 1;
     b->vocab.slot = xcalloc((size_t)b->vocab.mask + 1, sizeof(uint32_t), "the vocab table");
-    for (uint32_t id = 0; id < b->vocab_size; id++)
-        if (b->tok[id]) str_insert(b, id);
-    for (int c = 0; c < 256; c++) {
-        unsigned char byte = (unsigned char)c;
-        int64_t id = str_find(b, &byte, 1);
-        if (id < 0) return bad(e, "model.vocab: has no token for byte 0x%02x (a byte-level BPE has all 256)", c);
-        b->byte_id[c] = (uint32_t)id;
-    }
-    // Added tokens: an id already in the vocab keeps its string; the content is what the text matches.
-    b->added = xcalloc((size_t)cJSON_GetArraySize(added) + 1, sizeof *b->added, "the added tokens");
-    cJSON_ArrayForEach(it, added) {
-        const char *content = cJSON_GetObjectItemCaseSensitive(it, "content")->valuestring;
-        uint32_t id = (uint32_t)cJSON_GetObjectItemCaseSensitive(it, "id")->valuedouble;
-        AddedToken *a = &b->added[b->n_added++];
-        a->len = strlen(content);
-        a->bytes = (unsigned char *)xstrdup(content);
-        a->id = id;
-        a->normalized = !is_false_or_null(it, "normalized");
-        b->added_first[a->normalized][a->bytes[0]] = true;
-        if (!b->tok[id] && !set_token(b, e, id, content, "added_tokens")) return false;
-    }
+    cJSON_ArrayForEach(it, vocab) if (!set_token(b, e, (uint32_t)it->valuedouble, it->string, "model.vocab", true)) return false;
     return true;
 }
 
@@ -373,6 +438,14 @@ static bool merge_side(const cJSON *it, const char **l, const char **r, char **b
     *l = *buf;
     *r = sp + 1;
     return true;
+}
+
+// A merge side's match string into out (byte-level: its raw bytes); returns its length.
+static size_t side_bytes(const Bpe *b, const char *s, size_t n, unsigned char *out) {
+    bool in_alphabet;
+    if (!b->char_mode) return unmap_token(s, n, out, &in_alphabet);
+    memcpy(out, s, n);
+    return n;
 }
 
 static bool parse_merges(Bpe *b, Errs *e, const cJSON *merges) {
@@ -400,10 +473,10 @@ static bool parse_merges(Bpe *b, Errs *e, const cJSON *merges) {
             break;
         }
         if (raw_cap < sl + sr) raw = xrealloc(raw, raw_cap = 2 * (sl + sr), "a merge");
-        size_t nl = unmap_token(l, sl, raw);
-        int64_t li = str_find(b, raw, nl);
-        size_t nr = unmap_token(r, sr, raw + nl);
-        int64_t ri = str_find(b, raw + nl, nr), m = str_find(b, raw, nl + nr);
+        size_t nl = side_bytes(b, l, sl, raw);
+        int64_t li = bpe_str_find(b, raw, nl);
+        size_t nr = side_bytes(b, r, sr, raw + nl);
+        int64_t ri = bpe_str_find(b, raw + nl, nr), m = bpe_str_find(b, raw, nl + nr);
         if (li < 0 || ri < 0) ok = bad(e, "model.merges[%d]: token '%.60s' is not in model.vocab", i, li < 0 ? l : r);
         else if (m < 0) ok = bad(e, "model.merges[%d]: merged token '%.60s%.60s' is not in model.vocab", i, l, r);
         if (!ok) break;
@@ -415,6 +488,208 @@ static bool parse_merges(Bpe *b, Errs *e, const cJSON *merges) {
     return ok;
 }
 
+// ---- decoders ------------------------------------------------------------------------------------
+// The SentencePiece-style decoder steps ringgpt applies to each token: Replace (a string by a string),
+// ByteFallback (<0xNN> -> the byte), Metaspace (the replacement -> " ", none in the first token), and
+// Strip of leading characters after Fuse (only the text's first token loses them).
+typedef struct {
+    char from[8][16], to[8][16];
+    int n_replace;
+    bool byte_fallback;
+    char meta[8];             // Metaspace's replacement, "" if none
+    bool meta_first;          // ... dropped in the first token (prepend_scheme not never)
+    char strip[8];            // Strip's content
+    int strip_start;          // ... how many leading ones the first token loses
+    bool fused;               // a Fuse came before
+} Decoder;
+
+static bool parse_decoder(Decoder *d, Errs *e, const cJSON *p, const char *field) {
+    const char *type = type_of(p);
+    char sub[96];
+    if (!type) return bad(e, "%s: missing \"type\"", field);
+    if (strcmp(type, "Sequence") == 0) {
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(p, "decoders"), *it;
+        if (!cJSON_IsArray(list)) return bad(e, "%s.decoders: missing or not a list", field);
+        int i = 0;
+        cJSON_ArrayForEach(it, list) {
+            snprintf(sub, sizeof sub, "%s.decoders[%d]", field, i++);
+            if (!parse_decoder(d, e, it, sub)) return false;
+        }
+        return true;
+    }
+    if (d->strip_start) return bad(e, "%s: a step after Strip is not supported", field);
+    if (strcmp(type, "ByteFallback") == 0) return d->byte_fallback = true;
+    if (strcmp(type, "Fuse") == 0) return d->fused = true;
+    if (strcmp(type, "Replace") == 0) {
+        const char *from = str_of(cJSON_GetObjectItemCaseSensitive(p, "pattern"), "String"), *to = str_of(p, "content");
+        if (!from || !to || !from[0] || strlen(from) >= 16 || strlen(to) >= 16 || d->n_replace == 8)
+            return bad(e, "%s: only a Replace of a short {\"String\": ...} by a short \"content\" is supported", field);
+        snprintf(d->from[d->n_replace], 16, "%s", from);
+        snprintf(d->to[d->n_replace++], 16, "%s", to);
+        return true;
+    }
+    if (strcmp(type, "Strip") == 0) {
+        const char *c = str_of(p, "content");
+        const cJSON *start = cJSON_GetObjectItemCaseSensitive(p, "start"), *stop = cJSON_GetObjectItemCaseSensitive(p, "stop");
+        if (!c || !c[0] || strlen(c) >= 8 || !cJSON_IsNumber(start) || start->valueint < 0 || start->valueint > 8 || !cJSON_IsNumber(stop) || stop->valueint != 0)
+            return bad(e, "%s: only a Strip of up to 8 leading characters (\"stop\": 0) is supported", field);
+        if (!d->fused && start->valueint) return bad(e, "%s: a Strip before Fuse is not supported", field);
+        snprintf(d->strip, sizeof d->strip, "%s", c);
+        d->strip_start = start->valueint;
+        return true;
+    }
+    if (strcmp(type, "Metaspace") == 0) {
+        const char *rep = str_of(p, "replacement"), *scheme = str_of(p, "prepend_scheme");
+        if (!rep || !rep[0] || strlen(rep) >= 8) return bad(e, "%s.replacement: needs one character", field);
+        snprintf(d->meta, sizeof d->meta, "%s", rep);
+        d->meta_first = scheme ? strcmp(scheme, "never") != 0 : !is_false_or_null(p, "add_prefix_space");
+        return true;
+    }
+    return bad(e, "%s: type '%s' is not supported with a SentencePiece-style BPE (Replace, ByteFallback, Fuse, Strip, Metaspace)", field, type);
+}
+
+// Replaces every `from` in s[0..*n) by `to` (to no longer than from, or out has room for the growth).
+static size_t replace_all(const unsigned char *s, size_t n, const char *from, const char *to, unsigned char *out) {
+    size_t fl = strlen(from), tl = strlen(to), k = 0;
+    for (size_t i = 0; i < n;) {
+        if (i + fl <= n && memcmp(s + i, from, fl) == 0) {
+            memcpy(out + k, to, tl);
+            k += tl;
+            i += fl;
+        } else out[k++] = s[i++];
+    }
+    return k;
+}
+
+static int hex_digit(char c) { return c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1; }
+
+// One token through the decoder; first: as the text's first token. Returns the length written to out
+// (room: 16 x the token's length, as a Replace may grow it).
+static size_t decode_token(const Decoder *d, const unsigned char *s, size_t n, bool first, unsigned char *out) {
+    unsigned char *tmp = xmalloc(16 * n + 16, "a decoded token");
+    memcpy(out, s, n);
+    for (int i = 0; i < d->n_replace; i++) {
+        n = replace_all(out, n, d->from[i], d->to[i], tmp);
+        memcpy(out, tmp, n);
+    }
+    if (d->byte_fallback && n == 6 && memcmp(out, "<0x", 3) == 0 && out[5] == '>' && hex_digit((char)out[3]) >= 0 && hex_digit((char)out[4]) >= 0) {
+        out[0] = (unsigned char)(hex_digit((char)out[3]) << 4 | hex_digit((char)out[4]));
+        n = 1;
+    }
+    if (d->meta[0]) {
+        n = replace_all(out, n, d->meta, first && d->meta_first ? "" : " ", tmp);
+        memcpy(out, tmp, n);
+    }
+    size_t sl = strlen(d->strip), skip = 0;
+    for (int i = 0; first && i < d->strip_start && skip + sl <= n && memcmp(out + skip, d->strip, sl) == 0; i++) skip += sl;
+    memmove(out, out + skip, n - skip);
+    free(tmp);
+    return n - skip;
+}
+
+// The bytes each token decodes to: byte-level tokens are their raw bytes already; SentencePiece-style
+// ones go through the decoder, once inside a text and once as its first token.
+static bool build_decoded(Bpe *b, Errs *e, const cJSON *dec) {
+    b->dec_first = xcalloc(b->vocab_size, sizeof *b->dec_first, "the token table");
+    b->dec_first_len = xcalloc(b->vocab_size, sizeof *b->dec_first_len, "the token table");
+    if (!b->char_mode) {
+        if (!cJSON_IsObject(dec) || !type_of(dec) || strcmp(type_of(dec), "ByteLevel") != 0)
+            return bad(e, "decoder: '%s' is not supported (a ByteLevel pre_tokenizer needs the ByteLevel decoder)",
+                       cJSON_IsObject(dec) && type_of(dec) ? type_of(dec) : "missing");
+        b->dec = b->tok;
+        b->dec_len = b->tok_len;
+        return true;
+    }
+    Decoder d = {0};
+    if (!cJSON_IsObject(dec)) return bad(e, "decoder: missing (a SentencePiece-style BPE needs Metaspace or Replace, ByteFallback, Fuse, Strip)");
+    if (!parse_decoder(&d, e, dec, "decoder")) return false;
+    b->dec = xcalloc(b->vocab_size, sizeof *b->dec, "the token table");
+    b->dec_len = xcalloc(b->vocab_size, sizeof *b->dec_len, "the token table");
+    const char **content = xcalloc(b->vocab_size, sizeof *content, "the token table");
+    // HF decodes an id to its added content first, as normalized for a normalized token (simple_id_to_token).
+    for (size_t i = 0; i < b->n_added; i++) content[b->added[i].id] = b->added[i].normalized ? (const char *)b->added[i].bytes : b->added[i].content;
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+    for (uint32_t id = 0; id < b->vocab_size; id++) {
+        if (!b->tok[id]) continue;
+        const unsigned char *s = content[id] ? (const unsigned char *)content[id] : b->tok[id];
+        size_t n = content[id] ? strlen(content[id]) : b->tok_len[id];
+        if (cap < 16 * n + 16) buf = xrealloc(buf, cap = 32 * n + 32, "a decoded token");
+        size_t k = decode_token(&d, s, n, false, buf);
+        b->dec[id] = xmalloc(k + 1, "a decoded token");
+        memcpy(b->dec[id], buf, k);
+        b->dec_len[id] = (uint32_t)k;
+        size_t k1 = decode_token(&d, s, n, true, buf);
+        if (k1 != k || memcmp(buf, b->dec[id], k) != 0) {
+            b->dec_first[id] = xmalloc(k1 + 1, "a decoded token");
+            memcpy(b->dec_first[id], buf, k1);
+            b->dec_first_len[id] = (uint32_t)k1;
+        }
+    }
+    free(content);
+    free(buf);
+    return true;
+}
+
+// SentencePiece-style text reaches the model in long words (Metaspace without split, or the normalizer
+// form: a whole piece between special tokens). When "▁" has a token and no merge makes a token with
+// "▁" right after another character (runs "▁▁" are fine), no merge joins a symbol to a "▁" that follows
+// another character: cutting the word there gives the same ids, in pieces short enough for the cache.
+static void find_cut(Bpe *b) {
+    const char *rep = NULL;
+    for (int i = 0; i < b->n_stages; i++)
+        if (b->stages[i].kind == STAGE_METASPACE) rep = b->stages[i].rep;
+    for (int i = 0; i < b->n_norm; i++)
+        if (!b->norm[i].prepend && strcmp(b->norm[i].from, " ") == 0) rep = b->norm[i].to;
+    if (!b->char_mode || b->ignore_merges || !rep || !rep[0] || strlen(rep) >= sizeof b->cut) return;
+    size_t n = strlen(rep);
+    if (bpe_str_find(b, (const unsigned char *)rep, n) < 0) return;
+    const PairTable *t = &b->merges;
+    for (uint32_t i = 0; i <= t->mask; i++) {
+        if (t->key[i] == UINT64_MAX) continue;
+        const unsigned char *m = b->tok[t->merged[i]];
+        for (size_t k = 1; k + n <= b->tok_len[t->merged[i]]; k++)
+            if (memcmp(m + k, rep, n) == 0 && !(k >= n && memcmp(m + k - n, rep, n) == 0)) return;
+    }
+    memcpy(b->cut, rep, n);
+    b->cut_len = n;
+}
+
+// ---- the whole file ------------------------------------------------------------------------------
+static bool has_byte_level(const cJSON *p) {
+    const char *type = type_of(p);
+    if (!type) return false;
+    if (strcmp(type, "ByteLevel") == 0) return true;
+    const cJSON *it;
+    if (strcmp(type, "Sequence") == 0) cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(p, "pretokenizers")) if (has_byte_level(it)) return true;
+    return false;
+}
+
+static void load_root(Bpe *b, Errs *e, const cJSON *root) {
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model"), *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), *dec = cJSON_GetObjectItemCaseSensitive(root, "decoder");
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab"), *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+    if (!cJSON_IsObject(model)) bad(e, "model: missing or not an object");
+    else if (!check_model_options(e, model)) return;
+    else if (!cJSON_IsObject(vocab)) bad(e, "model.vocab: missing or not an object of token -> id");
+    else if (!cJSON_IsArray(merges)) bad(e, "model.merges: missing or not a list");
+    else if (added && !cJSON_IsNull(added) && !cJSON_IsArray(added)) bad(e, "added_tokens: not a list");
+    else if (pre && !cJSON_IsNull(pre) && !cJSON_IsObject(pre)) bad(e, "pre_tokenizer: not an object");
+    if (e->failed) return;
+    b->char_mode = !has_byte_level(pre);
+    if (norm && !cJSON_IsNull(norm) && !parse_normalizer(b, e, norm, "normalizer")) return;
+    if (cJSON_IsObject(pre) && !parse_pre_tokenizer(b, e, pre, "pre_tokenizer")) return;
+    if (!b->char_mode && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback")))
+        bad(e, "model.byte_fallback: true is not supported with a ByteLevel pre_tokenizer (it has a token for every byte)");
+    else if (parse_vocab(b, e, vocab, cJSON_IsArray(added) ? added : NULL) && special_ids(b, e, model) &&
+             parse_added(b, e, cJSON_IsArray(added) ? added : NULL, cJSON_GetArraySize(vocab)) && parse_merges(b, e, merges) && build_decoded(b, e, dec)) {
+        b->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
+        find_cut(b);
+        parse_template(b, cJSON_GetObjectItemCaseSensitive(root, "post_processor"));
+    }
+}
+
 Bpe *bpe_from_json(const char *json, size_t len, char *err, size_t err_len) {
     Errs e = {err, err_len, false};
     cJSON *root = cJSON_ParseWithLength(json, len);
@@ -423,29 +698,7 @@ Bpe *bpe_from_json(const char *json, size_t len, char *err, size_t err_len) {
     if (!root || !cJSON_IsObject(root)) {
         const char *at = root ? NULL : cJSON_GetErrorPtr();
         bad(&e, "not a JSON object (parse error near byte %td)", at && at >= json && at <= json + len ? at - json : (ptrdiff_t)0);
-        goto done;
-    }
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model"), *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
-    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), *dec = cJSON_GetObjectItemCaseSensitive(root, "decoder");
-    const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
-    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab"), *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
-    bool byte_level = false;
-    if (!cJSON_IsObject(model)) bad(&e, "model: missing or not an object");
-    else if (!check_model_options(&e, model)) {
-    } else if (!cJSON_IsObject(vocab)) bad(&e, "model.vocab: missing or not an object of token -> id");
-    else if (!cJSON_IsArray(merges)) bad(&e, "model.merges: missing or not a list");
-    else if (added && !cJSON_IsNull(added) && !cJSON_IsArray(added)) bad(&e, "added_tokens: not a list");
-    else if (norm && !cJSON_IsNull(norm)) bad(&e, "normalizer: type '%s' is not supported (byte-level BPE uses none)", type_of(norm) ? type_of(norm) : "?");
-    else if (!cJSON_IsObject(pre)) bad(&e, "pre_tokenizer: missing (a byte-level BPE needs ByteLevel)");
-    else if (!cJSON_IsObject(dec) || !type_of(dec) || strcmp(type_of(dec), "ByteLevel") != 0)
-        bad(&e, "decoder: '%s' is not supported (needs ByteLevel)", cJSON_IsObject(dec) && type_of(dec) ? type_of(dec) : "missing");
-    else if (parse_pre_tokenizer(b, &e, pre, "pre_tokenizer", &byte_level) && !byte_level)
-        bad(&e, "pre_tokenizer: has no ByteLevel step (a byte-level BPE needs one)");
-    else if (!e.failed && parse_vocab(b, &e, vocab, cJSON_IsArray(added) ? added : NULL) && parse_merges(b, &e, merges)) {
-        b->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
-        parse_template(b, cJSON_GetObjectItemCaseSensitive(root, "post_processor"));
-    }
-done:
+    } else load_root(b, &e, root);
     cJSON_Delete(root);
     if (e.failed) {
         bpe_free(b);
@@ -472,15 +725,33 @@ Bpe *bpe_load(const char *path, char *err, size_t err_len) {
 
 void bpe_free(Bpe *b) {
     if (!b) return;
-    for (uint32_t i = 0; i < b->vocab_size; i++) free(b->tok[i]);
+    for (uint32_t i = 0; i < b->vocab_size; i++) {
+        if (b->tok) free(b->tok[i]);
+        if (b->dec && b->dec != b->tok) free(b->dec[i]);
+        if (b->dec_first) free(b->dec_first[i]);
+    }
+    if (b->dec != b->tok) {
+        free(b->dec);
+        free(b->dec_len);
+    }
     free(b->tok);
     free(b->tok_len);
+    free(b->dec_first);
+    free(b->dec_first_len);
     free(b->vocab.slot);
     free(b->merges.key);
     free(b->merges.rank);
     free(b->merges.merged);
     for (int i = 0; i < b->n_stages; i++) pcre2_code_free(b->stages[i].re);
-    for (size_t i = 0; i < b->n_added; i++) free(b->added[i].bytes);
+    for (int i = 0; i < b->n_norm; i++) {
+        free(b->norm[i].from);
+        free(b->norm[i].to);
+    }
+    pcre2_code_free(b->word_re);
+    for (size_t i = 0; i < b->n_added; i++) {
+        free(b->added[i].bytes);
+        free(b->added[i].content);
+    }
     free(b->added);
     free(b);
 }
@@ -488,16 +759,17 @@ void bpe_free(Bpe *b) {
 uint32_t bpe_vocab_size(const Bpe *b) { return b->vocab_size; }
 
 bool bpe_safe_cuts(const Bpe *b) {
+    if (b->char_mode || b->n_norm) return false;   // Prepend and Metaspace act at the start of every piece
     for (int i = 0; i < b->n_stages; i++)
         if (!b->stages[i].known || b->stages[i].prefix_space) return false;
     for (size_t i = 0; i < b->n_added; i++)
-        if (memchr(b->added[i].bytes, '\n', b->added[i].len)) return false;
+        if (memchr(b->added[i].bytes, '\n', b->added[i].len) || b->added[i].lstrip || b->added[i].rstrip) return false;
     return true;
 }
 
 int64_t bpe_added_id(const Bpe *b, const char *content) {
     for (size_t i = 0; i < b->n_added; i++)
-        if (strcmp((const char *)b->added[i].bytes, content) == 0) return b->added[i].id;
+        if (strcmp(b->added[i].content, content) == 0) return b->added[i].id;
     return -1;
 }
 
@@ -506,214 +778,12 @@ bool bpe_template_bos(const Bpe *b, int64_t *bos_id) {
     return b->template_bos >= 0;
 }
 
-const unsigned char *bpe_token_bytes(const Bpe *b, uint32_t id, size_t *len) {
+const unsigned char *bpe_token_bytes(const Bpe *b, uint32_t id, bool first, size_t *len) {
     if (id >= b->vocab_size || !b->tok[id]) return NULL;
-    *len = b->tok_len[id];
-    return b->tok[id];
-}
-
-// ---- encoding ------------------------------------------------------------------------------------
-BpeEncoder *bpe_encoder_new(const Bpe *b) {
-    BpeEncoder *e = xcalloc(1, sizeof *e, "an encoder");
-    e->b = b;
-    e->md = pcre2_match_data_create(4, NULL);
-    if (!e->md) fail("out of memory for regex match data");
-    e->cache = xcalloc(CACHE_SLOTS, sizeof *e->cache, "the word cache");
-    return e;
-}
-
-void bpe_encoder_free(BpeEncoder *e) {
-    if (!e) return;
-    pcre2_match_data_free(e->md);
-    free(e->cache);
-    free(e->sym);
-    free(e->next);
-    free(e->prev);
-    free(e->heap);
-    for (int i = 0; i < MAX_STAGES; i++) free(e->prefixed[i]);
-    free(e);
-}
-
-static inline void emit(BpeEncoder *e, uint32_t id) {
-    if (*e->n_out == *e->out_cap) {
-        *e->out_cap = *e->out_cap ? 2 * *e->out_cap : 1024;
-        *e->out = xrealloc(*e->out, *e->out_cap * sizeof **e->out, "the token output");
+    if (first && b->dec_first[id]) {
+        *len = b->dec_first_len[id];
+        return b->dec_first[id];
     }
-    (*e->out)[(*e->n_out)++] = id;
-}
-
-static inline void heap_push(uint64_t *h, size_t *n, uint64_t v) {
-    size_t i = (*n)++;
-    while (i) {
-        size_t p = (i - 1) / 2;
-        if (h[p] <= v) break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = v;
-}
-
-static inline uint64_t heap_pop(uint64_t *h, size_t *n) {
-    uint64_t top = h[0], v = h[--*n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= *n) break;
-        if (c + 1 < *n && h[c + 1] < h[c]) c++;
-        if (v <= h[c]) break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i] = v;
-    return top;
-}
-
-static void grow_scratch(BpeEncoder *e, size_t n) {
-    if (n <= e->cap) return;
-    e->cap = n + n / 2 + 64;
-    e->sym = xrealloc(e->sym, e->cap * sizeof *e->sym, "BPE scratch");
-    e->next = xrealloc(e->next, e->cap * sizeof *e->next, "BPE scratch");
-    e->prev = xrealloc(e->prev, e->cap * sizeof *e->prev, "BPE scratch");
-    e->heap = xrealloc(e->heap, e->cap * sizeof *e->heap, "BPE scratch");
-}
-
-static inline void push_pair(BpeEncoder *e, size_t *nh, uint32_t pos) {
-    uint32_t rank, merged, nx = e->next[pos];
-    if (nx != UINT32_MAX && pair_find(&e->b->merges, e->sym[pos], e->sym[nx], &rank, &merged))
-        heap_push(e->heap, nh, (uint64_t)rank << 32 | pos);
-}
-
-// One pre-token: bytes -> single-byte symbols -> merges applied lowest rank first, leftmost first
-// among equals (HF's order). A linked list over the symbols and a heap of candidate pairs keep it
-// O(n log n) for any word, runs of spaces or digits included. Results for short words are cached.
-static void bpe_word(BpeEncoder *e, const unsigned char *s, size_t n) {
-    const Bpe *b = e->b;
-    if (b->ignore_merges) {
-        int64_t id = str_find(b, s, n);
-        if (id >= 0) {
-            emit(e, (uint32_t)id);
-            return;
-        }
-    }
-    CacheEntry *c = NULL;
-    if (n <= CACHE_KEY) {
-        c = &e->cache[hash_bytes(s, n) & (CACHE_SLOTS - 1)];
-        if (c->n && c->len == n && memcmp(c->key, s, n) == 0) {
-            for (int i = 0; i < c->n; i++) emit(e, c->ids[i]);
-            return;
-        }
-    }
-    grow_scratch(e, n);
-    size_t nh = 0;
-    for (size_t i = 0; i < n; i++) {
-        e->sym[i] = b->byte_id[s[i]];
-        e->next[i] = i + 1 < n ? (uint32_t)i + 1 : UINT32_MAX;
-        e->prev[i] = i ? (uint32_t)i - 1 : UINT32_MAX;
-    }
-    for (size_t i = 0; i + 1 < n; i++) push_pair(e, &nh, (uint32_t)i);
-    while (nh) {
-        uint64_t top = heap_pop(e->heap, &nh);
-        uint32_t pos = (uint32_t)top, rank, merged, nx = e->next[pos];
-        // Stale entries: the symbol was merged into its left neighbour, or its right neighbour changed.
-        if (e->sym[pos] == UINT32_MAX || nx == UINT32_MAX) continue;
-        if (!pair_find(&b->merges, e->sym[pos], e->sym[nx], &rank, &merged) || rank != (uint32_t)(top >> 32)) continue;
-        e->sym[pos] = merged;
-        e->sym[nx] = UINT32_MAX;
-        e->next[pos] = e->next[nx];
-        if (e->next[nx] != UINT32_MAX) e->prev[e->next[nx]] = pos;
-        if (e->prev[pos] != UINT32_MAX) push_pair(e, &nh, e->prev[pos]);
-        push_pair(e, &nh, pos);
-    }
-    size_t first = *e->n_out;
-    for (uint32_t i = 0; i != UINT32_MAX; i = e->next[i]) emit(e, e->sym[i]);
-    if (c) {
-        c->len = (uint8_t)n;
-        c->n = (uint8_t)(*e->n_out - first);
-        memcpy(c->key, s, n);
-        memcpy(c->ids, *e->out + first, c->n * sizeof(uint32_t));
-    }
-}
-
-static void pre_tokenize(BpeEncoder *e, int stage, const unsigned char *s, size_t n) {
-    if (!n) return;
-    if (stage == e->b->n_stages) {
-        bpe_word(e, s, n);
-        return;
-    }
-    const Stage *st = &e->b->stages[stage];
-    if (st->prefix_space && s[0] != ' ') {
-        if (e->prefixed_cap[stage] < n + 1) {
-            e->prefixed_cap[stage] = 2 * n + 64;
-            e->prefixed[stage] = xrealloc(e->prefixed[stage], e->prefixed_cap[stage], "a pre-token");
-        }
-        e->prefixed[stage][0] = ' ';
-        memcpy(e->prefixed[stage] + 1, s, n);
-        s = e->prefixed[stage];
-        n++;
-    }
-    if (!st->re) {
-        pre_tokenize(e, stage + 1, s, n);
-        return;
-    }
-    size_t at = 0;
-    while (at < n) {
-        int rc = pcre2_match(st->re, s, n, at, 0, e->md, NULL);
-        if (rc == PCRE2_ERROR_NOMATCH) break;
-        if (rc < 0) fail("pre-tokenizer regex failed at byte %zu (PCRE2 error %d)", at, rc);
-        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(e->md);
-        size_t m0 = ov[0], m1 = ov[1];
-        if (m1 == m0) {   // an empty match splits nothing; look again one byte on
-            if (m0 + 1 > n) break;
-            pre_tokenize(e, stage + 1, s + at, m0 + 1 - at);
-            at = m0 + 1;
-            continue;
-        }
-        pre_tokenize(e, stage + 1, s + at, m0 - at);   // the gap (bytes no alternative matched, e.g. invalid UTF-8)
-        pre_tokenize(e, stage + 1, s + m0, m1 - m0);
-        at = m1;
-    }
-    pre_tokenize(e, stage + 1, s + at, n - at);
-}
-
-// The leftmost added token of one pass at or after `from`, longest first at a position; -1 if none.
-static ptrdiff_t find_added(const Bpe *b, int pass, const unsigned char *s, size_t n, size_t from, const AddedToken **hit) {
-    for (size_t i = from; i < n; i++) {
-        if (!b->added_first[pass][s[i]]) continue;
-        const AddedToken *best = NULL;
-        for (size_t k = 0; k < b->n_added; k++) {
-            const AddedToken *a = &b->added[k];
-            if (a->normalized == pass && a->len <= n - i && (!best || a->len > best->len) && memcmp(a->bytes, s + i, a->len) == 0) best = a;
-        }
-        if (best) {
-            *hit = best;
-            return (ptrdiff_t)i;
-        }
-    }
-    return -1;
-}
-
-// HF splits on added tokens in two passes: the non-normalized (special) ones over the whole text, then
-// the normalized ones inside what is left; the pieces between them are pre-tokenized and merged.
-static void split_added(BpeEncoder *e, int pass, const unsigned char *s, size_t n) {
-    if (pass == 2) {
-        pre_tokenize(e, 0, s, n);
-        return;
-    }
-    size_t at = 0;
-    const AddedToken *a;
-    ptrdiff_t i;
-    while ((i = find_added(e->b, pass, s, n, at, &a)) >= 0) {
-        split_added(e, pass + 1, s + at, (size_t)i - at);
-        emit(e, a->id);
-        at = (size_t)i + a->len;
-    }
-    split_added(e, pass + 1, s + at, n - at);
-}
-
-size_t bpe_encode(BpeEncoder *e, const unsigned char *text, size_t n, uint32_t **out, size_t *n_out, size_t *cap) {
-    e->out = out;
-    e->n_out = n_out;
-    e->out_cap = cap;
-    split_added(e, 0, text, n);
-    return *n_out;
+    *len = b->dec_len[id];
+    return b->dec[id];
 }

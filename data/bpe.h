@@ -1,4 +1,4 @@
-// data/bpe.h — byte-level BPE (the GPT-2 / Llama 3 family): Hugging Face tokenizer.json in, token ids out and back.
+// data/bpe.h — BPE tokenizers of the GPT-2 / Llama family (byte-level and SentencePiece-style): Hugging Face tokenizer.json in, ids out and back.
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -9,9 +9,16 @@ typedef struct Bpe Bpe;
 // Per-thread encoding state: scratch arrays and a cache of recently seen words.
 typedef struct BpeEncoder BpeEncoder;
 
-// Parses a tokenizer.json text (BPE model, ByteLevel pre-tokenizer/decoder, optional Split regexes,
-// added tokens). Returns NULL and a one-line message naming the field in err when the file is
-// malformed or uses something this encoder does not implement.
+// Parses a tokenizer.json text with a BPE model, of one of two kinds:
+// - byte-level (GPT-2, Llama 3, SmolLM2): a ByteLevel pre-tokenizer, last, after optional Split (Isolated)
+//   and Digits steps in a Sequence; the ByteLevel decoder. A byte without a vocab token is dropped (or
+//   becomes model.unk_token), as HF does.
+// - SentencePiece-style (Llama 2, Mistral, TinyLlama): no ByteLevel; a normalizer of Prepend / Replace
+//   (" " -> "▁") and/or a Metaspace pre-tokenizer; model.byte_fallback (<0xNN>), unk_token, fuse_unk;
+//   a decoder of Replace, ByteFallback, Fuse, Strip, or Metaspace.
+// Either: ignore_merges, added tokens with their normalized / lstrip / rstrip / single_word flags.
+// Returns NULL and a one-line message naming the field in err when the file is malformed or uses
+// something this encoder does not implement.
 Bpe *bpe_from_json(const char *json, size_t len, char *err, size_t err_len);
 Bpe *bpe_load(const char *path, char *err, size_t err_len);
 void bpe_free(Bpe *b);
@@ -22,9 +29,10 @@ int64_t bpe_added_id(const Bpe *b, const char *content);
 // True when the post-processor puts a special token before every sequence (Llama 3's <|begin_of_text|>).
 bool bpe_template_bos(const Bpe *b, int64_t *bos_id);
 
-// True when cutting text at a "line cut" (see tokenizer_line_cut) never changes the ids: every
-// pre-tokenizer regex is GPT-2's or Llama 3's (both end a pre-token there), no add_prefix_space, no
-// added token holds a newline. Lets `prepare` encode one long document on several threads.
+// True when cutting text at a "line cut" (see tokenizer_line_cut) never changes the ids: byte-level, every
+// pre-tokenizer regex is GPT-2's, Llama 3's or Digits' (all end a pre-token there), no add_prefix_space, no
+// normalizer, no added token holds a newline or strips space. Lets `prepare` encode one long document on
+// several threads.
 bool bpe_safe_cuts(const Bpe *b);
 
 BpeEncoder *bpe_encoder_new(const Bpe *b);
@@ -34,8 +42,11 @@ void bpe_encoder_free(BpeEncoder *e);
 // matched as HF does (add_special_tokens=False semantics: no template tokens are added).
 size_t bpe_encode(BpeEncoder *e, const unsigned char *text, size_t n, uint32_t **out, size_t *n_out, size_t *cap);
 
-// The bytes a token stands for (ByteLevel decoding); NULL when id is out of range or unused.
-const unsigned char *bpe_token_bytes(const Bpe *b, uint32_t id, size_t *len);
+// The bytes a token stands for, as the tokenizer's decoder gives them (byte-level: its bytes; SentencePiece:
+// "▁" as " ", <0xNN> as the byte); first: as a text's first token, which the Strip and Metaspace
+// decoders give without the space the encoder put before the text. NULL when id is out of range or unused.
+// (One difference from HF: <0xNN> bytes that do not make valid UTF-8 come out as they are, not as U+FFFD.)
+const unsigned char *bpe_token_bytes(const Bpe *b, uint32_t id, bool first, size_t *len);
 
 // ---- training (data/bpe_train.c) -----------------------------------------------------------------
 typedef struct {

@@ -88,8 +88,8 @@ size_t tokenizer_encode(TokEncoder *e, const unsigned char *text, size_t n, uint
 
 bool tokenizer_can_encode(const Tokenizer *t) { return t->bpe || strcmp(t->id, TOKENIZER_ID) == 0; }
 
-const unsigned char *tokenizer_token(const Tokenizer *t, uint32_t id, size_t *len) {
-    if (t->bpe) return bpe_token_bytes(t->bpe, id, len);
+static const unsigned char *token_at(const Tokenizer *t, uint32_t id, bool first, size_t *len) {
+    if (t->bpe) return bpe_token_bytes(t->bpe, id, first, len);
     if (id >= TOK_VOCAB_SIZE || !tokenizer_can_encode(t)) return NULL;
     if (id < 256) {
         *len = 1;
@@ -98,3 +98,7 @@ const unsigned char *tokenizer_token(const Tokenizer *t, uint32_t id, size_t *le
     *len = strlen(SPECIAL[id - TOK_EOS]);
     return (const unsigned char *)SPECIAL[id - TOK_EOS];
 }
+
+const unsigned char *tokenizer_token(const Tokenizer *t, uint32_t id, size_t *len) { return token_at(t, id, false, len); }
+
+const unsigned char *tokenizer_first_token(const Tokenizer *t, uint32_t id, size_t *len) { return token_at(t, id, true, len); }

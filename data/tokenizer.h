@@ -16,7 +16,7 @@ enum {
 // bytes -> tokens: one token per byte; returns the count written (== n).
 size_t tok_encode(const unsigned char *text, size_t n, int32_t *out);
 
-// ---- the tokenizer a dataset or model uses: the byte tokenizer above or a byte-level BPE ---------
+// ---- the tokenizer a dataset or model uses: the byte tokenizer above or a BPE (data/bpe.h) -------
 typedef struct Bpe Bpe;
 typedef struct BpeEncoder BpeEncoder;
 
@@ -44,7 +44,7 @@ void tokenizer_free(Tokenizer *t);
 // False for a tokenizer known only by id (token-file data): it cannot turn text into ids or back.
 bool tokenizer_can_encode(const Tokenizer *t);
 // True when text may be cut at line cuts and the pieces encoded separately give the same ids as the
-// whole (the byte tokenizer; BPE with GPT-2 or Llama 3 pre-tokenizers, see bpe_safe_cuts).
+// whole (the byte tokenizer; byte-level BPE with GPT-2, Llama 3 or Digits pre-tokenizers, see bpe_safe_cuts).
 bool tokenizer_cuts_at_lines(const Tokenizer *t);
 // The last line cut in s[0..n), 0 if none: a position i with s[i-2] printable ASCII (not white space),
 // s[i-1] == '\n' and s[i] an ASCII letter. Both pre-tokenizer regexes end a pre-token at such a place
@@ -61,5 +61,8 @@ void tokenizer_encoder_free(TokEncoder *e);
 // Appends the ids of text[0..n) to *out (holding *n_out ids, room for *cap; grown as needed).
 // Special-token text (e.g. "<|endoftext|>") becomes its id; no BOS/EOS is added.
 size_t tokenizer_encode(TokEncoder *e, const unsigned char *text, size_t n, uint32_t **out, size_t *n_out, size_t *cap);
-// The bytes of one token (specials as their text, "<eos>" for byte260). NULL when id is out of range.
+// The bytes of one token inside a text (specials as their text, "<eos>" for byte260). NULL when id is out of range.
 const unsigned char *tokenizer_token(const Tokenizer *t, uint32_t id, size_t *len);
+// The bytes of the token that starts a decoded text: SentencePiece-style tokenizers drop the space their
+// encoder put before the text (HF's Strip / Metaspace decoders); the same as tokenizer_token otherwise.
+const unsigned char *tokenizer_first_token(const Tokenizer *t, uint32_t id, size_t *len);

@@ -11,6 +11,7 @@ foreach(script test_cli test_threads tokenizer_compat tokenizer_bad_input tokeni
   add_test(NAME data_${name} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/data/${script}.sh ${RINGGPT_BIN})
   set_tests_properties(data_${name} PROPERTIES LABELS data TIMEOUT 180 SKIP_RETURN_CODE 77)
 endforeach()
+set_tests_properties(data_tokenizer_compat PROPERTIES TIMEOUT 400)   # ten HF-trained tokenizers, 2 MB each
 # libFuzzer on each parser of data/ for a few seconds (label fuzz); SKIP (77) without clang's libFuzzer runtime.
 # bench/fuzz.sh runs the same targets for 10 million executions each.
 add_test(NAME data_fuzz_shard_reader

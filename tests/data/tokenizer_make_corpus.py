@@ -10,7 +10,9 @@ PUNCT = [".", ",", "!", "?", "...", ";", ":", "--", "(", ")", "[", "]", "{", "}"
 EMOJI = ["😀", "👍🏽", "👨‍👩‍👧‍👦", "🏳️‍🌈", "❤️", "🚀", "🇫🇷", "✨", "🤖", "🐍"]
 SPACES = [" ", "  ", "\t", "\n", "\r\n", "\n\n", " \n", "\u00a0", "\u3000", "\u2003", "\u2028", "\u0085", "\x0b", "\x0c"]
 CONTRACTIONS = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'LL", "'Re", "’s"]
-SPECIALS = ["<|endoftext|>", "<|begin_of_text|>", "<|pad|>", "<|reserved_0|>"]
+# Special and added tokens of the test tokenizers (tokenizer_hf_compat.py), "fox" and "lazy dog" among them.
+SPECIALS = ["<|endoftext|>", "<|begin_of_text|>", "<|pad|>", "<|reserved_0|>", "<s>", "</s>", "<unk>", "  <|lstrip|>  ",
+            "\t<|rstrip|> \n x", "<|lstrip|><|rstrip|>", "lazy dog", "foxfox", "_fox_", "fox1", "(fox)"]
 
 
 def piece(r):
