@@ -87,7 +87,23 @@ void haystack_load(const char *path, Haystack *h) {
     unsigned char *bytes = xmalloc(h->n, "the haystack");
     for (uint64_t i = 0; i < h->n; i++) bytes[i] = (unsigned char)h->tok[i];
     h->crc = (uint32_t)crc32(0L, bytes, (uInt)h->n);
+    h->bytes = h->n;
     free(bytes);
+}
+
+void haystack_encode(Haystack *h, const Tokenizer *t) {
+    if (!t || !t->bpe) return;
+    unsigned char *bytes = xmalloc(h->n, "the haystack");
+    for (uint64_t i = 0; i < h->n; i++) bytes[i] = (unsigned char)h->tok[i];
+    TokEncoder enc = tokenizer_encoder(t);
+    uint32_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    tokenizer_encode(&enc, bytes, (size_t)h->n, &ids, &n, &cap);
+    tokenizer_encoder_free(&enc);
+    free(bytes);
+    free(h->tok);
+    h->tok = ids;
+    h->n = n;
 }
 
 void haystack_free(Haystack *h) {
