@@ -375,9 +375,10 @@ static void lengthen(Rng *r, const PasskeyMix *mx, char *key) {
 // The asked key's extra digits grow its needle and its answer by at most KEY_SPACE_IDS + PASSKEY_KEY_MAX ids each.
 uint64_t passkey_train_cap(uint64_t len) { return len + 2 * (PASSKEY_KEY_MAX + KEY_SPACE_IDS); }
 
+// A BPE's document is len tokens whatever its keys: the asked key's extra digits (twice) come out of its filler too.
 uint64_t passkey_train_min_len(const PasskeyMix *mix, int distractors) {
     int extra = mix->long_frac > 0 && mix->key_max > PASSKEY_KEY_DIGITS ? mix->key_max - PASSKEY_KEY_DIGITS : 0;
-    return passkey_min_len(mix->text, distractors) + (uint64_t)distractors * (uint64_t)extra;
+    return passkey_min_len(mix->text, distractors) + (uint64_t)(distractors + 2 * (mix->text != NULL)) * (uint64_t)extra;
 }
 
 // Training document k as associative recall: the mix's pairs and queries, both cut down until they fit in len.
@@ -420,9 +421,11 @@ uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const Pass
     if (distractors > 0 && depth >= 0 && mix->depth < 0) share_edge(&r, nd, distractors + 1);
     if (mix->alike_frac > 0) make_alike(&r, mix, nd, distractors + 1);   // after every older draw: without it, the same documents
     int asks = distractors > 0 && mix->ask > 1 ? (mix->ask < distractors + 1 ? mix->ask : distractors + 1) : 1;
+    bool grow = longer && !mix->text;   // bytes: the document grows by the asked key's extra digits, twice
+    if (longer && !grow) strcpy(nd[0].key + PASSKEY_KEY_DIGITS, extra + PASSKEY_KEY_DIGITS);
     while (asks > 1 && fixed_len(mix->text, nd, distractors + 1, asks) > len) asks--;   // as many questions as fit
     uint64_t filler = place(mix->text, nd, distractors + 1, asks, len);   // the others' extra digits come out of the filler
-    if (longer) strcpy(nd[0].key + PASSKEY_KEY_DIGITS, extra + PASSKEY_KEY_DIGITS);
+    if (grow) strcpy(nd[0].key + PASSKEY_KEY_DIGITS, extra + PASSKEY_KEY_DIGITS);
     *info = (PasskeyInfo){.key = first_digits(nd[0].key), .depth = nd[0].depth, .needles = distractors + 1, .asked = asks};
     uint64_t answers[PASSKEY_MAX_DISTRACTORS + 1], ends[PASSKEY_MAX_DISTRACTORS + 1];
     Writer w = {.st = mix->text, .out = out};

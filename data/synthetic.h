@@ -75,8 +75,9 @@ typedef struct {
 } PasskeyMix;
 
 // Training document k: the generator's document of len tokens (as synth_passkey) with what the mix draws:
-// its depth, its keys lengthened by extra digits (the asked key's in its needle and the answer: the document
-// grows by twice them; the distractors' come out of the filler), its distractors and its haystack window. The mix's draws come from a random stream apart from the document's
+// its depth, its keys lengthened by extra digits (the asked key's in its needle and the answer: in bytes the
+// document grows by twice them, in a BPE's tokens it stays len tokens; the distractors' come out of the filler),
+// its distractors and its haystack window. The mix's draws come from a random stream apart from the document's
 // own, so the zero mix gives synth_passkey's document. out and weight hold passkey_train_cap(len) entries;
 // weight is 1 on every answer's digits (one answer, or `ask` with distractors; a BPE's: every token of the answer's
 // piece), 0 elsewhere. A recall document (recall_frac of them; info->needles

@@ -156,18 +156,24 @@ typedef struct {
     uint32_t *hay, *doc;
 } TrialBufs;
 
-// A BPE model's answer after logits: tokens decoded greedily as text, its leading white space skipped, until
-// PASSKEY_KEY_DIGITS characters, an end (EOS, BOS, PAD, an id without text) or PASSKEY_ANSWER_TOKENS tokens; -1
-// for characters it never wrote. Every rank of the ring takes the same tokens, so stops at the same one.
+int passkey_answer_add(const Tokenizer *t, int id, int32_t *answer, int got) {
+    size_t len = 0;
+    const unsigned char *b = id < 0 || id == t->eos || id == t->bos || id == t->pad ? NULL : tokenizer_token(t, (uint32_t)id, &len);
+    if (!b) return -1;
+    for (size_t i = 0; i < len && got < PASSKEY_KEY_DIGITS; i++)
+        if (got || !isspace(b[i])) answer[got++] = b[i];
+    return got;
+}
+
+// A BPE model's answer after logits: tokens decoded greedily (passkey_answer_add) until PASSKEY_KEY_DIGITS
+// characters, an end or PASSKEY_ANSWER_TOKENS tokens; -1 for characters it never wrote. Every rank of the ring
+// takes the same tokens, so stops at the same one.
 static void decode_text_answer(Decoder *s, const Tokenizer *t, const float *logits, int32_t *answer) {
     int V = s->m->cfg.vocab_size, got = 0;
     for (int k = 0; k < PASSKEY_ANSWER_TOKENS && got < PASSKEY_KEY_DIGITS; k++) {
-        int id = decode_agree(s, logits_argmax(logits, V));
-        size_t len = 0;
-        const unsigned char *b = id == t->eos || id == t->bos || id == t->pad ? NULL : tokenizer_token(t, (uint32_t)id, &len);
-        if (!b) break;
-        for (size_t i = 0; i < len && got < PASSKEY_KEY_DIGITS; i++)
-            if (got || !isspace(b[i])) answer[got++] = b[i];
+        int id = decode_agree(s, logits_argmax(logits, V)), more = passkey_answer_add(t, id, answer, got);
+        if (more < 0) break;
+        got = more;
         if (got < PASSKEY_KEY_DIGITS && k + 1 < PASSKEY_ANSWER_TOKENS) logits = decode_step(s, id);
     }
     for (; got < PASSKEY_KEY_DIGITS; got++) answer[got] = -1;

@@ -66,6 +66,11 @@ void passkey_grid_free(PasskeyGrid *g);
 uint64_t passkey_trial_doc(const PasskeyGrid *g, int64_t len, double depth, int trial, uint32_t *hay, uint32_t *doc,
                            PasskeyInfo *info);
 
+// A BPE answer's characters (PASSKEY_KEY_DIGITS): adds the text of token id to answer[got..], its leading white space
+// skipped while the answer is empty; returns the new count, or -1 when id ends the answer (EOS, BOS, PAD, an id
+// without text). The grid decodes greedily with it until 5 characters.
+int passkey_answer_add(const Tokenizer *t, int id, int32_t *answer, int got);
+
 // Every (length, depth, trial) job: the prompt up to the answer prefilled, the key's digits decoded greedily
 // with the KV cache sharded over cg's ring; the dp groups take the jobs in turn. Collective over cg's world.
 PasskeyResults passkey_grid_run(GPT *m, const PasskeyGrid *g, const CommGrid *cg);
