@@ -1,5 +1,6 @@
 // tests/eval/test_passkey_text.c — passkey documents in a BPE tokenizer's tokens: exact lengths, the needle at its depth in tokens, the text they decode to, answers read as text and scored.
-// Usage: test_passkey_text TOKENIZER.json TEXT (tests/eval/passkey_text.sh trains the tokenizer with `ringgpt tokenizer train`).
+// Usage: test_passkey_text TOKENIZER.json TEXT [bos] (tests/eval/passkey_text.sh trains the tokenizer with `ringgpt tokenizer
+// train`; bos: the tokenizer puts BOS first, and so must every document).
 // Every document is read back through the tokenizer's own decoder and checked against the generator's sentences written
 // out here by hand: the intro, the filler (a prefix of the repeated sentences, or of the haystack), each needle, the
 // question and its answer; lengths are checked with sentinels past the end, depths by counting the filler's tokens.
@@ -245,8 +246,8 @@ static void check_scores(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: test_passkey_text TOKENIZER.json TEXT\n");
+    if (argc != 3 && !(argc == 4 && strcmp(argv[3], "bos") == 0)) {
+        fprintf(stderr, "usage: test_passkey_text TOKENIZER.json TEXT [bos]\n");
         return 2;
     }
     char err[600];
@@ -254,6 +255,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
+    CHECK(tok.add_bos == (argc == 4), "the tokenizer %s BOS first", tok.add_bos ? "puts" : "does not put");
     enc = tokenizer_encoder(&tok);
     SynthText *st = synth_text_new(&tok);
     CHECK(st != NULL, "a BPE tokenizer writes bytes");
