@@ -51,21 +51,24 @@ struct SynthText {
     const Tokenizer *tok;
     TokEncoder enc;
     uint32_t *filler;          // (n_filler) FILLER_BPE's ids: one period of the filler stream
-    size_t n_filler, filler_cap;
+    size_t n_filler;
     uint32_t *ids;             // (ids_cap) scratch: a piece's ids
     size_t ids_cap;
     int64_t bos;               // the id documents start with, or -1
     uint64_t intro, intro_many, needle, needle_named, question, question_named;   // most ids of each part (passkey_min_len)
 };
 
+enum { PIECE_MAX = 128 };   // pieces are short: the fixed sentences, names, keys
+
 // Where a document's tokens go: st's (NULL: bytes) into out (NULL: only counted). bound: a key counts as the
 // most ids it can take (passkey_min_len), not its own.
 typedef struct {
     SynthText *st;
     uint32_t *out;
-    uint64_t p;      // tokens so far
-    bool space;      // BPE: the space the last piece ended with, which leads the next piece
+    uint64_t p;                // tokens so far
+    bool space;                // BPE: the space the last piece ended with, which leads the next piece
     bool bound;
+    char anchor[PIECE_MAX];    // BPE: the last piece's text ("" before the first)
 } Writer;
 
 static void put_id(Writer *w, uint32_t id) {
@@ -73,7 +76,30 @@ static void put_id(Writer *w, uint32_t id) {
     w->p++;
 }
 
-// A piece of text: byte for byte, or its ids encoded alone, its trailing space moved to the next piece.
+// The ids text has after anchor: those of anchor + text past anchor's own, where they start them (a piece is
+// tokenized as in the running text, also by a SentencePiece-style tokenizer that puts "▁" before every text it
+// encodes); else text's alone. Into st->ids, returns their count.
+static size_t encode_after(SynthText *st, const char *anchor, const char *text) {
+    size_t na = 0, n = 0;
+    char both[2 * PIECE_MAX];
+    snprintf(both, sizeof both, "%s%s", anchor, text);
+    if (anchor[0]) tokenizer_encode(&st->enc, (const unsigned char *)anchor, strlen(anchor), &st->ids, &na, &st->ids_cap);
+    uint32_t *a = anchor[0] ? xmalloc(na * sizeof *a + 1, "a passkey piece") : NULL;
+    if (na) memcpy(a, st->ids, na * sizeof *a);
+    tokenizer_encode(&st->enc, (const unsigned char *)both, strlen(both), &st->ids, &n, &st->ids_cap);
+    bool after = n >= na && (na == 0 || memcmp(a, st->ids, na * sizeof *a) == 0);
+    free(a);
+    if (after) {
+        memmove(st->ids, st->ids + na, (n - na) * sizeof *st->ids);
+        return n - na;
+    }
+    n = 0;
+    tokenizer_encode(&st->enc, (const unsigned char *)text, strlen(text), &st->ids, &n, &st->ids_cap);
+    return n;
+}
+
+// A piece of text: byte for byte, or its ids after the last piece (encode_after), its trailing space moved to
+// the next piece.
 static void put_str(Writer *w, const char *s) {
     size_t n = strlen(s), k = n;
     if (!w->st) {
@@ -85,13 +111,13 @@ static void put_str(Writer *w, const char *s) {
         w->space = w->space || n > 0;
         return;
     }
-    char text[128];   // pieces are short: the fixed sentences, names, keys
+    char text[PIECE_MAX];
     int m = snprintf(text, sizeof text, "%s%.*s", w->space ? " " : "", (int)k, s);
     if (m < 0 || (size_t)m >= sizeof text) fail("internal: a passkey piece of %zu bytes is too long", n);
     w->space = k < n;
-    size_t got = 0;
-    tokenizer_encode(&w->st->enc, (const unsigned char *)text, (size_t)m, &w->st->ids, &got, &w->st->ids_cap);
+    size_t got = encode_after(w->st, w->anchor, text);
     for (size_t i = 0; i < got; i++) put_id(w, w->st->ids[i]);
+    memcpy(w->anchor, text, (size_t)m + 1);
 }
 
 // A key's digits (with a BPE, the space before them leads its piece).
@@ -176,14 +202,21 @@ uint64_t passkey_min_len(const SynthText *st, int distractors) {
            (uint64_t)(distractors + 1) * needle_len(&longest, PASSKEY_KEY_DIGITS) + question_len(&longest, PASSKEY_KEY_DIGITS);
 }
 
-// A needle's and a question's most ids in st's tokens (any 5-digit key), after a piece that ended with a space.
+// A needle's and a question's most ids in st's tokens (any 5-digit key), after an intro or a needle (the pieces
+// that come before them, filler aside).
 static uint64_t most_ids(SynthText *st, const char *name, bool question) {
-    Needle n = {.name = name, .key = "00000"};
-    Writer w = {.st = st, .space = true, .bound = true};
-    uint64_t a, b;
-    if (question) put_question(&w, &n, &a, &b);
-    else put_needle(&w, &n, &a);
-    return w.p;
+    static const char *const before[] = {INTRO, INTRO_MANY, NEEDLE_SUFFIX};
+    uint64_t most = 0;
+    for (int i = 0; i < 3; i++) {
+        Needle n = {.name = name, .key = "00000"};
+        Writer w = {.st = st, .bound = true};
+        put_str(&w, before[i]);
+        uint64_t a, b, start = w.p;
+        if (question) put_question(&w, &n, &a, &b);
+        else put_needle(&w, &n, &a);
+        most = w.p - start > most ? w.p - start : most;
+    }
+    return most;
 }
 
 SynthText *synth_text_new(const Tokenizer *t) {
@@ -192,7 +225,10 @@ SynthText *synth_text_new(const Tokenizer *t) {
     st->tok = t;
     st->enc = tokenizer_encoder(t);
     st->bos = t->add_bos && t->bos >= 0 ? t->bos : -1;
-    tokenizer_encode(&st->enc, (const unsigned char *)FILLER_BPE, LEN(FILLER_BPE), &st->filler, &st->n_filler, &st->filler_cap);
+    size_t n = encode_after(st, "There and back again.", FILLER_BPE);   // a period as it follows the one before
+    st->filler = xmalloc(n * sizeof *st->filler + 1, "the passkey filler");
+    memcpy(st->filler, st->ids, n * sizeof *st->filler);
+    st->n_filler = n;
     Writer w = {.st = st};
     put_str(&w, INTRO);
     st->intro = w.p;

@@ -23,7 +23,8 @@ static Tokenizer tok;
 static TokEncoder enc;
 
 // ids[0..n) as text (the tokenizer's bytes of each id), malloc'd, NUL-terminated; *ends (n) gets each id's end.
-static char *decode(const uint32_t *ids, uint64_t n, size_t *ends) {
+// start: the ids start a text, whose first space a SentencePiece-style tokenizer put there (its decoder drops it).
+static char *decode(const uint32_t *ids, uint64_t n, size_t *ends, bool start) {
     size_t cap = 64, k = 0;
     char *s = malloc(cap);
     for (uint64_t i = 0; i < n; i++) {
@@ -36,6 +37,10 @@ static char *decode(const uint32_t *ids, uint64_t n, size_t *ends) {
         if (ends) ends[i] = k;
     }
     s[k] = 0;
+    if (start && k > 0 && s[0] == ' ') {
+        memmove(s, s + 1, k);
+        for (uint64_t i = 0; ends && i < n; i++) ends[i] -= ends[i] > 0;
+    }
     return s;
 }
 
@@ -76,7 +81,7 @@ static void check_plain(SynthText *st, uint64_t len, double depth, uint64_t doc)
     CHECK(unset == 0 && past == 0, "len %" PRIu64 ": %" PRIu64 " tokens unwritten, %" PRIu64 " written past the end", len, unset, past);
     uint64_t bos = tok.add_bos && tok.bos >= 0;
     CHECK(!bos || ids[0] == (uint32_t)tok.bos, "the document does not start with BOS");
-    char *s = decode(ids + bos, len - bos, ends), needle[96], question[96];
+    char *s = decode(ids + bos, len - bos, ends, true), needle[96], question[96];
     snprintf(needle, sizeof needle, " The pass key is %05u. Remember it.", info.key);
     snprintf(question, sizeof question, " What is the pass key? The pass key is %05u", info.key);
     const char *nd = strstr(s, needle), *q = nd ? strstr(nd + strlen(needle), " What is the pass key?") : NULL;
@@ -100,16 +105,20 @@ static void check_plain(SynthText *st, uint64_t len, double depth, uint64_t doc)
               len, depth, f_before, f);
         CHECK(info.needle_pos == (uint64_t)t_needle + bos, "needle_pos %" PRIu64 ", the needle's text starts at token %" PRId64,
               info.needle_pos, t_needle + (int64_t)bos);
-        // The needle's ids are its text's own: encoded whole, it gives the same ids (the pieces cut where words start).
+        // The needle's ids are its text's in running text: after the intro's last sentence, encoded whole, it has the
+        // same ids (the pieces are cut where words start).
+        char context[160];
+        snprintf(context, sizeof context, "Remember it.%s", needle);
         uint32_t *whole = NULL;
-        size_t nw = 0, cap = 0;
-        tokenizer_encode(&enc, (const unsigned char *)needle, strlen(needle), &whole, &nw, &cap);
-        CHECK(nw == (size_t)(t_after - t_needle) && memcmp(whole, ids + bos + t_needle, nw * sizeof *whole) == 0,
-              "the needle's ids are not its text's (%zu ids encoded whole, %" PRId64 " in the document)", nw, t_after - t_needle);
+        size_t nw = 0, cap = 0, nc = (size_t)count_ids("Remember it.");
+        tokenizer_encode(&enc, (const unsigned char *)context, strlen(context), &whole, &nw, &cap);
+        CHECK(nw - nc == (size_t)(t_after - t_needle) && memcmp(whole + nc, ids + bos + t_needle, (nw - nc) * sizeof *whole) == 0,
+              "the needle's ids are not its text's (%zu ids in running text, %" PRId64 " in the document)", nw - nc, t_after - t_needle);
         free(whole);
         char key[16];
         snprintf(key, sizeof key, " %05u", info.key);
-        char *at_key = decode(ids + info.key_pos, count_ids(key), NULL), *answer = decode(ids + info.answer_pos, len - info.answer_pos, NULL);
+        char *at_key = decode(ids + info.key_pos, len - info.answer_pos, NULL, false),
+             *answer = decode(ids + info.answer_pos, len - info.answer_pos, NULL, false);
         CHECK(strcmp(at_key, key) == 0 && strcmp(answer, key) == 0, "key_pos reads '%s', answer_pos '%s', the key is '%s'", at_key, answer, key);
         free(at_key), free(answer);
     }
@@ -128,7 +137,7 @@ static void check_haystack(SynthText *st, const uint32_t *hay, uint64_t hay_n, u
     CHECK(unset == 0 && past == 0 && info.needles == distractors + 1, "haystack len %" PRIu64 ": %" PRIu64 " unwritten, %" PRIu64 " past the end",
           len, unset, past);
     uint64_t bos = tok.add_bos && tok.bos >= 0;
-    char *s = decode(ids + bos, len - bos, NULL), *rest = strdup(s);
+    char *s = decode(ids + bos, len - bos, NULL, true), *rest = strdup(s);
     // Cut every needle out: what stays is the intro, the haystack's first tokens as text, the question and its answer.
     int found = 0;
     for (int i = 0; i <= distractors; i++) {
@@ -146,7 +155,7 @@ static void check_haystack(SynthText *st, const uint32_t *hay, uint64_t hay_n, u
     bool shape = strncmp(rest, intro, strlen(intro)) == 0 && q;
     CHECK(shape, "haystack len %" PRIu64 ": no intro or question: %.200s", len, s);
     if (shape) {
-        char *hay_text = decode(hay, hay_n < len ? hay_n : len, NULL);
+        char *hay_text = decode(hay, hay_n < len ? hay_n : len, NULL, false);
         size_t n = (size_t)(q - rest) - strlen(intro);
         CHECK(strncmp(rest + strlen(intro), hay_text, n) == 0, "haystack len %" PRIu64 ": the filler is not the haystack's text", len);
         char answer[32];
@@ -170,7 +179,7 @@ static void check_train(SynthText *st, const uint32_t *hay, uint64_t hay_n) {
         PasskeyInfo info;
         uint64_t n = synth_passkey_train(3, k, len, &mx, ids, w, &info);
         bad_len += n != len;
-        char *s = decode(ids, n, NULL);
+        char *s = decode(ids, n, NULL, true);
         int runs = 0;
         for (uint64_t i = 0; i < n;) {
             if (!w[i]) {
@@ -179,7 +188,7 @@ static void check_train(SynthText *st, const uint32_t *hay, uint64_t hay_n) {
             }
             uint64_t j = i;
             while (j < n && w[j]) j++;
-            char *a = decode(ids + i, j - i, NULL), want[16], stated[96];
+            char *a = decode(ids + i, j - i, NULL, false), want[16], stated[96];
             size_t digits = strspn(a + 1, "0123456789");
             snprintf(want, sizeof want, "%05u", info.key);
             snprintf(stated, sizeof stated, " is%s. Remember it.", a);
