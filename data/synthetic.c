@@ -128,6 +128,7 @@ static void put_key(Writer *w, const char *key) {
     }
     w->p += KEY_SPACE_IDS + strlen(key);
     w->space = false;
+    snprintf(w->anchor, sizeof w->anchor, " %s", key);
 }
 
 // n filler tokens continuing the filler from its offset `from`: the generator's sentences, or hay. A BPE's
@@ -332,8 +333,8 @@ static void draw_needles(uint64_t seed, uint64_t doc, double depth, int distract
 }
 
 // Tokens that are not filler: (BOS,) intro, needles and the questions for nd[0..asks) with their answers, as
-// the document is now (a training document's asked key still at 5 digits: the document grows by its extra
-// digits), counted by laying it out without filler.
+// the document is now (in bytes a training document's asked key is still at 5 digits: the document grows by its
+// extra digits), counted by laying it out without filler.
 static uint64_t fixed_len(SynthText *st, const Needle *nd, int count, int asks) {
     Writer w = {.st = st};
     PasskeyInfo info;
