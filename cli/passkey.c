@@ -112,7 +112,7 @@ int cmd_passkey(int argc, char **argv) {
         {"--depths", ARG_STRING, &depths, "key depths in 0..1: start:stop:step (stop included) or a comma list"},
         {"--trials", ARG_INT, &g.trials, "documents (keys) per cell"},
         {"--seed", ARG_I64, &seed, "seed of the documents (keys); keep it apart from the training data's"},
-        {"--haystack", ARG_STRING, &g.haystack, "hide the key in real text: a text file, a directory of them or a byte-level dataset"},
+        {"--haystack", ARG_STRING, &g.haystack, "hide the key in real text: a text file, a directory of them or a dataset"},
         {"--distractors", ARG_INT, &g.distractors, "other named keys in every document; the question names one (RULER's multi-key needle)"},
         {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base"},
         ARG_GROUP("output"),

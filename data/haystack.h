@@ -1,4 +1,4 @@
-// data/haystack.h — real text for passkey needles to hide in: loaded from files or a dataset, and kept apart from the text a model is evaluated on.
+// data/haystack.h — real text for passkey needles to hide in: loaded from files or a dataset, kept apart from the text a model is evaluated on, encoded in a model's tokens.
 #pragma once
 #include <stdint.h>
 
@@ -6,7 +6,8 @@
 
 // The haystack as byte tokens. From a text file, a directory of text files (its regular files in name
 // order, recursively; dotfiles and symbolic links are skipped, so a link to a file already read does not
-// count twice) or a byte-level dataset (ringgpt prepare; special tokens become spaces). Any other input,
+// count twice) or a dataset (ringgpt prepare) of bytes or made with --tokenizer (its tokens read back as
+// text; special tokens become spaces). Any other input,
 // an empty one or one that cannot be read is a usage error naming it (exit 2).
 typedef struct {
     uint32_t *tok;   // (n) byte tokens, or a tokenizer's ids after haystack_encode

@@ -98,5 +98,18 @@ if [[ -n $MPIEXEC ]] && command -v "$MPIEXEC" > /dev/null; then   # the ring dec
     --trials 2 --haystack "$TEXT" --distractors 2 --threads 1 --sp 2 --out "$W/pk2" > /dev/null 2>&1
   check "passkey over sp 2: the answers of one rank" test "$(grep -E '"(keys|answers)"' "$W/pk2.json")" = "$(grep -E '"(keys|answers)"' "$W/pk.json")"
 fi
+# A dataset made with --tokenizer as the haystack: its ids read back as text (EOS as a space), then the model's ids.
+"$BIN" prepare --tokenizer "$W/tok.json" --val-fraction 0 --out "$W/hayds" "$TEXT" --quiet > /dev/null 2>&1
+"$BIN" passkey "$W/run" --lengths 512 --depths 0.5 --trials 2 --haystack "$W/hayds" --threads 1 --docs --out "$W/pkds" > "$W/pkds.log" 2>&1 \
+  && ok "passkey --haystack of a BPE dataset" || bad "passkey --haystack DATASET: $(tail -1 "$W/pkds.log")"
+python3 - "$W/pkds.json" "$W/pkds.docs.jsonl" "$TEXT" <<'PYEOF' && ok "its text is the file's, read back" || bad "BPE dataset haystack"
+import json, sys
+r, text = json.load(open(sys.argv[1])), open(sys.argv[3], encoding="utf-8").read()
+assert abs(r["haystack_bytes"] - len(text.encode())) < 100, (r["haystack_bytes"], len(text.encode()))
+for line in open(sys.argv[2]):
+    p = json.loads(line)["prompt"].encode("latin-1").decode("utf-8", "replace")
+    words = p.split("Remember it.")[-1].split("What is the pass key?")[0].split()[2:-2]   # filler after the needle, ends cut
+    assert len(words) > 20 and " ".join(words[:20]) in " ".join(text.split()), words[:20]
+PYEOF
 expect_fail 2 "recall writes byte260 documents" "$BIN" prepare --synthetic recall --docs 2 --tokenizer "$W/tok.json" --out "$W/recall"
 finish
