@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "checkpoints/load.h"
+#include "checkpoints/model_tokenizer.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "core/args.h"
@@ -41,9 +42,10 @@ static void print_table(const PasskeyGrid *g, const PasskeyResults *r) {
 static const ArgCommand PASSKEY_CMD = {
     "passkey", "ringgpt passkey CKPT --lengths 1K,4K,16K --depths 0:1:0.1 --trials N [flags]   (mpiexec -np dp·sp ... --sp S)",
     "Passkey retrieval by length x depth: for every cell, --trials documents from the synthetic generator (the format\n"
-    "`prepare --synthetic passkey` trains on; a length counts the document's EOS, like --doc-len) are cut before the\n"
-    "answer, prefilled through the model (the ring's forward with --sp) and the key's 5 digits decoded greedily with\n"
-    "the KV cache sharded over the ring. A cell scores exact match (all 5 digits) and digit accuracy. --haystack hides\n"
+    "`prepare --synthetic passkey` trains on), written as text in the model's own tokenizer (a length counts its\n"
+    "tokens and the document's EOS, like --doc-len), are cut before the answer, prefilled through the model (the\n"
+    "ring's forward with --sp) and the key decoded greedily with the KV cache sharded over the ring; its first 5\n"
+    "characters are compared as text. A cell scores exact match (all 5 digits) and digit accuracy. --haystack hides\n"
     "the key in real text from a dataset instead of the generator's filler. Writes OUT.json and OUT.csv; the heatmap:\n"
     "python3 scripts/plot_passkey.py OUT.json (several JSON files: one panel per stage); --docs adds every trial's\n"
     "document (OUT.docs.jsonl) to read a miss. Training documents of the same task come from\n"
@@ -68,7 +70,13 @@ static void check_out(const char *out, Comm *world) {
 static void resolve_grid(PasskeyGrid *g, const char *lengths, const char *depths) {
     char why[4400];
     g->n_len = args_parse_lengths("--lengths", lengths, g->lengths, PASSKEY_MAX_LENGTHS);
-    if (passkey_grid_depths(g, depths, why, sizeof why) != 0 || passkey_grid_check(g, why, sizeof why) != 0 ||
+    if (passkey_grid_depths(g, depths, why, sizeof why) != 0) comm_fail_usage_all("%s", why);
+}
+
+// The checks that count the model's tokens: its tokenizer, the lengths, the haystack (every rank, exit 2).
+static void resolve_tokens(PasskeyGrid *g, const Tokenizer *tok, const ModelConfig *c, const char *path) {
+    char why[4400];
+    if (passkey_grid_tokenizer(g, tok, c->vocab_size, path, why, sizeof why) != 0 || passkey_grid_check(g, why, sizeof why) != 0 ||
         (g->haystack && passkey_grid_load_haystack(g, why, sizeof why) != 0))
         comm_fail_usage_all("%s", why);
 }
@@ -104,7 +112,7 @@ int cmd_passkey(int argc, char **argv) {
         {"--depths", ARG_STRING, &depths, "key depths in 0..1: start:stop:step (stop included) or a comma list"},
         {"--trials", ARG_INT, &g.trials, "documents (keys) per cell"},
         {"--seed", ARG_I64, &seed, "seed of the documents (keys); keep it apart from the training data's"},
-        {"--haystack", ARG_STRING, &g.haystack, "hide the key in real text: a text file, a directory of them or a byte-level dataset"},
+        {"--haystack", ARG_STRING, &g.haystack, "hide the key in real text: a text file, a directory of them or a dataset"},
         {"--distractors", ARG_INT, &g.distractors, "other named keys in every document; the question names one (RULER's multi-key needle)"},
         {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base"},
         ARG_GROUP("output"),
@@ -128,10 +136,12 @@ int cmd_passkey(int argc, char **argv) {
     check_out(out, cg.world);
     GPT m;
     CkptState st;
-    char used[4200], why[4400];
+    char used[4200];
     load_model(pos[0], &m, rope_theta, &st, used, sizeof used);
     load_report("passkey", pos[0], used, &st, stdout);
-    if (passkey_check_model(&m.cfg, pos[0], why, sizeof why) != 0) comm_fail_usage_all("%s", why);
+    Tokenizer tok;
+    model_tokenizer(used, &m.cfg, &st, &tok);
+    resolve_tokens(&g, &tok, &m.cfg, pos[0]);
     log_info("passkey: %s (%.2fM parameters, trained at %d tokens, rope theta %g), %d length%s x %d depth%s x %d trial%s, "
              "%dx%d ranks (dp x sp), %d thread%s\n", pos[0], config_num_params(&m.cfg) / 1e6, st.run.seq_len, m.cfg.rope_theta,
              g.n_len, plural(g.n_len), g.n_depth, plural(g.n_depth), g.trials, plural(g.trials), cg.dp, sp, threads,
@@ -146,6 +156,7 @@ int cmd_passkey(int argc, char **argv) {
     log_info("passkey: peak RSS per rank %.0f MB (the largest rank's)\n", rss);
     if (cg.rank == 0) write_files(out, docs, &g, &r, &ri);
     passkey_grid_free(&g);
+    tokenizer_free(&tok);
     passkey_results_free(&r);
     gpt_free(&m);
     comm_grid_free(&cg);

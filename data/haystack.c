@@ -1,4 +1,4 @@
-// data/haystack.c — real text for passkey needles to hide in: loaded from files or a dataset, and kept apart from the text a model is evaluated on.
+// data/haystack.c — real text for passkey needles to hide in: loaded from files or a dataset, kept apart from the text a model is evaluated on, encoded in a model's tokens.
 #include "data/haystack.h"
 
 #include <ctype.h>
@@ -48,25 +48,36 @@ static void load_dir(Haystack *h, uint64_t *cap, const char *dir) {
     free(names);
 }
 
-// Every token of a byte-level dataset's training split, special tokens as spaces.
+// A token's text: a byte-level dataset's byte, a BPE dataset's token's bytes (its tokenizer.json); special
+// tokens (EOS, BOS, PAD, any id without text) as a space.
+static void append_token(Haystack *h, uint64_t *cap, const Tokenizer *t, uint32_t id) {
+    size_t len = 1;
+    unsigned char byte = ' ';
+    const unsigned char *b = &byte;
+    if (!t->bpe && id < 256) byte = (unsigned char)id;
+    else if (t->bpe && id != t->eos && id != t->bos && id != t->pad && !(b = tokenizer_token(t, id, &len))) b = &byte, len = 1;
+    append(h, cap, b, len);
+}
+
+// Every token of a dataset's training split as text (append_token): a byte-level dataset, or one made with
+// --tokenizer (its tokenizer.json reads the ids back).
 static void load_dataset(Haystack *h, uint64_t *cap, const char *path) {
     DataOptions o = {.seq_len = 1, .batch = 1, .seed = 1, .dp = 1, .sp = 1, .no_shuffle = true};
     DataSource *d = data_open(path, &o, false);
-    if (data_vocab_size(d) != TOK_VOCAB_SIZE)
-        fail_usage("--haystack %s: vocab %u is not the byte-level tokenizer's %d; prepare the haystack from text files", path,
-                   data_vocab_size(d), TOK_VOCAB_SIZE);
+    const Tokenizer *t = data_tokenizer(d);
+    if (data_vocab_size(d) != TOK_VOCAB_SIZE && !t->bpe)
+        fail_usage("--haystack %s: its tokens (tokenizer %s, vocab %u) have no tokenizer.json to read them back as text; give text files, "
+                   "or a dataset made with --tokenizer", path, t->id, data_vocab_size(d));
     uint64_t tokens = data_num_samples(d);
     data_close(d);
     o.seq_len = (int)(tokens > (1u << 20) ? 1u << 20 : tokens);
     d = data_open(path, &o, false);
+    t = data_tokenizer(d);
     Batch b = batch_alloc(1, o.seq_len);
-    unsigned char *bytes = xmalloc((size_t)o.seq_len, "the haystack");
     for (uint64_t done = 0; done + (uint64_t)o.seq_len <= tokens; done += (uint64_t)o.seq_len) {
         data_next(d, &b);
-        for (int i = 0; i < o.seq_len; i++) bytes[i] = b.tokens[i] < 256 ? (unsigned char)b.tokens[i] : ' ';
-        append(h, cap, bytes, (size_t)o.seq_len);
+        for (int i = 0; i < o.seq_len; i++) append_token(h, cap, t, (uint32_t)b.tokens[i]);
     }
-    free(bytes);
     batch_free(&b);
     data_close(d);
     h->files = 1;
@@ -87,7 +98,23 @@ void haystack_load(const char *path, Haystack *h) {
     unsigned char *bytes = xmalloc(h->n, "the haystack");
     for (uint64_t i = 0; i < h->n; i++) bytes[i] = (unsigned char)h->tok[i];
     h->crc = (uint32_t)crc32(0L, bytes, (uInt)h->n);
+    h->bytes = h->n;
     free(bytes);
+}
+
+void haystack_encode(Haystack *h, const Tokenizer *t) {
+    if (!t || !t->bpe) return;
+    unsigned char *bytes = xmalloc(h->n, "the haystack");
+    for (uint64_t i = 0; i < h->n; i++) bytes[i] = (unsigned char)h->tok[i];
+    TokEncoder enc = tokenizer_encoder(t);
+    uint32_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    tokenizer_encode(&enc, bytes, (size_t)h->n, &ids, &n, &cap);
+    tokenizer_encoder_free(&enc);
+    free(bytes);
+    free(h->tok);
+    h->tok = ids;
+    h->n = n;
 }
 
 void haystack_free(Haystack *h) {

@@ -49,7 +49,6 @@ static void load_tokenizer(PreparePlan *plan) {
 // Vocab and EOS from a tokenizer.json, unless the flags say otherwise.
 static void bpe_vocab(const PreparePlan *plan, int64_t *vocab, int64_t *eos) {
     const Tokenizer *tok = &plan->tok;
-    if (plan->kind == PREPARE_SYNTHETIC) fail_usage("--synthetic writes byte260 tasks; drop --tokenizer");
     if (*vocab >= 0 && *vocab != tok->vocab_size)
         fail_usage("--vocab %" PRId64 " disagrees with --tokenizer %s (vocab %u)", *vocab, plan->spec.tokenizer, tok->vocab_size);
     *vocab = tok->vocab_size;

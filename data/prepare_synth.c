@@ -1,4 +1,4 @@
-// data/prepare_synth.c — prepare's synthetic datasets: passkey or recall documents under a mix, with text records between them.
+// data/prepare_synth.c — prepare's synthetic datasets: passkey (in --tokenizer's tokens) or recall documents under a mix, with text records between them.
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -42,16 +42,27 @@ static void load_haystack(PreparePlan *plan) {
         if (path && access(path, R_OK) != 0) fail_usage("%s: \"%s\" %s: cannot open (%s); check the path", m->path, key, path, strerror(errno));
     }
     haystack_load(m->haystack, &plan->hay);
-    uint64_t longest = (uint64_t)longest_doc(plan);
-    if (plan->hay.n < longest)
-        fail_usage("%s: \"haystack\" %s holds %" PRIu64 " bytes of text, shorter than the longest document (%" PRIu64 "); give more text "
-                   "or shorter --doc-len", m->path, m->haystack, plan->hay.n, longest);
     if (m->held_out) {
         Haystack held;
         haystack_load(m->held_out, &held);
         haystack_check_apart(&plan->hay, m->haystack, &held, m->held_out);
         haystack_free(&held);
     }
+    haystack_encode(&plan->hay, &plan->tok);   // a --tokenizer's ids: windows and lengths count them
+    uint64_t longest = (uint64_t)longest_doc(plan);
+    if (plan->hay.n < longest)
+        fail_usage("%s: \"haystack\" %s holds %" PRIu64 " %s of text, shorter than the longest document (%" PRIu64 "); give more text "
+                   "or shorter --doc-len", m->path, m->haystack, plan->hay.n, plan->tok.bpe ? "tokens" : "bytes", longest);
+}
+
+// Recall documents and text records stay bytes: with a --tokenizer, passkey documents only.
+static void check_tokenizer(const PreparePlan *plan, bool passkey) {
+    const PrepareSpec *s = &plan->spec;
+    if (!plan->tok.bpe) return;
+    if (!passkey) fail_usage("--synthetic recall writes byte260 documents; drop --tokenizer %s", s->tokenizer);
+    if (s->mix.passkey.recall_frac > 0)
+        fail_usage("%s: \"recall-frac\" %g: recall documents are byte260 only; drop it with --tokenizer %s", s->mix.path ? s->mix.path : "the mix",
+                   s->mix.passkey.recall_frac, s->tokenizer);
 }
 
 void prepare_synth_plan(PreparePlan *plan) {
@@ -60,7 +71,11 @@ void prepare_synth_plan(PreparePlan *plan) {
     if (!passkey && strcmp(s->synthetic, "recall") != 0) fail_usage("--synthetic must be passkey or recall, not '%s'", s->synthetic);
     char err[1024];
     if (prepare_mix_check_task(&s->mix, passkey, err, sizeof err) != 0) fail_usage("%s", err);
-    uint64_t need = prepare_mix_min_doc_len(&s->mix, passkey);
+    check_tokenizer(plan, passkey);
+    PrepareMix mix = s->mix;   // its shortest document counted in the tokenizer's tokens
+    mix.passkey.text = synth_text_new(&plan->tok);
+    uint64_t need = prepare_mix_min_doc_len(&mix, passkey);
+    synth_text_free(mix.passkey.text);
     for (int i = 0; i < plan->n_lens; i++)
         if ((uint64_t)plan->lens[i] < need)
             fail_usage("--doc-len %" PRId64 " is too short for a %s document (at least %" PRIu64 ", the EOS included)", plan->lens[i],
@@ -69,16 +84,25 @@ void prepare_synth_plan(PreparePlan *plan) {
     load_haystack(plan);
 }
 
-// After each synthetic document, with probability text_frac: a record of 256..1023 bytes of the text, loss on
-// every token, drawn from its own random stream.
-static void text_record(Prep *p, const PreparePlan *plan, Rng *rng) {
+// After each synthetic document, with probability text_frac: a record of 256..1023 bytes of the text (with a
+// --tokenizer, their ids: enc), loss on every token, drawn from its own random stream.
+static void text_record(Prep *p, const PreparePlan *plan, Rng *rng, TokEncoder *enc) {
     if (!plan->text || !(rng_uniform(rng) < plan->spec.mix.text_frac)) return;
     size_t n = TEXT_RECORD_MIN + (size_t)rng_below(rng, TEXT_RECORD_MAX - TEXT_RECORD_MIN);
     size_t at = (size_t)rng_below(rng, (uint64_t)(plan->text_len - n));
-    uint32_t tok[TEXT_RECORD_MAX];
+    uint32_t tok[TEXT_RECORD_MAX], *ids = tok;
     uint8_t weight[TEXT_RECORD_MAX];
-    for (size_t i = 0; i < n; i++) tok[i] = plan->text[at + i], weight[i] = 1;
-    prep_weighted_doc(p, tok, weight, n, 1);
+    size_t m = n, cap = 0;
+    if (plan->tok.bpe) {
+        ids = NULL, m = 0;
+        tokenizer_encode(enc, plan->text + at, n, &ids, &m, &cap);
+        if (m > TEXT_RECORD_MAX) m = TEXT_RECORD_MAX;   // byte fallback can spend several ids on a byte
+    } else {
+        for (size_t i = 0; i < n; i++) tok[i] = plan->text[at + i];
+    }
+    memset(weight, 1, m);
+    prep_weighted_doc(p, ids, weight, m, 1);
+    if (ids != tok) free(ids);
     p->in_bytes += n;
 }
 
@@ -114,6 +138,8 @@ void prep_synthesize(Prep *p, const PreparePlan *plan, PrepareResult *r) {
     PasskeyMix mix = s->mix.passkey;
     mix.recall_pairs = s->mix.pairs, mix.recall_queries = s->mix.queries;
     if (plan->hay.n) mix.hay = plan->hay.tok, mix.hay_len = plan->hay.n;
+    mix.text = synth_text_new(&plan->tok);   // NULL: byte260
+    TokEncoder enc = tokenizer_encoder(&plan->tok);
     uint32_t *doc = xmalloc(cap * sizeof(uint32_t), "a synthetic document");
     uint8_t *weight = xmalloc(cap, "a synthetic document");
     Rng text_rng;
@@ -122,9 +148,11 @@ void prep_synthesize(Prep *p, const PreparePlan *plan, PrepareResult *r) {
         uint64_t n = synth_doc(plan, &mix, i, doc, weight, r);
         prep_weighted_doc(p, doc, weight, n, is_passkey(plan));
         p->in_bytes += n;
-        text_record(p, plan, &text_rng);
+        text_record(p, plan, &text_rng, &enc);
         prep_progress(p);
     }
+    tokenizer_encoder_free(&enc);
+    synth_text_free(mix.text);
     free(doc);
     free(weight);
 }

@@ -1,6 +1,20 @@
-// data/synthetic.h — seeded long-context tasks in byte tokens: passkey retrieval and associative recall, any length.
+// data/synthetic.h — seeded long-context tasks in any tokenizer's tokens: passkey retrieval (and associative recall, in bytes), any length.
 #pragma once
 #include <stdint.h>
+
+#include "data/tokenizer.h"
+
+// The tokens a passkey document is written in. Byte tokens (SynthText NULL): the text byte for byte, as always.
+// A BPE tokenizer's: the document is built as text in pieces (intro, filler, each needle's statement, key and
+// ending, the questions, their answers), each piece encoded alone with the space between two pieces leading the
+// second (" The pass key is", " 12345", ". Remember it."); the filler is a stream of ids (the generator's
+// sentences encoded as one text, or a haystack's ids) cut at the token the layout needs, so a document has
+// exactly the length asked for, in tokens, and its needle sits at the depth asked for, in tokens. A tokenizer
+// whose documents start with BOS gets it first.
+typedef struct SynthText SynthText;
+// NULL for the byte tokenizer (t NULL or byte260); t must encode text (tokenizer_can_encode) and outlive it.
+SynthText *synth_text_new(const Tokenizer *t);
+void synth_text_free(SynthText *st);
 
 // Passkey: "There is a pass key hidden in this text. Remember it. " + filler + "The pass key is 12345.
 // Remember it. " (at the requested depth of the filler) + filler + "What is the pass key? The pass
@@ -25,13 +39,14 @@ typedef struct {
 // left the needle it started on), or wrong from the first digit.
 typedef enum { PASSKEY_ANSWER_WRONG, PASSKEY_ANSWER_EXACT, PASSKEY_ANSWER_OTHER_KEY, PASSKEY_ANSWER_DRIFTED } PasskeyAnswer;
 PasskeyAnswer passkey_answer_kind(const char *answer, uint32_t key, const uint32_t *others, int n_others);
-// The shortest document the layout fits in, with `distractors` other needles.
-uint64_t passkey_min_len(int distractors);
-// Document `doc` of the task seeded `seed`; depth < 0 draws it uniformly. out has len tokens. The filler is
-// the generator's sentences (hay NULL) or real text: hay holds at least len tokens, and the key hides in a
-// haystack that is not the generator's repeated sentences. A length below passkey_min_len(distractors) or
-// more than PASSKEY_MAX_DISTRACTORS is a usage error.
-void synth_passkey(uint64_t seed, uint64_t doc, uint64_t len, double depth, int distractors, const uint32_t *hay,
+// The shortest document the layout fits in, with `distractors` other needles, in st's tokens (any key's).
+uint64_t passkey_min_len(const SynthText *st, int distractors);
+// Document `doc` of the task seeded `seed` in st's tokens; depth < 0 draws it uniformly. out has len tokens. The
+// filler is the generator's sentences (hay NULL) or real text: hay holds at least len tokens (st's), and the key
+// hides in a haystack that is not the generator's repeated sentences. A length below passkey_min_len(st,
+// distractors) or more than PASSKEY_MAX_DISTRACTORS is a usage error. info's positions count st's tokens; with
+// a BPE, key_pos and answer_pos are the first token of the key's piece (" 12345": its space included).
+void synth_passkey(SynthText *st, uint64_t seed, uint64_t doc, uint64_t len, double depth, int distractors, const uint32_t *hay,
                    uint32_t *out, PasskeyInfo *info);
 
 // How passkey training documents vary (prepare --synthetic passkey): where the needle sits, how long the
@@ -52,17 +67,20 @@ typedef struct {
     int ask;                  // questions a document with distractors asks (≤ 1: one): the asked key's, then
                               // other needles' in turn, each answer in the loss; as many as fit
     double hay_frac;          // documents whose filler is a window of hay (real text) instead of the sentences
-    const uint32_t *hay;      // (hay_len) byte tokens, or NULL
+    const uint32_t *hay;      // (hay_len) tokens (text's), or NULL
     uint64_t hay_len;         // at least the longest document's len
     double recall_frac;       // documents that are associative recall instead (synth_recall: many keys, many queries)
     int recall_pairs, recall_queries;   // their pairs and queries (fewer where a document is too short for them)
+    SynthText *text;          // the tokens documents are written in (NULL: bytes; recall documents are bytes only)
 } PasskeyMix;
 
 // Training document k: the generator's document of len tokens (as synth_passkey) with what the mix draws:
-// its depth, its keys lengthened by extra digits (the asked key's in its needle and the answer: the document
-// grows by twice them; the distractors' come out of the filler), its distractors and its haystack window. The mix's draws come from a random stream apart from the document's
+// its depth, its keys lengthened by extra digits (the asked key's in its needle and the answer: in bytes the
+// document grows by twice them, in a BPE's tokens it stays len tokens; the distractors' come out of the filler),
+// its distractors and its haystack window. The mix's draws come from a random stream apart from the document's
 // own, so the zero mix gives synth_passkey's document. out and weight hold passkey_train_cap(len) entries;
-// weight is 1 on every answer's digits (one answer, or `ask` with distractors), 0 elsewhere. A recall document (recall_frac of them; info->needles
+// weight is 1 on every answer's digits (one answer, or `ask` with distractors; a BPE's: every token of the answer's
+// piece), 0 elsewhere. A recall document (recall_frac of them; info->needles
 // 0) has weight 1 on its queries' values. Returns the document's tokens (no EOS).
 uint64_t synth_passkey_train(uint64_t seed, uint64_t k, uint64_t len, const PasskeyMix *mix, uint32_t *out, uint8_t *weight,
                              PasskeyInfo *info);

@@ -1,6 +1,7 @@
-// eval/passkey.c — the passkey grid: its depths and checks, each trial's document, greedy decoding of the key over the ring, the scores.
+// eval/passkey.c — the passkey grid: its depths and checks, each trial's document in the model's tokens, greedy decoding of the key over the ring, the scores.
 #include "eval/passkey.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -84,7 +85,7 @@ int passkey_grid_check(const PasskeyGrid *g, char *why, size_t n) {
         snprintf(why, n, "--distractors %d: give 0..%d", g->distractors, PASSKEY_MAX_DISTRACTORS);
         return -1;
     }
-    uint64_t least = passkey_min_len(g->distractors) + 2;
+    uint64_t least = passkey_min_len(g->text, g->distractors) + 2;
     for (int i = 0; i < g->n_len; i++)
         if ((uint64_t)g->lengths[i] < least) {
             snprintf(why, n, "--lengths: %" PRId64 " tokens is too short for a passkey document%s (at least %" PRIu64
@@ -97,23 +98,40 @@ int passkey_grid_check(const PasskeyGrid *g, char *why, size_t n) {
 
 int passkey_grid_load_haystack(PasskeyGrid *g, char *why, size_t n) {
     haystack_load(g->haystack, &g->hay);
+    haystack_encode(&g->hay, g->tok);
     for (int i = 0; i < g->n_len; i++)
         if (g->hay.n < (uint64_t)g->lengths[i]) {
-            snprintf(why, n, "--haystack %s holds %" PRIu64 " bytes of text, fewer than a document of --lengths %" PRId64 "; give "
-                     "more text or shorter --lengths", g->haystack, g->hay.n, g->lengths[i]);
+            if (g->text)
+                snprintf(why, n, "--haystack %s holds %" PRIu64 " tokens of text (%" PRIu64 " bytes), fewer than a document of --lengths "
+                         "%" PRId64 "; give more text or shorter --lengths", g->haystack, g->hay.n, g->hay.bytes, g->lengths[i]);
+            else
+                snprintf(why, n, "--haystack %s holds %" PRIu64 " bytes of text, fewer than a document of --lengths %" PRId64 "; give "
+                         "more text or shorter --lengths", g->haystack, g->hay.n, g->lengths[i]);
             return -1;
         }
     return 0;
 }
 
-int passkey_check_model(const ModelConfig *c, const char *path, char *why, size_t n) {
-    if (c->vocab_size == TOK_VOCAB_SIZE) return 0;
-    snprintf(why, n, "%s: vocab %d is not the byte-level tokenizer's %d; passkey documents are byte tokens", path, c->vocab_size,
-             TOK_VOCAB_SIZE);
-    return -1;
+int passkey_grid_tokenizer(PasskeyGrid *g, const Tokenizer *t, int model_vocab, const char *path, char *why, size_t n) {
+    if (!tokenizer_can_encode(t)) {
+        snprintf(why, n, "%s: its tokenizer (%s, vocab %u) is known by id only; passkey documents are text: import the model with "
+                 "its tokenizer.json", path, t->id, t->vocab_size);
+        return -1;
+    }
+    if (t->vocab_size > (uint32_t)model_vocab) {
+        snprintf(why, n, "%s: its tokenizer has %u ids, more than the model's vocab %d", path, t->vocab_size, model_vocab);
+        return -1;
+    }
+    g->tok = t->bpe ? t : NULL;
+    g->text = synth_text_new(t);
+    return 0;
 }
 
-void passkey_grid_free(PasskeyGrid *g) { haystack_free(&g->hay); }
+void passkey_grid_free(PasskeyGrid *g) {
+    haystack_free(&g->hay);
+    synth_text_free(g->text);
+    g->text = NULL;
+}
 
 // The haystack window of a trial: len tokens of the text starting where (seed, len, trial) says, wrapping
 // around at its end; the same window for the same trial whatever the ranks. Returns where it starts.
@@ -129,7 +147,7 @@ uint64_t passkey_trial_doc(const PasskeyGrid *g, int64_t len, double depth, int 
                            PasskeyInfo *info) {
     uint64_t content = (uint64_t)len - 1, at = 0;
     if (g->haystack) at = hay_window(&g->hay, g->seed, content, trial, hay);
-    synth_passkey(g->seed, (uint64_t)trial, content, depth, g->distractors, g->haystack ? hay : NULL, doc, info);
+    synth_passkey(g->text, g->seed, (uint64_t)trial, content, depth, g->distractors, g->haystack ? hay : NULL, doc, info);
     return at;
 }
 
@@ -138,14 +156,42 @@ typedef struct {
     uint32_t *hay, *doc;
 } TrialBufs;
 
-// One trial: the prompt up to the answer, prefilled; then the key's digits decoded greedily. answer
-// gets PASSKEY_KEY_DIGITS tokens; returns the document's keys (the asked one and the distractors').
+int passkey_answer_add(const Tokenizer *t, int id, int32_t *answer, int got) {
+    size_t len = 0;
+    const unsigned char *b = id < 0 || id == t->eos || id == t->bos || id == t->pad ? NULL : tokenizer_token(t, (uint32_t)id, &len);
+    if (!b) return -1;
+    for (size_t i = 0; i < len && got < PASSKEY_KEY_DIGITS; i++)
+        if (got || !isspace(b[i])) answer[got++] = b[i];
+    return got;
+}
+
+// A BPE model's answer after logits: tokens decoded greedily (passkey_answer_add) until PASSKEY_KEY_DIGITS
+// characters, an end or PASSKEY_ANSWER_TOKENS tokens; -1 for characters it never wrote. Every rank of the ring
+// takes the same tokens, so stops at the same one.
+static void decode_text_answer(Decoder *s, const Tokenizer *t, const float *logits, int32_t *answer) {
+    int V = s->m->cfg.vocab_size, got = 0;
+    for (int k = 0; k < PASSKEY_ANSWER_TOKENS && got < PASSKEY_KEY_DIGITS; k++) {
+        int id = decode_agree(s, logits_argmax(logits, V)), more = passkey_answer_add(t, id, answer, got);
+        if (more < 0) break;
+        got = more;
+        if (got < PASSKEY_KEY_DIGITS && k + 1 < PASSKEY_ANSWER_TOKENS) logits = decode_step(s, id);
+    }
+    for (; got < PASSKEY_KEY_DIGITS; got++) answer[got] = -1;
+}
+
+// One trial: the prompt up to the answer, prefilled; then the key decoded greedily: byte260's 5 tokens, or a
+// BPE's text. answer gets PASSKEY_KEY_DIGITS characters; returns the document's keys (the asked one and the
+// distractors').
 static PasskeyInfo run_trial(Decoder *s, const PasskeyGrid *g, int64_t len, double depth, int trial, TrialBufs *b,
                              int32_t *answer) {
     PasskeyInfo info;
     passkey_trial_doc(g, len, depth, trial, b->hay, b->doc, &info);
     int V = s->m->cfg.vocab_size;   // ids below V < 2^31: the signed view of the document is the prompt
     const float *logits = decode_prefill(s, (const int32_t *)b->doc, (int)info.answer_pos);
+    if (g->text) {
+        decode_text_answer(s, g->tok, logits, answer);
+        return info;
+    }
     for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) {
         answer[d] = decode_agree(s, logits_argmax(logits, V));
         if (d + 1 < PASSKEY_KEY_DIGITS) logits = decode_step(s, answer[d]);
@@ -213,7 +259,7 @@ PasskeyResults passkey_grid_run(GPT *m, const PasskeyGrid *g, const CommGrid *cg
                         xcalloc(jobs, sizeof(int64_t), "first needles' keys"), xcalloc((size_t)cells, sizeof(double), "timings"),
                         xcalloc((size_t)cells, sizeof(PasskeyScore), "passkey scores")};
     Decoder s;
-    decoder_init(&s, m, cg->ring, D);
+    decoder_init(&s, m, cg->ring, g->text ? PASSKEY_ANSWER_TOKENS : D);
     size_t job = 0;
     for (int li = 0; li < g->n_len; li++) run_length(&s, g, cg, li, &job, &r);
     decoder_free(&s);

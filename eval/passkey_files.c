@@ -28,12 +28,14 @@ static void add_run(cJSON *root, const PasskeyGrid *g, const PasskeyRunInfo *ri)
     cJSON_AddNumberToObject(root, "params", (double)config_num_params(ri->model));
     cJSON_AddStringToObject(root, "haystack", g->haystack ? g->haystack : "generator filler");
     if (g->haystack) {
-        cJSON_AddNumberToObject(root, "haystack_bytes", (double)g->hay.n);
+        cJSON_AddNumberToObject(root, "haystack_bytes", (double)g->hay.bytes);
+        if (g->text) cJSON_AddNumberToObject(root, "haystack_tokens", (double)g->hay.n);
         cJSON_AddNumberToObject(root, "haystack_files", g->hay.files);
         char crc[16];
         snprintf(crc, sizeof crc, "%08x", g->hay.crc);
         cJSON_AddStringToObject(root, "haystack_crc32", crc);
     }
+    if (g->tok) cJSON_AddStringToObject(root, "tokenizer", g->tok->id);   // byte260 without the key, as before
     cJSON_AddNumberToObject(root, "distractors", g->distractors);
     cJSON_AddNumberToObject(root, "seed", (double)g->seed);
     cJSON_AddNumberToObject(root, "trials", g->trials);
@@ -110,17 +112,24 @@ void passkey_write_csv(const char *path, const PasskeyGrid *g, const PasskeyResu
     xfclose(f, path);
 }
 
-// A prompt's byte tokens (n) as a JSON string's text: bytes 1..127 as themselves, 128..255 as U+0080..U+00FF
-// (Latin-1: .encode("latin-1") gives the bytes back, and a window cut inside a UTF-8 character stays valid
-// JSON), a NUL byte as U+2400.
-static char *prompt_text(const uint32_t *doc, uint64_t n) {
-    char *s = xmalloc((size_t)n * 3 + 1, "a passkey prompt's text");
-    size_t k = 0;
+// A prompt's tokens doc (n) decoded to bytes (byte260's tokens are bytes; a BPE's, each token's bytes), as a
+// JSON string's text: bytes 1..127 as themselves, 128..255 as U+0080..U+00FF (Latin-1: .encode("latin-1") gives
+// the bytes back, and a window cut inside a UTF-8 character stays valid JSON), a NUL byte as U+2400.
+static char *prompt_text(const Tokenizer *t, const uint32_t *doc, uint64_t n) {
+    size_t cap = (size_t)n * 3 + 1, k = 0;
+    char *s = xmalloc(cap, "a passkey prompt's text");
     for (uint64_t i = 0; i < n; i++) {
-        unsigned b = doc[i] & 0xFF;   // byte tokens
-        if (b == 0) s[k++] = (char)0xE2, s[k++] = (char)0x90, s[k++] = (char)0x80;
-        else if (b < 0x80) s[k++] = (char)b;
-        else s[k++] = (char)(0xC0 | b >> 6), s[k++] = (char)(0x80 | (b & 0x3F));
+        size_t len = 1;
+        unsigned char one = (unsigned char)(doc[i] & 0xFF);   // byte tokens
+        const unsigned char *bytes = t ? tokenizer_token(t, doc[i], &len) : &one;
+        if (!bytes) bytes = (const unsigned char *)"?", len = 1;
+        if (k + len * 3 + 1 > cap) s = xrealloc(s, cap = (k + len * 3 + 1) * 2, "a passkey prompt's text");
+        for (size_t j = 0; j < len; j++) {
+            unsigned b = bytes[j];
+            if (b == 0) s[k++] = (char)0xE2, s[k++] = (char)0x90, s[k++] = (char)0x80;
+            else if (b < 0x80) s[k++] = (char)b;
+            else s[k++] = (char)(0xC0 | b >> 6), s[k++] = (char)(0x80 | (b & 0x3F));
+        }
     }
     s[k] = 0;
     return s;
@@ -152,7 +161,7 @@ static void write_doc_line(FILE *f, const char *path, const PasskeyGrid *g, cons
     cJSON_AddNumberToObject(o, "needle_pos", (double)d->info->needle_pos);
     cJSON_AddNumberToObject(o, "key_pos", (double)d->info->key_pos);
     cJSON_AddNumberToObject(o, "answer_pos", (double)d->info->answer_pos);
-    char *text = prompt_text(d->doc, d->info->answer_pos);
+    char *text = prompt_text(g->tok, d->doc, d->info->answer_pos);
     cJSON_AddStringToObject(o, "prompt", text);
     free(text);
     char *line = cJSON_PrintUnformatted(o);

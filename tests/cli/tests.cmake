@@ -1,6 +1,6 @@
 # tests/cli/tests.cmake — the command line: config files, resume/fine-tune without flags, defaults, exit codes, BLAS kernels, the README's commands, docs links.
 set(CLI_T ${CMAKE_SOURCE_DIR}/tests/cli)
-foreach(script config consistency scripts eval_run_flags plan inputs blas_kernels flags inspect bounds)
+foreach(script config consistency scripts eval_run_flags plan inputs blas_kernels flags inspect bounds passkey_bpe)
   add_test(NAME cli_${script} COMMAND bash ${CLI_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
   set_tests_properties(cli_${script} PROPERTIES LABELS cli TIMEOUT 120)
 endforeach()

@@ -18,7 +18,7 @@ static bool digits_at(const uint32_t *doc, uint64_t pos, const char *want, int n
 static bool text_at(const uint32_t *doc, uint64_t pos, const char *want) { return digits_at(doc, pos, want, (int)strlen(want)); }
 
 static void test_passkey(void) {
-    const uint64_t lens[] = {passkey_min_len(0), 200, 1000, 4096, 65536, 1000003, 2500000};
+    const uint64_t lens[] = {passkey_min_len(NULL, 0), 200, 1000, 4096, 65536, 1000003, 2500000};
     const double depths[] = {0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0, -1};
     uint32_t *doc = malloc(2500000 * sizeof *doc);
     int bad = 0, cases = 0;
@@ -26,10 +26,10 @@ static void test_passkey(void) {
         for (size_t d = 0; d < sizeof depths / sizeof depths[0]; d++) {
             uint64_t len = lens[l];
             PasskeyInfo info;
-            synth_passkey(5, l * 10 + d, len, depths[d], 0, NULL, doc, &info);
+            synth_passkey(NULL, 5, l * 10 + d, len, depths[d], 0, NULL, doc, &info);
             char key[8];
             snprintf(key, sizeof key, "%05u", info.key);
-            uint64_t filler = len - passkey_min_len(0), digits = 0;
+            uint64_t filler = len - passkey_min_len(NULL, 0), digits = 0;
             for (uint64_t i = 0; i < len; i++) digits += doc[i] >= '0' && doc[i] <= '9';
             double want_depth = depths[d] < 0 ? info.depth : depths[d];
             uint64_t want_needle = strlen("There is a pass key hidden in this text. Remember it. ") + (uint64_t)(want_depth * filler + 0.5);
@@ -45,12 +45,12 @@ static void test_passkey(void) {
     // Seeded: the same (seed, doc) gives the same document; another seed another key.
     PasskeyInfo a, b;
     uint32_t *doc2 = malloc(4096 * sizeof *doc2);
-    synth_passkey(9, 3, 4096, -1, 0, NULL, doc, &a);
-    synth_passkey(9, 3, 4096, -1, 0, NULL, doc2, &b);
+    synth_passkey(NULL, 9, 3, 4096, -1, 0, NULL, doc, &a);
+    synth_passkey(NULL, 9, 3, 4096, -1, 0, NULL, doc2, &b);
     CHECK(a.key == b.key && a.depth == b.depth && memcmp(doc, doc2, 4096 * 4) == 0, "passkey is deterministic");
     int differ = 0;
     for (int s = 0; s < 10; s++) {
-        synth_passkey(100 + s, 3, 4096, -1, 0, NULL, doc2, &b);
+        synth_passkey(NULL, 100 + s, 3, 4096, -1, 0, NULL, doc2, &b);
         differ += b.key != a.key;
     }
     CHECK(differ >= 9, "seeds change the key");
@@ -102,7 +102,7 @@ static void test_prepare_synthetic(void) {
           "synthetic dataset: 4 documents of 5000 tokens (EOS included) with loss weights: %s", e.msg);
     uint32_t *doc = malloc(4999 * sizeof *doc);
     PasskeyInfo info;
-    synth_passkey(9, 2, 4999, 0.5, 0, NULL, doc, &info);
+    synth_passkey(NULL, 9, 2, 4999, 0.5, 0, NULL, doc, &info);
     // Document 2 starts at token 2·5000; read the blocks holding its key and its answer.
     const Shard *s = d.shards[0];
     void *raw = malloc(shard_raw_bytes(&s->h, 1024)), *comp = malloc(shard_max_comp_bytes(s));
@@ -234,7 +234,7 @@ static void test_train_mix(void) {
     uint8_t w[999 + 2 * PASSKEY_KEY_MAX];
     PasskeyInfo ia, ib;
     synth_passkey_train(21, 4, 999, &plain, a, w, &ia);
-    synth_passkey(21, 4, 999, -1, 0, NULL, b, &ib);
+    synth_passkey(NULL, 21, 4, 999, -1, 0, NULL, b, &ib);
     CHECK(memcmp(a, b, sizeof b) == 0 && ia.key == ib.key, "the zero mix gives synth_passkey's document");
 }
 
@@ -318,9 +318,9 @@ static void test_distractors(void) {
     int bad = 0, bad_first = 0, asked_first = 0;
     for (int K = 1; K <= PASSKEY_MAX_DISTRACTORS; K++) {
         for (int d = 0; d < 20; d++) {
-            uint64_t len = d % 2 ? 4096 : passkey_min_len(K) + 3;
+            uint64_t len = d % 2 ? 4096 : passkey_min_len(NULL, K) + 3;
             PasskeyInfo info;
-            synth_passkey(33, (uint64_t)(K * 100 + d), len, d / 19.0, K, d % 3 ? NULL : hay, doc, &info);
+            synth_passkey(NULL, 33, (uint64_t)(K * 100 + d), len, d / 19.0, K, d % 3 ? NULL : hay, doc, &info);
             char key[8];
             snprintf(key, sizeof key, "%05u", info.key);
             // The asked name: between "What is the pass key for " and "?" in the question.
@@ -350,7 +350,7 @@ static void test_distractors(void) {
     CHECK(bad == 0, "distractors: %d documents with a wrong layout", bad);
     CHECK(bad_first == 0 && asked_first > 10 && asked_first < 150, "first needle's key: %d wrong; the asked needle first in %d of 160",
           bad_first, asked_first);
-    CHECK(passkey_min_len(3) > passkey_min_len(1) && passkey_min_len(1) > passkey_min_len(0), "longer minimum with more needles");
+    CHECK(passkey_min_len(NULL, 3) > passkey_min_len(NULL, 1) && passkey_min_len(NULL, 1) > passkey_min_len(NULL, 0), "longer minimum with more needles");
     // Training documents with distractors and long keys: the asked key, lengthened, is the answer; every
     // distractor key is lengthened too (so the longest key is not a shortcut); the weights cover the answer.
     PasskeyMix mx = {.depth = -1, .edge_span = 0.03, .edge_far = 0.5, .long_frac = 1, .key_max = 12, .distractor_frac = 1,

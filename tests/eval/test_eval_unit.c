@@ -44,10 +44,12 @@ static void test_depths_and_checks(void) {
     CHECK(passkey_grid_check(&g, why, sizeof why) == -1 && strstr(why, "fewer --distractors"), "300 tokens, 3 distractors: %s", why);
     g.distractors = 0, g.lengths[0] = 100;
     CHECK(passkey_grid_check(&g, why, sizeof why) == -1 && strstr(why, "too short"), "100 tokens: %s", why);
-    ModelConfig c = tiny_config();
-    CHECK(passkey_check_model(&c, "m", why, sizeof why) == 0, "a byte-level model refused");
-    c.vocab_size = 64;
-    CHECK(passkey_check_model(&c, "m", why, sizeof why) == -1 && strstr(why, "vocab 64"), "vocab 64: %s", why);
+    Tokenizer bytes, id_only = {.id = "gpt2", .vocab_size = 50257, .eos = 50256, .bos = -1, .pad = -1};
+    tokenizer_bytes(&bytes);
+    CHECK(passkey_grid_tokenizer(&g, &bytes, 260, "m", why, sizeof why) == 0 && !g.text && !g.tok, "byte260 refused: %s", why);
+    CHECK(passkey_grid_tokenizer(&g, &bytes, 64, "m", why, sizeof why) == -1 && strstr(why, "vocab 64"), "vocab 64: %s", why);
+    CHECK(passkey_grid_tokenizer(&g, &id_only, 50304, "m", why, sizeof why) == -1 && strstr(why, "known by id only"),
+          "an id-only tokenizer: %s", why);
 }
 
 // Trial 0 of seed 7 at depth 0.5: the intro, the key's digits where the info says, the answer after them.

@@ -4,3 +4,8 @@ add_executable(test_eval_unit ${EVAL_T}/test_eval_unit.c)
 target_link_libraries(test_eval_unit PRIVATE ringgpt_lib)
 add_test(NAME eval_unit COMMAND test_eval_unit)
 set_tests_properties(eval_unit PROPERTIES LABELS eval ENVIRONMENT "OMP_NUM_THREADS=1" TIMEOUT 60)
+# Passkey documents in a BPE tokenizer's tokens (two tokenizers trained by `ringgpt tokenizer train` in the test).
+add_executable(test_passkey_text ${EVAL_T}/test_passkey_text.c)
+target_link_libraries(test_passkey_text PRIVATE ringgpt_lib)
+add_test(NAME eval_passkey_text COMMAND bash ${EVAL_T}/passkey_text.sh ${RINGGPT_BIN} $<TARGET_FILE:test_passkey_text> ${CMAKE_SOURCE_DIR})
+set_tests_properties(eval_passkey_text PROPERTIES LABELS eval TIMEOUT 120)
