@@ -248,7 +248,7 @@ static void check_answer_in_doc(const char *name, const RulerSpec *s, const Rule
               name, bound, d->n_items, matched);
     } else {   // NOLIMA: the alias in the question names a person in the table; that person's needle holds the item
         const char *q = d->text + d->question_at, *al = strstr(q, "belongs to the ") + 15;
-        char alias[64], name_of[64] = "", pat[96];
+        char alias[64], name_of[64] = "", pat[160];
         snprintf(alias, sizeof alias, "%.*s", (int)strcspn(al, "?"), al);
         snprintf(pat, sizeof pat, " is the %s", alias);
         const char *hit = strstr(ctx, pat);

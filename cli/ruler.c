@@ -1,0 +1,401 @@
+// cli/ruler.c — `ringgpt ruler`: RULER's tasks on a checkpoint in its own tokenizer, answers decoded greedily over the ring; the length x task table, the effective length and DIR/results.json. Documents and scores are eval/ruler.c's.
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "checkpoints/load.h"
+#include "checkpoints/model_tokenizer.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "core/args.h"
+#include "core/comm.h"
+#include "core/common.h"
+#include "data/haystack.h"
+#include "eval/ruler.h"
+#include "eval/sample.h"
+
+enum { RULER_MAX_LENGTHS = 32, RULER_MAX_TASKS = 32, RULER_MAX_SAMPLES = 4096, RULER_MAX_TOKENS = 4096 };
+
+// RULER's answer budget per task (tokens_to_generate).
+static int default_tokens(RulerTask t) {
+    switch (t) {
+    case RULER_NIAH: return 128;
+    case RULER_VT: return 30;
+    case RULER_CWE: return 120;
+    case RULER_FWE: return 50;
+    default: return 32;
+    }
+}
+
+// The text's length in the model's tokens (the generator's measure).
+typedef struct {
+    TokEncoder enc;
+    uint32_t *ids;   // (cap) scratch
+    size_t cap;
+} TokMeasure;
+
+static size_t measure_tokens(void *ctx, const char *text, size_t n) {
+    TokMeasure *m = ctx;
+    size_t got = 0;
+    tokenizer_encode(&m->enc, (const unsigned char *)text, n, &m->ids, &got, &m->cap);
+    return got;
+}
+
+// The decoded answer as text: each token's bytes (NUL as a space).
+typedef struct {
+    const Tokenizer *tok;
+    char *text;
+    size_t n, cap;
+} Answer;
+
+static void answer_token(void *ctx, uint32_t id) {
+    Answer *a = ctx;
+    size_t len;
+    const unsigned char *b = tokenizer_token(a->tok, id, &len);
+    if (!b) return;
+    if (a->n + len + 1 > a->cap) {
+        a->cap = (a->n + len + 1) * 2;
+        a->text = xrealloc(a->text, a->cap, "an answer");
+    }
+    for (size_t i = 0; i < len; i++) a->text[a->n++] = b[i] ? (char)b[i] : ' ';
+    a->text[a->n] = 0;
+}
+
+// What the command runs: tasks by name, lengths, samples.
+typedef struct {
+    int n_task, n_len, samples, tokens;   // tokens: 0 = each task's default
+    const char *names[RULER_MAX_TASKS];
+    RulerSpec specs[RULER_MAX_TASKS];
+    int64_t lengths[RULER_MAX_LENGTHS];
+    uint64_t seed;
+    char *prose;                          // --haystack's text, or NULL (the prose tasks read noise)
+    size_t prose_n;
+} Suite;
+
+// --tasks all, or a comma list of preset names; one line and exit 2 for an unknown name.
+static void parse_tasks(Suite *s, const char *spec) {
+    char list[1024] = "";
+    for (int i = 0; ruler_preset_name(i); i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", ruler_preset_name(i));
+    if (strcmp(spec, "all") == 0) {
+        for (s->n_task = 0; ruler_preset_name(s->n_task); s->n_task++) s->names[s->n_task] = ruler_preset_name(s->n_task);
+        return;
+    }
+    for (const char *p = spec; *p;) {
+        size_t len = strcspn(p, ",");
+        int found = -1;
+        for (int i = 0; ruler_preset_name(i); i++)
+            if (strlen(ruler_preset_name(i)) == len && strncmp(ruler_preset_name(i), p, len) == 0) found = i;
+        if (found < 0) comm_fail_usage_all("--tasks: unknown task '%.*s'; give all or a comma list of: %s", (int)len, p, list);
+        for (int t = 0; t < s->n_task; t++)
+            if (strcmp(s->names[t], ruler_preset_name(found)) == 0) comm_fail_usage_all("--tasks: %.*s is listed twice", (int)len, p);
+        s->names[s->n_task++] = ruler_preset_name(found);
+        p += len + (p[len] == ',');
+    }
+    if (s->n_task == 0) comm_fail_usage_all("--tasks is empty; give all or a comma list of: %s", list);
+}
+
+// The tasks' specs; those RULER runs on essays read --haystack's text, or the noise without one.
+static int resolve_specs(Suite *s) {
+    int swapped = 0;
+    for (int t = 0; t < s->n_task; t++) {
+        ruler_preset(s->names[t], &s->specs[t]);
+        RulerSpec *sp = &s->specs[t];
+        if (sp->hay != RULER_HAY_PROSE) continue;
+        if (s->prose) sp->prose = s->prose, sp->prose_n = s->prose_n;
+        else sp->hay = RULER_HAY_NOISE, swapped++;
+    }
+    return swapped;
+}
+
+// --haystack's text as bytes (data/haystack.h reads a file, a directory or a byte-level dataset); NUL as a space.
+static void load_prose(Suite *s, const char *path) {
+    Haystack h;
+    haystack_load(path, &h);
+    s->prose = xmalloc(h.n + 1, "the haystack's text");
+    for (uint64_t i = 0; i < h.n; i++) s->prose[i] = h.tok[i] && h.tok[i] < 256 ? (char)h.tok[i] : ' ';
+    s->prose[h.n] = 0;
+    s->prose_n = h.n;
+    haystack_free(&h);
+}
+
+static int task_tokens(const Suite *s, int t) { return s->tokens ? s->tokens : default_tokens(s->specs[t].task); }
+
+// A document's seed: the run's, apart for every task (two presets of one kind must not share their keys).
+static uint64_t task_seed(const Suite *s, int t) { return s->seed ^ (uint64_t)(t + 1) * 0x9E3779B97F4A7C15ull; }
+
+// Every (length, task) makes a document before anything is decoded: a length too short for a task is one line.
+static void check_lengths(const Suite *s, TokMeasure *tm) {
+    for (int li = 0; li < s->n_len; li++)
+        for (int t = 0; t < s->n_task; t++) {
+            int64_t target = s->lengths[li] - 1 - task_tokens(s, t);   // the start token and the answer
+            RulerDoc d;
+            char why[512];
+            if (target < 1 || ruler_generate(&s->specs[t], task_seed(s, t), 0, (size_t)target, measure_tokens, tm, &d, why,
+                                             sizeof why) != 0)
+                comm_fail_usage_all("--lengths %" PRId64 ", task %s: %s%s (a length holds the prompt, the start token and %d "
+                                    "answer tokens)", s->lengths[li], s->names[t], target < 1 ? "no room for a prompt; use a longer length"
+                                    : why, s->tokens ? " or fewer --tokens" : "", task_tokens(s, t));
+            ruler_doc_free(&d);
+        }
+}
+
+// One sample's record for results.json.
+typedef struct {
+    double score;
+    size_t prompt_tokens;
+    char *answer;
+    char expected[RULER_MAX_ITEMS][RULER_ITEM_CHARS];
+    int n_expected;
+} SampleRec;
+
+typedef struct {
+    SampleRec *rec;        // (n_len, n_task, samples)
+    double *scores;        // (n_len, n_task, samples)
+    double prefill_tokens, prefill_s, decode_tokens, decode_s, seconds;
+} RunOut;
+
+// Every document of the suite: generated, prefilled over the ring, its answer decoded greedily, scored.
+static RunOut run_suite(GPT *m, const Tokenizer *tok, Comm *ring, const Suite *s, TokMeasure *tm) {
+    size_t cells = (size_t)s->n_len * s->n_task * s->samples;
+    RunOut o = {xcalloc(cells, sizeof(SampleRec), "the samples"), xcalloc(cells, sizeof(double), "the scores")};
+    double t_run = now_seconds();
+    for (int li = 0; li < s->n_len; li++) {
+        double t_len = now_seconds();
+        for (int t = 0; t < s->n_task; t++)
+            for (int k = 0; k < s->samples; k++) {
+                size_t c = ((size_t)li * s->n_task + t) * s->samples + k;
+                RulerDoc d;
+                char why[512];
+                int64_t target = s->lengths[li] - 1 - task_tokens(s, t);
+                if (ruler_generate(&s->specs[t], task_seed(s, t), (uint64_t)k, (size_t)target, measure_tokens, tm, &d, why, sizeof why))
+                    comm_fail_usage_all("--lengths %" PRId64 ", task %s, sample %d: %s", s->lengths[li], s->names[t], k, why);
+                SampleOptions so = {.tokens = task_tokens(s, t), .temperature = 0, .stop_at_eos = true};
+                Answer a = {tok, xcalloc(1, 1, "an answer"), 0, 1};
+                SampleResult r;
+                sample_generate(m, ring, tok, (const unsigned char *)d.text, d.n, &so, answer_token, &a, &r);
+                o.scores[c] = ruler_score(&d, a.text);
+                o.rec[c] = (SampleRec){o.scores[c], r.prompt_tokens, a.text, {{0}}, d.n_items};
+                memcpy(o.rec[c].expected, d.items, sizeof d.items);
+                o.prefill_tokens += (double)r.prompt_tokens, o.prefill_s += r.prefill_s;
+                o.decode_tokens += r.made, o.decode_s += r.decode_s;
+                ruler_doc_free(&d);
+            }
+        log_info("ruler: length %" PRId64 ": %d task%s x %d sample%s in %.1f s\n", s->lengths[li], s->n_task, plural(s->n_task),
+                 s->samples, plural(s->samples), now_seconds() - t_len);
+    }
+    o.seconds = now_seconds() - t_run;
+    return o;
+}
+
+// Rows: tasks; columns: lengths; the average row and the effective length under it.
+static void print_table(const Suite *s, const RulerTable *tb, double threshold) {
+    log_info("ruler: score %% (%d sample%s per cell; rows: task, columns: length in tokens)\n%-16s", s->samples,
+             plural(s->samples), "");
+    for (int li = 0; li < s->n_len; li++) log_info(" %8" PRId64, s->lengths[li]);
+    log_info("\n");
+    for (int t = 0; t < s->n_task; t++) {
+        log_info("%-16s", s->names[t]);
+        for (int li = 0; li < s->n_len; li++) log_info(" %8.1f", 100 * ruler_cell_mean(tb, li, t));
+        log_info("\n");
+    }
+    log_info("%-16s", "average");
+    for (int li = 0; li < s->n_len; li++) log_info(" %8.1f", 100 * ruler_length_mean(tb, li));
+    int64_t eff = ruler_effective_length(tb, threshold / 100);
+    if (eff) log_info("\nruler: effective length %" PRId64 " (the longest length up to which the average stays >= %.1f %%)\n", eff, threshold);
+    else log_info("\nruler: effective length none (the average at %" PRId64 " is below %.1f %%)\n", s->lengths[0], threshold);
+}
+
+// s with every byte that is not part of valid UTF-8 replaced by '?' (results.json is UTF-8).
+static void utf8_clean(char *s) {
+    for (unsigned char *p = (unsigned char *)s; *p;) {
+        int len = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
+        bool ok = len > 0;
+        for (int i = 1; i < len && ok; i++) ok = (p[i] & 0xC0) == 0x80;
+        if (!ok) *p++ = '?';
+        else p += len;
+    }
+}
+
+static cJSON *cell_json(const Suite *s, const RunOut *o, const RulerTable *tb, int li, int t) {
+    cJSON *cell = cJSON_CreateObject(), *samples = cJSON_CreateArray();
+    cJSON_AddNumberToObject(cell, "length", (double)s->lengths[li]);
+    cJSON_AddStringToObject(cell, "task", s->names[t]);
+    cJSON_AddNumberToObject(cell, "score", 100 * ruler_cell_mean(tb, li, t));
+    for (int k = 0; k < s->samples; k++) {
+        SampleRec *r = &o->rec[((size_t)li * s->n_task + t) * s->samples + k];
+        cJSON *j = cJSON_CreateObject(), *exp = cJSON_CreateArray();
+        cJSON_AddNumberToObject(j, "score", 100 * r->score);
+        cJSON_AddNumberToObject(j, "prompt_tokens", (double)r->prompt_tokens);
+        utf8_clean(r->answer);
+        cJSON_AddStringToObject(j, "answer", r->answer);
+        for (int i = 0; i < r->n_expected; i++) cJSON_AddItemToArray(exp, cJSON_CreateString(r->expected[i]));
+        cJSON_AddItemToObject(j, "expected", exp);
+        cJSON_AddItemToArray(samples, j);
+    }
+    cJSON_AddItemToObject(cell, "samples", samples);
+    return cell;
+}
+
+typedef struct {
+    const char *ckpt, *label, *haystack, *tokenizer;
+    double threshold;
+} RunInfo;
+
+// DIR/results.json (rank 0).
+static void write_json(const char *dir, const RunInfo *ri, const Suite *s, const RunOut *o, const RulerTable *tb) {
+    cJSON *root = cJSON_CreateObject(), *lengths = cJSON_CreateArray(), *tasks = cJSON_CreateArray(), *tokens = cJSON_CreateObject(),
+          *scores = cJSON_CreateObject(), *avg = cJSON_CreateArray(), *cells = cJSON_CreateArray();
+    cJSON_AddStringToObject(root, "ckpt", ri->ckpt);
+    cJSON_AddStringToObject(root, "label", ri->label);
+    cJSON_AddStringToObject(root, "tokenizer", ri->tokenizer);
+    if (ri->haystack) cJSON_AddStringToObject(root, "haystack", ri->haystack);
+    else cJSON_AddNullToObject(root, "haystack");
+    cJSON_AddNumberToObject(root, "seed", (double)s->seed);
+    cJSON_AddNumberToObject(root, "samples", s->samples);
+    cJSON_AddNumberToObject(root, "threshold", ri->threshold);
+    for (int li = 0; li < s->n_len; li++) {
+        cJSON_AddItemToArray(lengths, cJSON_CreateNumber((double)s->lengths[li]));
+        cJSON_AddItemToArray(avg, cJSON_CreateNumber(100 * ruler_length_mean(tb, li)));
+    }
+    for (int t = 0; t < s->n_task; t++) {
+        cJSON *row = cJSON_CreateArray();
+        cJSON_AddItemToArray(tasks, cJSON_CreateString(s->names[t]));
+        cJSON_AddNumberToObject(tokens, s->names[t], task_tokens(s, t));
+        for (int li = 0; li < s->n_len; li++) cJSON_AddItemToArray(row, cJSON_CreateNumber(100 * ruler_cell_mean(tb, li, t)));
+        cJSON_AddItemToObject(scores, s->names[t], row);
+    }
+    cJSON_AddItemToObject(root, "lengths", lengths);
+    cJSON_AddItemToObject(root, "tasks", tasks);
+    cJSON_AddItemToObject(root, "answer_tokens", tokens);
+    cJSON_AddItemToObject(root, "scores", scores);
+    cJSON_AddItemToObject(root, "average", avg);
+    cJSON_AddNumberToObject(root, "effective_length", (double)ruler_effective_length(tb, ri->threshold / 100));
+    cJSON_AddNumberToObject(root, "seconds", o->seconds);
+    cJSON_AddNumberToObject(root, "prefill_tokens_per_s", o->prefill_s > 0 ? o->prefill_tokens / o->prefill_s : 0);
+    cJSON_AddNumberToObject(root, "decode_tokens_per_s", o->decode_s > 0 ? o->decode_tokens / o->decode_s : 0);
+    for (int li = 0; li < s->n_len; li++)
+        for (int t = 0; t < s->n_task; t++) cJSON_AddItemToArray(cells, cell_json(s, o, tb, li, t));
+    cJSON_AddItemToObject(root, "cells", cells);
+    char *text = cJSON_Print(root), path[4200];
+    if (!text) fail("ruler: out of memory printing results.json");
+    snprintf(path, sizeof path, "%s/results.json", dir);
+    FILE *f = xfopen(path, "wb");
+    xfwrite(text, strlen(text), f, path);
+    xfwrite("\n", 1, f, path);
+    xfclose(f, path);
+    free(text);
+    cJSON_Delete(root);
+    log_info("ruler: %.1f s (prefill %.0f tokens/s, decode %.1f tokens/s); results in %s\n", o->seconds,
+             o->prefill_s > 0 ? o->prefill_tokens / o->prefill_s : 0.0, o->decode_s > 0 ? o->decode_tokens / o->decode_s : 0.0, path);
+}
+
+// DIR exists (made by rank 0) and takes files, or every rank ends with one line.
+static void check_out(const char *dir, Comm *world) {
+    char why[4400] = "";
+    if (comm_rank(world) == 0) {
+        struct stat st;
+        if (stat(dir, &st) != 0 && mkdir_parents(dir) != 0) snprintf(why, sizeof why, "cannot create it (%s)", strerror(errno));
+        else if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) snprintf(why, sizeof why, "not a directory");
+        else if (access(dir, W_OK) != 0) snprintf(why, sizeof why, "cannot write into it (%s)", strerror(errno));
+    }
+    double bad = why[0] != 0;
+    comm_allreduce(world, &bad, 1, COMM_F64, COMM_MAX, "ruler --out check");
+    if (bad) comm_fail_usage_all("--out %s: %s; give a writable directory (results.json is written there)", dir, why);
+}
+
+static const ArgCommand RULER_CMD = {
+    "ruler", "ringgpt ruler CKPT --lengths 1K,4K --tasks all|LIST --samples N [flags]   (mpiexec -np S ... --sp S for the ring)",
+    "RULER's synthetic long-context tasks (Hsieh et al., 2024) in the model's own tokenizer: needles (single, multi-key\n"
+    "with near-miss keys, multi-value, multi-query; numbers, words, UUIDs), variable tracking, common- and frequent-word\n"
+    "extraction, and nolima, a needle that shares no word with its question (an alias table links them). Each\n"
+    "document fills a length (its tokens, the start token and the answer's included) from a seed; the answer is\n"
+    "decoded greedily with the KV cache sharded over the ring and scored by string match (recall of the expected\n"
+    "items). Prints a task x length table of scores in percent, the average per length and the effective length\n"
+    "(the longest length up to which the average stays at or above --threshold); writes DIR/results.json with every\n"
+    "sample's answer. The tasks RULER runs on essays read --haystack's text, or the noise sentences without it."};
+
+int cmd_ruler(int argc, char **argv) {
+    comm_init(&argc, &argv);
+    const char *lengths = "1K,4K", *tasks = "all", *out = "ruler", *haystack = NULL, *label = NULL, *pos[1] = {NULL};
+    Suite s = {.samples = 16};
+    int64_t seed = 1;
+    double threshold = 100 * RULER_THRESHOLD_DEFAULT;
+    int sp = 1, threads = 0;   // threads: cli_infer_grid resolves it when not given
+    float rope_theta = 0;
+    ArgSpec specs[] = {
+        ARG_GROUP("the suite"),
+        {"--lengths", ARG_STRING, &lengths, "document lengths in tokens, answer included (K = 1024, M = 1024²), comma-separated"},
+        {"--tasks", ARG_STRING, &tasks, "all, or a comma list: niah_single_1..3, niah_multikey_1..3, niah_multivalue, "
+                                        "niah_multiquery, vt, cwe, fwe, nolima"},
+        {"--samples", ARG_INT, &s.samples, "documents per task and length"},
+        {"--seed", ARG_I64, &seed, "seed of the documents"},
+        {"--haystack", ARG_STRING, &haystack, "prose for the tasks RULER runs on essays: a text file, a directory of them or a "
+                                              "byte-level dataset", .dflt = "the noise sentences"},
+        {"--tokens", ARG_INT, &s.tokens, "answer tokens decoded per document", .dflt = "RULER's: 128 niah, 30 vt, 120 cwe, 50 fwe, 32 nolima"},
+        {"--threshold", ARG_DOUBLE, &threshold, "effective length: the average score (%) a length must keep (RULER: Llama-2-7B at 4K)"},
+        {"--rope-theta", ARG_FLOAT, &rope_theta, "RoPE base", .dflt = "the checkpoint's"},
+        ARG_GROUP("output"),
+        {"--out", ARG_STRING, &out, "directory for results.json"},
+        {"--label", ARG_STRING, &label, "name of this run in the JSON", .dflt = "the checkpoint path"},
+        ARG_GROUP("machine and ranks"),
+        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "free cores"},
+        {"--sp", ARG_INT, &sp, "ring size: ranks that share each document and its KV cache (mpiexec -np sp)"},
+    };
+    int n = sizeof specs / sizeof specs[0];
+    if (args_parse(&RULER_CMD, specs, n, argc, argv, pos, 1) != 1)
+        comm_fail_usage_all("ruler needs a checkpoint: ringgpt ruler CKPT --lengths 1K,4K --tasks all --samples 16");
+    if (s.samples < 1 || s.samples > RULER_MAX_SAMPLES) comm_fail_usage_all("--samples %d: give 1..%d", s.samples, RULER_MAX_SAMPLES);
+    if (s.tokens < 0 || s.tokens > RULER_MAX_TOKENS) comm_fail_usage_all("--tokens %d: give 1..%d (0: RULER's per task)", s.tokens, RULER_MAX_TOKENS);
+    if (!(threshold > 0 && threshold <= 100)) comm_fail_usage_all("--threshold %g: give a score in percent, above 0 and at most 100", threshold);
+    if (rope_theta < 0) comm_fail_usage_all("--rope-theta must not be negative");
+    args_check_seed("--seed", seed);
+    s.seed = (uint64_t)seed;
+    s.n_len = args_parse_lengths("--lengths", lengths, s.lengths, RULER_MAX_LENGTHS);
+    for (int i = 1; i < s.n_len; i++)
+        if (s.lengths[i] <= s.lengths[i - 1]) comm_fail_usage_all("--lengths %s: give them shortest first, each once", lengths);
+    parse_tasks(&s, tasks);
+    if (args_seen(specs, n, "--threads")) args_check_threads(threads);
+    CommGrid g = cli_infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
+    if (g.dp != 1) comm_fail_usage_all("ruler runs one document at a time over one ring: start sp = %d rank%s (mpiexec -np %d), not %d", sp,
+                                       plural(sp), sp, g.world_size);
+    cpu_threads(threads);
+    if (haystack) load_prose(&s, haystack);
+    int swapped = resolve_specs(&s);
+    check_out(out, g.world);
+    GPT m;
+    CkptState st;
+    char used[4200];
+    load_model(pos[0], &m, rope_theta, &st, used, sizeof used);
+    load_report("ruler", pos[0], used, &st, stdout);
+    Tokenizer tok;
+    model_tokenizer(used, &m.cfg, &st, &tok);
+    if (!tokenizer_can_encode(&tok))
+        comm_fail_usage_all("%s: its tokenizer '%s' is known by id only (no tokenizer.json), so ruler cannot write documents in it; "
+                            "give a model that carries its tokenizer.json", pos[0], tok.id);
+    TokMeasure tm = {tokenizer_encoder(&tok), NULL, 0};
+    check_lengths(&s, &tm);
+    log_info("ruler: %s (%.2fM parameters, tokenizer %s), %d task%s x %d length%s x %d sample%s, seed %" PRId64 ", ring of %d, %d thread%s\n",
+             pos[0], config_num_params(&m.cfg) / 1e6, tok.id, s.n_task, plural(s.n_task), s.n_len, plural(s.n_len), s.samples,
+             plural(s.samples), seed, sp, threads, plural(threads));
+    if (swapped) log_info("ruler: no --haystack: %d task%s RULER runs on essays read the noise sentences\n", swapped, plural(swapped));
+    RunOut o = run_suite(&m, &tok, g.ring, &s, &tm);
+    RulerTable tb = {.n_len = s.n_len, .n_task = s.n_task, .samples = s.samples, .lengths = s.lengths, .scores = o.scores};
+    print_table(&s, &tb, threshold);
+    RunInfo ri = {pos[0], label ? label : pos[0], haystack, tok.id, threshold};
+    if (g.rank == 0) write_json(out, &ri, &s, &o, &tb);
+    for (size_t c = 0; c < (size_t)s.n_len * s.n_task * s.samples; c++) free(o.rec[c].answer);
+    free(o.rec), free(o.scores), free(tm.ids), free(s.prose);
+    tokenizer_encoder_free(&tm.enc);
+    tokenizer_free(&tok);
+    gpt_free(&m);
+    comm_grid_free(&g);
+    comm_finalize();
+    return 0;
+}
