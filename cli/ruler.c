@@ -101,8 +101,9 @@ static void parse_tasks(Suite *s, const char *spec) {
     if (s->n_task == 0) comm_fail_usage_all("--tasks is empty; give all or a comma list of: %s", list);
 }
 
-// The tasks' specs; those RULER runs on essays read --haystack's text, or the noise without one.
-static int resolve_specs(Suite *s) {
+// The tasks' specs; those RULER runs on essays read --haystack's text (refused without a sentence), or the noise
+// without one.
+static int resolve_specs(Suite *s, const char *haystack) {
     int swapped = 0;
     for (int t = 0; t < s->n_task; t++) {
         ruler_preset(s->names[t], &s->specs[t]);
@@ -110,6 +111,8 @@ static int resolve_specs(Suite *s) {
         if (sp->hay != RULER_HAY_PROSE) continue;
         if (s->prose) sp->prose = s->prose, sp->prose_n = s->prose_n;
         else sp->hay = RULER_HAY_NOISE, swapped++;
+        char why[512];
+        if (ruler_spec_check(sp, why, sizeof why) != 0) comm_fail_usage_all("--haystack %s: %s; give prose", haystack, why);
     }
     return swapped;
 }
@@ -367,7 +370,7 @@ int cmd_ruler(int argc, char **argv) {
                                        plural(sp), sp, g.world_size);
     cpu_threads(threads);
     if (haystack) load_prose(&s, haystack);
-    int swapped = resolve_specs(&s);
+    int swapped = resolve_specs(&s, haystack);
     check_out(out, g.world);
     GPT m;
     CkptState st;

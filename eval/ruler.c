@@ -302,12 +302,19 @@ static int check_task(const RulerSpec *s, char *why, size_t n) {
     }
 }
 
+static size_t sentence_start(const char *p, size_t n, size_t at);
+
 int ruler_spec_check(const RulerSpec *s, char *why, size_t n) {
     if (check_task(s, why, n)) return -1;
-    if (s->hay == RULER_HAY_PROSE && (s->task == RULER_NIAH || s->task == RULER_VT || s->task == RULER_NOLIMA) &&
-        (!s->prose || s->prose_n == 0)) {
-        snprintf(why, n, "a prose haystack needs its text; pass it, or use the noise haystack");
-        return -1;
+    if (s->hay == RULER_HAY_PROSE && (s->task == RULER_NIAH || s->task == RULER_VT || s->task == RULER_NOLIMA)) {
+        if (!s->prose || s->prose_n == 0) {
+            snprintf(why, n, "a prose haystack needs its text; pass it, or use the noise haystack");
+            return -1;
+        }
+        if (sentence_start(s->prose, s->prose_n, 0) == s->prose_n) {
+            snprintf(why, n, "the prose has no sentence end ('.', '!' or '?' before white space, or a newline)");
+            return -1;
+        }
     }
     if (s->n_depths < 0 || s->n_depths > needle_count(s)) {
         snprintf(why, n, "%d depths for %d needles", s->n_depths, needle_count(s));
@@ -753,13 +760,7 @@ static int setup(Gen *g, char *why, size_t n) {
     default: rc = setup_nolima(g, &r, why, n); break;
     }
     bool prose = s->hay == RULER_HAY_PROSE && s->task != RULER_CWE && s->task != RULER_FWE;
-    if (rc == 0 && prose) {
-        g->prose_at = sentence_start(s->prose, s->prose_n, rng_below(&r, s->prose_n));
-        if (g->prose_at == s->prose_n) {
-            snprintf(why, n, "the prose has no sentence end ('.', '!' or '?' before white space, or a newline)");
-            rc = -1;
-        }
-    }
+    if (rc == 0 && prose) g->prose_at = sentence_start(s->prose, s->prose_n, rng_below(&r, s->prose_n));   // checked: one exists
     return rc;
 }
 

@@ -74,14 +74,14 @@ int ruler_preset(const char *name, RulerSpec *s);
 // The i-th name ruler_preset knows (the suite's order); NULL past the last.
 const char *ruler_preset_name(int i);
 
-// 0, or -1 with one line in why (size n) naming the field and its bounds.
+// 0, or -1 with one line in why (size n) naming the field and its bounds (or the prose that has no sentence end).
 int ruler_spec_check(const RulerSpec *s, char *why, size_t n);
 
 // Document `sample` of seed `seed`: the largest document of the task whose measure stays at most target (every
 // piece added while it fits). Needles, in order: NIAH the asked keys' (key by key, value by value), then the
 // distractors'; VT chain by chain, in assignment order (a chain's depths are sorted); NOLIMA the asked person's,
 // the other people's, then the alias table. The same (spec, seed, sample, target, measure) gives the same
-// document. Returns 0, or -1 with one line in why: a bad spec, no sentence in the prose, keys running out, or a
+// document. Returns 0, or -1 with one line in why: a bad spec (ruler_spec_check), keys or words running out, or a
 // target shorter than the task's smallest document (why names that length). d is freed by ruler_doc_free.
 int ruler_generate(const RulerSpec *s, uint64_t seed, uint64_t sample, size_t target, RulerMeasure measure, void *ctx,
                    RulerDoc *d, char *why, size_t n);

@@ -161,8 +161,9 @@ static void test_presets_and_checks(void) {
     CHECK(ruler_generate(&s, 1, 0, 100, measure_bytes, NULL, &d, why, sizeof why) == -1 && strstr(why, "longer length"),
           "100 bytes: %s", why);
     s = preset("niah_single_2"), s.prose = "no end here", s.prose_n = 11;
+    CHECK(ruler_spec_check(&s, why, sizeof why) == -1 && strstr(why, "no sentence end"), "prose without a sentence: %s", why);
     CHECK(ruler_generate(&s, 1, 0, 2000, measure_bytes, NULL, &d, why, sizeof why) == -1 && strstr(why, "no sentence end"),
-          "prose without a sentence: %s", why);
+          "prose without a sentence generates: %s", why);
 }
 
 static int count_in(const char *s, size_t n, const char *word) {

@@ -8,3 +8,6 @@ add_executable(test_ruler ${EVAL_T}/test_ruler.c)
 target_link_libraries(test_ruler PRIVATE ringgpt_lib)
 add_test(NAME eval_ruler COMMAND test_ruler)
 set_tests_properties(eval_ruler PROPERTIES LABELS eval TIMEOUT 120)
+# `ringgpt ruler` through the binary on a tiny model: table, results.json, determinism, a ring of 2, bad arguments.
+add_test(NAME eval_ruler_cli COMMAND bash ${EVAL_T}/ruler_cli.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
+set_tests_properties(eval_ruler_cli PROPERTIES LABELS "eval;cli;mpi" TIMEOUT 300)
