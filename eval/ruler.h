@@ -44,8 +44,9 @@ typedef struct {
     int common, freq_common, freq_rare;   // CWE (freq_common halves, down to freq_rare + 1, where the list is too long)
     int top;                      // FWE: the words asked
     double alpha;                 // FWE: Zipf exponent (a word of rank r appears budget / r^alpha times)
-    int n_depths;                 // needles 0..n_depths-1 sit at these depths (0 = the haystack's start, 1 = its
-    double depths[RULER_MAX_NEEDLES];   // end); the others are drawn. Needle order: ruler_generate says.
+    int n_depths;                 // needles 0..n_depths-1 sit at these depths (0 = the haystack's start, 1 = its end;
+    double depths[RULER_MAX_NEEDLES];   // the piece boundary nearest that share of its bytes); the others are drawn.
+                                  // Needle order: ruler_generate says.
 } RulerSpec;
 
 // A document: the prompt (the context, then the question, then the answer's prefix the model continues).

@@ -63,6 +63,22 @@ check "--haystack: no noise note" test -z "$(grep 'read the noise' "$W/h.log")"
 "$BIN" ruler "$W/run" --lengths 1200 --tasks niah_single_2,nolima --samples 1 --tokens 4 --threads 1 --out "$W/n" > "$W/n.log" 2>&1
 check "no --haystack: the note names the 2 tasks read with noise" grep -q "2 tasks RULER runs on essays read the noise" "$W/n.log"
 
+# a BPE model: documents measured in its tokens fill each length (less the answer) within one haystack piece
+"$BIN" tokenizer train --vocab 400 --out "$W/tok.json" --quiet "$W/prose.txt" > /dev/null &&
+  "$BIN" prepare --out "$W/bpedata" --tokenizer "$W/tok.json" "$W/prose.txt" > /dev/null &&
+  "$BIN" train --data "$W/bpedata" --model tiny --seq-len 48 --batch 8 --steps 20 --threads 1 --log-every 20 --out "$W/bperun" > /dev/null ||
+  bad "the BPE model"
+"$BIN" ruler "$W/bperun" --lengths 800,1200 --tasks all --samples 2 --tokens 6 --threads 1 --haystack "$W/prose.txt" --out "$W/bpe" \
+  > "$W/bpe.log" 2>&1 || bad "ruler on the BPE model: $(tail -1 "$W/bpe.log")"
+python3 - "$W/bpe/results.json" <<'EOF2' && ok "BPE model: every prompt within one piece of its length less 6 answer tokens" || bad "BPE prompt lengths"
+import json, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+assert d["tokenizer"].startswith("bpe-") and len(d["cells"]) == 24, d["tokenizer"]
+for c in d["cells"]:
+    for s in c["samples"]:   # prompt_tokens: the ids prefilled (start token included), as sample_generate counted them
+        assert c["length"] - 6 - 100 <= s["prompt_tokens"] <= c["length"] - 6, (c["length"], c["task"], s["prompt_tokens"])
+EOF2
+
 # the ring: sp 2 decodes every document as one rank does
 if [[ -n $MPIEXEC ]]; then
   mpirun_np 2 "$BIN" ruler "$W/run" --lengths 1000,1500 --tasks "$TASKS" --samples 2 --tokens 8 --threads 1 --sp 2 --out "$W/r2" \

@@ -16,6 +16,14 @@ static size_t measure_bytes(void *ctx, const char *text, size_t n) {
     return n;
 }
 
+// Another unit: runs of non-space bytes (a crude word tokenizer); ctx counts the calls.
+static size_t measure_words(void *ctx, const char *text, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += !isspace((unsigned char)text[i]) && (i == 0 || isspace((unsigned char)text[i - 1]));
+    ++*(int *)ctx;
+    return k;
+}
+
 // Held-out-like prose: short paragraphs of plain sentences, none about magic numbers, clubs or floorboards.
 static const char *const PROSE_SENTENCES[] = {
     "The ferry left the harbour at dawn and reached the far shore before noon.",
@@ -285,6 +293,29 @@ static void test_every_task(void) {
     }
 }
 
+// The same tasks measured in words: the target reached within one piece in that unit, in a few measures (doubling
+// and halving would take about twice log2 of the pieces).
+static void test_other_measure(void) {
+    size_t targets[] = {300, 2000, 12000};
+    for (int t = 0; ruler_preset_name(t); t++) {
+        RulerSpec s = preset(ruler_preset_name(t));
+        for (int li = 0; li < 3; li++) {
+            RulerDoc d;
+            char why[512] = "";
+            int calls = 0;
+            int rc = ruler_generate(&s, 8, (uint64_t)li, targets[li], measure_words, &calls, &d, why, sizeof why);
+            CHECK(rc == 0, "%s at %zu words: %s", ruler_preset_name(t), targets[li], why);
+            if (rc) continue;
+            int calls_doc = 0;
+            size_t words = measure_words(&calls_doc, d.text, d.n);
+            CHECK(words == d.tokens && words <= targets[li] && d.next_tokens > targets[li] && d.next_tokens - words <= 100,
+                  "%s at %zu words: %zu words, one more piece %zu", ruler_preset_name(t), targets[li], words, d.next_tokens);
+            CHECK(calls <= 16, "%s at %zu words: %d measures", ruler_preset_name(t), targets[li], calls);
+            ruler_doc_free(&d);
+        }
+    }
+}
+
 static void test_determinism(void) {
     for (int t = 0; ruler_preset_name(t); t++) {
         RulerSpec s = preset(ruler_preset_name(t));
@@ -437,6 +468,7 @@ int main(void) {
     prose = make_prose(&prose_n);
     test_presets_and_checks();
     test_every_task();
+    test_other_measure();
     test_determinism();
     test_depths();
     test_scores();
