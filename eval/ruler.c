@@ -353,7 +353,7 @@ static void draw_depths(Gen *g, Rng *r) {
     for (int j = 0; j < g->n_needles; j++) g->depth[j] = j < g->s->n_depths ? g->s->depths[j] : rng_uniform(r);
 }
 
-// "a", "a and b"? RULER writes "a, b, and c" (and "a, and b").
+// The asked keys as RULER lists them: "a", "a, and b", "a, b, and c".
 static void key_list(Str *out, char keys[][RULER_ITEM_CHARS], int n) {
     for (int i = 0; i < n; i++) str_printf(out, "%s%s", i == 0 ? "" : i + 1 == n ? ", and " : ", ", keys[i]);
 }
@@ -699,9 +699,10 @@ enum { RULER_MAX_PIECES = 1 << 26 };
 static int64_t next_probe(int64_t lo, size_t lo_t, int64_t hi, size_t hi_t, size_t t0, size_t target, bool halve) {
     int64_t p;
     if (hi < 0) {
-        double rate = (double)(lo_t - t0) / (double)lo;
+        double rate = (double)(lo_t - t0) / (double)lo;   // measure per piece so far (lo > 0 here)
         p = rate > 0 ? lo + 1 + (int64_t)((double)(target - lo_t) / rate * 1.05) : 2 * lo;
-        return p > 2 * lo + 8 + 64 * lo ? 2 * lo + 8 + 64 * lo : p > lo ? p : lo + 1;
+        int64_t far = 64 * lo + 8;   // a measure that barely grew so far must not send the probe to the limit at once
+        return p > far ? far : p > lo ? p : lo + 1;
     }
     if (halve) p = lo + (hi - lo) / 2;
     else p = lo + (int64_t)((double)(target - lo_t) / (double)(hi_t - lo_t) * (double)(hi - lo));
