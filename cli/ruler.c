@@ -18,7 +18,7 @@
 #include "core/common.h"
 #include "data/haystack.h"
 #include "eval/ruler.h"
-#include "eval/sample.h"
+#include "eval/ruler_run.h"
 
 enum { RULER_MAX_LENGTHS = 32, RULER_MAX_TASKS = 32, RULER_MAX_SAMPLES = 4096, RULER_MAX_TOKENS = 4096 };
 
@@ -31,40 +31,6 @@ static int default_tokens(RulerTask t) {
     case RULER_FWE: return 50;
     default: return 32;
     }
-}
-
-// The text's length in the model's tokens (the generator's measure).
-typedef struct {
-    TokEncoder enc;
-    uint32_t *ids;   // (cap) scratch
-    size_t cap;
-} TokMeasure;
-
-static size_t measure_tokens(void *ctx, const char *text, size_t n) {
-    TokMeasure *m = ctx;
-    size_t got = 0;
-    tokenizer_encode(&m->enc, (const unsigned char *)text, n, &m->ids, &got, &m->cap);
-    return got;
-}
-
-// The decoded answer as text: each token's bytes (NUL as a space).
-typedef struct {
-    const Tokenizer *tok;
-    char *text;
-    size_t n, cap;
-} Answer;
-
-static void answer_token(void *ctx, uint32_t id) {
-    Answer *a = ctx;
-    size_t len;
-    const unsigned char *b = tokenizer_token(a->tok, id, &len);
-    if (!b) return;
-    if (a->n + len + 1 > a->cap) {
-        a->cap = (a->n + len + 1) * 2;
-        a->text = xrealloc(a->text, a->cap, "an answer");
-    }
-    for (size_t i = 0; i < len; i++) a->text[a->n++] = b[i] ? (char)b[i] : ' ';
-    a->text[a->n] = 0;
 }
 
 // What the command runs: tasks by name, lengths, samples.
@@ -134,13 +100,13 @@ static int task_tokens(const Suite *s, int t) { return s->tokens ? s->tokens : d
 static uint64_t task_seed(const Suite *s, int t) { return s->seed ^ (uint64_t)(t + 1) * 0x9E3779B97F4A7C15ull; }
 
 // Every (length, task) makes a document before anything is decoded: a length too short for a task is one line.
-static void check_lengths(const Suite *s, TokMeasure *tm) {
+static void check_lengths(const Suite *s, RulerTokMeasure *tm) {
     for (int li = 0; li < s->n_len; li++)
         for (int t = 0; t < s->n_task; t++) {
             int64_t target = s->lengths[li] - 1 - task_tokens(s, t);   // the start token and the answer
             RulerDoc d;
             char why[512];
-            if (target < 1 || ruler_generate(&s->specs[t], task_seed(s, t), 0, (size_t)target, measure_tokens, tm, &d, why,
+            if (target < 1 || ruler_generate(&s->specs[t], task_seed(s, t), 0, (size_t)target, ruler_measure_tokens, tm, &d, why,
                                              sizeof why) != 0)
                 comm_fail_usage_all("--lengths %" PRId64 ", task %s: %s%s (a length holds the prompt, the start token and %d "
                                     "answer tokens)", s->lengths[li], s->names[t], target < 1 ? "no room for a prompt; use a longer length"
@@ -165,7 +131,7 @@ typedef struct {
 } RunOut;
 
 // Every document of the suite: generated, prefilled over the ring, its answer decoded greedily, scored.
-static RunOut run_suite(GPT *m, const Tokenizer *tok, Comm *ring, const Suite *s, TokMeasure *tm) {
+static RunOut run_suite(GPT *m, const Tokenizer *tok, Comm *ring, const Suite *s, RulerTokMeasure *tm) {
     size_t cells = (size_t)s->n_len * s->n_task * s->samples;
     RunOut o = {xcalloc(cells, sizeof(SampleRec), "the samples"), xcalloc(cells, sizeof(double), "the scores")};
     double t_run = now_seconds();
@@ -177,17 +143,15 @@ static RunOut run_suite(GPT *m, const Tokenizer *tok, Comm *ring, const Suite *s
                 RulerDoc d;
                 char why[512];
                 int64_t target = s->lengths[li] - 1 - task_tokens(s, t);
-                if (ruler_generate(&s->specs[t], task_seed(s, t), (uint64_t)k, (size_t)target, measure_tokens, tm, &d, why, sizeof why))
+                if (ruler_generate(&s->specs[t], task_seed(s, t), (uint64_t)k, (size_t)target, ruler_measure_tokens, tm, &d, why, sizeof why))
                     comm_fail_usage_all("--lengths %" PRId64 ", task %s, sample %d: %s", s->lengths[li], s->names[t], k, why);
-                SampleOptions so = {.tokens = task_tokens(s, t), .temperature = 0, .stop_at_eos = true};
-                Answer a = {tok, xcalloc(1, 1, "an answer"), 0, 1};
-                SampleResult r;
-                sample_generate(m, ring, tok, (const unsigned char *)d.text, d.n, &so, answer_token, &a, &r);
-                o.scores[c] = ruler_score(&d, a.text);
-                o.rec[c] = (SampleRec){o.scores[c], r.prompt_tokens, a.text, {{0}}, d.n_items};
+                RulerAnswer a;
+                ruler_answer(m, ring, tok, &d, task_tokens(s, t), &a);
+                o.scores[c] = a.score;
+                o.rec[c] = (SampleRec){a.score, a.prompt_tokens, a.text, {{0}}, d.n_items};
                 memcpy(o.rec[c].expected, d.items, sizeof d.items);
-                o.prefill_tokens += (double)r.prompt_tokens, o.prefill_s += r.prefill_s;
-                o.decode_tokens += r.made, o.decode_s += r.decode_s;
+                o.prefill_tokens += (double)a.prompt_tokens, o.prefill_s += a.prefill_s;
+                o.decode_tokens += a.made, o.decode_s += a.decode_s;
                 ruler_doc_free(&d);
             }
         log_info("ruler: length %" PRId64 ": %d task%s x %d sample%s in %.1f s\n", s->lengths[li], s->n_task, plural(s->n_task),
@@ -319,8 +283,8 @@ static const ArgCommand RULER_CMD = {
     "with near-miss keys, multi-value, multi-query; numbers, words, UUIDs), variable tracking, common- and frequent-word\n"
     "extraction, and nolima, a needle that shares no word with its question (an alias table links them). Each\n"
     "document fills a length (its tokens, the start token and the answer's included) from a seed; the answer is\n"
-    "decoded greedily with the KV cache sharded over the ring and scored by string match (recall of the expected\n"
-    "items). Prints a task x length table of scores in percent, the average per length and the effective length\n"
+    "decoded greedily with the KV cache sharded over the ring (until it holds every expected item, the end of the\n"
+    "document or --tokens) and scored by string match (recall of the expected items). Prints a task x length table of scores in percent, the average per length and the effective length\n"
     "(the longest length up to which the average stays at or above --threshold); writes DIR/results.json with every\n"
     "sample's answer. The tasks RULER runs on essays read --haystack's text, or the noise sentences without it."};
 
@@ -382,7 +346,7 @@ int cmd_ruler(int argc, char **argv) {
     if (!tokenizer_can_encode(&tok))
         comm_fail_usage_all("%s: its tokenizer '%s' is known by id only (no tokenizer.json), so ruler cannot write documents in it; "
                             "give a model that carries its tokenizer.json", pos[0], tok.id);
-    TokMeasure tm = {tokenizer_encoder(&tok), NULL, 0};
+    RulerTokMeasure tm = {tokenizer_encoder(&tok), NULL, 0};
     check_lengths(&s, &tm);
     log_info("ruler: %s (%.2fM parameters, tokenizer %s), %d task%s x %d length%s x %d sample%s, seed %" PRId64 ", ring of %d, %d thread%s\n",
              pos[0], config_num_params(&m.cfg) / 1e6, tok.id, s.n_task, plural(s.n_task), s.n_len, plural(s.n_len), s.samples,

@@ -1,4 +1,4 @@
-// tests/eval/test_ruler.c — RULER's tasks as text (eval/ruler.h), measured in bytes: every preset's document checked by parsing it (its answer is the asked needle's, the chain's, the most common words'), determinism, lengths and depths, scores of hand-made answers, the answerer targets, the effective length.
+// tests/eval/test_ruler.c — RULER's tasks as text (eval/ruler.h), measured in bytes and in words: every preset's document checked by parsing it (its answer is the asked needle's, the chain's, the most common words'), determinism, lengths and depths, scores of hand-made answers, the answerer targets, the effective length; a document through a random model (eval/ruler_run.h).
 // References are independent of the generator: the test parses the documents itself (the variable chains, the word
 // counts, the alias table), and two answerers written here stand for models: one copies the sentence sharing the
 // most content words with the question (it must find every single needle and do no better than chance on the
@@ -9,7 +9,12 @@
 #include <string.h>
 
 #include "../check.h"
+#include "data/tokenizer.h"
 #include "eval/ruler.h"
+#include "eval/ruler_run.h"
+#include "eval/sample.h"
+#include "model/gpt.h"
+#include "model/ops.h"
 
 static size_t measure_bytes(void *ctx, const char *text, size_t n) {
     (void)ctx, (void)text;
@@ -56,6 +61,12 @@ static char *make_prose(size_t *n) {
 
 static char *prose;
 static size_t prose_n;
+
+// sample_generate's sink: ids[0] counts, ids[1..] the tokens.
+static void collect_token(void *ctx, uint32_t token) {
+    int32_t *ids = ctx;
+    if (ids[0] < 15) ids[1 + ids[0]++] = (int32_t)token;
+}
 
 static RulerSpec preset(const char *name) {
     RulerSpec s;
@@ -464,6 +475,50 @@ static void test_effective_length(void) {
           (long long)ruler_effective_length(&t, 1.0), (long long)ruler_effective_length(&t, 1.01));
 }
 
+// A random tiny byte-level model: the measure counts its tokens; the answer is greedy decoding (sample_generate's);
+// the decoding stops once the answer holds every item, and not before.
+static void test_answer_through_a_model(void) {
+    ModelConfig c = {.n_layer = 2, .dim = 32, .n_head = 4, .n_kv_head = 2, .ffn_dim = 64, .vocab_size = TOK_VOCAB_SIZE,
+                     .rope_theta = 10000, .norm_eps = 1e-5f};
+    GPT m;
+    gpt_init(&m, &c, &BACKEND_CPU, 5);
+    Tokenizer tok;
+    tokenizer_bytes(&tok);
+    RulerTokMeasure tm = {tokenizer_encoder(&tok), NULL, 0};
+    RulerSpec s = preset("niah_single_1");
+    RulerDoc d;
+    char why[512] = "";
+    CHECK(ruler_generate(&s, 3, 0, 700, ruler_measure_tokens, &tm, &d, why, sizeof why) == 0 && d.tokens == d.n,
+          "byte tokens: %zu for %zu bytes (%s)", d.tokens, d.n, why);
+    snprintf(d.items[0], RULER_ITEM_CHARS, "%s", "\x01never");   // an item no answer holds: all 12 tokens decoded
+    RulerAnswer full;
+    ruler_answer(&m, NULL, &tok, &d, 12, &full);
+    int32_t ref[16] = {0};   // (1 + 12) the count, then sample_generate's greedy tokens
+    SampleOptions o = {.tokens = 12, .temperature = 0, .stop_at_eos = true};
+    SampleResult r;
+    sample_generate(&m, NULL, &tok, (const unsigned char *)d.text, d.n, &o, collect_token, ref, &r);
+    bool same = full.made == r.made && full.prompt_tokens == r.prompt_tokens && full.prompt_tokens == d.n + 1;
+    for (int i = 0; i < r.made && same; i++) same = (unsigned char)full.text[i] == (ref[1 + i] ? ref[1 + i] : ' ');
+    CHECK(same && full.made >= 3 && full.score == 0, "the answer (%d tokens, score %g) is not sample_generate's %d greedy tokens",
+          full.made, full.score, r.made);
+    snprintf(d.items[0], RULER_ITEM_CHARS, "%.2s", full.text);   // complete after 2 tokens
+    RulerAnswer early;
+    ruler_answer(&m, NULL, &tok, &d, 12, &early);
+    CHECK(early.made == 2 && early.score == 1 && strncmp(early.text, full.text, 2) == 0, "stopped after %d tokens, score %g",
+          early.made, early.score);
+    d.n_items = 2;   // one item found, one never: no early stop, half the score
+    snprintf(d.items[1], RULER_ITEM_CHARS, "%s", "\x01never");
+    RulerAnswer half;
+    ruler_answer(&m, NULL, &tok, &d, 12, &half);
+    CHECK(half.made == full.made && half.score == 0.5, "one of two items: %d tokens, score %g", half.made, half.score);
+    ruler_answer_free(&full), ruler_answer_free(&early), ruler_answer_free(&half);
+    ruler_doc_free(&d);
+    free(tm.ids);
+    tokenizer_encoder_free(&tm.enc);
+    tokenizer_free(&tok);
+    gpt_free(&m);
+}
+
 int main(void) {
     prose = make_prose(&prose_n);
     test_presets_and_checks();
@@ -475,6 +530,7 @@ int main(void) {
     test_answerers();
     test_vt_and_distractors();
     test_effective_length();
+    test_answer_through_a_model();
     free(prose);
     return check_summary();
 }
