@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -213,12 +214,24 @@ static cJSON *cell_json(const Suite *s, const RunOut *o, const RulerTable *tb, i
 typedef struct {
     const char *ckpt, *label, *haystack, *tokenizer;
     double threshold;
+    char command[4096];   // the command line, words joined by spaces
 } RunInfo;
+
+// How and when the table was made: the command line and the date (UTC).
+static void add_provenance(cJSON *root, const RunInfo *ri) {
+    char date[64] = "";
+    time_t now = time(NULL);
+    struct tm utc;
+    if (gmtime_r(&now, &utc)) strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    cJSON_AddStringToObject(root, "command", ri->command);
+    cJSON_AddStringToObject(root, "date", date);
+}
 
 // DIR/results.json (rank 0).
 static void write_json(const char *dir, const RunInfo *ri, const Suite *s, const RunOut *o, const RulerTable *tb) {
     cJSON *root = cJSON_CreateObject(), *lengths = cJSON_CreateArray(), *tasks = cJSON_CreateArray(), *tokens = cJSON_CreateObject(),
           *scores = cJSON_CreateObject(), *avg = cJSON_CreateArray(), *cells = cJSON_CreateArray();
+    add_provenance(root, ri);
     cJSON_AddStringToObject(root, "ckpt", ri->ckpt);
     cJSON_AddStringToObject(root, "label", ri->label);
     cJSON_AddStringToObject(root, "tokenizer", ri->tokenizer);
@@ -355,7 +368,9 @@ int cmd_ruler(int argc, char **argv) {
     RunOut o = run_suite(&m, &tok, g.ring, &s, &tm);
     RulerTable tb = {.n_len = s.n_len, .n_task = s.n_task, .samples = s.samples, .lengths = s.lengths, .scores = o.scores};
     print_table(&s, &tb, threshold);
-    RunInfo ri = {pos[0], label ? label : pos[0], haystack, tok.id, threshold};
+    RunInfo ri = {pos[0], label ? label : pos[0], haystack, tok.id, threshold, "ringgpt"};
+    for (int i = 0; i < argc; i++)
+        snprintf(ri.command + strlen(ri.command), sizeof ri.command - strlen(ri.command), " %s", argv[i]);
     if (g.rank == 0) write_json(out, &ri, &s, &o, &tb);
     for (size_t c = 0; c < (size_t)s.n_len * s.n_task * s.samples; c++) free(o.rec[c].answer);
     free(o.rec), free(o.scores), free(tm.ids), free(s.prose);

@@ -43,12 +43,13 @@ for li, a in enumerate(avg):
     if a < d["threshold"]: break
     eff = d["lengths"][li]
 assert d["effective_length"] == eff and d["seconds"] > 0 and d["prefill_tokens_per_s"] > 0
+assert d["command"].startswith("ringgpt ruler ") and "--samples 2" in d["command"] and d["date"].endswith("Z")
 # a needle task's expected items differ between samples (seeded documents, not one repeated)
 nl = [c for c in d["cells"] if c["task"] == "niah_single_1" and c["length"] == 1000][0]
 assert nl["samples"][0]["expected"] != nl["samples"][1]["expected"]
 EOF
 
-strip() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [d.pop(k) for k in ("seconds","prefill_tokens_per_s","decode_tokens_per_s")]; print(json.dumps(d, sort_keys=True))' "$1"; }
+strip() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [d.pop(k) for k in ("seconds","prefill_tokens_per_s","decode_tokens_per_s","date","command")]; print(json.dumps(d, sort_keys=True))' "$1"; }
 run --out "$W/b" > /dev/null 2>&1
 check "the same seed gives the same documents, answers and scores" test "$(strip "$W/a/results.json")" = "$(strip "$W/b/results.json")"
 run --out "$W/c" --seed 2 > /dev/null 2>&1
