@@ -121,7 +121,7 @@ typedef struct {
     double score;
     size_t prompt_tokens;
     char *answer;
-    char expected[RULER_MAX_ITEMS][RULER_ITEM_CHARS];
+    char (*expected)[RULER_ITEM_CHARS];   // (n_expected) the document's items
     int n_expected;
 } SampleRec;
 
@@ -149,8 +149,9 @@ static RunOut run_suite(GPT *m, const Tokenizer *tok, Comm *ring, const Suite *s
                 RulerAnswer a;
                 ruler_answer(m, ring, tok, &d, task_tokens(s, t), &a);
                 o.scores[c] = a.score;
-                o.rec[c] = (SampleRec){a.score, a.prompt_tokens, a.text, {{0}}, d.n_items};
-                memcpy(o.rec[c].expected, d.items, sizeof d.items);
+                o.rec[c] = (SampleRec){a.score, a.prompt_tokens, a.text, xmalloc((size_t)d.n_items * RULER_ITEM_CHARS, "the items"),
+                                       d.n_items};
+                memcpy(o.rec[c].expected, d.items, (size_t)d.n_items * RULER_ITEM_CHARS);
                 o.prefill_tokens += (double)a.prompt_tokens, o.prefill_s += a.prefill_s;
                 o.decode_tokens += a.made, o.decode_s += a.decode_s;
                 ruler_doc_free(&d);
@@ -372,7 +373,7 @@ int cmd_ruler(int argc, char **argv) {
     for (int i = 0; i < argc; i++)
         snprintf(ri.command + strlen(ri.command), sizeof ri.command - strlen(ri.command), " %s", argv[i]);
     if (g.rank == 0) write_json(out, &ri, &s, &o, &tb);
-    for (size_t c = 0; c < (size_t)s.n_len * s.n_task * s.samples; c++) free(o.rec[c].answer);
+    for (size_t c = 0; c < (size_t)s.n_len * s.n_task * s.samples; c++) free(o.rec[c].answer), free(o.rec[c].expected);
     free(o.rec), free(o.scores), free(tm.ids), free(s.prose);
     tokenizer_encoder_free(&tm.enc);
     tokenizer_free(&tok);
