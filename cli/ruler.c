@@ -97,8 +97,13 @@ static void load_prose(Suite *s, const char *path) {
 
 static int task_tokens(const Suite *s, int t) { return s->tokens ? s->tokens : default_tokens(s->specs[t].task); }
 
-// A document's seed: the run's, apart for every task (two presets of one kind must not share their keys).
-static uint64_t task_seed(const Suite *s, int t) { return s->seed ^ (uint64_t)(t + 1) * 0x9E3779B97F4A7C15ull; }
+// A document's seed: the run's, apart for every task by its name (two presets of one kind must not share their keys,
+// and a task gives the same documents whatever other tasks run with it).
+static uint64_t task_seed(const Suite *s, int t) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const char *p = s->names[t]; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    return s->seed ^ h;
+}
 
 // Every (length, task) makes a document before anything is decoded: a length too short for a task is one line.
 static void check_lengths(const Suite *s, RulerTokMeasure *tm) {

@@ -55,6 +55,13 @@ check "the same seed gives the same documents, answers and scores" test "$(strip
 run --out "$W/c" --seed 2 > /dev/null 2>&1
 check "another seed gives other documents" test "$(strip "$W/a/results.json")" != "$(strip "$W/c/results.json")"
 
+# a task's documents do not depend on the other tasks run with it
+run --out "$W/v" --tasks vt > /dev/null 2>&1
+check "vt alone gives vt's documents of the full run" python3 -c "
+import json
+a, v = (json.load(open(p)) for p in ('$W/a/results.json', '$W/v/results.json'))
+assert [c for c in a['cells'] if c['task'] == 'vt'] == v['cells']"
+
 # prose: the essay tasks read --haystack's text; its path is recorded; text without a sentence end is refused
 make_text "$W/prose.txt" 200
 "$BIN" ruler "$W/run" --lengths 1200 --tasks niah_single_2,nolima --samples 1 --tokens 4 --threads 1 --haystack "$W/prose.txt" \
