@@ -121,49 +121,81 @@ static void check_lengths(const Suite *s, RulerTokMeasure *tm) {
         }
 }
 
-// One sample's record for results.json.
+// The suite's results, the same on every rank after share_results.
 typedef struct {
-    double score;
-    size_t prompt_tokens;
-    char *answer;
-    char (*expected)[RULER_ITEM_CHARS];   // (n_expected) the document's items
-    int n_expected;
-} SampleRec;
-
-typedef struct {
-    SampleRec *rec;        // (n_len, n_task, samples)
-    double *scores;        // (n_len, n_task, samples)
-    double prefill_tokens, prefill_s, decode_tokens, decode_s, seconds;
+    double *scores;        // (n_len, n_task, samples) each document's ruler_score
+    double *prompt;        // (n_len, n_task, samples) ids prefilled
+    char **text;           // (n_len, n_task, samples) the answer, a NUL, the expected items joined by newlines, a NUL
+    uint64_t *text_n;      // (n_len, n_task, samples) bytes of each text, both NULs included
+    double sums[4];        // prefill tokens, prefill seconds, decoded tokens, decode seconds (over all rings)
+    double seconds;
 } RunOut;
 
-// Every document of the suite: generated, prefilled over the ring, its answer decoded greedily, scored.
-static RunOut run_suite(GPT *m, const Tokenizer *tok, Comm *ring, const Suite *s, RulerTokMeasure *tm) {
+// Document c's results (the reporting rank of its ring only: the others' stay 0 for the sums of share_results).
+static void record(RunOut *o, size_t c, const RulerAnswer *a, const RulerDoc *d) {
+    o->scores[c] = a->score, o->prompt[c] = (double)a->prompt_tokens;
+    size_t n = a->n + 2;
+    for (int i = 0; i < d->n_items; i++) n += strlen(d->items[i]) + 1;
+    char *t = xmalloc(n, "a sample's text"), *p = t;
+    memcpy(p, a->text, a->n + 1), p += a->n + 1;
+    for (int i = 0; i < d->n_items; i++) p += sprintf(p, "%s%s", i ? "\n" : "", d->items[i]);
+    *p = 0;
+    o->text[c] = t, o->text_n[c] = (uint64_t)(p + 1 - t);
+    double add[4] = {(double)a->prompt_tokens, a->prefill_s, a->made, a->decode_s};
+    for (int i = 0; i < 4; i++) o->sums[i] += add[i];
+}
+
+// Every rank gets every document's results: numbers by sums (each document's come from one rank, zeros from the
+// rest), texts packed at their offsets in one buffer of 64-bit words summed the same way (bytes of different
+// documents never overlap, so the sum is a copy).
+static void share_results(RunOut *o, size_t cells, Comm *world) {
+    comm_allreduce(world, o->scores, cells, COMM_F64, COMM_SUM, "ruler scores");
+    comm_allreduce(world, o->prompt, cells, COMM_F64, COMM_SUM, "ruler prompt tokens");
+    comm_allreduce(world, o->sums, 4, COMM_F64, COMM_SUM, "ruler timings");
+    comm_allreduce(world, o->text_n, cells, COMM_U64, COMM_SUM, "ruler answer lengths");
+    uint64_t total = 0;
+    for (size_t c = 0; c < cells; c++) total += o->text_n[c];
+    uint64_t *w = xcalloc((size_t)(total + 7) / 8 + 1, sizeof(uint64_t), "the answers");   // (total bytes) packed
+    uint64_t at = 0;
+    for (size_t c = 0; c < cells; at += o->text_n[c], c++)
+        if (o->text[c]) memcpy((char *)w + at, o->text[c], (size_t)o->text_n[c]), free(o->text[c]);
+    comm_allreduce(world, w, (size_t)(total + 7) / 8, COMM_U64, COMM_SUM, "ruler answers");
+    at = 0;
+    for (size_t c = 0; c < cells; at += o->text_n[c], c++) {
+        o->text[c] = xmalloc((size_t)o->text_n[c], "a sample's text");
+        memcpy(o->text[c], (char *)w + at, (size_t)o->text_n[c]);
+    }
+    free(w);
+}
+
+// Every document of the suite, the dp groups taking them in turn: generated, prefilled over the group's ring, its
+// answer decoded greedily and scored; then shared with every rank.
+static RunOut run_suite(GPT *m, const Tokenizer *tok, const CommGrid *cg, const Suite *s, RulerTokMeasure *tm) {
     size_t cells = (size_t)s->n_len * s->n_task * s->samples;
-    RunOut o = {xcalloc(cells, sizeof(SampleRec), "the samples"), xcalloc(cells, sizeof(double), "the scores")};
+    RunOut o = {xcalloc(cells, sizeof(double), "the scores"), xcalloc(cells, sizeof(double), "the prompt lengths"),
+                xcalloc(cells, sizeof(char *), "the answers"), xcalloc(cells, sizeof(uint64_t), "the answer lengths")};
     double t_run = now_seconds();
     for (int li = 0; li < s->n_len; li++) {
         double t_len = now_seconds();
         for (int t = 0; t < s->n_task; t++)
             for (int k = 0; k < s->samples; k++) {
                 size_t c = ((size_t)li * s->n_task + t) * s->samples + k;
+                if ((int)(c % (size_t)cg->dp) != cg->dp_index) continue;
                 RulerDoc d;
                 char why[512];
                 int64_t target = s->lengths[li] - 1 - task_tokens(s, t);
                 if (ruler_generate(&s->specs[t], task_seed(s, t), (uint64_t)k, (size_t)target, ruler_measure_tokens, tm, &d, why, sizeof why))
-                    comm_fail_usage_all("--lengths %" PRId64 ", task %s, sample %d: %s", s->lengths[li], s->names[t], k, why);
+                    fail_data(NULL, "ruler: --lengths %" PRId64 ", task %s, sample %d: %s", s->lengths[li], s->names[t], k, why);
                 RulerAnswer a;
-                ruler_answer(m, ring, tok, &d, task_tokens(s, t), &a);
-                o.scores[c] = a.score;
-                o.rec[c] = (SampleRec){a.score, a.prompt_tokens, a.text, xmalloc((size_t)d.n_items * RULER_ITEM_CHARS, "the items"),
-                                       d.n_items};
-                memcpy(o.rec[c].expected, d.items, (size_t)d.n_items * RULER_ITEM_CHARS);
-                o.prefill_tokens += (double)a.prompt_tokens, o.prefill_s += a.prefill_s;
-                o.decode_tokens += a.made, o.decode_s += a.decode_s;
+                ruler_answer(m, cg->ring, tok, &d, task_tokens(s, t), &a);
+                if (cg->sp_index == 0) record(&o, c, &a, &d);
+                ruler_answer_free(&a);
                 ruler_doc_free(&d);
             }
         log_info("ruler: length %" PRId64 ": %d task%s x %d sample%s in %.1f s\n", s->lengths[li], s->n_task, plural(s->n_task),
                  s->samples, plural(s->samples), now_seconds() - t_len);
     }
+    share_results(&o, cells, cg->world);
     o.seconds = now_seconds() - t_run;
     return o;
 }
@@ -203,13 +235,20 @@ static cJSON *cell_json(const Suite *s, const RunOut *o, const RulerTable *tb, i
     cJSON_AddStringToObject(cell, "task", s->names[t]);
     cJSON_AddNumberToObject(cell, "score", 100 * ruler_cell_mean(tb, li, t));
     for (int k = 0; k < s->samples; k++) {
-        SampleRec *r = &o->rec[((size_t)li * s->n_task + t) * s->samples + k];
+        size_t c = ((size_t)li * s->n_task + t) * s->samples + k;
+        char *answer = o->text[c], *items = answer + strlen(answer) + 1;
         cJSON *j = cJSON_CreateObject(), *exp = cJSON_CreateArray();
-        cJSON_AddNumberToObject(j, "score", 100 * r->score);
-        cJSON_AddNumberToObject(j, "prompt_tokens", (double)r->prompt_tokens);
-        utf8_clean(r->answer);
-        cJSON_AddStringToObject(j, "answer", r->answer);
-        for (int i = 0; i < r->n_expected; i++) cJSON_AddItemToArray(exp, cJSON_CreateString(r->expected[i]));
+        cJSON_AddNumberToObject(j, "score", 100 * o->scores[c]);
+        cJSON_AddNumberToObject(j, "prompt_tokens", o->prompt[c]);
+        utf8_clean(answer);
+        cJSON_AddStringToObject(j, "answer", answer);
+        for (char *p = items; *p;) {
+            size_t len = strcspn(p, "\n");
+            char item[RULER_ITEM_CHARS];
+            snprintf(item, sizeof item, "%.*s", (int)len, p);
+            cJSON_AddItemToArray(exp, cJSON_CreateString(item));
+            p += len + (p[len] == '\n');
+        }
         cJSON_AddItemToObject(j, "expected", exp);
         cJSON_AddItemToArray(samples, j);
     }
@@ -264,8 +303,9 @@ static void write_json(const char *dir, const RunInfo *ri, const Suite *s, const
     cJSON_AddItemToObject(root, "average", avg);
     cJSON_AddNumberToObject(root, "effective_length", (double)ruler_effective_length(tb, ri->threshold / 100));
     cJSON_AddNumberToObject(root, "seconds", o->seconds);
-    cJSON_AddNumberToObject(root, "prefill_tokens_per_s", o->prefill_s > 0 ? o->prefill_tokens / o->prefill_s : 0);
-    cJSON_AddNumberToObject(root, "decode_tokens_per_s", o->decode_s > 0 ? o->decode_tokens / o->decode_s : 0);
+    double prefill = o->sums[1] > 0 ? o->sums[0] / o->sums[1] : 0, decode = o->sums[3] > 0 ? o->sums[2] / o->sums[3] : 0;
+    cJSON_AddNumberToObject(root, "prefill_tokens_per_s", prefill);   // per ring: tokens over the rings' summed seconds
+    cJSON_AddNumberToObject(root, "decode_tokens_per_s", decode);
     for (int li = 0; li < s->n_len; li++)
         for (int t = 0; t < s->n_task; t++) cJSON_AddItemToArray(cells, cell_json(s, o, tb, li, t));
     cJSON_AddItemToObject(root, "cells", cells);
@@ -278,8 +318,8 @@ static void write_json(const char *dir, const RunInfo *ri, const Suite *s, const
     xfclose(f, path);
     free(text);
     cJSON_Delete(root);
-    log_info("ruler: %.1f s (prefill %.0f tokens/s, decode %.1f tokens/s); results in %s\n", o->seconds,
-             o->prefill_s > 0 ? o->prefill_tokens / o->prefill_s : 0.0, o->decode_s > 0 ? o->decode_tokens / o->decode_s : 0.0, path);
+    log_info("ruler: %.1f s (per ring: prefill %.0f tokens/s, decode %.1f tokens/s); results in %s\n", o->seconds, prefill, decode,
+             path);
 }
 
 // DIR exists (made by rank 0) and takes files, or every rank ends with one line.
@@ -297,7 +337,7 @@ static void check_out(const char *dir, Comm *world) {
 }
 
 static const ArgCommand RULER_CMD = {
-    "ruler", "ringgpt ruler CKPT --lengths 1K,4K --tasks all|LIST --samples N [flags]   (mpiexec -np S ... --sp S for the ring)",
+    "ruler", "ringgpt ruler CKPT --lengths 1K,4K --tasks all|LIST --samples N [flags]   (mpiexec -np dp·sp ... --sp S)",
     "RULER's synthetic long-context tasks (Hsieh et al., 2024) in the model's own tokenizer: needles (single, multi-key\n"
     "with near-miss keys, multi-value, multi-query; numbers, words, UUIDs), variable tracking, common- and frequent-word\n"
     "extraction, and nolima, a needle that shares no word with its question (an alias table links them). Each\n"
@@ -332,7 +372,8 @@ int cmd_ruler(int argc, char **argv) {
         {"--label", ARG_STRING, &label, "name of this run in the JSON", .dflt = "the checkpoint path"},
         ARG_GROUP("machine and ranks"),
         {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "free cores"},
-        {"--sp", ARG_INT, &sp, "ring size: ranks that share each document and its KV cache (mpiexec -np sp)"},
+        {"--sp", ARG_INT, &sp, "ring size: ranks that share each document and its KV cache (mpiexec -np dp·sp; dp groups split "
+                               "the documents)"},
     };
     int n = sizeof specs / sizeof specs[0];
     if (args_parse(&RULER_CMD, specs, n, argc, argv, pos, 1) != 1)
@@ -349,8 +390,6 @@ int cmd_ruler(int argc, char **argv) {
     parse_tasks(&s, tasks);
     if (args_seen(specs, n, "--threads")) args_check_threads(threads);
     CommGrid g = cli_infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
-    if (g.dp != 1) comm_fail_usage_all("ruler runs one document at a time over one ring: start sp = %d rank%s (mpiexec -np %d), not %d", sp,
-                                       plural(sp), sp, g.world_size);
     cpu_threads(threads);
     if (haystack) load_prose(&s, haystack);
     int swapped = resolve_specs(&s, haystack);
@@ -371,15 +410,15 @@ int cmd_ruler(int argc, char **argv) {
              pos[0], config_num_params(&m.cfg) / 1e6, tok.id, s.n_task, plural(s.n_task), s.n_len, plural(s.n_len), s.samples,
              plural(s.samples), seed, sp, threads, plural(threads));
     if (swapped) log_info("ruler: no --haystack: %d task%s RULER runs on essays read the noise sentences\n", swapped, plural(swapped));
-    RunOut o = run_suite(&m, &tok, g.ring, &s, &tm);
+    RunOut o = run_suite(&m, &tok, &g, &s, &tm);
     RulerTable tb = {.n_len = s.n_len, .n_task = s.n_task, .samples = s.samples, .lengths = s.lengths, .scores = o.scores};
     print_table(&s, &tb, threshold);
     RunInfo ri = {pos[0], label ? label : pos[0], haystack, tok.id, threshold, "ringgpt"};
     for (int i = 0; i < argc; i++)
         snprintf(ri.command + strlen(ri.command), sizeof ri.command - strlen(ri.command), " %s", argv[i]);
     if (g.rank == 0) write_json(out, &ri, &s, &o, &tb);
-    for (size_t c = 0; c < (size_t)s.n_len * s.n_task * s.samples; c++) free(o.rec[c].answer), free(o.rec[c].expected);
-    free(o.rec), free(o.scores), free(tm.ids), free(s.prose);
+    for (size_t c = 0; c < (size_t)s.n_len * s.n_task * s.samples; c++) free(o.text[c]);
+    free(o.scores), free(o.prompt), free(o.text), free(o.text_n), free(tm.ids), free(s.prose);
     tokenizer_encoder_free(&tm.enc);
     tokenizer_free(&tok);
     gpt_free(&m);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/eval/ruler_cli.sh — `ringgpt ruler` through the binary on a tiny byte-level model: the table and results.json's shape, its averages and effective length recomputed, determinism, a ring of 2 giving one rank's answers, bad arguments exiting 2 with one line.
+# tests/eval/ruler_cli.sh — `ringgpt ruler` through the binary on tiny models (byte-level, BPE): the table and results.json's shape, its averages and effective length recomputed, determinism, rings and dp groups giving one rank's answers, bad arguments exiting 2 with one line.
 # Usage: ruler_cli.sh RINGGPT MPIEXEC
 # The model is trained 80 steps on copy text: its scores are about 0; what is checked is everything around them.
 set -uo pipefail
@@ -89,9 +89,12 @@ EOF2
 
 # the ring: sp 2 decodes every document as one rank does
 if [[ -n $MPIEXEC ]]; then
-  mpirun_np 2 "$BIN" ruler "$W/run" --lengths 1000,1500 --tasks "$TASKS" --samples 2 --tokens 8 --threads 1 --sp 2 --out "$W/r2" \
-    > "$W/r2.log" 2>&1
-  check "a ring of 2 ranks gives one rank's answers and scores" test "$(strip "$W/a/results.json")" = "$(strip "$W/r2/results.json")"
+  for layout in "2 2" "2 1" "4 2"; do   # ranks, ring size: a ring of 2, 2 groups of one rank, 2 groups of rings of 2
+    read -r np sp <<<"$layout"
+    mpirun_np "$np" "$BIN" ruler "$W/run" --lengths 1000,1500 --tasks "$TASKS" --samples 2 --tokens 8 --threads 1 --sp "$sp" \
+      --out "$W/r$np$sp" > "$W/r$np$sp.log" 2>&1
+    check "$np ranks, --sp $sp: one rank's answers and scores" test "$(strip "$W/a/results.json")" = "$(strip "$W/r$np$sp/results.json")"
+  done
 fi
 
 # bad arguments: exit 2, one line naming the problem
