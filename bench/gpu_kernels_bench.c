@@ -13,6 +13,7 @@
 #include "core/backend_cuda.h"
 #include "core/common.h"
 #include "core/rng.h"
+#include "model/config.h"
 #include "model/ops.h"
 
 enum { REPS = 20 };
@@ -91,7 +92,10 @@ static void run_swiglu_backward(void *p) {
 }
 static void run_rope(void *p) {
     Ctx *x = p;
-    be->rope(x->a, x->b, x->pos, x->N, x->H, x->H, x->hd, 10000.0f, 0, x->st);
+    double inv_freq[256], scale;   // (hd/2)
+    ModelConfig mc = {.dim = x->hd, .n_head = 1, .rope_theta = 10000.0f};
+    rope_frequencies(&mc, 0, inv_freq, &scale);
+    be->rope(x->a, x->b, x->pos, x->N, x->H, x->H, x->hd, inv_freq, scale, 0, x->st);
 }
 static void run_add(void *p) {
     Ctx *x = p;

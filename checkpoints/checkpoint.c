@@ -30,12 +30,13 @@ static const real *host_copy(const GPT *m, const real *buf, real **owned) {
 
 static int write_model(const char *dir, const GPT *m, const CkptState *s, CkErr *e) {
     const ParamTable *t = &m->table;
-    real *owned;
-    const real *params = host_copy(m, m->params, &owned);
+    real *owned = NULL;
+    const real *params = s->weights ? NULL : host_copy(m, m->params, &owned);
     StOut *outs = xcalloc((size_t)t->count, sizeof *outs, "tensor list");
     for (int i = 0; i < t->count; i++) {
         const ParamSpec *p = &t->specs[i];
-        outs[i] = (StOut){.name = p->name, .ndim = p->ndim, .shape = {p->shape[0], p->shape[1]}, .data = params + p->offset};
+        outs[i] = (StOut){.name = p->name, .ndim = p->ndim, .shape = {p->shape[0], p->shape[1]},
+                          .data = params ? params + p->offset : NULL, .fill = s->weights, .ctx = s->weights_ctx, .index = i};
     }
     char path[4200], step[32];
     fs_join(path, sizeof path, dir, "model.safetensors");
@@ -200,8 +201,10 @@ static int write_files(const char *tmp, const CkptState *s, const GPT *m, const 
     if (rc) return -1;
     fs_join(path, sizeof path, tmp, "tokenizer.json");
     if (s->tok.json && fs_write_file(path, s->tok.json, s->tok.json_len, e) != 0) return -1;
+    fs_join(path, sizeof path, tmp, "hf_meta.json");
+    if (s->meta.json && fs_write_file(path, s->meta.json, s->meta.json_len, e) != 0) return -1;
     fs_kill_point(6);
-    if (ckpt_write_manifest(tmp, opt != NULL, s->tok.json != NULL, e) != 0) return -1;   // last: it marks the files complete
+    if (ckpt_write_manifest(tmp, opt != NULL, s->tok.json != NULL, s->meta.json != NULL, e) != 0) return -1;   // last: it marks the files complete
     fs_kill_point(7);
     return fs_fsync_dir(tmp, e);
 }

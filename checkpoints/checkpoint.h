@@ -33,6 +33,17 @@ typedef struct {
     size_t json_len;
 } CkptTokenizer;
 
+// What a model imported from Hugging Face carries besides its weights and tokenizer: state.json "meta" and
+// hf_meta.json in the step directory (absent in older checkpoints and for models trained from scratch). Kept
+// through fine-tunes (train --init-from, --resume) and written back by export.
+typedef struct {
+    char name[256];      // config.json's _name_or_path, else the imported directory's name; "" for none
+    int max_pos;         // the original max_position_embeddings (0: none); an export never writes less
+    bool has_file;       // the step directory holds hf_meta.json
+    const char *json;    // saving: the hf_meta.json text to write (NULL: none); not read back (model_meta_read)
+    size_t json_len;
+} CkptMeta;
+
 // Everything in state.json.
 typedef struct {
     int version;
@@ -47,6 +58,9 @@ typedef struct {
     int dp, sp;             // the layout it was saved from
     char init_from[1024];   // the weights a fine-tune started from ("" for none)
     CkptTokenizer tok;
+    CkptMeta meta;
+    StFill weights;          // saving: when set, model.safetensors' tensors come from weights(weights_ctx, table index,
+    const void *weights_ctx; //   dst) instead of m->params, one at a time (an import streams them); not read back
 } CkptState;
 
 // Saves OUT/step_NNNNNNNN atomically: files into step_N.tmp/, each fsync'd, MANIFEST.json last,
@@ -60,8 +74,8 @@ int ckpt_save(const char *out, const CkptState *s, const GPT *m, const AdamW *op
 int ckpt_verify(const char *dir, CkErr *e);
 // The same for manifest text (len bytes) that stands for dir/MANIFEST.json (checkpoints/ckpt_format.c).
 int ckpt_verify_manifest_text(const char *dir, const char *text, size_t len, CkErr *e);
-// Writes dir/MANIFEST.json: the size and CRC32 of each checkpoint file in dir (optim and tokenizer when given).
-int ckpt_write_manifest(const char *dir, bool with_optim, bool with_tokenizer, CkErr *e);
+// Writes dir/MANIFEST.json: the size and CRC32 of each checkpoint file in dir (optim, tokenizer and hf_meta when given).
+int ckpt_write_manifest(const char *dir, bool with_optim, bool with_tokenizer, bool with_meta, CkErr *e);
 // The newest step directory of out whose manifest verifies, into dir (size n). Damaged or
 // incomplete newer ones are reported on stderr, one line each naming the checkpoint used instead. Returns 1
 // found, 0 none at all, -1 (with e) when step directories exist but none is valid.

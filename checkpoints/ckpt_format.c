@@ -8,11 +8,13 @@
 
 #include "checkpoints/checkpoint.h"
 #include "checkpoints/fsio.h"
+#include "checkpoints/hf.h"
 #include "core/common.h"
 #include "core/json_strict.h"
 
 // The files a checkpoint may hold, and MANIFEST.json's keys: one table each (a new file or key adds a row).
-static const char *const CKPT_FILES[] = {"model.safetensors", "optim.safetensors", "state.json", "tokenizer.json"};
+static const char *const CKPT_FILES[] = {"model.safetensors", "optim.safetensors", "state.json", "tokenizer.json",
+                                         "hf_meta.json"};
 static const JsonKey MANIFEST_KEYS[] = {{"format", true}, {"version", true}, {"files", true}};
 static const JsonKey MANIFEST_FILE_KEYS[] = {{"name", true}, {"size", true}, {"crc32", true}};
 
@@ -28,6 +30,7 @@ static void add_model(cJSON *o, const ModelConfig *c) {
     cJSON_AddNumberToObject(o, "rope_theta", c->rope_theta);
     cJSON_AddNumberToObject(o, "norm_eps", c->norm_eps);
     cJSON_AddBoolToObject(o, "tie_embeddings", c->tie_embeddings);
+    if (c->rope_scaling.type != ROPE_DEFAULT) hf_rope_scaling_write(cJSON_AddObjectToObject(o, "rope_scaling"), &c->rope_scaling);
 }
 
 static void add_run(cJSON *o, const CkptRun *r) {
@@ -55,6 +58,13 @@ static void add_tokenizer(cJSON *o, const CkptTokenizer *t) {
     cJSON_AddNumberToObject(o, "pad_id", (double)t->pad);
     cJSON_AddBoolToObject(o, "add_bos", t->add_bos);
     if (t->json) cJSON_AddStringToObject(o, "file", "tokenizer.json");
+    else cJSON_AddNullToObject(o, "file");
+}
+
+static void add_meta(cJSON *o, const CkptMeta *m) {
+    cJSON_AddStringToObject(o, "name", m->name);
+    cJSON_AddNumberToObject(o, "max_position_embeddings", m->max_pos);
+    if (m->json) cJSON_AddStringToObject(o, "file", "hf_meta.json");
     else cJSON_AddNullToObject(o, "file");
 }
 
@@ -87,6 +97,7 @@ char *ckpt_state_json(const CkptState *s) {
     add_model(cJSON_AddObjectToObject(root, "model"), &s->model);
     add_run(cJSON_AddObjectToObject(root, "run"), &s->run);
     if (s->tok.id[0]) add_tokenizer(cJSON_AddObjectToObject(root, "tokenizer"), &s->tok);
+    if (s->meta.name[0] || s->meta.max_pos || s->meta.json) add_meta(cJSON_AddObjectToObject(root, "meta"), &s->meta);
     cJSON *layout = cJSON_AddObjectToObject(root, "layout");
     cJSON_AddNumberToObject(layout, "dp", s->dp);
     cJSON_AddNumberToObject(layout, "sp", s->sp);
@@ -172,6 +183,11 @@ static void parse_model(Reader *r, const cJSON *o, ModelConfig *c) {
     c->norm_eps = (float)num(r, o, "model", "norm_eps");
     const cJSON *t = field(r, o, "model", "tie_embeddings", false);
     c->tie_embeddings = t && cJSON_IsTrue(t);
+    // Optional: older checkpoints have no rope_scaling (the default RoPE). HF's dict, original context included.
+    char where[4300];
+    snprintf(where, sizeof where, "%s: field model.rope_scaling", r->path);
+    if (!r->bad && hf_rope_scaling_read(cJSON_GetObjectItemCaseSensitive(o, "rope_scaling"), where, 0, &c->rope_scaling, r->e))
+        r->bad = 1;
 }
 
 // Optional: older checkpoints have no "tokenizer" (id stays "").
@@ -190,6 +206,20 @@ static void parse_tokenizer(Reader *r, const cJSON *o, CkptTokenizer *t) {
     const cJSON *add = field(r, o, "tokenizer", "add_bos", false), *file = cJSON_GetObjectItemCaseSensitive(o, "file");
     t->add_bos = add && cJSON_IsTrue(add);
     t->has_file = cJSON_IsString(file) && strcmp(file->valuestring, "tokenizer.json") == 0;
+}
+
+// Optional: older checkpoints and models trained from scratch have no "meta".
+static void parse_meta(Reader *r, const cJSON *o, CkptMeta *m) {
+    if (!o) return;
+    if (!cJSON_IsObject(o)) {
+        ck_err(r->e, "%s: field meta is not an object", r->path);
+        r->bad = 1;
+        return;
+    }
+    str(r, o, "meta", "name", m->name, sizeof m->name);
+    m->max_pos = (int)whole(r, o, "meta", "max_position_embeddings", 0, 1 << 30);
+    const cJSON *file = cJSON_GetObjectItemCaseSensitive(o, "file");
+    m->has_file = cJSON_IsString(file) && strcmp(file->valuestring, "hf_meta.json") == 0;
 }
 
 static void parse_run(Reader *r, const cJSON *o, CkptRun *x) {
@@ -238,7 +268,7 @@ int ckpt_state_parse(const char *text, const char *path, CkptState *s, CkErr *e)
     s->seed = (int64_t)I64_FIELD(&r, root, "", "seed");
     const cJSON *sched = obj(&r, root, "schedule"), *data = obj(&r, root, "data"), *model = obj(&r, root, "model");
     const cJSON *run = obj(&r, root, "run"), *layout = obj(&r, root, "layout");
-    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "tokenizer");
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "tokenizer"), *meta = cJSON_GetObjectItemCaseSensitive(root, "meta");
     if (!r.bad) {
         s->next_lr = num(&r, sched, "schedule", "next_lr");
         s->data.seed = data_seed(&r, data);
@@ -250,6 +280,7 @@ int ckpt_state_parse(const char *text, const char *path, CkptState *s, CkErr *e)
         s->sp = INT_FIELD(&r, layout, "layout", "sp");
         str(&r, root, "", "init_from", s->init_from, sizeof s->init_from);
         parse_tokenizer(&r, tok, &s->tok);
+        parse_meta(&r, meta, &s->meta);
     }
     if (!r.bad && strcmp(s->kind, "train") != 0 && strcmp(s->kind, "weights") != 0) {
         ck_err(e, "%s: field kind is '%s', expected 'train' or 'weights'", path, s->kind);
@@ -272,7 +303,7 @@ int ckpt_read_state(const char *dir, CkptState *s, CkErr *e) {
 
 // ---- manifest ----------------------------------------------------------------------------------
 
-int ckpt_write_manifest(const char *tmp, bool with_optim, bool with_tokenizer, CkErr *e) {
+int ckpt_write_manifest(const char *tmp, bool with_optim, bool with_tokenizer, bool with_meta, CkErr *e) {
     cJSON *root = cJSON_CreateObject(), *files = cJSON_CreateArray();
     cJSON_AddStringToObject(root, "format", CKPT_FORMAT);
     cJSON_AddNumberToObject(root, "version", CKPT_VERSION);
@@ -281,6 +312,7 @@ int ckpt_write_manifest(const char *tmp, bool with_optim, bool with_tokenizer, C
     for (size_t i = 0; i < sizeof CKPT_FILES / sizeof CKPT_FILES[0]; i++) {
         if (!with_optim && strcmp(CKPT_FILES[i], "optim.safetensors") == 0) continue;
         if (!with_tokenizer && strcmp(CKPT_FILES[i], "tokenizer.json") == 0) continue;
+        if (!with_meta && strcmp(CKPT_FILES[i], "hf_meta.json") == 0) continue;
         fs_join(path, sizeof path, tmp, CKPT_FILES[i]);
         uint32_t crc;
         uint64_t size;

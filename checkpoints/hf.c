@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "checkpoints/fsio.h"
 #include "core/common.h"
+#include "model/ops.h"
 
 // config.json beside weights: a ringgpt run directory also holds a config.json (its flags), never weights.
 bool hf_is_dir(const char *dir) {
@@ -132,11 +134,21 @@ static const StEntry *find_any(StFile *files, int n, const char *name, int *whic
     return NULL;
 }
 
-static int load_one(StFile *files, int n, const char *dir, const ModelConfig *c, const ParamSpec *p, real *dst, CkErr *e) {
+struct HfWeights {
+    StFile *files;           // (n) the open safetensors files (headers read, tensors on demand)
+    int n;
+    ModelConfig cfg;
+    const ParamTable *table;
+    const StEntry **entry;   // (table->count) each table tensor's record
+    int *file;               // (table->count) and the file that holds it
+};
+
+// p's tensor: present, with the table's shape and a dtype ringgpt reads.
+static int find_checked(HfWeights *w, const char *dir, int i, CkErr *e) {
+    const ParamSpec *p = &w->table->specs[i];
     char hname[128];
-    int which = 0;
     hf_name(p->name, hname, sizeof hname);
-    const StEntry *t = find_any(files, n, hname, &which);
+    const StEntry *t = find_any(w->files, w->n, hname, &w->file[i]);
     if (!t) {
         ck_err(e, "%s: tensor '%s' is missing%s", dir, hname,
                strcmp(p->name, "lm_head") == 0 ? " (the HF model ties its embeddings: use --tie-embeddings)" : "");
@@ -144,34 +156,200 @@ static int load_one(StFile *files, int n, const char *dir, const ModelConfig *c,
     }
     if (t->ndim != p->ndim || t->shape[0] != p->shape[0] || (p->ndim == 2 && t->shape[1] != p->shape[1])) {
         ck_err(e, "%s: tensor '%s' has shape (%" PRId64 ", %" PRId64 ") but the model expects (%" PRId64 ", %" PRId64
-               ")", files[which].path, hname, t->shape[0], t->ndim > 1 ? t->shape[1] : 0, p->shape[0],
+               ")", w->files[w->file[i]].path, hname, t->shape[0], t->ndim > 1 ? t->shape[1] : 0, p->shape[0],
                p->ndim > 1 ? p->shape[1] : 0);
         return -1;
     }
-    if (st_read(&files[which], t, dst, e) != 0) return -1;
-    int heads = rope_heads(c, p->name);
-    if (heads) hf_permute_rope_rows(dst, heads, cfg_head_dim(c), c->dim, false);
+    if (t->dtype == ST_OTHER) {
+        ck_err(e, "%s: tensor '%s': dtype %s is not supported (use F32, BF16, F16 or F64)", w->files[w->file[i]].path, t->name,
+               t->dtype_name);
+        return -1;
+    }
+    w->entry[i] = t;
     return 0;
 }
 
-int hf_load_weights(const char *dir, GPT *m, CkErr *e) {
-    StFile *files = NULL;
-    int n = 0;
-    int rc = open_shards(dir, &files, &n, e);
-    size_t bytes = m->table.total * sizeof(real);
-    real *host = xmalloc(bytes, "imported weights");
-    for (const ParamSpec *p = m->table.specs; rc == 0 && p < m->table.specs + m->table.count; p++)
-        rc = load_one(files, n, dir, &m->cfg, p, host + p->offset, e);
-    if (rc == 0) m->be->to_device(m->params, host, bytes);
-    free(host);
-    for (int i = 0; i < n; i++) st_close(&files[i]);
-    free(files);
+int hf_weights_open(const char *dir, const ModelConfig *c, const ParamTable *t, HfWeights **out, CkErr *e) {
+    HfWeights *w = xcalloc(1, sizeof *w, "HF weights");
+    w->cfg = *c, w->table = t;
+    w->entry = xcalloc((size_t)t->count, sizeof *w->entry, "tensor records");
+    w->file = xcalloc((size_t)t->count, sizeof *w->file, "tensor files");
+    int rc = open_shards(dir, &w->files, &w->n, e);
+    for (int i = 0; rc == 0 && i < t->count; i++) rc = find_checked(w, dir, i, e);
+    if (rc != 0) {
+        hf_weights_close(w);
+        w = NULL;
+    }
+    *out = w;
     return rc;
+}
+
+int hf_weights_fill(const void *ctx, int i, real *dst, CkErr *e) {
+    const HfWeights *w = ctx;
+    const ParamSpec *p = &w->table->specs[i];
+    if (st_read(&w->files[w->file[i]], w->entry[i], dst, e) != 0) return -1;
+    int heads = rope_heads(&w->cfg, p->name);
+    if (heads) hf_permute_rope_rows(dst, heads, cfg_head_dim(&w->cfg), w->cfg.dim, false);
+    return 0;
+}
+
+void hf_weights_close(HfWeights *w) {
+    if (!w) return;
+    for (int i = 0; i < w->n; i++) st_close(&w->files[i]);
+    free(w->files);
+    free(w->entry);
+    free(w->file);
+    free(w);
+}
+
+// Tensor by tensor: on the CPU backend straight into the parameters, else through one tensor's staging buffer;
+// st_open reads only what is asked for, so the model is held once.
+int hf_load_weights(const char *dir, GPT *m, CkErr *e) {
+    HfWeights *w;
+    if (hf_weights_open(dir, &m->cfg, &m->table, &w, e) != 0) return -1;
+    bool host = m->be == &BACKEND_CPU;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < m->table.count; i++) {
+        const ParamSpec *p = &m->table.specs[i];
+        size_t bytes = p->numel * sizeof(real);
+        real *dst = host ? m->params + p->offset : xmalloc(bytes, "one imported tensor");   // (numel)
+        rc = hf_weights_fill(w, i, dst, e);
+        if (!host) {
+            if (rc == 0) m->be->to_device(m->params + p->offset, dst, bytes);
+            free(dst);
+        }
+    }
+    hf_weights_close(w);
+    return rc;
+}
+
+// ---- metadata --------------------------------------------------------------------------------------
+
+static const char *const META_FILES[] = {"config.json", "generation_config.json", "tokenizer_config.json",
+                                         "special_tokens_map.json", "tokenizer.json"};
+
+int hf_read_meta(const char *dir, bool keep_tokenizer, CkptMeta *m, CkErr *e) {
+    *m = (CkptMeta){0};
+    cJSON *root = cJSON_CreateObject();
+    char path[4200];
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof META_FILES / sizeof META_FILES[0]; i++) {
+        bool tokenizer = strcmp(META_FILES[i], "tokenizer.json") == 0;
+        fs_join(path, sizeof path, dir, META_FILES[i]);
+        if ((tokenizer && !keep_tokenizer) || access(path, R_OK) != 0) continue;
+        size_t len;
+        unsigned char *text = fs_read_file(path, &len, e);
+        if (!text) rc = -1;
+        else cJSON_AddStringToObject(root, META_FILES[i], (const char *)text);   // NUL-terminated by fs_read_file
+        free(text);
+    }
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(root, "config.json");
+    cJSON *config = cJSON_IsString(c) ? cJSON_Parse(c->valuestring) : NULL;
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(config, "_name_or_path"));
+    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(config, "max_position_embeddings");
+    if (name && name[0]) snprintf(m->name, sizeof m->name, "%s", name);
+    else {   // the directory's own name, without trailing slashes
+        char d[4200];
+        snprintf(d, sizeof d, "%s", dir);
+        for (size_t k = strlen(d); k > 1 && d[k - 1] == '/'; k--) d[k - 1] = 0;
+        const char *slash = strrchr(d, '/');
+        snprintf(m->name, sizeof m->name, "%s", slash && slash[1] ? slash + 1 : d);
+    }
+    if (cJSON_IsNumber(mp) && mp->valuedouble >= 1 && mp->valuedouble <= (double)(1 << 30)) m->max_pos = (int)mp->valuedouble;
+    cJSON_Delete(config);
+    if (rc == 0) {
+        char *json = cJSON_Print(root);
+        if (!json) fail("out of memory writing hf_meta.json");
+        m->json = json;
+        m->json_len = strlen(json);
+    }
+    cJSON_Delete(root);
+    return rc;
+}
+
+char *hf_meta_file(const char *meta_json, const char *name) {
+    if (!meta_json) return NULL;
+    cJSON *root = cJSON_Parse(meta_json);
+    const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, name));
+    char *copy = text ? xstrdup(text) : NULL;
+    cJSON_Delete(root);
+    return copy;
+}
+
+void hf_float_text(float v, char *out, size_t n) {
+    if (v == floorf(v) && fabsf(v) < 1e15f) {   // a whole number as its digits: 10000, not 1e+04
+        snprintf(out, n, "%.0f", (double)v);
+        return;
+    }
+    for (int digits = 1; digits <= 9; digits++) {
+        snprintf(out, n, "%.*g", digits, (double)v);
+        if (strtof(out, NULL) == v) return;
+    }
+}
+
+static void add_float(cJSON *o, const char *key, float v) {
+    char text[40];
+    hf_float_text(v, text, sizeof text);
+    cJSON_AddRawToObject(o, key, text);
+}
+
+// A JSON number, also one added as raw text (add_float).
+static bool number_of(const cJSON *j, double *v) {
+    if (cJSON_IsNumber(j)) *v = j->valuedouble;
+    else if (cJSON_IsRaw(j)) *v = strtod(j->valuestring, NULL);
+    else return false;
+    return true;
+}
+
+// The special ids of the original (which may be lists, as Llama 3's eos) stay as they were.
+static bool keeps_original(const char *key) {
+    return !strcmp(key, "bos_token_id") || !strcmp(key, "eos_token_id") || !strcmp(key, "pad_token_id");
+}
+
+// fresh's keys over orig: objects key by key; a number that reads as the same float as the original's stays as
+// the original wrote it; keys only orig has stay. fresh is emptied.
+static void merge_into(cJSON *orig, cJSON *fresh) {
+    cJSON *f = fresh->child;
+    while (f) {
+        cJSON *next = f->next, *o = cJSON_GetObjectItemCaseSensitive(orig, f->string);
+        double a, b;
+        bool same = o && number_of(o, &a) && number_of(f, &b) && (float)a == (float)b;
+        if (o && cJSON_IsObject(o) && cJSON_IsObject(f)) merge_into(o, f);
+        else if (!same && !(o && keeps_original(f->string))) {
+            cJSON *item = cJSON_DetachItemViaPointer(fresh, f);
+            if (o) cJSON_ReplaceItemViaPointer(orig, o, item);
+            else cJSON_AddItemToObject(orig, item->string, item);   // cJSON copies the key before it frees the old one
+        }
+        f = next;
+    }
+}
+
+// The RoPE fields of config.json r, after the merge with an imported original: transformers v5's rope_parameters (where
+// the original has it: rope_theta and the scaling's fields in it, no top-level copies), else v4's rope_theta and
+// rope_scaling (only with a scaling). A scaling the run changed or removed replaces the original's.
+static void write_rope(cJSON *r, const ModelConfig *c) {
+    cJSON *params = cJSON_GetObjectItemCaseSensitive(r, "rope_parameters");
+    cJSON_DeleteItemFromObjectCaseSensitive(r, "rope_scaling");
+    if (cJSON_IsObject(params)) {
+        cJSON *theta = cJSON_DetachItemFromObjectCaseSensitive(params, "rope_theta");
+        cJSON *fresh = cJSON_CreateObject();
+        if (c->rope_scaling.type != ROPE_DEFAULT) hf_rope_scaling_write(fresh, &c->rope_scaling);
+        else cJSON_AddStringToObject(fresh, "rope_type", "default");
+        double was;
+        if (theta && number_of(theta, &was) && (float)was == c->rope_theta) cJSON_AddItemToObject(fresh, "rope_theta", theta);
+        else cJSON_Delete(theta), add_float(fresh, "rope_theta", c->rope_theta);
+        cJSON_ReplaceItemViaPointer(r, params, fresh);
+        cJSON_DeleteItemFromObjectCaseSensitive(r, "rope_theta");
+    } else if (c->rope_scaling.type != ROPE_DEFAULT) {   // transformers v4's key (v5 reads it too)
+        hf_rope_scaling_write(cJSON_AddObjectToObject(r, "rope_scaling"), &c->rope_scaling);
+    }
+    if (c->rope_scaling.type == ROPE_DYNAMIC)   // HF's dynamic scales against max_position_embeddings itself
+        cJSON_ReplaceItemInObjectCaseSensitive(r, "max_position_embeddings", cJSON_CreateNumber(c->rope_scaling.original_max_pos));
 }
 
 // ---- saving ----------------------------------------------------------------------------------------
 
-static char *config_json(const ModelConfig *c, StDtype dtype, int max_pos, int64_t bos, int64_t eos) {
+static char *config_json(const ModelConfig *c, StDtype dtype, int max_pos, int64_t bos, int64_t eos, const CkptMeta *meta) {
     cJSON *r = cJSON_CreateObject();
     cJSON *arch = cJSON_AddArrayToObject(r, "architectures");
     cJSON_AddItemToArray(arch, cJSON_CreateString("LlamaForCausalLM"));
@@ -185,8 +363,8 @@ static char *config_json(const ModelConfig *c, StDtype dtype, int max_pos, int64
     cJSON_AddNumberToObject(r, "head_dim", cfg_head_dim(c));
     cJSON_AddStringToObject(r, "hidden_act", "silu");
     cJSON_AddNumberToObject(r, "max_position_embeddings", max_pos);
-    cJSON_AddNumberToObject(r, "rms_norm_eps", c->norm_eps);
-    cJSON_AddNumberToObject(r, "rope_theta", c->rope_theta);
+    add_float(r, "rms_norm_eps", c->norm_eps);
+    add_float(r, "rope_theta", c->rope_theta);
     cJSON_AddBoolToObject(r, "attention_bias", false);
     cJSON_AddBoolToObject(r, "mlp_bias", false);
     cJSON_AddBoolToObject(r, "tie_word_embeddings", c->tie_embeddings);
@@ -195,12 +373,24 @@ static char *config_json(const ModelConfig *c, StDtype dtype, int max_pos, int64
     if (eos >= 0) cJSON_AddNumberToObject(r, "eos_token_id", (double)eos);
     else cJSON_AddNullToObject(r, "eos_token_id");
     cJSON_AddStringToObject(r, "torch_dtype", dtype == ST_BF16 ? "bfloat16" : "float32");
+    char *orig_text = hf_meta_file(meta ? meta->json : NULL, "config.json");
+    cJSON *orig = orig_text ? cJSON_Parse(orig_text) : NULL;
+    free(orig_text);
+    if (cJSON_IsObject(orig)) {
+        merge_into(orig, r);
+        cJSON_Delete(r);
+        r = orig;
+        if (meta->name[0] && !cJSON_GetObjectItemCaseSensitive(r, "_name_or_path"))
+            cJSON_AddStringToObject(r, "_name_or_path", meta->name);
+    } else cJSON_Delete(orig);
+    write_rope(r, c);
     char *text = cJSON_Print(r);
     cJSON_Delete(r);
     return text;
 }
 
-int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, int64_t bos, int64_t eos, CkErr *e) {
+int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, int64_t bos, int64_t eos, const CkptMeta *meta,
+            CkErr *e) {
     const ParamTable *t = &m->table;
     size_t bytes = t->total * sizeof(real);
     real *host = xmalloc(bytes, "exported weights");
@@ -222,7 +412,7 @@ int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, int64_t b
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     snprintf(ctmp, sizeof ctmp, "%s.tmp", cpath);
     int rc = st_write(tmp, outs, t->count, dtype, NULL, 0, e);
-    char *cfg = config_json(&m->cfg, dtype, max_pos, bos, eos);
+    char *cfg = config_json(&m->cfg, dtype, max_pos, bos, eos, meta);
     if (rc == 0) rc = fs_write_file(ctmp, cfg, strlen(cfg), e);
     if (rc == 0) rc = fs_rename(tmp, path, e);
     if (rc == 0) rc = fs_rename(ctmp, cpath, e);

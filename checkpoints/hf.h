@@ -2,13 +2,16 @@
 #pragma once
 #include <stdbool.h>
 
+#include <cjson/cJSON.h>
+
+#include "checkpoints/checkpoint.h"
 #include "checkpoints/safetensors.h"
 #include "model/gpt.h"
 
 // True if dir holds config.json (an HF model directory rather than a ringgpt checkpoint).
 bool hf_is_dir(const char *dir);
 // Reads dir/config.json: a LlamaForCausalLM / model_type "llama" config that ringgpt can run
-// (silu MLP, no biases, default RoPE, head_dim = hidden_size / heads). *max_pos gets
+// (silu MLP, no biases, RoPE default or scaled (linear, dynamic, yarn, llama3), head_dim = hidden_size / heads). *max_pos gets
 // max_position_embeddings. Returns 0, or -1 with e naming config.json and the field.
 // Read as strictly as a flag: standard JSON (no duplicate keys, no control bytes), model_type and
 // architectures must not name another model, counts are whole numbers in range, rms_norm_eps is required,
@@ -22,7 +25,36 @@ int hf_parse_config(const char *text, size_t len, const char *path, ModelConfig 
 int hf_load_weights(const char *dir, GPT *m, CkErr *e);
 // Writes dir/config.json and dir/model.safetensors (HF names, rotate-half q/k rows) for model m.
 // dtype ST_F32 or ST_BF16. max_pos is max_position_embeddings; bos / eos (-1: none) the tokenizer's ids.
-int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, int64_t bos, int64_t eos, CkErr *e);
+// meta (NULL: none; meta->json the hf_meta.json text): config.json is the imported one with ringgpt's values
+// over it, where a number that reads as the same float stays as written, and the special ids and keys
+// ringgpt does not write stay the original's; _name_or_path is meta->name when the original has none.
+int hf_save(const char *dir, const GPT *m, StDtype dtype, int max_pos, int64_t bos, int64_t eos, const CkptMeta *meta,
+            CkErr *e);
+// The metadata of an HF directory, as checkpoints keep it (hf_meta.json): a JSON object mapping each of
+// config.json, generation_config.json, tokenizer_config.json, special_tokens_map.json that dir has to its text
+// as read, plus tokenizer.json when keep_tokenizer (one ringgpt cannot use: the export gives it back).
+// m gets the name (config.json's _name_or_path, else the directory's name), max_position_embeddings and
+// json (malloc'd). Returns 0, or -1 with e naming the file.
+int hf_read_meta(const char *dir, bool keep_tokenizer, CkptMeta *m, CkErr *e);
+// The text of file `name` ("config.json", ...) kept in hf_meta.json text meta_json (NULL: none); malloc'd, or NULL.
+char *hf_meta_file(const char *meta_json, const char *name);
+// v as the shortest decimal that reads back as the same float (1e-05, not 9.99999974737875e-06); a whole number
+// as its digits (10000).
+void hf_float_text(float v, char *out, size_t n);
+// The weights of an HF directory read one tensor at a time (an import streams them into its checkpoint).
+typedef struct HfWeights HfWeights;
+// Opens dir's safetensors files (headers only) and checks that every tensor of table t (model c) is there with its
+// shape and a dtype ringgpt reads; *w is freed by hf_weights_close. Returns 0, or -1 with e naming the file and tensor.
+int hf_weights_open(const char *dir, const ModelConfig *c, const ParamTable *t, HfWeights **w, CkErr *e);
+// Tensor `index` of the table (ctx: an HfWeights), converted to real and its q/k rows in ringgpt's order (an StFill).
+int hf_weights_fill(const void *ctx, int index, real *dst, CkErr *e);
+void hf_weights_close(HfWeights *w);
+// RoPE scaling as HF's rope_scaling dict (also state.json's model.rope_scaling): o absent, null or without a type:
+// none. hf_max_pos > 0: a config.json's max_position_embeddings (HF's default original context; dynamic's always);
+// 0: the dict's original_max_position_embeddings. Unknown keys and types are refused (e names `where`).
+int hf_rope_scaling_read(const cJSON *o, const char *where, int hf_max_pos, RopeScaling *s, CkErr *e);
+// Adds the record's fields (those its type reads) to the object o.
+void hf_rope_scaling_write(cJSON *o, const RopeScaling *s);
 // The HF name of a ringgpt table name ("layers.3.attn.wq" -> "model.layers.3.self_attn.q_proj.weight").
 void hf_name(const char *ringgpt_name, char *out, size_t n);
 // Reorders the rows of a (n_heads·hd, C) q or k weight: to_hf moves pair (2i, 2i+1) of every head to

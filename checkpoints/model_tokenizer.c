@@ -37,35 +37,60 @@ static int64_t json_id(const char *dir, const char *name, const char *key, int64
     return id;
 }
 
-// True when dir/tokenizer_config.json says the export came from a byte260 model.
-static bool exported_byte260(const char *dir) {
-    char path[4200];
-    fs_join(path, sizeof path, dir, "tokenizer_config.json");
-    if (access(path, R_OK) != 0) return false;
-    size_t len;
-    unsigned char *text = read_whole_file(path, &len);
-    cJSON *root = cJSON_ParseWithLength((const char *)text, len);
-    free(text);
-    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "ringgpt_tokenizer"));
-    bool yes = id && strcmp(id, TOKENIZER_ID) == 0;
+// The "ringgpt_tokenizer" a tokenizer_config.json text names (ringgpt's export of its own model; "" for any other).
+static void ringgpt_tokenizer_of(const char *text, char *id, size_t n) {
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "ringgpt_tokenizer"));
+    snprintf(id, n, "%s", v ? v : "");
     cJSON_Delete(root);
-    return yes;
 }
 
-static void hf_tokenizer(const char *dir, const ModelConfig *c, Tokenizer *t) {
+// The same for dir/tokenizer_config.json.
+static void dir_ringgpt_tokenizer(const char *dir, char *id, size_t n) {
     char path[4200];
+    fs_join(path, sizeof path, dir, "tokenizer_config.json");
+    id[0] = 0;
+    if (access(path, R_OK) != 0) return;
+    size_t len;
+    char *text = (char *)read_whole_file(path, &len);
+    ringgpt_tokenizer_of(text, id, n);
+    free(text);
+}
+
+// True when dir/tokenizer_config.json says the export came from a byte260 model.
+static bool exported_byte260(const char *dir) {
+    char id[64];
+    dir_ringgpt_tokenizer(dir, id, sizeof id);
+    return strcmp(id, TOKENIZER_ID) == 0;
+}
+
+// A tokenizer.json ringgpt cannot use (a pre-tokenizer or model field it does not support, more tokens than the model,
+// none at all) never refuses the model: it is known by its vocab only, with the ids config.json names, and one line
+// on stderr (sample's stdout is the text) says why.
+static void hf_tokenizer(const char *dir, const ModelConfig *c, Tokenizer *t) {
+    char path[4200], err[600];
     fs_join(path, sizeof path, dir, TOKENIZER_FILE);
-    if (c->vocab_size == TOK_VOCAB_SIZE && exported_byte260(dir)) {
+    bool present = access(path, R_OK) == 0;
+    if (c->vocab_size == TOK_VOCAB_SIZE && (exported_byte260(dir) || !present)) {   // ringgpt's byte-level model
         tokenizer_bytes(t);
         return;
     }
     int64_t eos = json_id(dir, "config.json", "eos_token_id", -1), bos = json_id(dir, "config.json", "bos_token_id", -1);
-    if (access(path, R_OK) != 0) {
-        if (c->vocab_size == TOK_VOCAB_SIZE) tokenizer_bytes(t);
-        else id_only(t, "unknown", (uint32_t)c->vocab_size, eos);
+    int rc = present ? tokenizer_load(path, t, err, sizeof err) : -1;
+    if (!present) snprintf(err, sizeof err, "%.400s: no such file", path);
+    if (rc == 0 && t->vocab_size > (uint32_t)c->vocab_size) {
+        snprintf(err, sizeof err, "%.400s: has %u tokens but config.json's vocab_size is %d", path, t->vocab_size, c->vocab_size);
+        tokenizer_free(t);
+        rc = -1;
+    }
+    if (rc != 0) {
+        if (log_rank() == 0)
+            fprintf(stderr, "note: the tokenizer is not used (%s); the model keeps its weights and is known by its vocab of %d "
+                    "only (tokenizer \"unknown\"): eval takes data of token ids, sample takes --prompt-ids\n", err, c->vocab_size);
+        id_only(t, "unknown", (uint32_t)c->vocab_size, eos);
+        t->bos = bos;
         return;
     }
-    load_json(path, t);
     if (eos >= 0) t->eos = eos;
     if (bos >= 0) t->bos = bos;
     t->pad = json_id(dir, "generation_config.json", "pad_token_id", t->pad);
@@ -131,14 +156,29 @@ void model_check_record(const char *state_path, const CkptTokenizer *saved, cons
                    state_path, saved->id, data->id);
 }
 
-size_t model_prompt_ids(const Tokenizer *t, const unsigned char *prompt, size_t len, uint32_t **ids) {
+int64_t model_start_token(const Tokenizer *t, bool imported, const char *bos_flag) {
+    if (strcmp(bos_flag, "off") == 0) return -1;
+    if (strcmp(bos_flag, "on") == 0) {
+        if (t->bos < 0) fail_usage("--bos on: the model's tokenizer %s has no BOS token; give its id (--bos ID) or --bos off", t->id);
+        return t->bos;
+    }
+    if (strcmp(bos_flag, "auto") != 0) {
+        char *end;
+        long long id = strtoll(bos_flag, &end, 10);
+        if (!*bos_flag || *end || id < 0 || id >= t->vocab_size)
+            fail_usage("--bos %s: give auto, on, off or a token id below the vocab of %u", bos_flag, t->vocab_size);
+        return id;
+    }
+    if (imported) return t->add_bos ? t->bos : -1;   // as transformers' generate and llama.cpp prefill
+    return t->add_bos ? t->bos : t->eos >= 0 ? t->eos : t->bos;
+}
+
+size_t model_prompt_ids(const Tokenizer *t, int64_t start, const unsigned char *prompt, size_t len, uint32_t **ids) {
     size_t n = 0, cap = 0;
     *ids = NULL;
-    int64_t start = t->add_bos ? t->bos : t->eos >= 0 ? t->eos : t->bos;
     if (len && !tokenizer_can_encode(t))
-        fail_usage("the model's tokenizer %s came without a tokenizer.json, so a text prompt cannot be encoded; prepare the data with "
-                   "--tokenizer FILE and train again, or sample with an empty --prompt",
-                   t->id);
+        fail_usage("the model's tokenizer %s came without a tokenizer.json it can use, so a text prompt cannot be encoded; give the "
+                   "prompt as token ids (--prompt-ids 1,2,3)", t->id);
     if (start >= 0) {
         *ids = xmalloc(sizeof **ids, "the prompt");
         (*ids)[n++] = (uint32_t)start;
@@ -149,8 +189,43 @@ size_t model_prompt_ids(const Tokenizer *t, const unsigned char *prompt, size_t 
         tokenizer_encode(&e, prompt, len, ids, &n, &cap);
         tokenizer_encoder_free(&e);
     }
-    if (!n) fail_usage("the model's tokenizer %s has neither BOS nor EOS to start from; give a --prompt", t->id);
+    if (!n) fail_usage("nothing to start from: the prompt is empty and no start token is prefilled (the model's tokenizer %s); give "
+                       "a --prompt, --prompt-ids or --bos on|ID", t->id);
     return n;
+}
+
+bool model_hf_prefill(const char *path, const CkptState *s) {
+    char id[64];
+    if (hf_is_dir(path)) dir_ringgpt_tokenizer(path, id, sizeof id);
+    else {
+        if (!s->meta.has_file) return false;
+        CkptMeta m;
+        Tokenizer none = {.bpe = NULL};
+        char *json = model_meta(path, s, &none, &m), *cfg = hf_meta_file(json, "tokenizer_config.json");
+        ringgpt_tokenizer_of(cfg, id, sizeof id);
+        free(cfg);
+        free(json);
+    }
+    return !id[0];
+}
+
+char *model_meta(const char *path, const CkptState *s, const Tokenizer *t, CkptMeta *m) {
+    CkErr e;
+    if (hf_is_dir(path)) {
+        if (hf_read_meta(path, !tokenizer_can_encode(t), m, &e) != 0) fail("%s", e.msg);
+        return (char *)m->json;
+    }
+    *m = s->meta;
+    m->json = NULL, m->json_len = 0;
+    if (!m->has_file) return NULL;
+    char dir[4200], file[4200];
+    ckpt_resolve(path, dir, sizeof dir);
+    fs_join(file, sizeof file, dir, "hf_meta.json");
+    size_t len;
+    char *text = (char *)fs_read_file(file, &len, &e);
+    if (!text) fail("%s (the checkpoint's state.json names it)", e.msg);
+    m->json = text, m->json_len = len;
+    return text;
 }
 
 void model_write_token(const Tokenizer *t, uint32_t id, FILE *f) {
@@ -234,45 +309,75 @@ static void add_id(cJSON *o, const char *key, int64_t id) {
     else cJSON_AddNullToObject(o, key);
 }
 
-int model_export_tokenizer(const char *dir, const Tokenizer *t, int max_pos, CkErr *e) {
+// dir/name as the imported text, with tokenizer_config.json's model_max_length raised to max_pos where it was below.
+static int write_kept(const char *dir, const char *name, const char *text, int max_pos, CkErr *e) {
     char path[4200];
+    fs_join(path, sizeof path, dir, name);
+    cJSON *root = strcmp(name, "tokenizer_config.json") == 0 ? cJSON_Parse(text) : NULL;
+    const cJSON *len = cJSON_GetObjectItemCaseSensitive(root, "model_max_length");
+    if (cJSON_IsNumber(len) && len->valuedouble < max_pos) {
+        cJSON_ReplaceItemInObjectCaseSensitive(root, "model_max_length", cJSON_CreateNumber(max_pos));
+        return write_json(dir, name, root, e);
+    }
+    cJSON_Delete(root);
+    return fs_write_file(path, text, strlen(text), e);
+}
+
+// tokenizer.json: the model's, byte260's equivalent, or the one an import could not use (given back as it was);
+// *have says whether there is one.
+static int export_tokenizer_json(const char *dir, const Tokenizer *t, const char *meta_json, bool *have, CkErr *e) {
+    char path[4200], *kept = hf_meta_file(meta_json, TOKENIZER_FILE);
     fs_join(path, sizeof path, dir, TOKENIZER_FILE);
-    if (t->json) {
-        if (fs_write_file(path, t->json, t->json_len, e) != 0) return -1;
-    } else if (strcmp(t->id, TOKENIZER_ID) == 0) {
+    int rc = 0;
+    *have = true;
+    if (t->json) rc = fs_write_file(path, t->json, t->json_len, e);
+    else if (strcmp(t->id, TOKENIZER_ID) == 0) {
         char *json = byte260_json();
-        int rc = fs_write_file(path, json, strlen(json), e);
+        rc = fs_write_file(path, json, strlen(json), e);
         free(json);
-        if (rc) return -1;
-    } else {
+    } else if (kept) rc = fs_write_file(path, kept, strlen(kept), e);
+    else {
+        *have = false;
         log_info("note: the model's tokenizer %s came without a tokenizer.json; the export has none (AutoTokenizer cannot load it)\n", t->id);
     }
-    bool have = t->json || strcmp(t->id, TOKENIZER_ID) == 0;
-    cJSON *cfg = cJSON_CreateObject(), *map = cJSON_CreateObject(), *gen = cJSON_CreateObject();
-    if (have) {
-        cJSON_AddStringToObject(cfg, "tokenizer_class", "PreTrainedTokenizerFast");
-        cJSON_AddItemToObject(cfg, "bos_token", token_text(t, t->bos));
-        cJSON_AddItemToObject(cfg, "eos_token", token_text(t, t->eos));
-        cJSON_AddItemToObject(cfg, "pad_token", token_text(t, t->pad));
-        cJSON_AddBoolToObject(cfg, "add_bos_token", t->add_bos);
-        cJSON_AddBoolToObject(cfg, "add_eos_token", false);
-        cJSON_AddNumberToObject(cfg, "model_max_length", max_pos);
-        cJSON_AddBoolToObject(cfg, "clean_up_tokenization_spaces", false);
-        cJSON_AddStringToObject(cfg, "ringgpt_tokenizer", t->id);
-        cJSON_AddItemToObject(map, "bos_token", token_text(t, t->bos));
-        cJSON_AddItemToObject(map, "eos_token", token_text(t, t->eos));
-        cJSON_AddItemToObject(map, "pad_token", token_text(t, t->pad));
+    free(kept);
+    return rc;
+}
+
+// ringgpt's own tokenizer_config.json, special_tokens_map.json or generation_config.json (name) for t.
+static cJSON *own_file(const Tokenizer *t, const char *name, int max_pos) {
+    cJSON *o = cJSON_CreateObject();
+    if (strcmp(name, "generation_config.json") == 0) {
+        add_id(o, "bos_token_id", t->bos);
+        add_id(o, "eos_token_id", t->eos);
+        add_id(o, "pad_token_id", t->pad);
+        return o;
     }
-    add_id(gen, "bos_token_id", t->bos);
-    add_id(gen, "eos_token_id", t->eos);
-    add_id(gen, "pad_token_id", t->pad);
-    if (have && (write_json(dir, "tokenizer_config.json", cfg, e) != 0 || write_json(dir, "special_tokens_map.json", map, e) != 0)) {
-        cJSON_Delete(gen);
-        return -1;
+    bool cfg = strcmp(name, "tokenizer_config.json") == 0;
+    if (cfg) cJSON_AddStringToObject(o, "tokenizer_class", "PreTrainedTokenizerFast");
+    cJSON_AddItemToObject(o, "bos_token", token_text(t, t->bos));
+    cJSON_AddItemToObject(o, "eos_token", token_text(t, t->eos));
+    cJSON_AddItemToObject(o, "pad_token", token_text(t, t->pad));
+    if (!cfg) return o;
+    cJSON_AddBoolToObject(o, "add_bos_token", t->add_bos);
+    cJSON_AddBoolToObject(o, "add_eos_token", false);
+    cJSON_AddNumberToObject(o, "model_max_length", max_pos);
+    cJSON_AddBoolToObject(o, "clean_up_tokenization_spaces", false);
+    cJSON_AddStringToObject(o, "ringgpt_tokenizer", t->id);
+    return o;
+}
+
+int model_export_tokenizer(const char *dir, const Tokenizer *t, int max_pos, const CkptMeta *meta, CkErr *e) {
+    const char *meta_json = meta ? meta->json : NULL;
+    bool have;
+    if (export_tokenizer_json(dir, t, meta_json, &have, e) != 0) return -1;
+    static const char *const NAMES[] = {"tokenizer_config.json", "special_tokens_map.json", "generation_config.json"};
+    int rc = 0;
+    for (int i = 0; i < 3 && rc == 0; i++) {   // what the import read stays as it was (the chat template, the special tokens)
+        char *kept = hf_meta_file(meta_json, NAMES[i]);
+        if (kept) rc = write_kept(dir, NAMES[i], kept, max_pos, e);
+        else if (have || i == 2) rc = write_json(dir, NAMES[i], own_file(t, NAMES[i], max_pos), e);
+        free(kept);
     }
-    if (!have) {
-        cJSON_Delete(cfg);
-        cJSON_Delete(map);
-    }
-    return write_json(dir, "generation_config.json", gen, e);
+    return rc;
 }

@@ -20,13 +20,27 @@ void model_check_data(const char *model_path, const Tokenizer *model, int model_
 // The same check for a resume or --init-from: the checkpoint's record against the data's tokenizer.
 void model_check_record(const char *state_path, const CkptTokenizer *saved, const Tokenizer *data);
 
-// The ids that start a generation: BOS where the model's data starts documents with it, else EOS (in
-// packed data every document follows one), then the ids of prompt[0..len). Returns the count; *ids is malloc'd.
-size_t model_prompt_ids(const Tokenizer *t, const unsigned char *prompt, size_t len, uint32_t **ids);
+// The token a generation starts with (-1: none). bos_flag "auto": for a model imported from Hugging Face (an HF
+// directory, or a checkpoint that keeps its metadata) what its tokenizer config says, BOS when add_bos_token (or the
+// post-processor's BOS) and else none, as transformers' generate and llama.cpp; for ringgpt's own, BOS where its data
+// starts documents with it, else EOS (packed documents each follow one). "on": BOS, "off": none, or a token id.
+int64_t model_start_token(const Tokenizer *t, bool imported, const char *bos_flag);
+// True when the model at path takes its start token from an HF tokenizer config (model_start_token's `imported`):
+// an HF directory or a checkpoint that keeps one (an import, its fine-tunes), unless ringgpt wrote that config when it
+// exported a model of its own (tokenizer_config.json's ringgpt_tokenizer), whose data started documents its own way.
+bool model_hf_prefill(const char *path, const CkptState *s);
+// start (-1: none), then the ids of prompt[0..len) encoded with t. Returns the count; *ids is malloc'd.
+size_t model_prompt_ids(const Tokenizer *t, int64_t start, const unsigned char *prompt, size_t len, uint32_t **ids);
+// The HF metadata of the model at path (an HF directory: its files; a checkpoint: state.json's meta and its
+// hf_meta.json) into m; returns m->json (malloc'd, the caller frees it) or NULL when it has none. t: the model's
+// tokenizer (an HF directory's tokenizer.json that t could not use is kept for the export).
+char *model_meta(const char *path, const CkptState *s, const Tokenizer *t, CkptMeta *m);
 // Writes a generated token as text (its bytes; an id-only tokenizer prints "<id>").
 void model_write_token(const Tokenizer *t, uint32_t id, FILE *f);
 
 // Writes the tokenizer files of an HF export into dir: tokenizer.json (byte260 as an equivalent
 // byte-level BPE without merges), tokenizer_config.json, special_tokens_map.json and
-// generation_config.json (eos/bos/pad), so that AutoTokenizer loads the directory. Returns 0 or -1 with e.
-int model_export_tokenizer(const char *dir, const Tokenizer *t, int max_pos, CkErr *e);
+// generation_config.json (eos/bos/pad), so that AutoTokenizer loads the directory. The files meta kept (NULL:
+// none) are written as they were imported (tokenizer_config.json's model_max_length raised to max_pos where
+// below). Returns 0 or -1 with e.
+int model_export_tokenizer(const char *dir, const Tokenizer *t, int max_pos, const CkptMeta *meta, CkErr *e);

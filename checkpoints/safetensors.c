@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "checkpoints/fsio.h"
 
@@ -206,18 +207,60 @@ static int parse_header(StFile *f, const char *json, size_t len, CkErr *e) {
     return rc == 0 ? check_coverage(f, e) : -1;
 }
 
+// n bytes at offset off of fd into buf; 0, or -1 with e naming path.
+static int pread_full(int fd, void *buf, size_t n, uint64_t off, const char *path, CkErr *e) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, (unsigned char *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            ck_err(e, "%s: read failed at byte %" PRIu64 " (%s)", path, off + got, r < 0 ? strerror(errno) : "file shrank");
+            return -1;
+        }
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+// Only the header is read here; st_read reads each tensor when asked, so a model is never held twice.
 int st_open(StFile *f, const char *path, CkErr *e) {
-    size_t size;
-    unsigned char *bytes = fs_read_file(path, &size, e);
-    if (!bytes) {
-        memset(f, 0, sizeof *f);
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fd < 0) ck_err(e, "%s: cannot open (%s)", path, strerror(errno));
+        else ck_err(e, "%s: not a readable regular file", path);
+        if (fd >= 0) close(fd);
         return -1;
     }
-    return st_parse(f, bytes, size, path, e);
+    size_t size = (size_t)st.st_size, prefix = size < 8 ? size : 8;
+    uint64_t hlen = 0;
+    unsigned char head[8];
+    if (pread_full(fd, head, prefix, 0, path, e) != 0) {
+        close(fd);
+        return -1;
+    }
+    if (prefix == 8) memcpy(&hlen, head, 8);
+    if (prefix == 8 && hlen <= ST_MAX_HEADER && hlen <= size - 8) prefix = 8 + (size_t)hlen;   // else st_parse refuses it
+    unsigned char *bytes = malloc(prefix + 1);
+    if (!bytes || pread_full(fd, bytes, prefix, 0, path, e) != 0) {
+        if (!bytes) ck_err(e, "%s: out of memory reading the header", path);
+        free(bytes);
+        close(fd);
+        return -1;
+    }
+    if (st_parse(f, bytes, size, path, e) != 0) {   // reads bytes[0 .. 8 + header length) only
+        close(fd);
+        return -1;
+    }
+    f->fd = fd;
+    return 0;
 }
 
 int st_parse(StFile *f, unsigned char *bytes, size_t size, const char *path, CkErr *e) {
     memset(f, 0, sizeof *f);
+    f->fd = -1;
     f->path = strdup(path);
     f->bytes = bytes;
     f->size = size;
@@ -254,7 +297,9 @@ void st_close(StFile *f) {
     free(f->bytes);
     free(f->path);
     free(f->format);
+    if (f->fd >= 0) close(f->fd);
     memset(f, 0, sizeof *f);
+    f->fd = -1;
 }
 
 const StEntry *st_find(const StFile *f, const char *name) {
@@ -263,28 +308,50 @@ const StEntry *st_find(const StFile *f, const char *name) {
     return NULL;
 }
 
-int st_read(const StFile *f, const StEntry *t, real *dst, CkErr *e) {
-    const unsigned char *src = f->bytes + f->data_start + t->begin;
-    size_t n = (size_t)t->numel;
-    switch (t->dtype) {
+// n values of dtype at src into dst.
+static void convert(StDtype dtype, const unsigned char *src, size_t n, real *dst) {
+    switch (dtype) {
     case ST_F32:
         if (sizeof(real) == 4) memcpy(dst, src, n * 4);
         else for (size_t i = 0; i < n; i++) { float v; memcpy(&v, src + 4 * i, 4); dst[i] = (real)v; }
-        return 0;
+        break;
     case ST_F64:
         for (size_t i = 0; i < n; i++) { double v; memcpy(&v, src + 8 * i, 8); dst[i] = (real)v; }
-        return 0;
+        break;
     case ST_BF16:
         for (size_t i = 0; i < n; i++) { uint16_t h; memcpy(&h, src + 2 * i, 2); dst[i] = (real)st_bf16_to_f32(h); }
-        return 0;
-    case ST_F16:
+        break;
+    default:   // ST_F16
         for (size_t i = 0; i < n; i++) { uint16_t h; memcpy(&h, src + 2 * i, 2); dst[i] = (real)st_f16_to_f32(h); }
-        return 0;
-    default:
+        break;
+    }
+}
+
+int st_read(const StFile *f, const StEntry *t, real *dst, CkErr *e) {
+    size_t n = (size_t)t->numel, es = st_dtype_size(t->dtype);
+    if (t->dtype == ST_OTHER) {
         ck_err(e, "%s: tensor '%s': dtype %s is not supported (use F32, BF16, F16 or F64)", f->path, t->name,
                t->dtype_name);
         return -1;
     }
+    if (f->fd < 0) {   // the whole file is in memory (st_parse)
+        convert(t->dtype, f->bytes + f->data_start + t->begin, n, dst);
+        return 0;
+    }
+    enum { READ_CHUNK = 1 << 20 };   // values per read: the staging buffer stays small (at most 8 MB)
+    unsigned char *buf = malloc((n < READ_CHUNK ? n : READ_CHUNK) * es + 1);
+    if (!buf) {
+        ck_err(e, "%s: out of memory reading tensor '%s'", f->path, t->name);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i += READ_CHUNK) {
+        size_t k = n - i < READ_CHUNK ? n - i : READ_CHUNK;
+        rc = pread_full(f->fd, buf, k * es, f->data_start + t->begin + i * es, f->path, e);
+        if (rc == 0) convert(t->dtype, buf, k, dst + i);
+    }
+    free(buf);
+    return rc;
 }
 
 // ---- writing ---------------------------------------------------------------------------------
@@ -387,7 +454,12 @@ int st_write(const char *path, const StOut *t, int n, StDtype dtype, const char 
     free(header);
     for (int i = 0; i < n && rc == 0; i++) {
         if (i == n / 2) fs_kill_point(fs_kill_mid_write_point);   // (testing: a save killed mid-file)
-        rc = write_tensor(fd, t[i].data, out_numel(&t[i]), dtype, path, e);
+        uint64_t numel = out_numel(&t[i]);
+        real *made = t[i].data ? NULL : malloc(numel * sizeof(real) + 1);   // (numel) t[i].fill's values
+        if (!t[i].data && !made) ck_err(e, "%s: out of memory for tensor '%s'", path, t[i].name);
+        if (!t[i].data) rc = made ? t[i].fill(t[i].ctx, t[i].index, made, e) : -1;
+        if (rc == 0) rc = write_tensor(fd, t[i].data ? t[i].data : made, numel, dtype, path, e);
+        free(made);
     }
     if (rc == 0 && fsync(fd) != 0) {
         ck_err(e, "%s: fsync failed (%s)", path, strerror(errno));

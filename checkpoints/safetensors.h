@@ -26,12 +26,13 @@ typedef struct {
     uint64_t begin, end;     // [begin, end) bytes into the data buffer
 } StEntry;
 
-// A whole file read into memory and its header checked against the format: 8-byte little-endian
-// header length, a JSON object of {dtype, shape, data_offsets} records plus an optional string map
-// __metadata__, data offsets contiguous from 0 to the end of the file.
+// A file's header checked against the format: 8-byte little-endian header length, a JSON object of
+// {dtype, shape, data_offsets} records plus an optional string map __metadata__, data offsets contiguous
+// from 0 to the end of the file. st_open keeps the file open and reads a tensor when st_read asks for it.
 typedef struct {
     char *path;
-    unsigned char *bytes;    // (size) the file
+    int fd;                  // the open file (st_open), or -1 when bytes hold all of it (st_parse)
+    unsigned char *bytes;    // st_parse: (size) the file; st_open: its first data_start bytes (the header)
     size_t size;
     size_t data_start;       // 8 + header length
     StEntry *entries;        // (n) in header order
@@ -39,7 +40,7 @@ typedef struct {
     char *format;            // __metadata__["format"], NULL if absent
 } StFile;
 
-// Reads and checks path. Returns 0, or -1 with e.
+// Opens path and checks its header (the tensors are read by st_read). Returns 0, or -1 with e.
 int st_open(StFile *f, const char *path, CkErr *e);
 // Checks a whole file already in memory (bytes: malloc'ed, size bytes; f owns it from here, st_close frees it,
 // also on failure); path names it in messages. Returns 0, or -1 with e.
@@ -49,12 +50,19 @@ const StEntry *st_find(const StFile *f, const char *name);
 // Converts a tensor of a supported dtype (F32, F64, BF16, F16) into dst (numel values).
 int st_read(const StFile *f, const StEntry *t, real *dst, CkErr *e);
 
-// A tensor to write: data holds numel values of type `real`, converted to dtype on the way out.
+// Produces tensor `index`'s values on demand (numel of them into dst): 0, or -1 with e.
+typedef int (*StFill)(const void *ctx, int index, real *dst, CkErr *e);
+
+// A tensor to write: data holds numel values of type `real`, converted to dtype on the way out; data NULL:
+// fill(ctx, index, buffer) produces them when the tensor is written (one tensor in memory at a time).
 typedef struct {
     const char *name;
     int ndim;
     int64_t shape[ST_MAX_DIMS];
     const real *data;
+    StFill fill;
+    const void *ctx;
+    int index;
 } StOut;
 
 // Writes a safetensors file: header padded with spaces so that data starts 8-byte aligned,

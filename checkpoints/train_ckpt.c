@@ -170,6 +170,20 @@ static void check_not_older(const CkptHook *h, const char *dir, int64_t step) {
                             "resume the newest with a bare --resume", h->resume, h->out, newer, step);
 }
 
+// What the source model keeps besides its weights: an imported model's metadata (name, max_position_embeddings, the
+// HF files) and, where the data uses the same tokenizer, its special ids and add_bos (the data's tokenizer.json alone
+// knows neither config.json's ids nor tokenizer_config.json's add_bos_token). s: the source's state (NULL for HF).
+static void adopt_meta(CkptHook *h, const char *src, const CkptState *s, const ModelConfig *c) {
+    Tokenizer t;
+    CkptState none = {0};
+    model_tokenizer(src, c, s ? s : &none, &t);
+    free((char *)h->base.meta.json);
+    model_meta(src, s ? s : &none, &t, &h->base.meta);   // h->base.meta.json: freed by ckpt_train_end
+    CkptTokenizer *r = &h->base.tok;
+    if (strcmp(t.id, r->id) == 0) r->eos = t.eos, r->bos = t.bos, r->pad = t.pad, r->add_bos = t.add_bos;
+    tokenizer_free(&t);
+}
+
 static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource *train) {
     CkptState s;
     CkErr e;
@@ -179,6 +193,13 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
     h->base.model.rope_theta = hook_theta(h, s.step);   // mid-ramp: the base of the saved step
     check_model(spath, &s.model, &h->base.model, h->init_from ? SRC_INIT : SRC_RESUME,
                 h->theta_ramp > 0 ? "--rope-theta-ramp from --rope-theta-from to --rope-theta, at the saved step" : "--rope-theta");
+    char saved_scaling[256], flag_scaling[256];
+    rope_scaling_format(&s.model.rope_scaling, saved_scaling, sizeof saved_scaling);
+    rope_scaling_format(&h->base.model.rope_scaling, flag_scaling, sizeof flag_scaling);
+    if (strcmp(saved_scaling, flag_scaling) != 0)
+        comm_fail_usage_all("%s: field model.rope_scaling is %s but the flags give %s (--rope-scaling); resume with the flags "
+                            "of the saved run, or start a new run from these weights with --init-from", spath,
+                            saved_scaling, flag_scaling);
     if (s.step >= h->base.run.steps)   // before check_run, whose note about a new --steps would come first
         comm_fail_usage_all("--steps %d is not beyond the checkpoint's step %" PRId64 " (%s): there is nothing to train; "
                             "give --steps larger than %" PRId64 " to extend the run", h->base.run.steps, s.step, dir, s.step);
@@ -191,6 +212,7 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
     m->cfg.norm_eps = s.model.norm_eps;   // from the weights' origin (an HF import may differ from the preset)
     h->base.model.norm_eps = s.model.norm_eps;
     if (s.init_from[0]) snprintf(h->base.init_from, sizeof h->base.init_from, "%s", s.init_from);
+    adopt_meta(h, dir, &s, &s.model);
     if (ckpt_load_model(dir, m, &e) != 0 || ckpt_load_optim(dir, &s, m, opt, &e) != 0) fail_usage("%s", e.msg);
     data_restore(train, s.data);
     log_info("resumed from %s at step %" PRId64 " (saved on dp x sp = %d x %d, now %d x %d; %" PRIu64
@@ -213,6 +235,7 @@ static void init_from(CkptHook *h, GPT *m, const DataSource *train) {
         fs_join(cpath, sizeof cpath, src, "config.json");
         check_model(cpath, &hc, &m->cfg, SRC_HF, "--rope-theta");
         m->cfg.norm_eps = hc.norm_eps;
+        adopt_meta(h, src, NULL, &hc);
         if (hf_load_weights(src, m, &e) != 0) fail_usage("%s", e.msg);
     } else {
         ckpt_resolve(src, dir, sizeof dir);
@@ -222,6 +245,7 @@ static void init_from(CkptHook *h, GPT *m, const DataSource *train) {
         fs_join(spath, sizeof spath, dir, "state.json");
         model_check_record(spath, &s.tok, data_tokenizer(train));
         m->cfg.norm_eps = s.model.norm_eps;
+        adopt_meta(h, dir, &s, &s.model);
         if (ckpt_load_model(dir, m, &e) != 0) fail_usage("%s", e.msg);
         src = dir;
     }
@@ -238,6 +262,11 @@ long ckpt_train_begin(CkptHook *h, GPT *m, AdamW *opt, DataSource *train) {
     if (h->resume && strcmp(h->resume, "auto") == 0) log_info("--resume auto: no checkpoint in %s, starting fresh\n", h->out);
     if (h->init_from) init_from(h, m, train);
     return 0;
+}
+
+void ckpt_train_end(CkptHook *h) {
+    free((char *)h->base.meta.json);
+    h->base.meta.json = NULL;
 }
 
 void ckpt_train_step_done(CkptHook *h, long done, long total, const GPT *m, const AdamW *opt, DataSource *train,

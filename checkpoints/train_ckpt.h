@@ -39,6 +39,8 @@ void ckpt_normalize_resume_flag(int argc, char **argv);
 // nothing written): --steps at or below the checkpoint's step; an explicit older step of --out while a newer
 // valid one exists there (it would be replaced).
 long ckpt_train_begin(CkptHook *h, GPT *m, AdamW *opt, DataSource *train);
+// Releases what ckpt_train_begin kept for the saves (the source model's metadata).
+void ckpt_train_end(CkptHook *h);
 // After `done` optimizer steps (1-based count) of `total`: saves when due. Rank 0 writes, every
 // rank waits at a barrier. next_lr is the schedule's lr of step index `done`.
 void ckpt_train_step_done(CkptHook *h, long done, long total, const GPT *m, const AdamW *opt, DataSource *train,

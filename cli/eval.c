@@ -37,8 +37,8 @@ int cmd_eval(int argc, char **argv) {
     ArgSpec specs[] = {
         ARG_GROUP("data"),
         {"--data", ARG_STRING, &data, "evaluation data: a text file or a dataset directory"},
-        {"--split", ARG_STRING, &split, "train or val (a text file's val part is its last --val-fraction)"},
-        {"--val-fraction", ARG_FLOAT, &val_fraction, "held-out tail of a text file (as in train)"},
+        {"--split", ARG_STRING, &split, "train or val (data without a val split: val is its last --val-fraction, train all of it)"},
+        {"--val-fraction", ARG_FLOAT, &val_fraction, "held-out tail of data without a val split, as in train (--split train: none unless given)"},
         {"--seq-len", ARG_INT, &seq_len, "tokens per sequence", .dflt = "the checkpoint's"},
         {"--batch", ARG_INT, &batch, "sequences per batch"},
         {"--batches", ARG_STRING, &batches_arg, "batches to evaluate (a multiple of dp: the dp groups take turns), or all: the whole split"},
@@ -60,6 +60,7 @@ int cmd_eval(int argc, char **argv) {
     if (!data) fail_usage("--data is required (see `ringgpt eval --help`)");
     if (access(data, R_OK) != 0) fail_usage("--data %s: cannot open; check the path", data);
     if (strcmp(split, "train") != 0 && strcmp(split, "val") != 0) fail_usage("--split must be train or val (got '%s')", split);
+    if (strcmp(split, "train") == 0 && !args_seen(specs, n, "--val-fraction")) val_fraction = 0;   // nothing held out: all of it
     if (batch < 1 || loss_chunk < 1) fail_usage("--batch and --loss-chunk must be positive (got %d and %d)", batch, loss_chunk);
     if (seq_len < 0) fail_usage("--seq-len must be positive (got %d)", seq_len);
     char run_config[4200];

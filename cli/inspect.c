@@ -175,9 +175,15 @@ static void inspect_dataset(const char *path, bool verify, int head) {
 
 static void print_model(const CkptSummary *s) {
     const ModelConfig *c = &s->state.model;
+    const char *name = s->state.meta.name[0] ? s->state.meta.name : s->preset;   // an imported model's own name
     printf("  model%s%s: %d layers, dim %d, %d heads, %d kv heads, ffn %d, vocab %d, RoPE theta %g, %s; %.2fM parameters\n",
-           s->preset[0] ? " " : "", s->preset, c->n_layer, c->dim, c->n_head, c->n_kv_head, c->ffn_dim, c->vocab_size,
+           name[0] ? " " : "", name, c->n_layer, c->dim, c->n_head, c->n_kv_head, c->ffn_dim, c->vocab_size,
            c->rope_theta, c->tie_embeddings ? "tied embeddings" : "untied head", s->params / 1e6);
+    if (c->rope_scaling.type != ROPE_DEFAULT) {
+        char scaling[256];
+        rope_scaling_format(&c->rope_scaling, scaling, sizeof scaling);
+        printf("  RoPE scaling %s (TYPE:FACTOR:ORIG as train --rope-scaling)\n", scaling);
+    }
 }
 
 static void print_tokenizer(const CkptTokenizer *t) {

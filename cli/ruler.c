@@ -41,6 +41,7 @@ typedef struct {
     RulerSpec specs[RULER_MAX_TASKS];
     int64_t lengths[RULER_MAX_LENGTHS];
     uint64_t seed;
+    int64_t start;                        // the token prefilled before each document (-1: none; model_start_token)
     char *prose;                          // --haystack's text, or NULL (the prose tasks read noise)
     size_t prose_n;
 } Suite;
@@ -109,7 +110,7 @@ static uint64_t task_seed(const Suite *s, int t) {
 static void check_lengths(const Suite *s, RulerTokMeasure *tm) {
     for (int li = 0; li < s->n_len; li++)
         for (int t = 0; t < s->n_task; t++) {
-            int64_t target = s->lengths[li] - 1 - task_tokens(s, t);   // the start token and the answer
+            int64_t target = s->lengths[li] - (s->start >= 0) - task_tokens(s, t);   // the start token and the answer
             RulerDoc d;
             char why[512];
             if (target < 1 || ruler_generate(&s->specs[t], task_seed(s, t), 0, (size_t)target, ruler_measure_tokens, tm, &d, why,
@@ -183,11 +184,11 @@ static RunOut run_suite(GPT *m, const Tokenizer *tok, const CommGrid *cg, const 
                 if ((int)(c % (size_t)cg->dp) != cg->dp_index) continue;
                 RulerDoc d;
                 char why[512];
-                int64_t target = s->lengths[li] - 1 - task_tokens(s, t);
+                int64_t target = s->lengths[li] - (s->start >= 0) - task_tokens(s, t);
                 if (ruler_generate(&s->specs[t], task_seed(s, t), (uint64_t)k, (size_t)target, ruler_measure_tokens, tm, &d, why, sizeof why))
                     fail_data(NULL, "ruler: --lengths %" PRId64 ", task %s, sample %d: %s", s->lengths[li], s->names[t], k, why);
                 RulerAnswer a;
-                ruler_answer(m, cg->ring, tok, &d, task_tokens(s, t), &a);
+                ruler_answer(m, cg->ring, tok, s->start, &d, task_tokens(s, t), &a);
                 if (cg->sp_index == 0) record(&o, c, &a, &d);
                 ruler_answer_free(&a);
                 ruler_doc_free(&d);
@@ -404,6 +405,7 @@ int cmd_ruler(int argc, char **argv) {
     if (!tokenizer_can_encode(&tok))
         comm_fail_usage_all("%s: its tokenizer '%s' is known by id only (no tokenizer.json), so ruler cannot write documents in it; "
                             "give a model that carries its tokenizer.json", pos[0], tok.id);
+    s.start = model_start_token(&tok, model_hf_prefill(used, &st), "auto");   // an imported model: its tokenizer config's
     RulerTokMeasure tm = {tokenizer_encoder(&tok), NULL, 0};
     check_lengths(&s, &tm);
     log_info("ruler: %s (%.2fM parameters, tokenizer %s), %d task%s x %d length%s x %d sample%s, seed %" PRId64 ", ring of %d, %d thread%s\n",

@@ -33,6 +33,7 @@ static const ArgCommand TRAIN_CMD = {
 typedef struct {
     int layers, dim, heads, kv_heads, ffn;
     float rope_theta;
+    const char *rope_scaling;   // --rope-scaling text (model/config.h rope_scaling_parse)
 } ShapeFlags;
 
 enum { TRAIN_MAX_FLAGS = 80 };
@@ -73,6 +74,11 @@ static int train_flags(TrainConfig *t, ShapeFlags *sh, ArgSpec *out) {
                                                             "--rope-theta over the first N steps (a gentle base step; 0 = off)"},
         {"--rope-theta-from", ARG_FLOAT, &t->rope_theta_from, "the base --rope-theta-ramp starts from",
          .dflt = "the --init-from source's base"},
+        {"--rope-scaling", ARG_STRING, &sh->rope_scaling, "RoPE scaling (HF's rope_scaling) for a context extension: none, or "
+                                                          "TYPE:FACTOR[:ORIG][:KEY=VALUE,...], TYPE linear, dynamic, yarn or "
+                                                          "llama3, ORIG the context the model was trained at, KEY an HF field "
+                                                          "(e.g. yarn:4:2048, llama3:32:8192:low_freq_factor=1,high_freq_factor=4)",
+         .dflt = "the --init-from source's, else none"},
         ARG_GROUP("optimisation"),
         {"--steps", ARG_INT, &t->steps, "optimizer steps"},
         {"--lr", ARG_FLOAT, &t->lr, "peak learning rate"},
@@ -165,6 +171,8 @@ static void check_config_file(const TrainConfig *t) {
     int n = train_flags(&file, &sh, specs);
     args_apply_json(&TRAIN_CMD, specs, n, t->config, (const char *const[]){"--config", NULL});
     apply_shape(&file.model_cfg, &sh, specs, n);
+    if (args_seen(specs, n, "--rope-scaling"))   // what the text leaves out as the run has it
+        rope_scaling_parse(sh.rope_scaling, &t->model_cfg.rope_scaling, &file.model_cfg.rope_scaling);
     char context[4300];
     snprintf(context, sizeof context, "--config %s (a value the command line overrides)", t->config);
     fail_usage_context(context);
@@ -208,14 +216,20 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     apply_shape(mc, &sh, specs, n);
     mc->tie_embeddings = t->tie_embeddings;
     if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0)) {
-        float src_theta;
-        t->init_vocab = train_adopt_source_shape(t->init_from, t->model, mc, given, &src_theta);
-        if (t->rope_theta_ramp > 0 && !args_seen(specs, n, "--rope-theta-from")) t->rope_theta_from = src_theta;
+        ModelConfig src;
+        t->init_vocab = train_adopt_source_shape(t->init_from, t->model, mc, given, &src);
+        if (t->rope_theta_ramp > 0 && !args_seen(specs, n, "--rope-theta-from")) t->rope_theta_from = src.rope_theta;
+        // A changed scaling keeps what its text leaves out from the source's (its original context, a same type's fields)
+        if (given.rope_scaling) rope_scaling_parse(sh.rope_scaling, &src.rope_scaling, &mc->rope_scaling);
+    } else if (args_seen(specs, n, "--rope-scaling")) {   // a new run, or --resume's saved config (the whole record)
+        rope_scaling_parse(sh.rope_scaling, NULL, &mc->rope_scaling);
     }
     if (!recompute_parse(t->recompute, &t->recompute_mode))
         fail_usage("unknown --recompute '%s'; use none, mlp or full", t->recompute);
     // The resolved flags: the shape as the model has it, so the file alone rebuilds this run.
-    sh = (ShapeFlags){mc->n_layer, mc->dim, mc->n_head, mc->n_kv_head, mc->ffn_dim, mc->rope_theta};
+    char scaling[256];
+    rope_scaling_format(&mc->rope_scaling, scaling, sizeof scaling);
+    sh = (ShapeFlags){mc->n_layer, mc->dim, mc->n_head, mc->n_kv_head, mc->ffn_dim, mc->rope_theta, scaling};
     t->tie_embeddings = mc->tie_embeddings;
     if (t->config) {
         train_check_config(t);

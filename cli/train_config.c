@@ -59,7 +59,7 @@ ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n
     ShapeGiven g = {args_seen(specs, n, "--model"), args_seen(specs, n, "--layers"), args_seen(specs, n, "--dim"),
                     args_seen(specs, n, "--heads"), args_seen(specs, n, "--kv-heads"), args_seen(specs, n, "--ffn-dim"),
                     args_seen(specs, n, "--tie-embeddings"), args_seen(specs, n, "--rope-theta"),
-                    args_seen(specs, n, "--sp")};
+                    args_seen(specs, n, "--sp"), args_seen(specs, n, "--rope-scaling")};
     const char *resume = str_flag(specs, n, "--resume"), *init_from = str_flag(specs, n, "--init-from");
     const char *out = str_flag(specs, n, "--out");
     char saved[4200];
@@ -79,10 +79,10 @@ ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n
 }
 
 int train_adopt_source_shape(const char *init_from, const char *preset_name, ModelConfig *mc, ShapeGiven g,
-                             float *src_theta) {
+                             ModelConfig *src_out) {
     ModelConfig src, preset;
     ckpt_source_model(init_from, &src);
-    *src_theta = src.rope_theta;
+    *src_out = src;
     config_preset(&preset, preset_name);
     struct {
         const char *flag;
@@ -106,6 +106,7 @@ int train_adopt_source_shape(const char *init_from, const char *preset_name, Mod
         fail_usage("--init-from %s: its embeddings are %s but --tie-embeddings says %s; leave the flag out", init_from,
                    src.tie_embeddings ? "tied" : "untied", mc->tie_embeddings ? "tied" : "untied");
     if (!g.rope) mc->rope_theta = src.rope_theta;
+    if (!g.rope_scaling) mc->rope_scaling = src.rope_scaling;
     mc->tie_embeddings = src.tie_embeddings;
     mc->norm_eps = src.norm_eps;
     return src.vocab_size;

@@ -10,7 +10,7 @@ extern const char *const TRAIN_NOT_SAVED[];
 
 // The shape flags the user gave (command line or --config), as opposed to those a saved config fills in.
 typedef struct {
-    bool model, layers, dim, heads, kv_heads, ffn, tie, rope, sp;
+    bool model, layers, dim, heads, kv_heads, ffn, tie, rope, sp, rope_scaling;
 } ShapeGiven;
 
 // Sets the flags not given on the command line, in this order: --config FILE (every flag), then the saved
@@ -21,7 +21,7 @@ typedef struct {
 // The table must have the string flags --config, --resume, --out and --init-from.
 ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n, int *saved_threads);
 // --init-from: the architecture is the source's (a ringgpt checkpoint or an HF directory). A shape flag the user
-// gave that contradicts it is a usage error; rope-theta may change. Fills mc and *src_theta (the source's RoPE
-// base); returns the source's vocab.
+// gave that contradicts it is a usage error; rope-theta and rope-scaling may change (the source's when not given).
+// Fills mc and *src (the source's config); returns the source's vocab.
 int train_adopt_source_shape(const char *init_from, const char *preset_name, ModelConfig *mc, ShapeGiven g,
-                             float *src_theta);
+                             ModelConfig *src);

@@ -93,10 +93,11 @@ typedef struct Backend {
     void (*matmul_backward)(real *din, real *dw, const real *dout, const real *in, const real *w, int N, int In, int Out,
                             int accumulate_din, ActStore dins, ActStore douts, ActStore ins);
     // Rotates q (N, Hq, hd) and k (N, Hk, hd) [act s] in place by the angles of the global positions pos (N),
-    // in one pass (the angles are shared). Pairs are (2i, 2i+1) with frequency theta^(-2i/hd); inverse = true
-    // applies the transpose (backward).
-    void (*rope)(real *q, real *k, const int32_t *pos, int N, int Hq, int Hk, int hd, float theta, int inverse,
-                 ActStore s);
+    // in one pass (the angles are shared): pair (2i, 2i+1) of position p by p·inv_freq[i] (inv_freq (hd/2), host
+    // memory: model/config.h rope_frequencies), cos and sin times scale (YaRN's attention factor, else 1);
+    // inverse = true applies the transpose (backward).
+    void (*rope)(real *q, real *k, const int32_t *pos, int N, int Hq, int Hk, int hd, const double *inv_freq,
+                 double scale, int inverse, ActStore s);
     // h (N, F) = silu(gate) * up, all three [act s]
     void (*swiglu_forward)(real *h, const real *gate, const real *up, int N, int F, ActStore s);
     // dgate, dup (N, F) from dh, all five [act s]; dgate, dup may be gate and up themselves (in place: recompute's

@@ -29,11 +29,11 @@ static void answer_put(RulerAnswer *a, const Tokenizer *tok, uint32_t id, size_t
     a->text[a->n] = 0;
 }
 
-void ruler_answer(GPT *m, Comm *ring, const Tokenizer *tok, const RulerDoc *d, int max_tokens, RulerAnswer *a) {
+void ruler_answer(GPT *m, Comm *ring, const Tokenizer *tok, int64_t start, const RulerDoc *d, int max_tokens, RulerAnswer *a) {
     size_t cap = 64;
     *a = (RulerAnswer){.text = xcalloc(cap, 1, "an answer")};
     uint32_t *ids;   // (prompt_tokens) ids < vocab < 2^31: their signed view is the prompt
-    a->prompt_tokens = model_prompt_ids(tok, (const unsigned char *)d->text, d->n, &ids);
+    a->prompt_tokens = model_prompt_ids(tok, start, (const unsigned char *)d->text, d->n, &ids);
     Decoder s;
     decoder_init(&s, m, ring, max_tokens);
     double t0 = now_seconds();

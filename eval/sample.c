@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoints/model_tokenizer.h"
 #include "core/common.h"
 #include "model/decode.h"
 
@@ -77,10 +76,9 @@ unsigned char *sample_read_prompt(const char *text, const char *file, Comm *ring
     return (unsigned char *)w;
 }
 
-void sample_generate(GPT *m, Comm *ring, const Tokenizer *tok, const unsigned char *prompt, size_t len, const SampleOptions *o,
+void sample_generate(GPT *m, Comm *ring, const Tokenizer *tok, const uint32_t *ids, size_t n_ids, const SampleOptions *o,
                      SampleEmit emit, void *ctx, SampleResult *r) {
-    uint32_t *ids;
-    r->prompt_tokens = model_prompt_ids(tok, prompt, len, &ids);
+    r->prompt_tokens = n_ids;
     Decoder s;
     decoder_init(&s, m, ring, o->tokens);
     Rng rng;
@@ -97,5 +95,4 @@ void sample_generate(GPT *m, Comm *ring, const Tokenizer *tok, const unsigned ch
     }
     r->prefill_s = t1 - t0, r->decode_s = now_seconds() - t1;
     decoder_free(&s);
-    free(ids);
 }

@@ -34,7 +34,8 @@ int sample_pick(const float *logits, int V, float temperature, int top_k, Rng *r
 // The prompt's bytes, the same on every rank of ring: text, or the file at `file` (`-`: stdin) read by the ring's
 // rank 0 (mpiexec gives stdin to rank 0 only). Returns them malloc'd (NUL-terminated), *len their count.
 unsigned char *sample_read_prompt(const char *text, const char *file, Comm *ring, size_t *len);
-// Encodes prompt (len bytes) with tok after the document-start token (model_prompt_ids), prefills it through m over
-// ring (NULL or one rank: local) and draws up to o->tokens tokens with a KV cache sharded over the ring.
-void sample_generate(GPT *m, Comm *ring, const Tokenizer *tok, const unsigned char *prompt, size_t len, const SampleOptions *o,
+// Prefills ids (n_ids of them, each below the vocab: the start token and the prompt's, see model_prompt_ids) through
+// m over ring (NULL or one rank: local) and draws up to o->tokens tokens with a KV cache sharded over the ring;
+// tok gives the end-of-document token (o->stop_at_eos).
+void sample_generate(GPT *m, Comm *ring, const Tokenizer *tok, const uint32_t *ids, size_t n_ids, const SampleOptions *o,
                      SampleEmit emit, void *ctx, SampleResult *r);

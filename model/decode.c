@@ -93,7 +93,7 @@ static void prefill_cache(Decoder *s, const int32_t *tokens, int n) {
     s->batch = batch_alloc(1, T / W);
     batch_put_sample(&s->batch, 0, sample, T, W, r);
     free(sample);
-    gpt_prefill(s->m, &s->batch);
+    gpt_prefill(s->m, &s->batch, n + 1);   // HF's prefill runs the whole prompt: the last token's too
     int starts[2] = {W == 1 ? 0 : r * chunk, (2 * W - 1 - r) * chunk}, lens[2] = {W == 1 ? n : chunk, W == 1 ? 0 : chunk};
     for (int i = 0; i < 2; i++) {
         int valid = n - starts[i];
@@ -176,7 +176,7 @@ static const float *feed(Decoder *s, int token) {
     int32_t pos = s->len, tok = token;
     s->attn.owner = (pos - s->prefilled) % s->size == s->rank;   // round-robin: the shards stay balanced
     if (s->attn.owner && s->n_dec >= s->cap) fail("internal: KV cache full (%d decoded tokens on this rank)", s->cap);
-    Rows row = {.B = 1, .T = 1, .pos = &pos};
+    Rows row = {.B = 1, .T = 1, .pos = &pos, .rope_len = pos + 1};   // HF's step: max position + 1
     gpt_embed(m, s->row.x, &tok, 1);
     for (int l = 0; l < c->n_layer; l++) gpt_layer_forward(m, l, &s->row, s->h, row, &s->attn.step, s->row.x);
     s->n_dec += s->attn.owner;

@@ -158,12 +158,21 @@ static void qkv_forward(GPT *m, int l, LayerActs *L, Rows r) {
     const Backend *be = m->be;
     const LayerTensors *w = &m->w.layers[l];
     const ActStore lo = m->act_store;
-    int N = r.B * r.T, C = c->dim, KV = cfg_kv_dim(c), hd = cfg_head_dim(c);
+    int N = r.B * r.T, C = c->dim, KV = cfg_kv_dim(c);
     be->rmsnorm_forward(L->xn1, L->rstd1, L->x, NULL, w->attn_norm, N, C, c->norm_eps, lo);
     be->matmul_forward(L->q, L->xn1, w->wq, N, C, C, lo, lo);
     be->matmul_forward(L->k, L->xn1, w->wk, N, C, KV, lo, lo);
     be->matmul_forward(L->v, L->xn1, w->wv, N, C, KV, lo, lo);
-    be->rope(L->q, L->k, r.pos, N, c->n_head, c->n_kv_head, hd, c->rope_theta, 0, lo);
+    gpt_rope(m, L->q, L->k, r.pos, N, r.rope_len, 0, lo);
+}
+
+void gpt_rope(GPT *m, real *q, real *k, const int32_t *pos, int N, int rope_len, int inverse, ActStore s) {
+    const ModelConfig *c = &m->cfg;
+    int hd = cfg_head_dim(c);
+    double *inv_freq = xmalloc((size_t)(hd / 2) * sizeof(double), "rope frequencies"), scale;   // (hd/2)
+    rope_frequencies(c, rope_len, inv_freq, &scale);
+    m->be->rope(q, k, pos, N, c->n_head, c->n_kv_head, hd, inv_freq, scale, inverse, s);
+    free(inv_freq);
 }
 
 // Output projection, residual and the MLP norm: xm = x + att @ woᵀ, then rstd2, xn2 = RMSNorm(xm) (the add
@@ -208,31 +217,37 @@ void gpt_final_norm(GPT *m, real *xn, real *rstd, real *x, int N) {
     m->be->rmsnorm_forward(xn, rstd, x, NULL, m->w.norm, N, m->cfg.dim, m->cfg.norm_eps, m->act_store);
 }
 
-static Rows batch_rows(const Batch *b) { return (Rows){.B = b->B, .T = b->T, .pos = b->pos}; }
+// A batch's rows: whole sequences of T·sp tokens (the ring's sp ranks hold T each), the length RoPE scaling sees.
+static Rows batch_rows(const GPT *m, const Batch *b) {
+    int sp = m->ring ? ring_size(m->ring) : 1;
+    return (Rows){.B = b->B, .T = b->T, .pos = b->pos, .rope_len = b->T * sp};
+}
 
 // Embeds the batch and runs its first n_full blocks whole; layer n_full's input is then in
 // act.layers[n_full].x (act.x_final when n_full is the last layer's count).
-static void blocks_forward(GPT *m, const Batch *b, int n_full) {
+static void blocks_forward(GPT *m, const Batch *b, int n_full, Rows r) {
     const ModelConfig *c = &m->cfg;
     acts_ensure(m, b->B, b->T);
     if (m->doc_mask) docs_prepare(m, b);
     Activations *a = &m->act;
     gpt_embed(m, a->layers[0].x, b->tokens, b->B * b->T);
     for (int l = 0; l < n_full; l++)
-        gpt_layer_forward(m, l, &a->layers[l], a->h, batch_rows(b), &WHOLE_SEQUENCE,
+        gpt_layer_forward(m, l, &a->layers[l], a->h, r, &WHOLE_SEQUENCE,
                           l + 1 < c->n_layer ? a->layers[l + 1].x : a->x_final);
 }
 
 // Runs the blocks and the final norm; leaves xn_f (N, C) ready for the LM head.
 static void trunk_forward(GPT *m, const Batch *b) {
-    blocks_forward(m, b, m->cfg.n_layer);
+    blocks_forward(m, b, m->cfg.n_layer, batch_rows(m, b));
     gpt_final_norm(m, m->act.xn_f, m->act.rstd_f, m->act.x_final, b->B * b->T);
 }
 
-void gpt_prefill(GPT *m, const Batch *b) {
+void gpt_prefill(GPT *m, const Batch *b, int rope_len) {
     int last = m->cfg.n_layer - 1;
-    blocks_forward(m, b, last);
-    qkv_forward(m, last, &m->act.layers[last], batch_rows(b));
+    Rows r = batch_rows(m, b);
+    r.rope_len = rope_len;
+    blocks_forward(m, b, last, r);
+    qkv_forward(m, last, &m->act.layers[last], r);
 }
 
 double gpt_forward(GPT *m, const Batch *b, double grad_scale, bool want_grad, real *losses) {
@@ -251,13 +266,13 @@ static void layer_backward(GPT *m, int l, const Batch *b) {
     LayerTensors *g = &m->g.layers[l];
     LayerActs *L = &m->act.layers[l];
     Activations *a = &m->act;
-    int N = b->B * b->T, C = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim, hd = cfg_head_dim(c);
+    int N = b->B * b->T, C = c->dim, KV = cfg_kv_dim(c), F = c->ffn_dim;
     const ActStore lo = a->store, f32 = ACT_F32;
     // Recompute what the forward did not keep, with the forward's own ops and inputs, so the
     // gradients are bit-identical to none's. Attention is never run again: O and LSE are kept.
-    if (a->mode == RECOMPUTE_FULL) attn_out_forward(m, l, L, batch_rows(b));       // xm, rstd2, xn2
+    if (a->mode == RECOMPUTE_FULL) attn_out_forward(m, l, L, batch_rows(m, b));       // xm, rstd2, xn2
     if (a->mode != RECOMPUTE_NONE)
-        mlp_in_forward(m, l, L, batch_rows(b), a->mode == RECOMPUTE_MLP);        // (rstd2, xn2,) gate, up
+        mlp_in_forward(m, l, L, batch_rows(m, b), a->mode == RECOMPUTE_MLP);        // (rstd2, xn2,) gate, up
     // MLP branch: out = xm + h @ w_downᵀ, h = swiglu(xn2 @ w_gateᵀ, xn2 @ w_upᵀ)
     be->swiglu_forward(a->h, L->gate, L->up, N, F, lo);                   // recompute h (N, F)
     be->matmul_backward(NULL, g->w_down, a->res, a->h, w->w_down, N, F, C, 0, lo, f32, lo);
@@ -268,9 +283,9 @@ static void layer_backward(GPT *m, int l, const Batch *b) {
     be->rmsnorm_backward(a->res, g->mlp_norm, a->d_c, L->xm, w->mlp_norm, L->rstd2, N, C);   // res = dL/dxm
     // attention branch: xm = x + att @ woᵀ
     be->matmul_backward(a->d_c, g->wo, a->res, L->att, w->wo, N, C, C, 0, f32, f32, f32);  // d_c = d(att)
-    if (a->mode == RECOMPUTE_FULL) qkv_forward(m, l, L, batch_rows(b));    // rstd1, xn1, q, k, v from x
+    if (a->mode == RECOMPUTE_FULL) qkv_forward(m, l, L, batch_rows(m, b));    // rstd1, xn1, q, k, v from x
     attention_backward(m, L, a->d_c, b->B, b->T);                          // d_q, d_k, d_v
-    be->rope(a->d_q, a->d_k, b->pos, N, c->n_head, c->n_kv_head, hd, c->rope_theta, 1, f32);
+    gpt_rope(m, a->d_q, a->d_k, b->pos, N, batch_rows(m, b).rope_len, 1, f32);
     be->matmul_backward(a->d_c, g->wq, a->d_q, L->xn1, w->wq, N, C, C, 0, f32, f32, lo);
     be->matmul_backward(a->d_c, g->wk, a->d_k, L->xn1, w->wk, N, C, KV, 1, f32, f32, lo);
     be->matmul_backward(a->d_c, g->wv, a->d_v, L->xn1, w->wv, N, C, KV, 1, f32, f32, lo);

@@ -41,7 +41,8 @@ double gpt_forward(GPT *m, const Batch *b, double grad_scale, bool want_grad, re
 // the batch's rows, and no more: the blocks below the last run whole, the last one only to its Q/K/V. The
 // rows' own outputs are never needed (decoding feeds the prompt's last token as its first step), so the
 // last layer's attention, out-projection and MLP (a 1/n_layer share of a long prompt's cost) are skipped.
-void gpt_prefill(GPT *m, const Batch *b);
+// rope_len: the prompt's length (RoPE scaling "dynamic" reads it; the ring pads the batch beyond it).
+void gpt_prefill(GPT *m, const Batch *b, int rope_len);
 // Backward of the last gpt_forward(want_grad) on the same batch: accumulates into m->grads.
 void gpt_backward(GPT *m, const Batch *b);
 // Allocates the activations of B sequences of T tokens now, as the first forward would (for the recompute
@@ -56,6 +57,7 @@ void gpt_logits(GPT *m, const Batch *b, float *out);
 typedef struct {
     int B, T;
     const int32_t *pos;   // (N) global positions (RoPE)
+    int rope_len;         // the sequence length RoPE scaling sees (HF: max position + 1; only "dynamic" reads it)
 } Rows;
 
 // How a layer attends: reads L->q, L->k, L->v (after RoPE) and writes L->att and L->lse (N rows).
@@ -69,6 +71,9 @@ typedef struct AttnStep {
 // x -> RMSNorm -> Q, K, V -> RoPE -> attn -> out-proj -> +x = xm -> RMSNorm -> SwiGLU(gate, up) -> down -> +xm.
 // h (N, F) is scratch. out may be L->x (decoding updates its one row in place).
 void gpt_layer_forward(GPT *m, int l, LayerActs *L, real *h, Rows r, AttnStep *attn, real *out);
+// Rotates q (N, H, hd) and k (N, Hkv, hd) [act s] by RoPE at positions pos (N) for sequences of rope_len tokens
+// (the model's scaling, model/config.h rope_frequencies); inverse: the backward's transpose.
+void gpt_rope(GPT *m, real *q, real *k, const int32_t *pos, int N, int rope_len, int inverse, ActStore s);
 // x (N, C) = the token embeddings of tokens (N).
 void gpt_embed(GPT *m, real *x, const int32_t *tokens, int N);
 // xn (N, C), rstd (N) = the final RMSNorm of x, the LM head's input.

@@ -95,23 +95,20 @@ static inline void rotate_pair(real *x, int n, int nh, int hd, int i, real c, re
 }
 
 // Angles in double: at a million positions a float angle would be off by ~0.1 rad.
-static void rope(real *q, real *k, const int32_t *pos, int N, int Hq, int Hk, int hd, float theta, int inverse,
-                 ActStore st) {
+static void rope(real *q, real *k, const int32_t *pos, int N, int Hq, int Hk, int hd, const double *inv_freq,
+                 double scale, int inverse, ActStore st) {
     f32_only(st, "rope");
     int half = hd / 2;
-    double *inv_freq = xmalloc(half * sizeof(double), "rope frequencies");
-    for (int i = 0; i < half; i++) inv_freq[i] = pow((double)theta, -2.0 * i / hd);
     double sign = inverse ? -1.0 : 1.0;
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         for (int i = 0; i < half; i++) {
             double a = pos[n] * inv_freq[i];
-            real c = (real)cos(a), s = (real)(sign * sin(a));
+            real c = (real)(scale * cos(a)), s = (real)(sign * scale * sin(a));
             rotate_pair(q, n, Hq, hd, i, c, s);
             rotate_pair(k, n, Hk, hd, i, c, s);
         }
     }
-    free(inv_freq);
 }
 
 static void swiglu_forward(real *h, const real *gate, const real *up, int N, int F, ActStore st) {

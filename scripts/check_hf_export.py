@@ -5,7 +5,8 @@
                                                      the tolerance follows the weights' dtype (F32 1e-4, BF16 1e-2)
   check_hf_export.py --parse FILE.safetensors ...     check files against the safetensors format
 
-The numpy forward follows Hugging Face's LlamaForCausalLM (rotate-half RoPE, GQA, SwiGLU, RMSNorm) in float64.
+The numpy forward follows Hugging Face's LlamaForCausalLM (rotate-half RoPE with rope_scaling linear, dynamic, yarn or
+llama3, GQA, SwiGLU, RMSNorm) in float64.
 Where `transformers` and `torch` are installed it also compares with LlamaForCausalLM itself."""
 import json
 import os
@@ -72,13 +73,63 @@ def rms_norm(x, w, eps):
     return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
 
 
-def rope_hf(x, theta):
-    # x (T, heads, hd): HF rotate_half convention, pairs (i, i + hd/2)
+def rope_parameters(cfg, seq_len):
+    """(inv_freq (hd/2), attention_factor) of the config's RoPE for a sequence of seq_len tokens, in float64: a
+    transcription of transformers' modeling_rope_utils (default, linear, dynamic, yarn, llama3). The scaling is
+    config.json's rope_scaling (transformers v4: rope_type or the older type) or rope_parameters (v5)."""
+    H = cfg["num_attention_heads"]
+    hd = cfg.get("head_dim") or cfg["hidden_size"] // H
+    rs = cfg.get("rope_scaling") or cfg.get("rope_parameters") or {}
+    theta = cfg.get("rope_theta", rs.get("rope_theta", 10000.0))
+    kind = rs.get("rope_type", rs.get("type", "default"))
+    max_pos = cfg.get("max_position_embeddings", 2048)
+    orig = rs.get("original_max_position_embeddings") or max_pos
+    base = theta
+    if kind == "dynamic":   # the base grows with the sequence beyond max_position_embeddings
+        n = max(seq_len, max_pos)
+        base = theta * (rs["factor"] * n / max_pos - (rs["factor"] - 1)) ** (hd / (hd - 2))
+    inv = 1.0 / base ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
+    attention = 1.0
+    if kind == "linear":
+        inv = inv / rs["factor"]
+    elif kind == "llama3":
+        f, lo, hi = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+        wavelen = 2 * np.pi / inv
+        smooth = (orig / wavelen - lo) / (hi - lo)
+        scaled = np.where(wavelen > orig / lo, inv / f, inv)
+        medium = (wavelen >= orig / hi) & (wavelen <= orig / lo)
+        inv = np.where(medium, (1 - smooth) * inv / f + smooth * inv, scaled)
+    elif kind == "yarn":
+        f = rs.get("factor") or max_pos / orig
+        def mscale(scale, m=1.0):
+            return 1.0 if scale <= 1 else 0.1 * m * np.log(scale) + 1.0
+        if rs.get("attention_factor") is not None:
+            attention = rs["attention_factor"]
+        elif rs.get("mscale") and rs.get("mscale_all_dim"):
+            attention = mscale(f, rs["mscale"]) / mscale(f, rs["mscale_all_dim"])
+        else:
+            attention = mscale(f)
+        def dim_of(rotations):   # the pair dimension that turns `rotations` times over the original context
+            return hd * np.log(orig / (rotations * 2 * np.pi)) / (2 * np.log(base))
+        lo, hi = dim_of(rs.get("beta_fast") or 32), dim_of(rs.get("beta_slow") or 1)
+        if rs.get("truncate", True):
+            lo, hi = np.floor(lo), np.ceil(hi)
+        lo, hi = max(lo, 0), min(hi, hd - 1)
+        if lo == hi:
+            hi += 0.001
+        ramp = np.clip((np.arange(hd // 2, dtype=np.float64) - lo) / (hi - lo), 0, 1)
+        inv = inv / f * ramp + inv * (1 - ramp)
+    elif kind not in ("default", "dynamic"):
+        raise ValueError(f"rope type {kind} is not transcribed here")
+    return inv, attention
+
+
+def rope_hf(x, inv, attention):
+    # x (T, heads, hd): HF rotate_half convention, pairs (i, i + hd/2); cos and sin times the attention factor
     T, _, hd = x.shape
-    inv = theta ** (-np.arange(0, hd, 2, dtype=np.float64) / hd)
     ang = np.arange(T)[:, None] * inv[None, :]
-    cos = np.concatenate([np.cos(ang)] * 2, -1)[:, None, :]
-    sin = np.concatenate([np.sin(ang)] * 2, -1)[:, None, :]
+    cos = np.concatenate([np.cos(ang)] * 2, -1)[:, None, :] * attention
+    sin = np.concatenate([np.sin(ang)] * 2, -1)[:, None, :] * attention
     rot = np.concatenate([-x[..., hd // 2:], x[..., :hd // 2]], -1)
     return x * cos + rot * sin
 
@@ -88,21 +139,25 @@ def llama_forward(cfg, w, tokens):
     C, H = cfg["hidden_size"], cfg["num_attention_heads"]
     Hkv = cfg.get("num_key_value_heads", H)
     hd = cfg.get("head_dim", C // H)
-    eps, theta = cfg.get("rms_norm_eps", 1e-6), cfg.get("rope_theta", 10000.0)
+    eps = cfg.get("rms_norm_eps", 1e-6)
     T = len(tokens)
+    inv, attention = rope_parameters(cfg, T)   # HF's seq_len: max position + 1
     x = w["model.embed_tokens.weight"][tokens]
     mask = np.triu(np.full((T, T), -np.inf), 1)
     for l in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{l}."
         h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
-        q = rope_hf((h @ w[p + "self_attn.q_proj.weight"].T).reshape(T, H, hd), theta)
-        k = rope_hf((h @ w[p + "self_attn.k_proj.weight"].T).reshape(T, Hkv, hd), theta)
+        q = rope_hf((h @ w[p + "self_attn.q_proj.weight"].T).reshape(T, H, hd), inv, attention)
+        k = rope_hf((h @ w[p + "self_attn.k_proj.weight"].T).reshape(T, Hkv, hd), inv, attention)
         v = (h @ w[p + "self_attn.v_proj.weight"].T).reshape(T, Hkv, hd)
-        k, v = np.repeat(k, H // Hkv, 1), np.repeat(v, H // Hkv, 1)
-        s = np.einsum("thd,shd->hts", q, k) / np.sqrt(hd) + mask
-        s = np.exp(s - s.max(-1, keepdims=True))
-        s /= s.sum(-1, keepdims=True)
-        att = np.einsum("hts,shd->thd", s, v).reshape(T, H * hd)
+        att = np.empty((T, H, hd))
+        for head in range(H):   # one head at a time: (T, T) scores, not (H, T, T), at long T
+            kv = head // (H // Hkv)
+            s = q[:, head] @ k[:, kv].T / np.sqrt(hd) + mask
+            s = np.exp(s - s.max(-1, keepdims=True))
+            s /= s.sum(-1, keepdims=True)
+            att[:, head] = s @ v[:, kv]
+        att = att.reshape(T, H * hd)
         x = x + att @ w[p + "self_attn.o_proj.weight"].T
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
         g, u = h @ w[p + "mlp.gate_proj.weight"].T, h @ w[p + "mlp.up_proj.weight"].T
@@ -116,7 +171,8 @@ def rel_err(a, b):
     return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))
 
 
-def compare_transformers(hf_dir, tokens, ref, tol):
+def compare_transformers(hf_dir, tokens, ref, tol, exact=None):
+    """LlamaForCausalLM's logits (float32) vs ringgpt's ref; exact: the numpy float64 forward's, to show HF's own error."""
     try:
         import torch
         from transformers import LlamaForCausalLM
@@ -127,7 +183,10 @@ def compare_transformers(hf_dir, tokens, ref, tol):
     with torch.no_grad():
         out = model(torch.tensor(tokens, dtype=torch.long)).logits.double().numpy()
     err = rel_err(out, ref)
-    print(f"LlamaForCausalLM vs ringgpt: relative error {err:.2e} (tolerance {tol:g})")
+    rope = getattr(model.config, "rope_parameters", None) or getattr(model.config, "rope_scaling", None)
+    print(f"LlamaForCausalLM (RoPE {rope}) vs ringgpt: relative error {err:.2e} (tolerance {tol:g})")
+    if exact is not None:   # at long positions HF's float32 angles are the larger error: this says which side has it
+        print(f"LlamaForCausalLM vs the numpy float64 forward: relative error {rel_err(out, exact):.2e}")
     return err < tol
 
 
@@ -186,13 +245,14 @@ def main(argv):
     tol = a.tol if a.tol is not None else TOLERANCE[dtype]
     tokens = np.load(os.path.join(a.dump_dir, "tokens.npy"))
     ref = np.load(os.path.join(a.dump_dir, "logits.npy")).astype(np.float64)
-    worst = 0.0
+    worst, exact = 0.0, []
     for b in range(tokens.shape[0]):
-        worst = max(worst, rel_err(llama_forward(cfg, w, tokens[b]), ref[b]))
+        exact.append(llama_forward(cfg, w, tokens[b]))
+        worst = max(worst, rel_err(exact[-1], ref[b]))
     ok = worst < tol
     print(f"numpy Llama forward vs ringgpt eval --dump-logits: relative error {worst:.2e} over {tokens.shape} tokens "
           f"({dtype} weights, tolerance {tol:g}) {'ok' if ok else 'FAIL'}")
-    ok = compare_transformers(a.hf_dir, tokens, ref, tol) and ok
+    ok = compare_transformers(a.hf_dir, tokens, ref, tol, np.stack(exact)) and ok
     return 0 if ok else 1
 
 

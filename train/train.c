@@ -36,11 +36,24 @@ static ActStore train_act_store(const TrainConfig *t) {
     return t->activations && !strcmp(t->activations, "bf16") ? ACT_BF16 : ACT_F32;
 }
 
+// A step reads its --grad-accum micro-batches at once (tokens, targets, positions, documents: 16 bytes a token): a
+// count that cannot fit in this machine's memory is a usage error, not an out-of-memory failure after the start.
+static void check_micro_batches(const TrainConfig *t) {
+    if (t->batch < 1 || t->seq_len < 1 || t->sp < 1) return;   // refused by the checks after this one
+    double bytes = (double)t->grad_accum * ((double)sizeof(Batch) + 16.0 * t->batch * ((double)t->seq_len / t->sp));
+    double avail = mem_host_available_bytes();
+    if (avail > 0 && bytes > avail)
+        fail_usage("--grad-accum %d holds %.0f MiB of micro-batches at once (--batch %d x %d tokens each), more than this "
+                   "machine's %.0f MiB available: use fewer micro-steps per step, or more ranks for a larger batch",
+                   t->grad_accum, bytes / 1048576, t->batch, t->seq_len / t->sp, avail / 1048576);
+}
+
 void train_check_config(const TrainConfig *t) {
     if (!t->data) fail_usage("--data is required: a text file or a dataset directory (see `ringgpt train --help`)");
     if (t->seq_len < 1) fail_usage("--seq-len must be at least 1 (got %d)", t->seq_len);
     if (t->batch < 1) fail_usage("--batch must be at least 1 (got %d)", t->batch);
     if (t->grad_accum < 1) fail_usage("--grad-accum must be at least 1 (got %d)", t->grad_accum);
+    check_micro_batches(t);
     if (t->steps < 1) fail_usage("--steps must be at least 1 (got %d)", t->steps);
     if (t->warmup < 0) fail_usage("--warmup must not be negative (got %d)", t->warmup);
     args_check_threads(t->threads);
@@ -421,12 +434,17 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     r->flops_per_token = metrics_flops_per_token(&t->model_cfg, t->seq_len);
     log_info("ringgpt train: %s model, %.2fM parameters, %d layer%s, dim %d, %d/%d heads, T=%d, B=%d x %d accum, "
              "%d thread%s, %dx%d ranks (dp x sp), %" PRIu64 " samples/epoch\n",
-             t->model, config_num_params(&t->model_cfg) / 1e6, t->model_cfg.n_layer, plural(t->model_cfg.n_layer),
+             r->ckpt.base.meta.name[0] ? r->ckpt.base.meta.name : t->model, config_num_params(&t->model_cfg) / 1e6, t->model_cfg.n_layer, plural(t->model_cfg.n_layer),
              t->model_cfg.dim, t->model_cfg.n_head, t->model_cfg.n_kv_head, t->seq_len, t->batch, t->grad_accum, t->threads,
              plural(t->threads), t->dp, t->sp, data_num_samples(r->train));
     if (t->rope_theta_ramp > 0)
         log_info("RoPE base: %g at step 0, rising geometrically to %g at step %d (--rope-theta-ramp)\n", t->rope_theta_from,
                  t->model_cfg.rope_theta, t->rope_theta_ramp);
+    if (t->model_cfg.rope_scaling.type != ROPE_DEFAULT) {
+        char scaling[256];
+        rope_scaling_format(&t->model_cfg.rope_scaling, scaling, sizeof scaling);
+        log_info("RoPE scaling: %s (--rope-scaling)\n", scaling);
+    }
 }
 
 static void run_close(Run *r) {
@@ -439,6 +457,7 @@ static void run_close(Run *r) {
                                     "block)\n", rs.blocks_skipped, plural(rs.blocks_skipped));
     }
     metrics_close(&r->log);
+    ckpt_train_end(&r->ckpt);
     rank_times_close(&r->rank_times);
     batch_free(&r->batch);
     for (int i = 0; i < r->t.grad_accum; i++) batch_free(&r->micro[i]);

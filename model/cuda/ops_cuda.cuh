@@ -80,8 +80,8 @@ void cuda_rmsnorm_backward(real *dx, real *dw, const real *dy, const real *x, co
 void cuda_matmul_forward(real *out, const real *in, const real *w, int N, int In, int Out, ActStore outs, ActStore ins);
 void cuda_matmul_backward(real *din, real *dw, const real *dout, const real *in, const real *w, int N, int In, int Out,
                           int accumulate_din, ActStore dins, ActStore douts, ActStore ins);
-void cuda_rope(real *q, real *k, const int32_t *pos, int N, int Hq, int Hk, int hd, float theta, int inverse,
-               ActStore s);
+void cuda_rope(real *q, real *k, const int32_t *pos, int N, int Hq, int Hk, int hd, const double *inv_freq, double scale,
+               int inverse, ActStore s);
 void cuda_swiglu_forward(real *h, const real *gate, const real *up, int N, int F, ActStore s);
 void cuda_swiglu_backward(real *dgate, real *dup, const real *dh, const real *gate, const real *up, int N, int F,
                           ActStore s);

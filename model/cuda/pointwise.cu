@@ -79,19 +79,19 @@ void cuda_embedding_backward(real *dtable, const real *dout, const int32_t *toke
 // RoPE: q and k in one launch (they share every angle).
 
 // One thread per (token n, pair i): the angle in double (at a million positions a float angle is off by
-// ~0.1 rad), in half-turns: pos · freq_pi[i] with freq_pi[i] = theta^(-2i/hd) / π computed on the host, so that
+// ~0.1 rad), in half-turns: pos · freq_pi[i] with freq_pi[i] = inv_freq[i] / π computed on the host, so that
 // sincospi reduces it exactly (sincos would reduce a million radians through its slow path, which keeps a
-// stack frame); then the same rotation for every head of q (N, Hq, hd) and k (N, Hk, hd).
+// stack frame); then the same rotation (cos and sin times scale) for every head of q (N, Hq, hd) and k (N, Hk, hd).
 template <typename T>
 __global__ void rope_kernel(T *q, T *k, const int32_t *pos, const double *freq_pi, int N, int Hq, int Hk, int hd,
-                            double sign) {
+                            double sign, double scale) {
     int half = hd / 2;
     size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (idx >= (size_t)N * half) return;
     int n = (int)(idx / half), i = (int)(idx % half);
     double s, c;
     sincospi(pos[n] * freq_pi[i], &s, &c);
-    float cf = (float)c, sf = (float)(sign * s);
+    float cf = (float)(scale * c), sf = (float)(sign * scale * s);
     for (int h = 0; h < Hq + Hk; h++) {
         T *p = h < Hq ? q + ((size_t)n * Hq + h) * hd + 2 * i : k + ((size_t)n * Hk + h - Hq) * hd + 2 * i;
         float x0 = ldf(p), x1 = ldf(p + 1);
@@ -100,31 +100,35 @@ __global__ void rope_kernel(T *q, T *k, const int32_t *pos, const double *freq_p
     }
 }
 
-// The device table of theta^(-2i/hd) / π for (theta, hd), rebuilt when either changes.
-static const double *rope_freqs(float theta, int hd) {
-    static float last_theta;
-    static int last_hd;
+// The device table of inv_freq[i] / π (hd/2), uploaded when the host table changes (a theta ramp's step, a
+// dynamic scaling's length); the last upload's copy is kept to compare.
+static const double *rope_freqs(const double *inv_freq, int hd) {
+    static double *last;
+    static int last_half;
     int half = hd / 2;
     double *d = (double *)cb_scratch(SCR_ROPE_FREQ, (size_t)half * sizeof(double));
-    if (theta == last_theta && hd == last_hd) return d;
     double *h = (double *)xmalloc((size_t)half * sizeof(double), "rope frequencies");
-    for (int i = 0; i < half; i++) h[i] = pow((double)theta, -2.0 * i / hd) / M_PI;   // model/ops_cpu.c's, in half-turns
+    for (int i = 0; i < half; i++) h[i] = inv_freq[i] / M_PI;   // model/ops_cpu.c's angle, in half-turns
+    if (last && half == last_half && memcmp(h, last, (size_t)half * sizeof(double)) == 0) {
+        free(h);
+        return d;
+    }
     cb_to_device(d, h, (size_t)half * sizeof(double));
-    free(h);
-    last_theta = theta, last_hd = hd;
+    free(last);
+    last = h, last_half = half;
     return d;
 }
 
-void cuda_rope(real *q, real *k, const int32_t *pos, int N, int Hq, int Hk, int hd, float theta, int inverse,
-               ActStore s) {
+void cuda_rope(real *q, real *k, const int32_t *pos, int N, int Hq, int Hk, int hd, const double *inv_freq, double scale,
+               int inverse, ActStore s) {
     if (N <= 0) return;
     size_t n = (size_t)N * (hd / 2);
-    const double *freqs = rope_freqs(theta, hd);
+    const double *freqs = rope_freqs(inv_freq, hd);
     const int32_t *dpos = cb_dev_ints(pos, N);
     by_store(s, [&](auto tag) {
         using T = decltype(tag);
         rope_kernel<T><<<cb_blocks(n, 256), 256, 0, CB.stream>>>((T *)q, (T *)k, dpos, freqs, N, Hq, Hk, hd,
-                                                                inverse ? -1.0 : 1.0);
+                                                                inverse ? -1.0 : 1.0, scale);
     });
     CUDA_CHECK_LAUNCH("rope");
 }

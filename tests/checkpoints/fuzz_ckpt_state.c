@@ -16,7 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (rc == 0) {   // what it read prints back and reads again the same
         char *again = ckpt_state_json(&s);
         CkptState t;
-        if (!again || ckpt_state_parse(again, "state.json", &t, &e) != 0 || t.step != s.step || t.model.dim != s.model.dim)
+        if (!again || ckpt_state_parse(again, "state.json", &t, &e) != 0 || t.step != s.step || t.model.dim != s.model.dim ||
+            t.meta.max_pos != s.meta.max_pos || strcmp(t.meta.name, s.meta.name) != 0)
             abort();
         free(again);
     }

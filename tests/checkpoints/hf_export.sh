@@ -14,6 +14,8 @@ for tie in untied tied; do
   "$BIN" export "$W/run_$tie" --to hf "$W/hf_$tie" > /dev/null
   "$BIN" eval "$W/run_$tie" --data "$W/text.txt" --batch 2 --batches 1 --threads 1 --dump-logits "$W/dump_$tie" > /dev/null
   check "$tie (GQA 4/2 heads): numpy Llama forward on the export = ringgpt logits" "$PYNP" "$CHECK_PY" "$W/hf_$tie" "$W/dump_$tie"
+  check "$tie: floats as the shortest text that reads back the same (rms_norm_eps 1e-05, rope_theta 10000)" \
+    grep -qzE '"rms_norm_eps":.1e-05,.*"rope_theta":.10000,' "$W/hf_$tie/config.json"
   check "$tie: HF config ties embeddings as the model does" grep -q "\"tie_word_embeddings\":.$([[ $tie == tied ]] && echo true || echo false)" "$W/hf_$tie/config.json"
 done
 check "safetensors written by ringgpt parse in Python (format pt, 8-aligned, contiguous)" "$PYNP" "$CHECK_PY" --parse \

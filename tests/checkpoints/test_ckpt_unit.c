@@ -166,6 +166,34 @@ static void test_save_verify(void) {
     gpt_free(&m);
 }
 
+// state.json's meta round trip; a state.json without it (an older checkpoint) reads with none. Floats for config.json
+// as numpy's float32 repr prints them (the shortest text that reads back the same float).
+static void test_meta_state(void) {
+    CkptState s = {.dp = 1, .sp = 1, .version = CKPT_VERSION, .model = {.n_layer = 1, .dim = 8, .n_head = 2, .n_kv_head = 2}};
+    snprintf(s.kind, sizeof s.kind, "weights");
+    snprintf(s.meta.name, sizeof s.meta.name, "HuggingFaceTB/SmolLM2-135M-Instruct");
+    s.meta.max_pos = 8192, s.meta.json = "{}", s.meta.json_len = 2;
+    char *text = ckpt_state_json(&s);
+    CkptState t;
+    CkErr e;
+    CHECK(ckpt_state_parse(text, "state.json", &t, &e) == 0 && strcmp(t.meta.name, s.meta.name) == 0 && t.meta.max_pos == 8192 &&
+          t.meta.has_file && !t.meta.json, "meta round trip: %s", e.msg);
+    char *meta = strstr(text, "\"meta\"");
+    char *end = meta ? strchr(meta, '}') : NULL;
+    CHECK(meta && end, "state.json has no meta object");
+    if (meta && end) memmove(meta, end + 2, strlen(end + 2) + 1);   // drop `"meta": {...},`
+    CHECK(ckpt_state_parse(text, "state.json", &t, &e) == 0 && !t.meta.name[0] && !t.meta.max_pos && !t.meta.has_file,
+          "a state.json without meta: %s", e.msg);
+    free(text);
+    const struct { float v; const char *text; } floats[] = {{1e-5f, "1e-05"}, {1e-6f, "1e-06"}, {10000.0f, "10000"}, {0.02f, "0.02"},
+                                                           {500000.0f, "500000"}, {3.14159274f, "3.1415927"}, {0.1f, "0.1"}};
+    for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++) {
+        char got[40];
+        hf_float_text(floats[i].v, got, sizeof got);
+        CHECK(strcmp(got, floats[i].text) == 0, "float %.9g printed %s, want %s", (double)floats[i].v, got, floats[i].text);
+    }
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/ringgpt_ckpt_unit_%d", (int)getpid());
     make_dirs(dir);
@@ -173,6 +201,7 @@ int main(void) {
     test_bad_files();
     test_conversions();
     test_save_verify();
+    test_meta_state();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

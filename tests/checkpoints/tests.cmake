@@ -1,4 +1,4 @@
-# tests/checkpoints/tests.cmake — checkpoints: safetensors and format units, bit-exact resume, layouts, crashes, corruption, HF export, fine-tune,
+# tests/checkpoints/tests.cmake — checkpoints: safetensors and format units, bit-exact resume, layouts, crashes, corruption, HF export, fine-tune, HF metadata,
 # run directories (one run each, the lock, resume semantics, a full disk).
 set(CKPT_T ${CMAKE_SOURCE_DIR}/tests/checkpoints)
 add_executable(test_ckpt_unit ${CKPT_T}/test_ckpt_unit.c)
@@ -6,10 +6,16 @@ target_link_libraries(test_ckpt_unit PRIVATE ringgpt_lib)
 add_test(NAME checkpoints_unit COMMAND test_ckpt_unit)
 set_tests_properties(checkpoints_unit PROPERTIES LABELS checkpoints ENVIRONMENT "OMP_NUM_THREADS=1" TIMEOUT 60)
 
-foreach(script resume_exact resume_layout crash corruption hf_export finetune run_dir)
+foreach(script resume_exact resume_layout crash corruption hf_export finetune run_dir hf_meta)
   add_test(NAME checkpoints_${script} COMMAND bash ${CKPT_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
   set_tests_properties(checkpoints_${script} PROPERTIES LABELS checkpoints TIMEOUT 180)
 endforeach()
+# HF rope_scaling (llama3 as Llama 3.2's, linear, dynamic, yarn) imported, evaluated beyond the original context = an
+# independent forward (and LlamaForCausalLM where installed), exported back; SKIP (77) without a python3 with numpy.
+add_test(NAME checkpoints_rope_scaling COMMAND bash ${CKPT_T}/rope_scaling.sh ${RINGGPT_BIN})
+set_tests_properties(checkpoints_rope_scaling PROPERTIES LABELS checkpoints TIMEOUT 300 SKIP_RETURN_CODE 77)
+# hf_meta needs HF `tokenizers` in python3 (scripts/deps.sh): SKIP 77 without it.
+set_tests_properties(checkpoints_hf_meta PROPERTIES SKIP_RETURN_CODE 77)
 # libFuzzer on each parser of checkpoints/ for a few seconds (label fuzz; SKIP 77 without clang's libFuzzer runtime):
 # MANIFEST.json beside a real checkpoint, state.json, safetensors files, HF config.json. bench/fuzz.sh: 10 M executions each.
 foreach(target manifest state safetensors hf_config)

@@ -67,11 +67,13 @@ expect_fail 2 "--seed must be a whole number" "$BIN" eval "$W/seed_full" --data 
 expect_fail 2 "--seed must be a whole number" "$BIN" sample "$W/seed_full" --seed -1
 expect_fail 2 "--seed must be a whole number" "$BIN" passkey "$W/seed_full" --seed -1 --lengths 32
 
-# --- --threads and --eval-batches are bounded -----------------------------------------------------------------------
+# --- --threads, --grad-accum and --eval-batches are bounded ----------------------------------------------------------
 expect_fail 2 "--threads must be at most 1024 (got 100000)" "$BIN" "${T[@]}" --threads 100000 --out "$W/t"
 expect_fail 2 "--threads must be at most 1024 (got 100000)" "$BIN" eval "$W/seed_full" --data "$W/text.txt" --threads 100000
 expect_fail 2 "--threads must be at most 1024 (got 100000)" "$BIN" sample "$W/seed_full" --threads 100000
 expect_fail 2 "--threads must be at most 1024 (got 100000)" "$BIN" passkey "$W/seed_full" --threads 100000 --lengths 32
+expect_fail 2 "--grad-accum 2147483647 holds" \
+  "$BIN" "${T[@]}" --grad-accum 2147483647 --out "$W/ga"
 "$BIN" "${T[@]}" --steps 2 --stop-loss 1 --stop-window 2147483647 --out "$W/sw" > "$W/sw.log" 2>&1
 check "--stop-window 2147483647 beyond --steps 2: the run ends normally (no window of 2^31 losses is kept) with a note" \
   bash -c "grep -q '^note: --stop-window 2147483647 is beyond --steps 2: the window never fills' '$W/sw.log' && grep -q '^done: 2 steps' '$W/sw.log'"

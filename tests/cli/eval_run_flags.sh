@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/cli/eval_run_flags.sh — eval takes --doc-mask and --loss-on from the training run (= its validation loss); the flags override.
+# tests/cli/eval_run_flags.sh — eval takes --doc-mask and --loss-on from the training run (= its validation loss); the flags override;
+# --split train of data without a val split reads all of it.
 set -euo pipefail
 bin=$1 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -26,6 +27,14 @@ rc=0 late_msg=$(late --loss-on masked) || rc=$?
 late_all=$(late --loss-on all | sed -nE 's/^eval: loss ([0-9.]+) .*/\1/p')
 echo "answers outside the windows: exit $rc, '$late_msg'; --loss-on all: $late_all"
 [[ $rc == 2 && $late_msg == *"select no target"*"--loss-on all"* && -n $late_all ]] || { echo "FAIL: eval where the loss weights select nothing must exit 2 naming --loss-on all"; exit 1; }
+# --split train of data without a val split reads all of it; a tail is held out only when --val-fraction asks (issue 71).
+"$bin" prepare --out "$work/noval" --val-fraction 0 --quiet "$work/late.jsonl" > /dev/null
+tokens() { "$bin" eval "$work/dm" --data "$work/noval" --seq-len 64 --batch 1 --batches all --loss-on all --threads 2 --split train "$@" |
+           sed -nE 's/^eval: .* over ([0-9]+) token.*/\1/p'; }
+t_default=$(tokens) t_none=$(tokens --val-fraction 0) t_held=$(tokens --val-fraction 0.1)
+echo "eval --split train without a val split: $t_default tokens; --val-fraction 0: $t_none; --val-fraction 0.1: $t_held"
+[[ -n $t_default && $t_default == "$t_none" && $t_held -lt $t_default ]] ||
+  { echo "FAIL: eval --split train of data without a val split must read all of it (as --val-fraction 0)"; exit 1; }
 echo "--doc-mask run: train val $val_dm, eval (default) $dm, --doc-mask $dm_explicit; every target: $dm_every, --doc-mask=false $dm_open"
 echo "--loss-on all run: train val $val_all, eval (default) $all, --loss-on all $all_explicit, --loss-on masked $all_masked"
 awk -v v="$val_dm" -v m="$dm" -v x="$dm_explicit" -v e="$dm_every" -v o="$dm_open" -v va="$val_all" -v a="$all" -v ax="$all_explicit" -v am="$all_masked" '

@@ -40,6 +40,11 @@ for sp in 2 3; do
   [[ $got == "$ref" ]] || fail "sample over sp $sp from stdin: '$got', one rank: '$ref'"
   ok "sample over sp $sp (file and stdin) = one rank: $ref"
 done
+# --prompt-ids: the same prompt as ids (EOS 256, the byte-level model's start token, then the bytes), on the ring too
+ids=256,$(od -An -v -tu1 "$W/prompt.txt" | tr -s ' \n' ',' | sed 's/^,//; s/,$//')
+got=$(mpirun_np 2 "$BIN" sample "$W/run" --prompt-ids "$ids" --tokens 40 --temperature 0 --sp 2 2>/dev/null)
+[[ $got == "$ref" ]] || fail "sample --prompt-ids over sp 2: '$got', --prompt-file: '$ref'"
+ok "sample --prompt-ids (the prompt's bytes after EOS) over sp 2 = --prompt-file on one rank"
 
 # passkey: the decoded answers (and keys) of every cell
 answers() { grep -E '"(keys|answers)"' "$1"; }

@@ -173,11 +173,11 @@ static void test_sample(GPT *m, const CommGrid *cg) {
     SampleOptions o = {.tokens = 12, .temperature = 0, .seed = 3, .stop_at_eos = false};
     int32_t a[16] = {0}, b[16] = {0};
     SampleResult r;
-    const unsigned char prompt[] = "abcabc";
-    sample_generate(m, cg->ring, &tok, prompt, 6, &o, collect, a, &r);
+    const uint32_t prompt[] = {TOK_EOS, 'a', 'b', 'c', 'a', 'b', 'c'};   // the document-start token, then "abcabc"
+    sample_generate(m, cg->ring, &tok, prompt, 7, &o, collect, a, &r);
     CHECK(r.made == 12 && a[0] == 12 && r.prompt_tokens == 7, "made %d, emitted %d, prompt %zu ids (want 12, 12, 7)", r.made, a[0],
           r.prompt_tokens);
-    sample_generate(m, cg->ring, &tok, prompt, 6, &o, collect, b, &r);
+    sample_generate(m, cg->ring, &tok, prompt, 7, &o, collect, b, &r);
     CHECK(memcmp(a, b, sizeof a) == 0, "greedy sampling twice: two continuations");
     tokenizer_free(&tok);
 }

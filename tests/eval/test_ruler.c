@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../check.h"
+#include "checkpoints/model_tokenizer.h"
 #include "data/tokenizer.h"
 #include "eval/ruler.h"
 #include "eval/ruler_run.h"
@@ -492,24 +493,27 @@ static void test_answer_through_a_model(void) {
           "byte tokens: %zu for %zu bytes (%s)", d.tokens, d.n, why);
     snprintf(d.items[0], RULER_ITEM_CHARS, "%s", "\x01never");   // an item no answer holds: all 12 tokens decoded
     RulerAnswer full;
-    ruler_answer(&m, NULL, &tok, &d, 12, &full);
+    ruler_answer(&m, NULL, &tok, tok.eos, &d, 12, &full);
     int32_t ref[16] = {0};   // (1 + 12) the count, then sample_generate's greedy tokens
     SampleOptions o = {.tokens = 12, .temperature = 0, .stop_at_eos = true};
     SampleResult r;
-    sample_generate(&m, NULL, &tok, (const unsigned char *)d.text, d.n, &o, collect_token, ref, &r);
+    uint32_t *ids;   // (d.n + 1) the start token (EOS, as ringgpt's byte-level models start) and the prompt's bytes
+    size_t n_ids = model_prompt_ids(&tok, tok.eos, (const unsigned char *)d.text, d.n, &ids);
+    sample_generate(&m, NULL, &tok, ids, n_ids, &o, collect_token, ref, &r);
+    free(ids);
     bool same = full.made == r.made && full.prompt_tokens == r.prompt_tokens && full.prompt_tokens == d.n + 1;
     for (int i = 0; i < r.made && same; i++) same = (unsigned char)full.text[i] == (ref[1 + i] ? ref[1 + i] : ' ');
     CHECK(same && full.made >= 3 && full.score == 0, "the answer (%d tokens, score %g) is not sample_generate's %d greedy tokens",
           full.made, full.score, r.made);
     snprintf(d.items[0], RULER_ITEM_CHARS, "%.2s", full.text);   // complete after 2 tokens
     RulerAnswer early;
-    ruler_answer(&m, NULL, &tok, &d, 12, &early);
+    ruler_answer(&m, NULL, &tok, tok.eos, &d, 12, &early);
     CHECK(early.made == 2 && early.score == 1 && strncmp(early.text, full.text, 2) == 0, "stopped after %d tokens, score %g",
           early.made, early.score);
     d.n_items = 2;   // one item found, one never: no early stop, half the score
     snprintf(d.items[1], RULER_ITEM_CHARS, "%s", "\x01never");
     RulerAnswer half;
-    ruler_answer(&m, NULL, &tok, &d, 12, &half);
+    ruler_answer(&m, NULL, &tok, tok.eos, &d, 12, &half);
     CHECK(half.made == full.made && half.score == 0.5, "one of two items: %d tokens, score %g", half.made, half.score);
     ruler_answer_free(&full), ruler_answer_free(&early), ruler_answer_free(&half);
     ruler_doc_free(&d);

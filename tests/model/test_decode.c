@@ -25,17 +25,12 @@ static const double TOL = 2e-4;
 #endif
 enum { T = 37, SEED = 11 };
 
-int main(int argc, char **argv) {
-    comm_init(&argc, &argv);
-    comm_set_timeout(120);
-    CommGrid grid = comm_grid(comm_size(comm_world()));
-    // GQA (6 query heads, 2 kv heads), head dim 16, two layers.
-    ModelConfig cfg = {.n_layer = 2, .dim = 96, .n_head = 6, .n_kv_head = 2, .ffn_dim = 128, .vocab_size = 64,
-                       .rope_theta = 10000, .norm_eps = 1e-5f};
-    int V = cfg.vocab_size;
+// Decodes T tokens of the model cfg after each prompt length and compares with the one-rank forward's logits.
+static void check_decoding(const ModelConfig *cfg, const char *what, CommGrid grid) {
+    int V = cfg->vocab_size;
     GPT ring_model, ref;
-    gpt_init(&ring_model, &cfg, &BACKEND_CPU, SEED);
-    gpt_init(&ref, &cfg, &BACKEND_CPU, SEED);
+    gpt_init(&ring_model, cfg, &BACKEND_CPU, SEED);
+    gpt_init(&ref, cfg, &BACKEND_CPU, SEED);
     // The reference: logits (T, V) of the full forward of one rank.
     Batch b = batch_alloc(1, T);
     Rng r;
@@ -54,8 +49,8 @@ int main(int argc, char **argv) {
             if (t >= p) lg = decode_step(&s, b.tokens[t]);
             for (int v = 0; v < V; v++) worst = fmax(worst, rel_err(lg[v], full[(size_t)t * V + v], 1.0));
         }
-        CHECK(worst < TOL, "sp %d, prompt %d then %d decoded tokens: logits differ from one rank's by %.2e", grid.sp, p, T - p,
-              worst);
+        CHECK(worst < TOL, "%s, sp %d, prompt %d then %d decoded tokens: logits differ from one rank's by %.2e", what,
+              grid.sp, p, T - p, worst);
     }
     CHECK(decode_agree(&s, 3 + grid.rank) == 3, "every rank takes rank 0's token");
     decoder_free(&s);
@@ -63,6 +58,22 @@ int main(int argc, char **argv) {
     batch_free(&b);
     gpt_free(&ring_model);
     gpt_free(&ref);
+}
+
+int main(int argc, char **argv) {
+    comm_init(&argc, &argv);
+    comm_set_timeout(120);
+    CommGrid grid = comm_grid(comm_size(comm_world()));
+    // GQA (6 query heads, 2 kv heads), head dim 16, two layers.
+    ModelConfig cfg = {.n_layer = 2, .dim = 96, .n_head = 6, .n_kv_head = 2, .ffn_dim = 128, .vocab_size = 64,
+                       .rope_theta = 10000, .norm_eps = 1e-5f};
+    check_decoding(&cfg, "default RoPE", grid);
+    // RoPE scaling beyond an original context of 16 (T = 37): yarn's cos/sin scale and llama3's table reach the cache.
+    cfg.rope_scaling = (RopeScaling){.type = ROPE_YARN, .factor = 4, .original_max_pos = 16, .beta_fast = 32, .beta_slow = 1};
+    check_decoding(&cfg, "rope scaling yarn", grid);
+    cfg.rope_scaling = (RopeScaling){.type = ROPE_LLAMA3, .factor = 8, .original_max_pos = 16, .low_freq_factor = 1,
+                                     .high_freq_factor = 4};
+    check_decoding(&cfg, "rope scaling llama3", grid);
     int rc = grid.rank == 0 ? check_summary() : (check_failed ? 1 : 0);
     comm_grid_free(&grid);
     comm_finalize();

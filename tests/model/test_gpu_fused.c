@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "tests/gpu_test.h"
+#include "model/config.h"
 #include "model/ops.h"
 
 static const Backend *GPU = &BACKEND_CUDA, *CPU = &BACKEND_CPU;
@@ -110,9 +111,12 @@ static void test_rope(ActStore store) {
     for (int i = 0; i < N; i++) pos[i] = 1000 * i + 7;
     float *q1 = on_store(GPU, hq, nq, store), *k1 = on_store(GPU, hk, nk, store);
     float *q2 = on(GPU, hq, nq), *k2 = on(GPU, hk, nk), *none = GPU->alloc(16, "no heads");
-    GPU->rope(q1, k1, pos, N, Hq, Hk, hd, 10000.0f, 0, store);   // fused, in `store`
-    GPU->rope(q2, none, pos, N, Hq, 0, hd, 10000.0f, 0, ACT_F32);  // one launch each, fp32
-    GPU->rope(k2, none, pos, N, Hk, 0, hd, 10000.0f, 0, ACT_F32);
+    double inv_freq[32], scale;   // (hd/2)
+    ModelConfig mc = {.dim = hd, .n_head = 1, .rope_theta = 10000.0f};
+    rope_frequencies(&mc, 0, inv_freq, &scale);
+    GPU->rope(q1, k1, pos, N, Hq, Hk, hd, inv_freq, scale, 0, store);   // fused, in `store`
+    GPU->rope(q2, none, pos, N, Hq, 0, hd, inv_freq, scale, 0, ACT_F32);  // one launch each, fp32
+    GPU->rope(k2, none, pos, N, Hk, 0, hd, inv_freq, scale, 0, ACT_F32);
     float *a = host_of(q1, nq, store), *b = back(GPU, q2, nq), *c = host_of(k1, nk, store), *d = back(GPU, k2, nk);
     same(store == ACT_BF16 ? "rope q, fused bf16 = separate fp32 rounded" : "rope q, fused = separate", a, b, nq,
          store == ACT_BF16);
@@ -120,7 +124,7 @@ static void test_rope(ActStore store) {
          store == ACT_BF16);
     if (store == ACT_F32) {   // against the CPU (angles from pow, cos and sin in double)
         float *cq = on(CPU, hq, nq), *ck = on(CPU, hk, nk);
-        CPU->rope(cq, ck, pos, N, Hq, Hk, hd, 10000.0f, 0, ACT_F32);
+        CPU->rope(cq, ck, pos, N, Hq, Hk, hd, inv_freq, scale, 0, ACT_F32);
         compare("rope q, fused vs CPU", q1, cq, nq, 1e-6);
         compare("rope k, fused vs CPU", k1, ck, nk, 1e-6);
         CPU->release(cq), CPU->release(ck);

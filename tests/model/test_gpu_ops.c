@@ -2,6 +2,7 @@
 #include <math.h>
 
 #include "tests/gpu_test.h"
+#include "model/config.h"
 #include "model/ops.h"
 
 static const Backend *CPU = &BACKEND_CPU, *GPU = &BACKEND_CUDA;
@@ -92,9 +93,13 @@ static void test_rope(void) {
     int nh = 3, nk = 1, hd = 64;
     Pair q = pair((size_t)N * nh * hd, 18, 1), k = pair((size_t)N * nk * hd, 37, 1);
     int32_t *pos = tokens(N, 1 << 20, 19);   // positions up to a million: the double-precision angles matter
+    double inv_freq[32], scale;   // (hd/2) a YaRN table: scaled frequencies, cos and sin times its attention factor
+    ModelConfig mc = {.dim = hd, .n_head = 1, .rope_theta = 500000.0f,
+                      .rope_scaling = {.type = ROPE_YARN, .factor = 8, .original_max_pos = 4096, .beta_fast = 32, .beta_slow = 1}};
+    rope_frequencies(&mc, 0, inv_freq, &scale);
     for (int inverse = 0; inverse <= 1; inverse++) {
-        CPU->rope(q.c, k.c, pos, N, nh, nk, hd, 10000.0f, inverse, ACT_F32);
-        GPU->rope(q.g, k.g, pos, N, nh, nk, hd, 10000.0f, inverse, ACT_F32);
+        CPU->rope(q.c, k.c, pos, N, nh, nk, hd, inv_freq, scale, inverse, ACT_F32);
+        GPU->rope(q.g, k.g, pos, N, nh, nk, hd, inv_freq, scale, inverse, ACT_F32);
         cmp(inverse ? "rope inverse q" : "rope forward q", q, 1e-5);
         cmp(inverse ? "rope inverse k" : "rope forward k", k, 1e-5);
     }

@@ -134,17 +134,22 @@ static void test_embedding(void) {
 }
 
 // ---- rope (q and k in one call) ----------------------------------------------------------------
-typedef struct { int N, nq, nk, hd; int32_t *pos; real *xq, *xk, *yq, *yk, *Rq, *Rk; } RopeCtx;
+typedef struct { int N, nq, nk, hd; int32_t *pos; real *xq, *xk, *yq, *yk, *Rq, *Rk; double inv_freq[4], scale; } RopeCtx;
 static double rope_loss(void *p) {
     RopeCtx *c = p;
     size_t nq = (size_t)c->N * c->nq * c->hd, nk = (size_t)c->N * c->nk * c->hd;
     memcpy(c->yq, c->xq, nq * sizeof(real));
     memcpy(c->yk, c->xk, nk * sizeof(real));
-    be->rope(c->yq, c->yk, c->pos, c->N, c->nq, c->nk, c->hd, 10000.0f, 0, ACT_F32);
+    be->rope(c->yq, c->yk, c->pos, c->N, c->nq, c->nk, c->hd, c->inv_freq, c->scale, 0, ACT_F32);
     return dotp(c->yq, c->Rq, nq) + dotp(c->yk, c->Rk, nk);
 }
 static void test_rope(void) {
     RopeCtx c = {.N = 6, .nq = 3, .nk = 1, .hd = 8};
+    // YaRN's table: scaled frequencies and cos/sin times its attention factor (1.32), so the backward must be the
+    // scaled transpose
+    ModelConfig mc = {.dim = 8, .n_head = 1, .rope_theta = 10000.0f,
+                      .rope_scaling = {.type = ROPE_YARN, .factor = 16, .original_max_pos = 64, .beta_fast = 32, .beta_slow = 1}};
+    rope_frequencies(&mc, 0, c.inv_freq, &c.scale);
     int32_t pos[6] = {0, 1, 7, 100, 5000, 1000000};   // global positions, far ones included
     size_t nq = (size_t)c.N * c.nq * c.hd, nk = (size_t)c.N * c.nk * c.hd;
     c.pos = pos, c.xq = randn(nq, 1), c.xk = randn(nk, 1), c.yq = zeros(nq), c.yk = zeros(nk);
@@ -152,7 +157,7 @@ static void test_rope(void) {
     real *dq = zeros(nq), *dk = zeros(nk);
     memcpy(dq, c.Rq, nq * sizeof(real));
     memcpy(dk, c.Rk, nk * sizeof(real));
-    be->rope(dq, dk, c.pos, c.N, c.nq, c.nk, c.hd, 10000.0f, 1, ACT_F32);   // the backward is the inverse rotation
+    be->rope(dq, dk, c.pos, c.N, c.nq, c.nk, c.hd, c.inv_freq, c.scale, 1, ACT_F32);   // the backward is the inverse rotation
     fd_check("rope dq", c.xq, nq, dq, rope_loss, &c, (int)nq);
     fd_check("rope dk", c.xk, nk, dk, rope_loss, &c, (int)nk);
 }

@@ -63,3 +63,11 @@ else()
   add_test(NAME gpu_not_built COMMAND sh -c "echo 'SKIP: this build has no CUDA backend (no nvcc, or -DRINGGPT_CUDA=OFF)'; exit 77")
   set_tests_properties(gpu_not_built PROPERTIES LABELS gpu SKIP_RETURN_CODE 77)
 endif()
+
+# RoPE scaling (linear, dynamic, yarn, llama3): the table of inverse frequencies and the cos/sin scale = a numpy
+# transcription of transformers' modeling_rope_utils (scripts/check_hf_export.py), and = transformers' own functions
+# where torch and transformers import; --rope-scaling text -> record -> text is exact.
+add_executable(test_rope_table ${CMAKE_SOURCE_DIR}/tests/model/test_rope_table.c)
+target_link_libraries(test_rope_table PRIVATE ringgpt_lib)
+add_test(NAME model_rope_table COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/model/rope_table.py $<TARGET_FILE:test_rope_table>)
+set_tests_properties(model_rope_table PROPERTIES LABELS model TIMEOUT 120 SKIP_RETURN_CODE 77)

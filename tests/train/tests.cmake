@@ -1,12 +1,12 @@
 # tests/train/tests.cmake — train/ through the binary: learning, determinism, recompute and resume, the memory plan, loss curves
 # of every layout, learning across the ring, a rank that exits, stalls or is killed, a slowed rank named, ending on
-# --stop-loss, a RoPE base ramp, stopping on a signal and resuming, the ring across two hosts made on this machine, the ring on one GPU.
+# --stop-loss, a RoPE base ramp, RoPE scaling (--rope-scaling), stopping on a signal and resuming, the ring across two hosts made on this machine, the ring on one GPU.
 set(TRAIN_T ${CMAKE_SOURCE_DIR}/tests/train)
 foreach(script overfit determinism recompute memplan)
   add_test(NAME train_${script} COMMAND bash ${TRAIN_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
   set_tests_properties(train_${script} PROPERTIES LABELS train TIMEOUT 180)
 endforeach()
-foreach(script loss_curve learn_across_ranks loss_mask_curve straggler stop_loss rope_ramp)
+foreach(script loss_curve learn_across_ranks loss_mask_curve straggler stop_loss rope_ramp rope_scaling)
   add_test(NAME train_${script} COMMAND bash ${TRAIN_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
   set_tests_properties(train_${script} PROPERTIES LABELS "train;mpi" TIMEOUT 180)
 endforeach()
