@@ -403,8 +403,9 @@ int cmd_ruler(int argc, char **argv) {
     Tokenizer tok;
     model_tokenizer(used, &m.cfg, &st, &tok);
     if (!tokenizer_can_encode(&tok))
-        comm_fail_usage_all("%s: its tokenizer '%s' is known by id only (no tokenizer.json), so ruler cannot write documents in it; "
-                            "give a model that carries its tokenizer.json", pos[0], tok.id);
+        comm_fail_usage_all("%s: its tokenizer '%s' is known by id only (no tokenizer.json, or one ringgpt cannot encode with: the "
+                            "note above says), so ruler cannot write documents in it; give a model with a tokenizer ringgpt reads",
+                            pos[0], tok.id);
     s.start = model_start_token(&tok, model_hf_prefill(used, &st), "auto");   // an imported model: its tokenizer config's
     RulerTokMeasure tm = {tokenizer_encoder(&tok), NULL, 0};
     check_lengths(&s, &tm);
