@@ -10,4 +10,5 @@ int cmd_export(int argc, char **argv);    // cli/export.c
 int cmd_import(int argc, char **argv);    // cli/export.c
 int cmd_tokenizer(int argc, char **argv);   // cli/tokenizer.c
 int cmd_passkey(int argc, char **argv);   // cli/passkey.c (the grid: eval/passkey.c)
+int cmd_ruler(int argc, char **argv);     // cli/ruler.c (the tasks: eval/ruler.c)
 int cmd_plan(int argc, char **argv);      // cli/plan.c

@@ -19,6 +19,7 @@ static const Command COMMANDS[] = {
     {"eval", cmd_eval, "loss and perplexity of a checkpoint on data; --dump-logits for export checks"},
     {"sample", cmd_sample, "generate text from a checkpoint (KV cache; temperature, top-k, seed)"},
     {"passkey", cmd_passkey, "passkey retrieval by length x depth: greedy exact match, JSON + CSV (ring with --sp)"},
+    {"ruler", cmd_ruler, "RULER's long-context tasks by length: scores, the effective length, JSON (ring with --sp)"},
     {"export", cmd_export, "checkpoint -> Hugging Face Llama directory (config.json + model.safetensors)"},
     {"import", cmd_import, "Hugging Face Llama directory (safetensors, sharded or not) -> ringgpt checkpoint"},
     {"tokenizer", cmd_tokenizer, "byte-level BPE: train a tokenizer.json, encode text to ids, decode ids to text"},

@@ -13,7 +13,7 @@ unwrap() {
        NR > 1 { print line } { line = $0 } END { print line }'
 }
 for c in train eval sample prepare export import inspect; do "$BIN" $c --help | unwrap > "$W/help_$c.txt"; done
-check "every --help line fits in 100 columns" bash -c "for c in train eval sample prepare export import inspect passkey plan tokenizer; do '$BIN' \$c --help; done | awk 'length > 100 { bad = 1; print } END { exit bad }'"
+check "every --help line fits in 100 columns" bash -c "for c in train eval sample prepare export import inspect passkey ruler plan tokenizer; do '$BIN' \$c --help; done | awk 'length > 100 { bad = 1; print } END { exit bad }'"
 expect_fail 2 "did you mean --seq-len?" "$BIN" train --seq-lne 64 --data "$W/none"
 echo '{"seq_len": 64}' > "$W/typo.json"
 expect_fail 2 'did you mean "seq-len"?' "$BIN" train --config "$W/typo.json" --data "$W/none"
