@@ -5,8 +5,9 @@
 # then the idle machine's step time of `small` at T = 1024 and 4096, the default against the old one.
 # usage: bench/threads.sh [ringgpt binary]   (default build/ringgpt); prints the figures, asserts nothing.
 set -euo pipefail
+bin=$(readlink -f "${1:-$(dirname "$0")/../build/ringgpt}")   # relative to where it is called from
+[[ -x $bin ]] || { echo "bench/threads.sh: no ringgpt binary at $bin; build it first (scripts/test.sh) or name it" >&2; exit 2; }
 cd "$(dirname "$0")/.."
-bin=$(readlink -f "${1:-build/ringgpt}")
 work=$(mktemp -d)
 hog=""
 cleanup() { [[ -n $hog ]] && kill "$hog" 2> /dev/null; rm -rf "$work"; }
