@@ -5,10 +5,10 @@
 set -u
 WHAT=${5:?usage: fuzz_ckpt.sh SOURCE_DIR BUILD_DIR SECONDS RINGGPT_BIN manifest|state|safetensors|hf_config}
 . "$(dirname "$0")/../fuzz.sh"
-COMMON=(checkpoints/fsio.c checkpoints/safetensors.c core/common.c core/json_strict.c -lcjson -lz)
+COMMON=(checkpoints/fsio.c checkpoints/safetensors.c core/common.c core/json_strict.c model/config.c -lcjson -lz -lm)
 case $WHAT in
-  manifest) fuzz_build ckpt_manifest tests/checkpoints/fuzz_ckpt_manifest.c checkpoints/ckpt_format.c "${COMMON[@]}" ;;
-  state) fuzz_build ckpt_state tests/checkpoints/fuzz_ckpt_state.c checkpoints/ckpt_format.c "${COMMON[@]}" ;;
+  manifest) fuzz_build ckpt_manifest tests/checkpoints/fuzz_ckpt_manifest.c checkpoints/ckpt_format.c checkpoints/hf_config.c "${COMMON[@]}" ;;
+  state) fuzz_build ckpt_state tests/checkpoints/fuzz_ckpt_state.c checkpoints/ckpt_format.c checkpoints/hf_config.c "${COMMON[@]}" ;;
   safetensors) fuzz_build safetensors tests/checkpoints/fuzz_safetensors.c "${COMMON[@]}" ;;
   hf_config) fuzz_build hf_config tests/checkpoints/fuzz_hf_config.c checkpoints/hf_config.c "${COMMON[@]}" ;;
   *) echo "unknown target $WHAT"; exit 2 ;;
