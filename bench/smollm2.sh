@@ -22,8 +22,8 @@ file_b=$(stat -c %s "$hf/model.safetensors")
 awk -v p="$peak_kb" -v f="$file_b" 'BEGIN { printf "import peak RSS %.1f MiB = %.2fx the model file (%.1f MiB)\n", p / 1024, p * 1024 / f, f / 1048576 }'
 
 echo "== eval: 2,048 tokens of GPL-3 against transformers"
-"$bin" eval "$hf" --data /usr/share/common-licenses/GPL-3 --split train --val-fraction 0 --seq-len 2048 --batch 1 \
-  --batches 1 --dump-logits "$w/dump" | tee "$w/eval.log"
+"$bin" prepare --tokenizer "$hf/tokenizer.json" --val-fraction 0 --quiet --out "$w/gpl3" /usr/share/common-licenses/GPL-3
+"$bin" eval "$hf" --data "$w/gpl3" --split train --seq-len 2048 --batch 1 --batches 1 --dump-logits "$w/dump" | tee "$w/eval.log"
 "$py" bench/smollm2_ref.py loss "$hf" "$w/dump"
 
 echo "== greedy sampling: 48 tokens, ringgpt sample --temperature 0 against HF generate (same prefill)"
@@ -31,12 +31,13 @@ prompt="The GNU General Public License is a free, copyleft license for"
 ids=$("$py" -c 'import sys, tokenizers; t = tokenizers.Tokenizer.from_file(sys.argv[1] + "/tokenizer.json"); print(",".join(map(str, t.encode(sys.argv[2]).ids)))' "$hf" "$prompt")
 theirs=$("$py" bench/smollm2_ref.py greedy "$hf" 48 "$ids")
 "$py" -c 'import sys, tokenizers; t = tokenizers.Tokenizer.from_file(sys.argv[1] + "/tokenizer.json"); print(t.decode([int(i) for i in sys.argv[2].split(",")], skip_special_tokens=False), end="")' "$hf" "$theirs" > "$w/hf_greedy.txt"
-"$bin" sample "$w/imp" --prompt-file <(printf %s "$prompt") --tokens 48 --temperature 0 --stop-at-eos=false > "$w/rg_greedy.txt" 2> "$w/sample.log"
+printf %s "$prompt" > "$w/prompt.txt"
+"$bin" sample "$w/imp" --prompt-file "$w/prompt.txt" --tokens 48 --temperature 0 --stop-at-eos=false > "$w/rg_greedy.txt" 2> "$w/sample.log"
 if cmp -s "$w/hf_greedy.txt" <(head -c "$(stat -c %s "$w/hf_greedy.txt")" "$w/rg_greedy.txt"); then
   echo "greedy: identical text ($(wc -c < "$w/hf_greedy.txt") bytes): $(head -c 120 "$w/hf_greedy.txt" | tr '\n' ' ')"
 else
   echo "greedy: DIFFERENT"; echo "  HF:      $(tr '\n' ' ' < "$w/hf_greedy.txt")"; echo "  ringgpt: $(tr '\n' ' ' < "$w/rg_greedy.txt")"
 fi
 
-echo "== passkey in its own tokenizer: 1K-8K, 5 depths, 4 trials per cell"
-"$bin" passkey "$w/imp" --lengths 1K,2K,4K,8K --depths 0,0.25,0.5,0.75,1 --trials 4 --out "$w/passkey" | tail -n 12
+echo "== passkey in its own tokenizer: 1K-8K, 5 depths, 1 trial per cell"
+"$bin" passkey "$w/imp" --lengths 1K,2K,4K,8K --depths 0,0.25,0.5,0.75,1 --trials 1 --out "$w/passkey" | tail -n 12

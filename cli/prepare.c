@@ -120,7 +120,7 @@ static int parse_flags(PrepareArgs *a, int argc, char **argv, const char **input
         {"--input-kind", ARG_STRING, &s->input_kind, "auto (llm.c .bin by magic, *.jsonl JSONL, else text), text, u16, u32, llmc or jsonl"},
         {"--include", ARG_STRING, &s->include, "comma-separated globs of the file names to read in input directories ('*.txt,*.md')",
          .dflt = "every file but dotfiles and binary files"},
-        {"--tokenizer", ARG_STRING, &s->tokenizer, "a tokenizer.json (byte-level BPE) to encode text and JSONL with, copied into the "
+        {"--tokenizer", ARG_STRING, &s->tokenizer, "a tokenizer.json (a BPE: byte-level or SentencePiece-style) to encode text and JSONL with, copied into the "
                                                    "dataset; with token files, their tokenizer.json or just an id to record"},
         {"--eos", ARG_I64, &s->eos, "document delimiter id for u16/u32 (and llm.c override)",
          .dflt = "the input's: text <eos> 256, llm.c its EOT; u16/u32 need it"},
