@@ -1,12 +1,15 @@
 // cli/cli.c — what the commands share: the dp × sp grid of the inference commands, the default thread count.
 #include "cli/cli.h"
 
+#include "core/args.h"
 #include "core/common.h"
 
-CommGrid cli_infer_grid(int sp, bool auto_threads, int *threads) {
+CommGrid cli_infer_grid(int sp, bool threads_given, int *threads) {
     if (sp < 1) comm_fail_usage_all("--sp must be at least 1 (got %d)", sp);
+    if (threads_given) args_check_threads(*threads);
     CommGrid g = comm_grid(sp);   // a world that sp does not divide is a usage error
-    if (auto_threads) *threads = cli_node_threads(true);   // a given value is checked by cpu_threads
+    if (!threads_given) *threads = cli_node_threads(true);
+    cpu_threads(*threads);
     return g;
 }
 

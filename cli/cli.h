@@ -4,10 +4,10 @@
 
 #include "core/comm.h"
 
-// The dp × sp grid of an inference command (eval, sample, passkey): sp must be at least 1 and divide
-// the world (one line from rank 0 otherwise). With auto_threads (--threads not given), *threads becomes cli_node_threads(true);
-// a given value is left to cpu_threads, which refuses one below 1.
-CommGrid cli_infer_grid(int sp, bool auto_threads, int *threads);
+// The dp × sp grid of an inference command (eval, sample, passkey, ruler) and its CPU threads: sp must be at least 1
+// and divide the world (one line from rank 0 otherwise); a given --threads is bounded (args_check_threads), else it
+// becomes cli_node_threads(true); then cpu_threads sets it.
+CommGrid cli_infer_grid(int sp, bool threads_given, int *threads);
 // --threads when not given: the cores of this node that other processes leave free, shared among this job's ranks on
 // it (at least 1; cpu_default_threads), the fewest any rank found. A collective: every rank calls it. With note, rank 0
 // says so in one line when other processes took cores from it.

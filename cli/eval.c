@@ -67,11 +67,9 @@ int cmd_eval(int argc, char **argv) {
     if (ckpt_run_config(pos[0], run_config, sizeof run_config)) args_apply_json_only(&EVAL_CMD, specs, n, run_config, RUN_FLAGS);
     if (strcmp(loss_on, "masked") && strcmp(loss_on, "all")) fail_usage("--loss-on must be masked or all, not '%s'", loss_on);
     if (args_seen(specs, n, "--seed")) args_check_seed("--seed", seed);
-    if (args_seen(specs, n, "--threads")) args_check_threads(threads);
-    CommGrid g = cli_infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
+    CommGrid g = cli_infer_grid(sp, args_seen(specs, n, "--threads"), &threads);
     if (dump && g.world_size > 1) comm_fail_usage_all("--dump-logits runs on one rank; drop mpiexec or --dump-logits");
     if (dump) make_dirs(dump);   // an output that cannot be written is refused before the model is read
-    cpu_threads(threads);
     GPT m;
     CkptState s;
     char used[4200], why[4400];

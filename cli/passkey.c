@@ -97,64 +97,104 @@ static void write_files(const char *out, bool docs, const PasskeyGrid *g, const 
              ri->seconds, out, out, out);
 }
 
+// The flags of `passkey` (defaults in passkey_defaults).
+typedef struct {
+    const char *lengths, *depths, *out, *label, *config;
+    PasskeyGrid g;   // trials, haystack, distractors
+    int64_t seed;
+    bool docs;
+    int sp, threads;   // threads: cli_infer_grid resolves it when not given
+    float rope_theta;
+} PasskeyFlags;
+
+static PasskeyFlags passkey_defaults(void) {
+    return (PasskeyFlags){.lengths = "1K", .depths = "0:1:0.25", .out = "passkey", .g = {.trials = 5, .seed = 7}, .seed = 7,
+                          .sp = 1};
+}
+
+enum { PASSKEY_FLAGS = 16 };
+// The flag table over f (returns the count).
+static int passkey_specs(PasskeyFlags *f, ArgSpec *specs) {
+    ArgSpec table[PASSKEY_FLAGS] = {
+        ARG_GROUP("the grid"),
+        {"--config", ARG_STRING, &f->config, "flags as a JSON object {\"lengths\": \"1K,4K\", ...}; the command line overrides it"},
+        {"--lengths", ARG_STRING, &f->lengths, "document lengths in tokens, EOS included (K = 1024, M = 1024²), comma-separated"},
+        {"--depths", ARG_STRING, &f->depths, "key depths in 0..1: start:stop:step (stop included) or a comma list"},
+        {"--trials", ARG_INT, &f->g.trials, "documents (keys) per cell"},
+        {"--seed", ARG_I64, &f->seed, "seed of the documents (keys); keep it apart from the training data's"},
+        {"--haystack", ARG_STRING, &f->g.haystack, "hide the key in real text: a text file, a directory of them or a dataset"},
+        {"--distractors", ARG_INT, &f->g.distractors, "other named keys in every document; the question names one (RULER's multi-key needle)"},
+        {"--rope-theta", ARG_FLOAT, &f->rope_theta, "override the RoPE base"},
+        ARG_GROUP("output"),
+        {"--out", ARG_STRING, &f->out, "results: OUT.json and OUT.csv"},
+        {"--docs", ARG_BOOL, &f->docs, "also write OUT.docs.jsonl: every trial's prompt, haystack offset, key and answer"},
+        {"--label", ARG_STRING, &f->label, "name of this run in the JSON and the heatmap (default: the checkpoint path)"},
+        ARG_GROUP("machine and ranks"),
+        {"--threads", ARG_INT, &f->threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "free cores"},
+        {"--sp", ARG_INT, &f->sp, "ring size: ranks that split each document (mpiexec -np dp·sp; dp groups split the trials)"},
+    };
+    memcpy(specs, table, sizeof table);
+    return PASSKEY_FLAGS;
+}
+
+// A --config file's values pass the checks that need no model also where the command line overrides them (the
+// lines name the file): the seed, lengths, depths, counts and threads.
+static void check_config_file(const PasskeyFlags *given) {
+    PasskeyFlags f = *given;
+    ArgSpec specs[PASSKEY_FLAGS];
+    int n = passkey_specs(&f, specs);
+    args_apply_json(&PASSKEY_CMD, specs, n, given->config, (const char *const[]){"--config", NULL});
+    char context[4300], why[4400];
+    snprintf(context, sizeof context, "--config %s (a value the command line overrides)", given->config);
+    fail_usage_context(context);
+    args_check_seed("--seed", f.seed);
+    if (args_seen(specs, n, "--threads")) args_check_threads(f.threads);
+    if (f.sp < 1) fail_usage("--sp must be at least 1 (got %d)", f.sp);
+    if (f.g.trials < 1) fail_usage("--trials must be at least 1 (got %d)", f.g.trials);
+    if (f.g.distractors < 0) fail_usage("--distractors must not be negative (got %d)", f.g.distractors);
+    PasskeyGrid g = f.g;
+    args_parse_lengths("--lengths", f.lengths, g.lengths, PASSKEY_MAX_LENGTHS);
+    if (passkey_grid_depths(&g, f.depths, why, sizeof why) != 0) fail_usage("%s", why);
+    fail_usage_context(NULL);
+}
+
 int cmd_passkey(int argc, char **argv) {
     comm_init(&argc, &argv);
-    const char *lengths = "1K", *depths = "0:1:0.25", *out = "passkey", *label = NULL, *config = NULL, *pos[1] = {NULL};
-    PasskeyGrid g = {.trials = 5, .seed = 7};
-    int64_t seed = 7;
-    bool docs = false;
-    int sp = 1, threads = 0;   // threads: cli_infer_grid resolves it when not given
-    float rope_theta = 0;
-    ArgSpec specs[] = {
-        ARG_GROUP("the grid"),
-        {"--config", ARG_STRING, &config, "flags as a JSON object {\"lengths\": \"1K,4K\", ...}; the command line overrides it"},
-        {"--lengths", ARG_STRING, &lengths, "document lengths in tokens, EOS included (K = 1024, M = 1024²), comma-separated"},
-        {"--depths", ARG_STRING, &depths, "key depths in 0..1: start:stop:step (stop included) or a comma list"},
-        {"--trials", ARG_INT, &g.trials, "documents (keys) per cell"},
-        {"--seed", ARG_I64, &seed, "seed of the documents (keys); keep it apart from the training data's"},
-        {"--haystack", ARG_STRING, &g.haystack, "hide the key in real text: a text file, a directory of them or a dataset"},
-        {"--distractors", ARG_INT, &g.distractors, "other named keys in every document; the question names one (RULER's multi-key needle)"},
-        {"--rope-theta", ARG_FLOAT, &rope_theta, "override the RoPE base"},
-        ARG_GROUP("output"),
-        {"--out", ARG_STRING, &out, "results: OUT.json and OUT.csv"},
-        {"--docs", ARG_BOOL, &docs, "also write OUT.docs.jsonl: every trial's prompt, haystack offset, key and answer"},
-        {"--label", ARG_STRING, &label, "name of this run in the JSON and the heatmap (default: the checkpoint path)"},
-        ARG_GROUP("machine and ranks"),
-        {"--threads", ARG_INT, &threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "free cores"},
-        {"--sp", ARG_INT, &sp, "ring size: ranks that split each document (mpiexec -np dp·sp; dp groups split the trials)"},
-    };
-    int n = sizeof specs / sizeof specs[0];
+    PasskeyFlags f = passkey_defaults();
+    ArgSpec specs[PASSKEY_FLAGS];
+    const char *pos[1] = {NULL};
+    int n = passkey_specs(&f, specs);
     int n_pos = args_parse(&PASSKEY_CMD, specs, n, argc, argv, pos, 1);
     args_apply_config(&PASSKEY_CMD, specs, n);
+    if (f.config) check_config_file(&f);
     if (n_pos != 1) comm_fail_usage_all("passkey needs a checkpoint: ringgpt passkey CKPT --lengths 1K,4K --depths 0:1:0.1");
-    args_check_seed("--seed", seed);
-    if (args_seen(specs, n, "--threads")) args_check_threads(threads);
-    CommGrid cg = cli_infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
-    cpu_threads(threads);
-    g.seed = (uint64_t)seed;
-    resolve_grid(&g, lengths, depths);
-    check_out(out, cg.world);
+    args_check_seed("--seed", f.seed);
+    CommGrid cg = cli_infer_grid(f.sp, args_seen(specs, n, "--threads"), &f.threads);
+    PasskeyGrid g = f.g;
+    g.seed = (uint64_t)f.seed;
+    resolve_grid(&g, f.lengths, f.depths);
+    check_out(f.out, cg.world);
     GPT m;
     CkptState st;
     char used[4200];
-    load_model(pos[0], &m, rope_theta, &st, used, sizeof used);
+    load_model(pos[0], &m, f.rope_theta, &st, used, sizeof used);
     load_report("passkey", pos[0], used, &st, stdout);
     Tokenizer tok;
     model_tokenizer(used, &m.cfg, &st, &tok);
     resolve_tokens(&g, &tok, &m.cfg, pos[0]);
     log_info("passkey: %s (%.2fM parameters, trained at %d tokens, rope theta %g), %d length%s x %d depth%s x %d trial%s, "
              "%dx%d ranks (dp x sp), %d thread%s\n", pos[0], config_num_params(&m.cfg) / 1e6, st.run.seq_len, m.cfg.rope_theta,
-             g.n_len, plural(g.n_len), g.n_depth, plural(g.n_depth), g.trials, plural(g.trials), cg.dp, sp, threads,
-             plural(threads));
+             g.n_len, plural(g.n_len), g.n_depth, plural(g.n_depth), g.trials, plural(g.trials), cg.dp, f.sp, f.threads,
+             plural(f.threads));
     double t0 = now_seconds();
     PasskeyResults r = passkey_grid_run(&m, &g, &cg);
-    PasskeyRunInfo ri = {.ckpt = pos[0], .label = label ? label : pos[0], .model = &m.cfg, .trained_len = st.run.seq_len,
-                         .sp = sp, .dp = cg.dp, .seconds = now_seconds() - t0};
+    PasskeyRunInfo ri = {.ckpt = pos[0], .label = f.label ? f.label : pos[0], .model = &m.cfg, .trained_len = st.run.seq_len,
+                         .sp = f.sp, .dp = cg.dp, .seconds = now_seconds() - t0};
     print_table(&g, &r);
     double rss = peak_rss_mb();
     comm_allreduce(cg.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");
     log_info("passkey: peak RSS per rank %.0f MB (the largest rank's)\n", rss);
-    if (cg.rank == 0) write_files(out, docs, &g, &r, &ri);
+    if (cg.rank == 0) write_files(f.out, f.docs, &g, &r, &ri);
     passkey_grid_free(&g);
     tokenizer_free(&tok);
     passkey_results_free(&r);

@@ -389,9 +389,7 @@ int cmd_ruler(int argc, char **argv) {
     for (int i = 1; i < s.n_len; i++)
         if (s.lengths[i] <= s.lengths[i - 1]) comm_fail_usage_all("--lengths %s: give them shortest first, each once", lengths);
     parse_tasks(&s, tasks);
-    if (args_seen(specs, n, "--threads")) args_check_threads(threads);
-    CommGrid g = cli_infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
-    cpu_threads(threads);
+    CommGrid g = cli_infer_grid(sp, args_seen(specs, n, "--threads"), &threads);
     if (haystack) load_prose(&s, haystack);
     int swapped = resolve_specs(&s, haystack);
     check_out(out, g.world);

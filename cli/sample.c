@@ -83,11 +83,9 @@ int cmd_sample(int argc, char **argv) {
     if (prompt_file && strcmp(prompt_file, "-") != 0 && access(prompt_file, R_OK) != 0)
         fail_usage("--prompt-file %s: cannot open; check the path (or - for stdin)", prompt_file);
     args_check_seed("--seed", seed);
-    if (args_seen(specs, n, "--threads")) args_check_threads(threads);
-    CommGrid g = cli_infer_grid(sp, !args_seen(specs, n, "--threads"), &threads);
+    CommGrid g = cli_infer_grid(sp, args_seen(specs, n, "--threads"), &threads);
     if (g.dp != 1) comm_fail_usage_all("sample continues one sequence: start sp = %d rank%s (mpiexec -np %d), not %d", sp, plural(sp), sp,
                                        g.world_size);
-    cpu_threads(threads);
     GPT m;
     CkptState state;
     char used[4200];

@@ -115,6 +115,16 @@ expect_fail 2 "(a value the command line overrides): --steps must be at least 1 
 printf '{"threads": "many"}' > "$W/c_thr.json"
 expect_fail 2 '"threads" must be an integer' "$BIN" "${T[@]}" --config "$W/c_thr.json" --out "$W/c4"
 check "refused configs left no run" bash -c "! ls -d '$W'/c[1-4] 2> /dev/null"
+printf '{"trials": -5}' > "$W/pk_trials.json"
+expect_fail 2 "--config $W/pk_trials.json (a value the command line overrides): --trials must be at least 1 (got -5)" \
+  "$BIN" passkey "$W/seed_full" --config "$W/pk_trials.json" --trials 1 --lengths 64 --threads 1 --out "$W/pk_c"
+printf '{"depths": "2:3", "seed": -1}' > "$W/pk_depths.json"
+expect_fail 2 "--config $W/pk_depths.json (a value the command line overrides): --seed must be a whole number" \
+  "$BIN" passkey "$W/seed_full" --config "$W/pk_depths.json" --depths 0.5 --seed 3 --lengths 64 --threads 1 --out "$W/pk_c"
+printf '{"depths": "2:3"}' > "$W/pk_depths2.json"
+expect_fail 2 "--config $W/pk_depths2.json (a value the command line overrides): --depths 2:3" \
+  "$BIN" passkey "$W/seed_full" --config "$W/pk_depths2.json" --depths 0.5 --lengths 64 --threads 1 --out "$W/pk_c"
+check "refused passkey configs wrote no results" test ! -e "$W/pk_c.json"
 
 # --- a resume onto other data says so ---------------------------------------------------------------------------------
 cp "$W/text.txt" "$W/other.txt"
