@@ -95,11 +95,12 @@ bad = [] if rs.get("rope_type", rs.get("type")) == kind and rs.get("factor") == 
 bad += [f"{k}: {a[k]!r} became {b.get(k)!r}" for k in ("_name_or_path", "bos_token_id", "eos_token_id", "pad_token_id",
         "rms_norm_eps", "rope_theta", "vocab_size", "tie_word_embeddings") if a[k] != b.get(k)]
 if b["max_position_embeddings"] < int(sys.argv[4]): bad.append(f"max_position_embeddings {b['max_position_embeddings']}")
-print("\n".join(bad))
+if bad: print("\n".join(bad))
 sys.exit(bool(bad))
 PY
   if "$PY" -c "import transformers" 2>/dev/null; then
-    check "$kind: AutoTokenizer loads the export and encodes as the original" "$PY" - "$hf" "$ex" "$W/eval.txt" <<'PY'
+    check "$kind: AutoTokenizer loads the export and encodes as the original" env TRANSFORMERS_VERBOSITY=error \
+      "$PY" - "$hf" "$ex" "$W/eval.txt" <<'PY'
 import sys
 from transformers import AutoTokenizer
 a, b = (AutoTokenizer.from_pretrained(d) for d in sys.argv[1:3])
