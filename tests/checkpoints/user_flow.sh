@@ -31,6 +31,27 @@ hf_ids() {   # hf_ids TOKENIZER_JSON TEXT_FILE: HF tokenizers' ids of the file, 
 print(','.join(map(str, Tokenizer.from_file(sys.argv[1]).encode(open(sys.argv[2], encoding='utf-8').read(), add_special_tokens=False).ids)))" "$1" "$2"
 }
 
+greedy_same() {   # greedy_same WHAT CKPT HF_DIR ADD_BOS N: sample CKPT --temperature 0 = the numpy greedy of HF_DIR
+  local what=$1 ckpt=$2 hf=$3 add_bos=$4 n=$5
+  printf '%s' "$PROMPT" > "$W/prompt.txt"
+  local ids; ids=$(hf_ids "$hf/tokenizer.json" "$W/prompt.txt")
+  [[ $add_bos == true ]] && ids="1,$ids"
+  local want; want=$("$PY" "$CHECK_PY" "$hf" --greedy "$n" --prompt-ids "$ids")
+  "$BIN" sample "$ckpt" --prompt "$PROMPT" --tokens "$n" --temperature 0 --stop-at-eos=false --threads 1 > "$W/sample" 2> "$W/sample.err"
+  local np; np=$(tr ',' '\n' <<< "$ids" | wc -l)
+  check "$what: sample prefills $np ids (add_bos_token $add_bos)" grep -q "prefill $np tokens" "$W/sample.err"
+  check "$what: sample --temperature 0 = the numpy greedy of $n ids, decoded as HF tokenizers does" "$PY" -c "import sys
+from tokenizers import Tokenizer
+tok = Tokenizer.from_file(sys.argv[1])
+prompt = tok.encode(sys.argv[3], add_special_tokens=False).ids
+# the prompt as given, then the continuation decoded after the prompt's ids (as HF's TextStreamer prints it)
+ctx = tok.decode(prompt, skip_special_tokens=False)
+want = sys.argv[3] + tok.decode(prompt + [int(i) for i in sys.argv[4].split(',')], skip_special_tokens=False)[len(ctx):]
+got = open(sys.argv[2], 'rb').read().decode('utf-8', 'replace').rstrip('\n')
+print(repr(got), repr(want)) if got != want else None
+sys.exit(got != want)" "$hf/tokenizer.json" "$W/sample" "$PROMPT" "$want"
+}
+
 flow() {   # flow KIND ADD_BOS ROPE_SCALING: one model through the whole flow
   local kind=$1 add_bos=$2 scaling=$3 hf=$W/$1 imp=$W/$1_imp ds=$W/$1_ds ft=$W/$1_ft ex=$W/$1_ex
   echo "== $kind (add_bos_token $add_bos, fine-tune --rope-scaling $scaling)"
@@ -49,24 +70,7 @@ sys.exit(not all(' ' + ' '.join(map(str, row)) + ' ' in ids for row in np.load(s
     "$W/$kind.d0" "$W/$kind.ids"
 
   # 3. sample --temperature 0 = the numpy greedy of the prompt as HF encodes it, after BOS where add_bos_token says so
-  printf '%s' "$PROMPT" > "$W/prompt.txt"
-  local ids; ids=$(hf_ids "$hf/tokenizer.json" "$W/prompt.txt")
-  [[ $add_bos == true ]] && ids="1,$ids"
-  local want; want=$("$PY" "$CHECK_PY" "$hf" --greedy 12 --prompt-ids "$ids")
-  "$BIN" sample "$imp" --prompt "$PROMPT" --tokens 12 --temperature 0 --stop-at-eos=false --threads 1 \
-    > "$W/$kind.sample" 2> "$W/$kind.sample.err"
-  local n; n=$(tr ',' '\n' <<< "$ids" | wc -l)
-  check "$kind: sample prefills $n ids (add_bos_token $add_bos)" grep -q "prefill $n tokens" "$W/$kind.sample.err"
-  check "$kind: sample --temperature 0 = the numpy greedy ($want), decoded as HF tokenizers does" "$PY" -c "import sys
-from tokenizers import Tokenizer
-tok = Tokenizer.from_file(sys.argv[1])
-prompt = tok.encode(sys.argv[3], add_special_tokens=False).ids
-# the prompt as given, then the continuation decoded after the prompt's ids (as HF's TextStreamer prints it)
-ctx = tok.decode(prompt, skip_special_tokens=False)
-want = sys.argv[3] + tok.decode(prompt + [int(i) for i in sys.argv[4].split(',')], skip_special_tokens=False)[len(ctx):]
-got = open(sys.argv[2], 'rb').read().decode('utf-8', 'replace').rstrip('\n')
-print(repr(got), repr(want)) if got != want else None
-sys.exit(got != want)" "$hf/tokenizer.json" "$W/$kind.sample" "$PROMPT" "$want"
+  greedy_same "$kind: the import" "$imp" "$hf" "$add_bos" 12
 
   # 4. fine-tune at 2x the context with RoPE scaling
   "$BIN" train --init-from "$imp" --data "$ds" --seq-len $((2 * MAXPOS)) --rope-scaling "$scaling" --batch 2 --steps 3 \
@@ -84,17 +88,22 @@ sys.exit(len(list(csv.DictReader(open(sys.argv[1] + '.csv')))) != 4)" "$W/$kind.
   "$BIN" export "$ft" --to hf "$ex" > /dev/null
   check "$kind: eval of the fine-tune = the numpy forward of its export (rope_scaling applied)" \
     "$PY" "$CHECK_PY" "$ex" "$W/$kind.d1"
+  greedy_same "$kind: the fine-tune (KV-cache decoding past $MAXPOS tokens with the scaling)" "$ft" "$ex" "$add_bos" 64
   check "$kind: the exported tokenizer.json encodes the text as the original" cmp -s "$W/$kind.ids" <(hf_ids "$ex/tokenizer.json" "$W/eval.txt")
   check "$kind: config.json keeps rope_scaling ($scaling) and the metadata; max_position_embeddings >= $MAXPOS" \
     "$PY" - "$hf" "$ex" "$scaling" $MAXPOS <<'PY'
 import json, sys
-a, b = (json.load(open(d + "/config.json")) for d in sys.argv[1:3])
+load = lambda d, f: json.load(open(d + "/" + f))
+a, b = (load(d, "config.json") for d in sys.argv[1:3])
 kind, factor = sys.argv[3].split(":")[:2]
 rs = b.get("rope_scaling") or {}
 bad = [] if rs.get("rope_type", rs.get("type")) == kind and rs.get("factor") == float(factor) else [f"rope_scaling {rs}"]
-bad += [f"{k}: {a[k]!r} became {b.get(k)!r}" for k in ("_name_or_path", "bos_token_id", "eos_token_id", "pad_token_id",
-        "rms_norm_eps", "rope_theta", "vocab_size", "tie_word_embeddings") if a[k] != b.get(k)]
+# every other key as the original's (JSON equality: 1e-05 stays 1e-05), max_position_embeddings never below it
+bad += [f"config.json {k}: {a[k]!r} became {b.get(k, '<absent>')!r}" for k in a
+        if k not in ("rope_scaling", "max_position_embeddings") and (a[k] != b.get(k) or type(a[k]) != type(b.get(k)))]
 if b["max_position_embeddings"] < int(sys.argv[4]): bad.append(f"max_position_embeddings {b['max_position_embeddings']}")
+for f in ("generation_config.json", "special_tokens_map.json"):
+    if load(sys.argv[1], f) != load(sys.argv[2], f): bad.append(f"{f} changed")
 if bad: print("\n".join(bad))
 sys.exit(bool(bad))
 PY
