@@ -301,6 +301,41 @@ static bool number_of(const cJSON *j, double *v) {
     return true;
 }
 
+// The next number literal of JSON text s (outside strings), [start, *end); NULL when there is none.
+static const char *next_number(const char *s, const char **end) {
+    for (; *s; s++) {
+        if (*s == '"') {   // a key or string: skip it, escapes included
+            for (s++; *s && *s != '"'; s++)
+                if (*s == '\\' && s[1]) s++;
+            if (!*s) return NULL;
+        } else if (*s == '-' || (*s >= '0' && *s <= '9')) {
+            *end = s + strspn(s, "+-0123456789.eE");
+            return s;
+        }
+    }
+    return NULL;
+}
+
+// cJSON prints the numbers it parsed its own way (0.0 as 0, 100000.0 as 100000): every number of j, parsed from *text,
+// becomes raw text of its literal there (document order, which cJSON keeps), so the original's floats stay floats.
+static void keep_literals(cJSON *j, const char **text) {
+    for (cJSON *c = j->child; c && *text; c = c->next) {
+        if (cJSON_IsNumber(c)) {
+            const char *end, *at = next_number(*text, &end);
+            if (!at) {
+                *text = NULL;
+                return;
+            }
+            char *lit = xmalloc((size_t)(end - at) + 1, "config.json number");
+            memcpy(lit, at, (size_t)(end - at));
+            lit[end - at] = 0;
+            c->type = (c->type & cJSON_StringIsConst) | cJSON_Raw;
+            c->valuestring = lit;
+            *text = end;
+        } else if (cJSON_IsArray(c) || cJSON_IsObject(c)) keep_literals(c, text);
+    }
+}
+
 // The special ids of the original (which may be lists, as Llama 3's eos) stay as they were.
 static bool keeps_original(const char *key) {
     return !strcmp(key, "bos_token_id") || !strcmp(key, "eos_token_id") || !strcmp(key, "pad_token_id");
@@ -379,6 +414,8 @@ static char *config_json(const ModelConfig *c, StDtype dtype, int max_pos, int64
     cJSON_AddStringToObject(r, "torch_dtype", dtype == ST_BF16 ? "bfloat16" : "float32");
     char *orig_text = hf_meta_file(meta ? meta->json : NULL, "config.json");
     cJSON *orig = orig_text ? cJSON_Parse(orig_text) : NULL;
+    const char *at = orig_text;
+    if (cJSON_IsObject(orig)) keep_literals(orig, &at);
     free(orig_text);
     if (cJSON_IsObject(orig)) {
         merge_into(orig, r);

@@ -146,8 +146,8 @@ void model_check_data(const char *model_path, const Tokenizer *model, int model_
                    "tokenizer (`ringgpt prepare --tokenizer` with its tokenizer.json)",
                    data_path, data->vocab_size, data->id, model_path, model_vocab, model->id);
     if (known(data->id) && known(model->id) && strcmp(data->id, model->id) != 0)
-        fail_usage("%s: the data was made with tokenizer %s but the model %s with %s; use data made with the model's tokenizer",
-                   data_path, data->id, model_path, model->id);
+        fail_usage("%s: the data was made with tokenizer %s but the model %s with %s; use data made with the model's tokenizer "
+                   "(`ringgpt prepare --tokenizer` with its tokenizer.json)", data_path, data->id, model_path, model->id);
 }
 
 void model_check_record(const char *state_path, const CkptTokenizer *saved, const Tokenizer *data) {

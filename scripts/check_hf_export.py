@@ -4,6 +4,9 @@
   check_hf_export.py HF_DIR DUMP_DIR [--tol X]      compare logits (DUMP_DIR from `ringgpt eval --dump-logits`);
                                                      the tolerance follows the weights' dtype (F32 1e-4, BF16 1e-2)
   check_hf_export.py --parse FILE.safetensors ...     check files against the safetensors format
+  check_hf_export.py HF_DIR --greedy N --prompt-ids 1,2,3
+                                                     print the N ids the numpy forward continues the prompt with
+                                                     (greedy, no KV cache: a reference for `sample --temperature 0`)
 
 The numpy forward follows Hugging Face's LlamaForCausalLM (rotate-half RoPE with rope_scaling linear, dynamic, yarn or
 llama3, GQA, SwiGLU, RMSNorm) in float64.
@@ -167,6 +170,14 @@ def llama_forward(cfg, w, tokens):
     return x @ head.T
 
 
+def greedy(cfg, w, prompt, n):
+    """The n ids that follow prompt (list of ids) by argmax, each from a full forward of everything so far."""
+    ids = list(prompt)
+    for _ in range(n):
+        ids.append(int(np.argmax(llama_forward(cfg, w, np.array(ids))[-1])))
+    return ids[len(prompt):]
+
+
 def rel_err(a, b):
     return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-12))
 
@@ -213,9 +224,13 @@ def parse_args(argv):
     ap.add_argument("--tol", type=float, help="relative logit error allowed (default by the weights' dtype: "
                     + ", ".join(f"{k} {v:g}" for k, v in TOLERANCE.items()) + ")")
     ap.add_argument("--parse", nargs="+", metavar="FILE", help="only check .safetensors files against the format")
+    ap.add_argument("--greedy", type=int, metavar="N", help="print the N greedy ids after --prompt-ids (comma-separated)")
+    ap.add_argument("--prompt-ids", help="the prompt of --greedy as token ids, 1,2,3 (its start token included)")
     a = ap.parse_args(argv[1:])
-    if not a.parse and not (a.hf_dir and a.dump_dir):
-        ap.error("give HF_DIR and DUMP_DIR, or --parse FILE...")
+    if a.greedy is not None and not (a.hf_dir and a.prompt_ids and not a.dump_dir):
+        ap.error("--greedy N takes HF_DIR and --prompt-ids 1,2,3")
+    if not a.parse and a.greedy is None and not (a.hf_dir and a.dump_dir):
+        ap.error("give HF_DIR and DUMP_DIR, --parse FILE... or HF_DIR --greedy N --prompt-ids 1,2,3")
     return a
 
 
@@ -241,6 +256,9 @@ def main(argv):
             print(f"ok {f}: {len(tensors)} tensors, metadata {meta} ({who})")
         return 0
     cfg, w = load_hf(a.hf_dir)
+    if a.greedy is not None:
+        print(",".join(map(str, greedy(cfg, w, [int(i) for i in a.prompt_ids.split(",")], a.greedy))))
+        return 0
     dtype = weights_dtype(cfg)
     tol = a.tol if a.tol is not None else TOLERANCE[dtype]
     tokens = np.load(os.path.join(a.dump_dir, "tokens.npy"))

@@ -16,6 +16,10 @@ add_test(NAME checkpoints_rope_scaling COMMAND bash ${CKPT_T}/rope_scaling.sh ${
 set_tests_properties(checkpoints_rope_scaling PROPERTIES LABELS checkpoints TIMEOUT 300 SKIP_RETURN_CODE 77)
 # hf_meta needs HF `tokenizers` in python3 (scripts/deps.sh): SKIP 77 without it.
 set_tests_properties(checkpoints_hf_meta PROPERTIES SKIP_RETURN_CODE 77)
+# The user flow for each tokenizer kind (SmolLM2's byte-level, Llama 2's and Mistral's SentencePiece-style): import -> eval,
+# sample = the numpy forward -> fine-tune with --rope-scaling -> passkey -> export; SKIP 77 without numpy and HF `tokenizers`.
+add_test(NAME checkpoints_user_flow COMMAND bash ${CKPT_T}/user_flow.sh ${RINGGPT_BIN})
+set_tests_properties(checkpoints_user_flow PROPERTIES LABELS checkpoints TIMEOUT 180 SKIP_RETURN_CODE 77)
 # libFuzzer on each parser of checkpoints/ for a few seconds (label fuzz; SKIP 77 without clang's libFuzzer runtime):
 # MANIFEST.json beside a real checkpoint, state.json, safetensors files, HF config.json. bench/fuzz.sh: 10 M executions each.
 foreach(target manifest state safetensors hf_config)

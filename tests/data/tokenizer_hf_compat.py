@@ -83,19 +83,24 @@ def train(kind, corpus, out, vocab):
         spm_form(tok, kind, out)
         return
     tok.save(out)
-    if kind == "nobytes":   # drop byte tokens and the merges that use them
-        j = json.load(open(out, encoding="utf-8"))
-        mapped = dict(zip(range(256), byte_chars()))
-        gone = {mapped[b] for b in DROPPED}
-        for c in gone:
-            j["model"]["vocab"].pop(c, None)
-        j["model"]["merges"] = [m for m in j["model"]["merges"] if m[0] not in gone and m[1] not in gone]
-        renumber(j, [])
-        json.dump(j, open(out, "w", encoding="utf-8"), ensure_ascii=False)
+    if kind == "nobytes":
+        drop_bytes(out)
     if kind == "gpt2":   # the older "a b" string form of merges must load too
         j = json.load(open(out, encoding="utf-8"))
         j["model"]["merges"] = [" ".join(m) if isinstance(m, list) else m for m in j["model"]["merges"]]
         json.dump(j, open(out, "w", encoding="utf-8"), ensure_ascii=False)
+
+
+def drop_bytes(out):
+    """Drops the DROPPED byte tokens and the merges that use them from a byte-level tokenizer.json (SmolLM2's vocab)."""
+    j = json.load(open(out, encoding="utf-8"))
+    mapped = dict(zip(range(256), byte_chars()))
+    gone = {mapped[b] for b in DROPPED}
+    for c in gone:
+        j["model"]["vocab"].pop(c, None)
+    j["model"]["merges"] = [m for m in j["model"]["merges"] if m[0] not in gone and m[1] not in gone]
+    renumber(j, [])
+    json.dump(j, open(out, "w", encoding="utf-8"), ensure_ascii=False)
 
 
 def renumber(j, extra):
