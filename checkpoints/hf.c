@@ -359,29 +359,37 @@ static void merge_into(cJSON *orig, cJSON *fresh) {
     }
 }
 
+// The RoPE type a rope_scaling / rope_parameters dict names ("rope_type", or v4's older "type"), or "".
+static const char *rope_type_of(const cJSON *o) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "rope_type");
+    if (!cJSON_IsString(t)) t = cJSON_GetObjectItemCaseSensitive(o, "type");
+    return cJSON_IsString(t) ? t->valuestring : "";
+}
+
+// r[key] = fresh, where an original dict of the same type keeps its literals (32.0 stays 32.0) and its other keys.
+static void put_rope_dict(cJSON *r, const char *key, cJSON *fresh) {
+    cJSON *old = cJSON_GetObjectItemCaseSensitive(r, key);
+    if (cJSON_IsObject(old) && !strcmp(rope_type_of(old), rope_type_of(fresh))) {
+        merge_into(old, fresh);
+        cJSON_Delete(fresh);
+    } else if (old) cJSON_ReplaceItemInObjectCaseSensitive(r, key, fresh);   // gives fresh the key
+    else cJSON_AddItemToObject(r, key, fresh);
+}
+
 // The RoPE fields of config.json r, after the merge with an imported original: transformers v5's rope_parameters (where
 // the original has it: rope_theta and the scaling's fields in it, no top-level copies), else v4's rope_theta and
-// rope_scaling (only with a scaling). A scaling the run changed or removed replaces the original's.
+// rope_scaling (only with a scaling; an original's "rope_scaling": null stays). A scaling the run changed or removed
+// replaces the original's.
 static void write_rope(cJSON *r, const ModelConfig *c) {
-    cJSON *params = cJSON_GetObjectItemCaseSensitive(r, "rope_parameters");
+    bool scaled = c->rope_scaling.type != ROPE_DEFAULT, v5 = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(r, "rope_parameters"));
+    cJSON *fresh = cJSON_CreateObject();
+    if (scaled) hf_rope_scaling_write(fresh, &c->rope_scaling);
+    else cJSON_AddStringToObject(fresh, "rope_type", "default");
+    if (v5) add_float(fresh, "rope_theta", c->rope_theta), cJSON_DeleteItemFromObjectCaseSensitive(r, "rope_theta");
+    if (v5 || scaled) put_rope_dict(r, v5 ? "rope_parameters" : "rope_scaling", fresh);
+    else cJSON_Delete(fresh);
     cJSON *old = cJSON_GetObjectItemCaseSensitive(r, "rope_scaling");
-    if (old && !cJSON_IsNull(old)) cJSON_ReplaceItemViaPointer(r, old, cJSON_CreateNull());   // "rope_scaling": null stays
-    if (cJSON_IsObject(params)) {
-        cJSON *theta = cJSON_DetachItemFromObjectCaseSensitive(params, "rope_theta");
-        cJSON *fresh = cJSON_CreateObject();
-        if (c->rope_scaling.type != ROPE_DEFAULT) hf_rope_scaling_write(fresh, &c->rope_scaling);
-        else cJSON_AddStringToObject(fresh, "rope_type", "default");
-        double was;
-        if (theta && number_of(theta, &was) && (float)was == c->rope_theta) cJSON_AddItemToObject(fresh, "rope_theta", theta);
-        else cJSON_Delete(theta), add_float(fresh, "rope_theta", c->rope_theta);
-        cJSON_ReplaceItemViaPointer(r, params, fresh);
-        cJSON_DeleteItemFromObjectCaseSensitive(r, "rope_theta");
-    } else if (c->rope_scaling.type != ROPE_DEFAULT) {   // transformers v4's key (v5 reads it too)
-        cJSON *dict = cJSON_CreateObject();
-        hf_rope_scaling_write(dict, &c->rope_scaling);
-        if (cJSON_GetObjectItemCaseSensitive(r, "rope_scaling")) cJSON_ReplaceItemInObjectCaseSensitive(r, "rope_scaling", dict);
-        else cJSON_AddItemToObject(r, "rope_scaling", dict);
-    }
+    if ((v5 || !scaled) && old && !cJSON_IsNull(old)) cJSON_ReplaceItemInObjectCaseSensitive(r, "rope_scaling", cJSON_CreateNull());
     if (c->rope_scaling.type == ROPE_DYNAMIC)   // HF's dynamic scales against max_position_embeddings itself
         cJSON_ReplaceItemInObjectCaseSensitive(r, "max_position_embeddings", cJSON_CreateNumber(c->rope_scaling.original_max_pos));
 }

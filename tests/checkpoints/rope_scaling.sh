@@ -54,6 +54,11 @@ import json, sys
 a = json.load(open('$W/l3/config.json'))['rope_scaling']; b = json.load(open('$W/l3_out/config.json'))['rope_scaling']
 sys.exit(a != b)"
 check "the export evaluates as the import did (numpy forward of the exported directory)" "$PYNP" "$CHECK_PY" "$W/l3_out" "$W/d_l3"
+check "export keeps the dict's number literals (\"factor\": 32.0, not 32)" grep -qE '"factor":[[:space:]]+32\.0,' "$W/l3_out/config.json"
+"$BIN" train --init-from "$W/l3_imp" --data "$W/text.txt" --seq-len 64 --rope-scaling none --steps 1 --threads 1 \
+  --out "$W/l3_none" > /dev/null 2>&1 && "$BIN" export "$W/l3_none" --to hf "$W/l3_none_hf" > /dev/null
+check "a fine-tune with --rope-scaling none exports \"rope_scaling\": null" "$PYNP" -c "
+import json, sys; c = json.load(open('$W/l3_none_hf/config.json')); sys.exit(not ('rope_scaling' in c and c['rope_scaling'] is None and '' not in c))"
 "$BIN" import "$W/l3_out" --out "$W/l3_again" > /dev/null
 check "export -> import keeps model.rope_scaling" diff <(grep -A6 rope_scaling "$W/l3_imp/step_00000000/state.json") \
   <(grep -A6 rope_scaling "$W/l3_again/step_00000000/state.json")
