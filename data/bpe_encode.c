@@ -219,7 +219,7 @@ static void bpe_word(BpeEncoder *e, const unsigned char *s, size_t n) {
         c->len = (uint8_t)n;
         c->n = (uint8_t)(*e->n_out - first);
         memcpy(c->key, s, n);
-        memcpy(c->ids, *e->out + first, c->n * sizeof(uint32_t));
+        if (c->n) memcpy(c->ids, *e->out + first, c->n * sizeof(uint32_t));   // no ids: *e->out may still be NULL
     }
 }
 
