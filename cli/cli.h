@@ -8,7 +8,7 @@
 // and divide the world (one line from rank 0 otherwise); a given --threads is bounded (args_check_threads), else it
 // becomes cli_node_threads(true); then cpu_threads sets it.
 CommGrid cli_infer_grid(int sp, bool threads_given, int *threads);
-// --threads when not given: the cores of this node that other processes leave free, shared among this job's ranks on
-// it (at least 1; cpu_default_threads), the fewest any rank found. A collective: every rank calls it. With note, rank 0
-// says so in one line when other processes took cores from it.
-int cli_node_threads(bool note);
+// --threads per rank: `given` (> 0: the user's; one note where it oversubscribes a busy machine), else the cores of
+// this node that other processes leave free, shared among this job's ranks on it (cpu_default_threads), the fewest
+// any rank found, with one note when other processes took cores from it. A collective: every rank calls it.
+int cli_node_threads(int given);

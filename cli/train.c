@@ -197,9 +197,9 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     bool min_lr_given = args_seen(specs, n, "--min-lr");   // on the command line
     int saved_threads;
     ShapeGiven given = train_apply_config_files(&TRAIN_CMD, specs, n, &saved_threads);
-    int node_threads = cli_node_threads(!args_seen(specs, n, "--threads"));
-    if (!args_seen(specs, n, "--threads"))   // config.json records the count used
-        t->threads = node_threads < ARGS_MAX_THREADS ? node_threads : ARGS_MAX_THREADS;
+    bool threads_given = args_seen(specs, n, "--threads");   // else the free cores; config.json records the count used
+    if (threads_given) args_check_threads(t->threads);
+    t->threads = cli_node_threads(threads_given ? t->threads : 0);
     if (saved_threads > 0 && saved_threads != t->threads)   // OpenBLAS's kernels on some CPUs round per thread count
         log_info("note: the run this continues used --threads %d and this one %d; its losses may differ from an "
                  "uninterrupted run's in the last digits; --threads %d continues it bit for bit\n",

@@ -80,12 +80,12 @@ void cpu_threads(int n);
 // CPU quota (docker --cpus) where one is set.
 int cpu_cores(void);
 // --threads when not given, per rank of this job's node_ranks ranks on this machine: its cores (cpu_cores) less those
-// that other processes hold now (*others: processes seen running beside this job, the fewest of a few looks 10 ms
-// apart), shared among the ranks, at least 1. The test hook RINGGPT_THREADS_IGNORE_LOAD=1 makes it count no others.
+// that other processes hold now, shared among the ranks, at least 1. *others: the processes seen running beside this
+// job (the fewest of a few looks 10 ms apart). The test hook RINGGPT_THREADS_IGNORE_LOAD=1 makes the count ignore them.
 int cpu_default_threads(int node_ranks, int *others);
-// True, with one line in note (size n), when other processes already run on this machine's cores and this job's
-// node_ranks ranks x threads threads would oversubscribe them (the caller prints it where it fits).
-bool cpu_shared_note(int threads, int node_ranks, char *note, size_t n);
+// True, with one line in note (size n), when `others` processes (cpu_default_threads) run beside this job and its
+// node_ranks ranks x threads threads oversubscribe the cores (the caller prints it where it fits).
+bool cpu_shared_note(int threads, int node_ranks, int others, char *note, size_t n);
 // The BLAS the binary runs on, as OpenBLAS names it: its build and the kernels it chose for this CPU
 // (per CPU model unless OPENBLAS_CORETYPE forces them), e.g. "OpenBLAS 0.3.21 ... DYNAMIC_ARCH ... Cooperlake
 // MAX_THREADS=64 (kernels: Cooperlake)" on a Zen 4; where cpu_exec_setup replaced OpenBLAS's pick, it says so.

@@ -96,23 +96,26 @@ static bool load_blind(void) {
     return v && *v && strcmp(v, "0") != 0;
 }
 
-int cpu_default_threads(int node_ranks, int *others) {
-    int cores = cpu_cores(), busy = load_blind() ? 0 : others_running(node_ranks);
-    *others = busy > 0 ? busy : 0;
-    int free_cores = cores - *others;
-    int n = (*others > 0 ? free_cores : cores) / node_ranks;
+// The threads per rank that leave `others` busy cores alone (at least 1).
+static int threads_beside(int cores, int others, int node_ranks) {
+    int n = (cores - others) / node_ranks;
     return n > 0 ? n : 1;
 }
 
-bool cpu_shared_note(int threads, int node_ranks, char *note, size_t n) {
-    int cores = cpu_cores(), others = others_running(node_ranks);
+int cpu_default_threads(int node_ranks, int *others) {
+    int busy = others_running(node_ranks);
+    *others = busy > 0 ? busy : 0;
+    return threads_beside(cpu_cores(), load_blind() ? 0 : *others, node_ranks);
+}
+
+bool cpu_shared_note(int threads, int node_ranks, int others, char *note, size_t n) {
+    int cores = cpu_cores();
     if (others <= 0 || others + threads * node_ranks <= cores) return false;
-    int fit = cores - others > node_ranks ? (cores - others) / node_ranks : 1;
-    snprintf(note, n, "this machine is shared: %d other process%s ran on its %d core%s as this run started, and %d rank%s x "
-             "%d thread%s here make%s it oversubscribed: steps can be several times slower; --threads %d would leave the "
-             "busy cores alone",
+    snprintf(note, n, "this machine is shared: %d other process%s ran on its %d core%s as this command started, and %d "
+             "rank%s x %d thread%s here make%s it oversubscribed: steps can be several times slower; --threads %d would "
+             "leave the busy cores alone",
              others, others == 1 ? "" : "es", cores, plural(cores), node_ranks, plural(node_ranks), threads, plural(threads),
-             node_ranks * threads == 1 ? "s" : "", fit);
+             node_ranks * threads == 1 ? "s" : "", threads_beside(cores, others, node_ranks));
     return true;
 }
 
