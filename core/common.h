@@ -81,7 +81,7 @@ void cpu_threads(int n);
 int cpu_cores(void);
 // --threads when not given, per rank of this job's node_ranks ranks on this machine: its cores (cpu_cores) less those
 // that other processes hold now, shared among the ranks, at least 1. *others: the processes seen running beside this
-// job (the fewest of a few looks 10 ms apart). The test hook RINGGPT_THREADS_IGNORE_LOAD=1 makes the count ignore them.
+// job (the fewest of a few looks 10 ms apart). The test hook RINGGPT_THREADS_IGNORE_LOAD=1: no look (*others = 0).
 int cpu_default_threads(int node_ranks, int *others);
 // True, with one line in note (size n), when `others` processes (cpu_default_threads) run beside this job and its
 // node_ranks ranks x threads threads oversubscribe the cores (the caller prints it where it fits).

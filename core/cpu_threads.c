@@ -103,9 +103,9 @@ static int threads_beside(int cores, int others, int node_ranks) {
 }
 
 int cpu_default_threads(int node_ranks, int *others) {
-    int busy = others_running(node_ranks);
+    int busy = load_blind() ? 0 : others_running(node_ranks);
     *others = busy > 0 ? busy : 0;
-    return threads_beside(cpu_cores(), load_blind() ? 0 : *others, node_ranks);
+    return threads_beside(cpu_cores(), *others, node_ranks);
 }
 
 bool cpu_shared_note(int threads, int node_ranks, int others, char *note, size_t n) {

@@ -489,12 +489,15 @@ static bool parse_merges(Bpe *b, Errs *e, const cJSON *merges) {
 }
 
 // ---- decoders ------------------------------------------------------------------------------------
+enum { DECODE_GROWTH = 16 };   // the room decode_token has: this many times a token's length (+ 16)
+
 // The SentencePiece-style decoder steps ringgpt applies to each token: Replace (a string by a string),
 // ByteFallback (<0xNN> -> the byte), Metaspace (the replacement -> " ", none in the first token), and
 // Strip of leading characters after Fuse (only the text's first token loses them).
 typedef struct {
     char from[8][16], to[8][16];
     int n_replace;
+    int growth;               // how many times the Replace steps may lengthen a token at most (their product)
     bool byte_fallback;
     char meta[8];             // Metaspace's replacement, "" if none
     bool meta_first;          // ... dropped in the first token (prepend_scheme not never)
@@ -524,6 +527,10 @@ static bool parse_decoder(Decoder *d, Errs *e, const cJSON *p, const char *field
         const char *from = str_of(cJSON_GetObjectItemCaseSensitive(p, "pattern"), "String"), *to = str_of(p, "content");
         if (!from || !to || !from[0] || strlen(from) >= 16 || strlen(to) >= 16 || d->n_replace == 8)
             return bad(e, "%s: only a Replace of a short {\"String\": ...} by a short \"content\" is supported", field);
+        size_t step = (strlen(to) + strlen(from) - 1) / strlen(from);   // a step lengthens a token at most this many times
+        d->growth = (d->growth ? d->growth : 1) * (int)(step > 1 ? step : 1);
+        if (d->growth > DECODE_GROWTH)
+            return bad(e, "%s: Replace steps that lengthen a token more than %d times are not supported", field, DECODE_GROWTH);
         snprintf(d->from[d->n_replace], 16, "%s", from);
         snprintf(d->to[d->n_replace++], 16, "%s", to);
         return true;
@@ -548,7 +555,7 @@ static bool parse_decoder(Decoder *d, Errs *e, const cJSON *p, const char *field
     return bad(e, "%s: type '%s' is not supported with a SentencePiece-style BPE (Replace, ByteFallback, Fuse, Strip, Metaspace)", field, type);
 }
 
-// Replaces every `from` in s[0..*n) by `to` (to no longer than from, or out has room for the growth).
+// Replaces every `from` in s[0..n) by `to` into out, which has room for the growth.
 static size_t replace_all(const unsigned char *s, size_t n, const char *from, const char *to, unsigned char *out) {
     size_t fl = strlen(from), tl = strlen(to), k = 0;
     for (size_t i = 0; i < n;) {
@@ -563,10 +570,9 @@ static size_t replace_all(const unsigned char *s, size_t n, const char *from, co
 
 static int hex_digit(char c) { return c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1; }
 
-// One token through the decoder; first: as the text's first token. Returns the length written to out
-// (room: 16 x the token's length, as a Replace may grow it).
-static size_t decode_token(const Decoder *d, const unsigned char *s, size_t n, bool first, unsigned char *out) {
-    unsigned char *tmp = xmalloc(16 * n + 16, "a decoded token");
+// One token through the decoder; first: as the text's first token. Returns the length written to out; out and tmp
+// have room for DECODE_GROWTH x the token's length + 16 (the Replace steps' growth is bounded by parse_decoder).
+static size_t decode_token(const Decoder *d, const unsigned char *s, size_t n, bool first, unsigned char *out, unsigned char *tmp) {
     memcpy(out, s, n);
     for (int i = 0; i < d->n_replace; i++) {
         n = replace_all(out, n, d->from[i], d->to[i], tmp);
@@ -583,7 +589,6 @@ static size_t decode_token(const Decoder *d, const unsigned char *s, size_t n, b
     size_t sl = strlen(d->strip), skip = 0;
     for (int i = 0; first && i < d->strip_start && skip + sl <= n && memcmp(out + skip, d->strip, sl) == 0; i++) skip += sl;
     memmove(out, out + skip, n - skip);
-    free(tmp);
     return n - skip;
 }
 
@@ -608,18 +613,21 @@ static bool build_decoded(Bpe *b, Errs *e, const cJSON *dec) {
     const char **content = xcalloc(b->vocab_size, sizeof *content, "the token table");
     // HF decodes an id to its added content first, as normalized for a normalized token (simple_id_to_token).
     for (size_t i = 0; i < b->n_added; i++) content[b->added[i].id] = b->added[i].normalized ? (const char *)b->added[i].bytes : b->added[i].content;
-    unsigned char *buf = NULL;
+    unsigned char *buf = NULL, *tmp = NULL;   // (cap) each
     size_t cap = 0;
     for (uint32_t id = 0; id < b->vocab_size; id++) {
         if (!b->tok[id]) continue;
         const unsigned char *s = content[id] ? (const unsigned char *)content[id] : b->tok[id];
         size_t n = content[id] ? strlen(content[id]) : b->tok_len[id];
-        if (cap < 16 * n + 16) buf = xrealloc(buf, cap = 32 * n + 32, "a decoded token");
-        size_t k = decode_token(&d, s, n, false, buf);
+        if (cap < DECODE_GROWTH * n + 16) {
+            cap = 2 * (DECODE_GROWTH * n + 16);
+            buf = xrealloc(buf, cap, "a decoded token"), tmp = xrealloc(tmp, cap, "a decoded token");
+        }
+        size_t k = decode_token(&d, s, n, false, buf, tmp);
         b->dec[id] = xmalloc(k + 1, "a decoded token");
         memcpy(b->dec[id], buf, k);
         b->dec_len[id] = (uint32_t)k;
-        size_t k1 = decode_token(&d, s, n, true, buf);
+        size_t k1 = decode_token(&d, s, n, true, buf, tmp);
         if (k1 != k || memcmp(buf, b->dec[id], k) != 0) {
             b->dec_first[id] = xmalloc(k1 + 1, "a decoded token");
             memcpy(b->dec_first[id], buf, k1);
@@ -628,6 +636,7 @@ static bool build_decoded(Bpe *b, Errs *e, const cJSON *dec) {
     }
     free(content);
     free(buf);
+    free(tmp);
     return true;
 }
 

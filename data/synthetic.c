@@ -48,7 +48,6 @@ static void put_text(uint32_t *out, uint64_t *p, const char *s, size_t n) {
 }
 
 struct SynthText {
-    const Tokenizer *tok;
     TokEncoder enc;
     uint32_t *filler;          // (n_filler) FILLER_BPE's ids: one period of the filler stream
     size_t n_filler;
@@ -223,7 +222,6 @@ static uint64_t most_ids(SynthText *st, const char *name, bool question) {
 SynthText *synth_text_new(const Tokenizer *t) {
     if (!t || !t->bpe) return NULL;
     SynthText *st = xcalloc(1, sizeof *st, "a tokenizer's passkey text");
-    st->tok = t;
     st->enc = tokenizer_encoder(t);
     st->bos = t->add_bos && t->bos >= 0 ? t->bos : -1;
     size_t n = encode_after(st, "There and back again.", FILLER_BPE);   // a period as it follows the one before

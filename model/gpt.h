@@ -27,6 +27,10 @@ typedef struct {
     size_t doc_ids_cap;  // elements the two buffers hold
     Recompute recompute; // what the forward keeps for the backward (default none; may change between steps)
     ActStore act_store;  // storage of the [act] activations (train --activations; ACT_F32 by default, always on the CPU)
+    double *rope_inv_freq;            // (hd/2) rope_frequencies' table for rope_theta_at and rope_len_at (gpt_rope)
+    double rope_scale;
+    float rope_theta_at;              // the base and (dynamic only) the length the table was made for; 0: none yet
+    int rope_len_at;
 } GPT;
 
 // Builds the table, allocates parameters and gradients on the backend, initialises from seed.

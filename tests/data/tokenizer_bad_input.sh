@@ -58,6 +58,8 @@ spm_variant("spm_regex", lambda t: t["normalizer"]["normalizers"][1].update(patt
 spm_variant("spm_scheme", lambda t: t.update(normalizer=None, pre_tokenizer={"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "sometimes"}))
 spm_variant("spm_unk", lambda t: t["model"].update(unk_token="<UNK>"))
 spm_variant("spm_bytelevel_dec", lambda t: t.update(decoder={"type": "ByteLevel"}))
+grow = {"type": "Replace", "pattern": {"String": "a"}, "content": "aaaaaaaaaaaaaaa"}   # x15 each: x225 for two
+spm_variant("spm_growing_replace", lambda t: t["decoder"]["decoders"].insert(0, dict(grow)) or t["decoder"]["decoders"].insert(0, dict(grow)))
 variant("bad_id", lambda t: t["model"]["vocab"].update(x=-3))
 PY
 check "a valid minimal tokenizer loads (eos from <|endoftext|>)" grep -q "vocab 259, eos 258, bos -1" <("$BIN" tokenizer info --tokenizer "$W/good.json")
@@ -82,6 +84,8 @@ expect_fail 2 "model.continuing_subword_prefix: is not supported" "$BIN" tokeniz
 expect_fail 2 "added_tokens[0]: '<|endoftext|>' has id 300, but HF tokenizers gives it 258" "$BIN" tokenizer info --tokenizer "$W/added_id.json"
 expect_fail 2 "decoder: missing (a SentencePiece-style BPE needs" "$BIN" tokenizer info --tokenizer "$W/spm_nodecoder.json"
 expect_fail 2 "decoder.decoders[0]: a Strip before Fuse is not supported" "$BIN" tokenizer info --tokenizer "$W/spm_strip_first.json"
+expect_fail 2 "decoder.decoders[1]: Replace steps that lengthen a token more than 16 times are not supported" \
+  "$BIN" tokenizer info --tokenizer "$W/spm_growing_replace.json"
 expect_fail 2 "normalizer.normalizers[1].pattern: only a non-empty {\"String\": ...} is supported" "$BIN" tokenizer info --tokenizer "$W/spm_regex.json"
 expect_fail 2 "pre_tokenizer.prepend_scheme: 'sometimes' is not first, always or never" "$BIN" tokenizer info --tokenizer "$W/spm_scheme.json"
 expect_fail 2 "model.unk_token: '<UNK>' is not in model.vocab" "$BIN" tokenizer info --tokenizer "$W/spm_unk.json"

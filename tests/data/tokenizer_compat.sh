@@ -46,7 +46,7 @@ for kind in added spm_prepend spm_meta spm_unk digits nobytes; do
     "$BIN" tokenizer decode --tokenizer "$W/$kind.json" "$e.ids" > "$e.dec"
     cmp -s "$e.ids" "$e.hf" && "$PYTOK" "$HERE/tokenizer_hf_compat.py" same_text "$e.dec" "$e.hfdec" || differ+=" $i"
   done
-  check "$kind: $n short edge texts: ids and decode as HF's${differ:+ (differ:$differ)}" test -z "$differ"
+  check "$kind: $n short edge texts: ids and decode as HF's${differ:+ (differ:$differ)}" test "${n:-0}" -gt 0 -a -z "$differ"
 done
 # The SentencePiece-style decoders drop the space put before the text: the first token alone decodes without it, as in HF.
 printf 'Hello world' > "$W/hello.txt"
