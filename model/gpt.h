@@ -9,6 +9,7 @@
 #include "model/config.h"
 #include "model/memplan.h"
 #include "model/params.h"
+#include "model/shard.h"
 
 struct AttnRing;   // attention/ring.h: the ring of sp ranks this model's attention spans (NULL = one rank)
 
@@ -16,7 +17,7 @@ typedef struct {
     ModelConfig cfg;
     const Backend *be;
     ParamTable table;
-    real *params;        // (table.total) every weight, in table order
+    real *params;        // (table.total) every weight, in table order; SHARD_PARAMS: (shard->local_total) this rank's slices
     real *grads;         // (table.total) their gradients, same layout
     ModelTensors w, g;   // named views of params and grads
     Activations act;
@@ -31,6 +32,8 @@ typedef struct {
     double rope_scale;
     float rope_theta_at;              // the base and (dynamic only) the length the table was made for; 0: none yet
     int rope_len_at;
+    ShardLevel shard_level;           // train --shard (SHARD_NONE elsewhere)
+    const ShardLayout *shard;         // NULL for SHARD_NONE: the units and this rank's slices (model/shard.h)
 } GPT;
 
 // Builds the table, allocates parameters and gradients on the backend, initialises from seed.
