@@ -18,6 +18,7 @@ float expf(float) __attribute__((simd("notinbranch")));
 typedef double real;
 #define REAL_NAME "f64"
 #define cblas_xgemm cblas_dgemm
+#define cblas_xgemv cblas_dgemv
 #define rexp exp
 #define rlog log
 #define sqrt_r sqrt
@@ -28,6 +29,7 @@ typedef double real;
 typedef float real;
 #define REAL_NAME "f32"
 #define cblas_xgemm cblas_sgemm
+#define cblas_xgemv cblas_sgemv
 #define rexp expf
 #define rlog logf
 #define sqrt_r sqrtf

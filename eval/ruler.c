@@ -221,7 +221,8 @@ static const Preset PRESETS[] = {
     {"niah_single_1", NIAH(RULER_HAY_NOISE, RULER_WORD, RULER_NUMBER, 1, 1, 1)},
     {"niah_single_2", NIAH(RULER_HAY_PROSE, RULER_WORD, RULER_NUMBER, 1, 1, 1)},
     {"niah_single_3", NIAH(RULER_HAY_PROSE, RULER_WORD, RULER_UUID, 1, 1, 1)},
-    {"niah_multikey_1", NIAH(RULER_HAY_PROSE, RULER_WORD, RULER_NUMBER, 4, 1, 1)},
+    {"niah_multikey_1", {.task = RULER_NIAH, .hay = RULER_HAY_PROSE, .key = RULER_WORD, .value = RULER_NUMBER, .keys = 4,
+                         .values = 1, .queries = 1, .asks = 4}},
     {"niah_multikey_2", NIAH(RULER_HAY_NEEDLES, RULER_WORD, RULER_NUMBER, 1, 1, 1)},
     {"niah_multikey_3", NIAH(RULER_HAY_NEEDLES, RULER_UUID, RULER_UUID, 1, 1, 1)},
     {"niah_multivalue", NIAH(RULER_HAY_PROSE, RULER_WORD, RULER_NUMBER, 1, 4, 1)},
@@ -229,7 +230,7 @@ static const Preset PRESETS[] = {
     {"vt", {.task = RULER_VT, .hay = RULER_HAY_NOISE, .chains = 1, .hops = 4}},
     {"cwe", {.task = RULER_CWE, .common = 10, .freq_common = 30, .freq_rare = 3}},
     {"fwe", {.task = RULER_FWE, .top = 3, .alpha = 2.0}},
-    {"nolima", {.task = RULER_NOLIMA, .hay = RULER_HAY_PROSE, .keys = 4}},
+    {"nolima", {.task = RULER_NOLIMA, .hay = RULER_HAY_PROSE, .keys = 4, .asks = 4}},
 };
 #undef NIAH
 
@@ -269,7 +270,20 @@ static int check_niah(const RulerSpec *s, char *why, size_t n) {
     return 0;
 }
 
+// Asks: NIAH's key sets, nolima's people; one question elsewhere.
+static int max_asks(const RulerSpec *s) {
+    switch (s->task) {
+    case RULER_NIAH: return s->queries > 0 ? s->keys / s->queries : 1;
+    case RULER_NOLIMA: return s->keys;
+    default: return 1;
+    }
+}
+
 static int check_task(const RulerSpec *s, char *why, size_t n) {
+    if (s->asks < 0 || s->asks > (max_asks(s) > 1 ? max_asks(s) : 1)) {
+        snprintf(why, n, "asks %d: this task asks at most %d question%s of a document", s->asks, max_asks(s), max_asks(s) > 1 ? "s" : "");
+        return -1;
+    }
     switch (s->task) {
     case RULER_NIAH: return check_niah(s, why, n);
     case RULER_VT:
@@ -333,7 +347,12 @@ int ruler_spec_check(const RulerSpec *s, char *why, size_t n) {
 typedef struct {
     const RulerSpec *s;
     uint64_t stream;          // this document's random streams derive from it
-    Str intro, question, prefix;
+    Str intro, question, prefix;   // the asked question and the answer's prefix
+    Str fit_question, fit_prefix;  // the ask whose question and prefix measure longest: the fit's (asks > 1)
+    int ask;                  // which of the document's questions this sample asks
+    bool fitting;             // build with fit_question (fit's probes), else with question
+    RulerMeasure measure;
+    void *ctx;
     int n_needles;
     Str needle[RULER_MAX_NEEDLES];
     double depth[RULER_MAX_NEEDLES];
@@ -358,12 +377,46 @@ static void key_list(Str *out, char keys[][RULER_ITEM_CHARS], int n) {
     for (int i = 0; i < n; i++) str_printf(out, "%s%s", i == 0 ? "" : i + 1 == n ? ", and " : ", ", keys[i]);
 }
 
+static int asks_of(const RulerSpec *s) { return s->asks > 1 ? s->asks : 1; }
+
+// The questions (and answers' prefixes) of a document's asks, qs and ps taken: the sample's own into g->question and
+// g->prefix, and the one whose text measures longest into g->fit_question and g->fit_prefix.
+static void set_questions(Gen *g, Str *qs, Str *ps, int n) {
+    int longest = 0;
+    size_t most = 0;
+    for (int a = 0; a < n && n > 1; a++) {
+        Str t = {0};
+        str_printf(&t, "\n%s%s", qs[a].p, ps[a].p);
+        size_t m = g->measure(g->ctx, t.p, t.n);
+        if (m > most) most = m, longest = a;
+        str_free(&t);
+    }
+    str_put(&g->question, qs[g->ask].p, qs[g->ask].n), str_put(&g->prefix, ps[g->ask].p, ps[g->ask].n);
+    str_put(&g->fit_question, qs[longest].p, qs[longest].n), str_put(&g->fit_prefix, ps[longest].p, ps[longest].n);
+    for (int a = 0; a < n; a++) str_free(&qs[a]), str_free(&ps[a]);
+}
+
+// Word key k shares its first or its second word with every key before it (other kinds: always near).
+static bool near_all(RulerItem kind, char keys[][RULER_ITEM_CHARS], int k) {
+    const char *dash = strchr(keys[k], '-');
+    for (int j = 0; j < k && kind == RULER_WORD; j++) {
+        const char *dj = strchr(keys[j], '-');
+        if (!(dash - keys[k] == dj - keys[j] && strncmp(keys[k], keys[j], (size_t)(dash - keys[k])) == 0) && strcmp(dash, dj) != 0)
+            return false;
+    }
+    return true;
+}
+
 static int setup_niah(Gen *g, Rng *r, char *why, size_t n) {
     const RulerSpec *s = g->s;
     char keys[RULER_MAX_NEEDLES][RULER_ITEM_CHARS];
     for (int k = 0; k < s->keys; k++) {
         const char *like = k < s->queries ? NULL : keys[(k - s->queries) % s->queries];
-        if (draw_new(r, s->key, like, &g->taken, keys[k])) {
+        // Every key of a document asked in turn is a near miss of every other: one kept word for all of them.
+        int rc, tries = 0;
+        do rc = draw_new(r, s->key, like, &g->taken, keys[k]);
+        while (rc == 0 && asks_of(s) > 1 && !near_all(s->key, keys, k) && ++tries < 1000);
+        if (rc || tries == 1000) {
             snprintf(why, n, "NIAH: no %d distinct keys of this kind", s->keys);
             return -1;
         }
@@ -379,13 +432,17 @@ static int setup_niah(Gen *g, Rng *r, char *why, size_t n) {
                 return -1;
             }
             str_printf(&g->needle[g->n_needles++], "One of the special magic %s for %s is: %s. ", type, keys[k], value);
-            if (k < s->queries) add_item(g->d, value);
+            if (k / s->queries == g->ask) add_item(g->d, value);
         }
-    Str q = {0};
-    key_list(&q, keys, s->queries);
-    str_printf(&g->question, "What are all the special magic %s for %s mentioned in the provided text?", type, q.p);
-    str_printf(&g->prefix, " The special magic %s for %s mentioned in the provided text are", type, q.p);
-    str_free(&q);
+    Str qs[RULER_MAX_NEEDLES] = {0}, ps[RULER_MAX_NEEDLES] = {0};
+    for (int a = 0; a < asks_of(s); a++) {
+        Str q = {0};
+        key_list(&q, keys + a * s->queries, s->queries);
+        str_printf(&qs[a], "What are all the special magic %s for %s mentioned in the provided text?", type, q.p);
+        str_printf(&ps[a], " The special magic %s for %s mentioned in the provided text are", type, q.p);
+        str_free(&q);
+    }
+    set_questions(g, qs, ps, asks_of(s));
     draw_depths(g, r);
     return 0;
 }
@@ -455,7 +512,7 @@ static int setup_nolima(Gen *g, Rng *r, char *why, size_t n) {
     for (int i = 0; i < COUNT(NAMES); i++) pick[i] = i;
     Str table = {0};
     str_printf(&table, "Everyone in the club has a nickname: ");
-    char asked[RULER_ITEM_CHARS] = "";
+    Str qs[RULER_MAX_NEEDLES] = {0}, ps[RULER_MAX_NEEDLES] = {0};
     for (int k = 0; k < s->keys; k++) {
         int j = k + (int)rng_below(r, (uint64_t)(COUNT(NAMES) - k)), t = pick[k];
         pick[k] = pick[j], pick[j] = t;
@@ -464,18 +521,20 @@ static int setup_nolima(Gen *g, Rng *r, char *why, size_t n) {
         while (!keyset_add(&g->taken, alias));
         if (draw_new(r, RULER_NUMBER, NULL, &g->taken, value)) {
             snprintf(why, n, "nolima: no %d distinct values", s->keys);
+            str_free(&table);
+            for (int a = 0; a < asks_of(s); a++) str_free(&qs[a]), str_free(&ps[a]);
             return -1;
         }
         str_printf(&g->needle[g->n_needles++], "%s once tucked %s beneath the floorboards. ", NAMES[pick[k]], value);
         str_printf(&table, "%s%s is the %s", k == 0 ? "" : k + 1 == s->keys ? ", and " : ", ", NAMES[pick[k]], alias);
-        if (k == 0) add_item(g->d, value), memcpy(asked, alias, sizeof asked);
+        if (k == g->ask) add_item(g->d, value);
+        if (k < asks_of(s)) str_printf(&qs[k], "Which number belongs to the %s?", alias), str_printf(&ps[k], " The number is");
     }
     str_printf(&table, ". ");
     g->needle[g->n_needles++] = table;
     str_printf(&g->intro, "Some club members hid numbers in the following text. Memorize them: I will quiz you about them "
                "afterwards.\n");
-    str_printf(&g->question, "Which number belongs to the %s?", asked);
-    str_printf(&g->prefix, " The number is");
+    set_questions(g, qs, ps, asks_of(s));
     draw_depths(g, r);
     return 0;
 }
@@ -674,10 +733,11 @@ static int build(Gen *g, int count, Str *out, char *why, size_t n) {
         str_put(out, hay.p + from, hay.n - from);
         d->hay_end = out->n;
         str_put(out, "\n", 1);
+        bool fit = g->fitting && g->fit_question.n;   // the longest ask's question while fitting
         d->question_at = out->n;
-        str_put(out, g->question.p, g->question.n);
+        str_put(out, fit ? g->fit_question.p : g->question.p, fit ? g->fit_question.n : g->question.n);
         d->prefix_at = out->n;
-        str_put(out, g->prefix.p, g->prefix.n);
+        str_put(out, fit ? g->fit_prefix.p : g->prefix.p, fit ? g->fit_prefix.n : g->prefix.n);
         d->pieces = count;
     }
     str_free(&hay);
@@ -713,6 +773,7 @@ static int64_t next_probe(int64_t lo, size_t lo_t, int64_t hi, size_t hi_t, size
 // piece is too long, 2 when CWE's single words run out, -1 on another error.
 static int fit(Gen *g, size_t target, RulerMeasure m, void *ctx, Str *out, char *why, size_t n) {
     size_t t0, t, lo_t, hi_t = 0;
+    g->fitting = true;
     int rc = measure_at(g, 0, out, m, ctx, &t0, why, n);
     if (rc) return rc;
     if (t0 > target) {
@@ -736,7 +797,16 @@ static int fit(Gen *g, size_t target, RulerMeasure m, void *ctx, Str *out, char 
         halve = width > 0 && 2 * (hi - lo) > width;
         p = next_probe(lo, lo_t, hi, hi_t, t0, target, halve);
     }
-    if ((rc = measure_at(g, lo, out, m, ctx, &t, why, n))) return rc;
+    // The sample's own question: never longer than the fitted one, unless the measure is not additive over the seam.
+    g->fitting = false;
+    do
+        if ((rc = measure_at(g, lo, out, m, ctx, &t, why, n))) return rc;
+    while (t > target && lo-- > 0);
+    if (t > target) {
+        snprintf(why, n, "the task's smallest document measures %zu with this question, more than the length %zu; use a longer "
+                 "length", t, target);
+        return 1;
+    }
     g->d->tokens = t, g->d->next_tokens = hi_t;
     return 0;
 }
@@ -770,7 +840,9 @@ int ruler_generate(const RulerSpec *s, uint64_t seed, uint64_t sample, size_t ta
     *d = (RulerDoc){0};
     if (ruler_spec_check(s, why, n)) return -1;
     uint64_t kind = (uint64_t)s->task | (uint64_t)s->hay << 4 | (uint64_t)s->key << 8 | (uint64_t)s->value << 12;
-    Gen g = {.s = s, .d = d, .freq_common = s->freq_common, .stream = mix64(seed ^ mix64(sample ^ mix64(kind)))};
+    uint64_t asks = (uint64_t)asks_of(s), doc = sample / asks;   // the asks of one document share its random streams
+    Gen g = {.s = s, .d = d, .freq_common = s->freq_common, .stream = mix64(seed ^ mix64(doc ^ mix64(kind))),
+             .ask = (int)(sample % asks), .measure = measure, .ctx = ctx};
     Str out = {0};
     int rc = setup(&g, why, n);
     while (rc == 0 && (rc = fit(&g, target, measure, ctx, &out, why, n)) > 0 && s->task == RULER_CWE) {
@@ -780,7 +852,7 @@ int ruler_generate(const RulerSpec *s, uint64_t seed, uint64_t sample, size_t ta
     }
     if (rc == 0) d->text = out.p, d->n = out.n, d->n_needles = g.n_needles;
     else str_free(&out);
-    str_free(&g.intro), str_free(&g.question), str_free(&g.prefix);
+    str_free(&g.intro), str_free(&g.question), str_free(&g.prefix), str_free(&g.fit_question), str_free(&g.fit_prefix);
     for (int j = 0; j < g.n_needles; j++) str_free(&g.needle[j]);
     free(g.taken.slot);
     return rc ? -1 : 0;

@@ -44,6 +44,9 @@ typedef struct {
     int common, freq_common, freq_rare;   // CWE (freq_common halves, down to freq_rare + 1, where the list is too long)
     int top;                      // FWE: the words asked
     double alpha;                 // FWE: Zipf exponent (a word of rank r appears budget / r^alpha times)
+    int asks;                     // questions asked of one document, each a sample of its own that shares the document's
+                                  // prefill (0 or 1: one; NIAH: <= keys / queries, ask a asks keys a·queries..;
+                                  // NOLIMA: <= keys, ask a asks person a; the other tasks ask one)
     int n_depths;                 // needles 0..n_depths-1 sit at these depths (0 = the haystack's start, 1 = its end;
     double depths[RULER_MAX_NEEDLES];   // the piece boundary nearest that share of its bytes); the others are drawn.
                                   // Needle order: ruler_generate says.
@@ -69,7 +72,7 @@ typedef struct {
 // (prose; word, number), niah_single_3 (prose; word, UUID), niah_multikey_1 (prose; 4 keys), niah_multikey_2
 // (needle haystack; word, number), niah_multikey_3 (needle haystack; UUID, UUID), niah_multivalue (prose; 4 values),
 // niah_multiquery (prose; 4 keys asked), vt (1 chain, 4 hops, noise), cwe (10 words, 30 and 3 times), fwe (top 3,
-// alpha 2), and nolima (4 people; prose). The tasks RULER runs on essays are set to RULER_HAY_PROSE (the caller
+// alpha 2), and nolima (4 people; prose); niah_multikey_1 and nolima ask each of their 4 keys of one document. The tasks RULER runs on essays are set to RULER_HAY_PROSE (the caller
 // swaps in noise where it has no text). Returns 0, or -1 for an unknown name.
 int ruler_preset(const char *name, RulerSpec *s);
 // The i-th name ruler_preset knows (the suite's order); NULL past the last.
@@ -79,7 +82,9 @@ const char *ruler_preset_name(int i);
 int ruler_spec_check(const RulerSpec *s, char *why, size_t n);
 
 // Document `sample` of seed `seed`: the largest document of the task whose measure stays at most target (every
-// piece added while it fits). Needles, in order: NIAH the asked keys' (key by key, value by value), then the
+// piece added while it fits). With asks > 1, samples a·asks .. a·asks + asks − 1 are one document asked its asks'
+// questions in turn: the same text up to question_at (fitted with the question that measures longest), unless the
+// measure puts one ask over target with it (that ask's document then has fewer pieces). Needles, in order: NIAH the asked keys' (key by key, value by value), then the
 // distractors'; VT chain by chain, in assignment order (a chain's depths are sorted); NOLIMA the asked person's,
 // the other people's, then the alias table. The same (spec, seed, sample, target, measure) gives the same
 // document. Returns 0, or -1 with one line in why: a bad spec (ruler_spec_check), keys or words running out, or a

@@ -62,7 +62,7 @@ static void record(RulerResults *o, size_t c, const RulerAnswer *a, const RulerD
     for (int i = 0; i < d->n_items; i++) p += sprintf(p, "%s%s", i ? "\n" : "", d->items[i]);
     *p = 0;
     o->text[c] = t, o->text_n[c] = (uint64_t)(p + 1 - t);
-    double add[4] = {(double)a->prompt_tokens, a->prefill_s, a->made, a->decode_s};
+    double add[4] = {(double)a->prefilled, a->prefill_s, a->made, a->decode_s};
     for (int i = 0; i < 4; i++) o->sums[i] += add[i];
 }
 
@@ -96,19 +96,20 @@ RulerResults ruler_suite_run(GPT *m, const Tokenizer *tok, const CommGrid *cg, c
     RulerResults o = {xcalloc(cells, sizeof(double), "the scores"), xcalloc(cells, sizeof(double), "the prompt lengths"),
                 xcalloc(cells, sizeof(char *), "the answers"), xcalloc(cells, sizeof(uint64_t), "the answer lengths")};
     double t_run = now_seconds();
+    RulerPrefill keep = {0};
     for (int li = 0; li < s->n_len; li++) {
         double t_len = now_seconds();
         for (int t = 0; t < s->n_task; t++)
             for (int k = 0; k < s->samples; k++) {
-                size_t c = ((size_t)li * s->n_task + t) * s->samples + k;
-                if ((int)(c % (size_t)cg->dp) != cg->dp_index) continue;
+                size_t c = ((size_t)li * s->n_task + t) * s->samples + k, asks = s->specs[t].asks > 1 ? (size_t)s->specs[t].asks : 1;
+                if ((int)((c - (size_t)k + (size_t)k / asks) % (size_t)cg->dp) != cg->dp_index) continue;   // a document's asks: one group
                 RulerDoc d;
                 char why[512];
                 int64_t target = s->lengths[li] - (s->start >= 0) - ruler_task_tokens(s, t);
                 if (ruler_generate(&s->specs[t], task_seed(s, t), (uint64_t)k, (size_t)target, ruler_measure_tokens, tm, &d, why, sizeof why))
                     fail_data(NULL, "ruler: --lengths %" PRId64 ", task %s, sample %d: %s", s->lengths[li], s->names[t], k, why);
                 RulerAnswer a;
-                ruler_answer(m, cg->ring, tok, s->start, &d, ruler_task_tokens(s, t), &a);
+                ruler_answer(m, cg->ring, tok, s->start, &d, ruler_task_tokens(s, t), asks > 1 ? &keep : NULL, &a);
                 if (cg->sp_index == 0) record(&o, c, &a, &d);
                 ruler_answer_free(&a);
                 ruler_doc_free(&d);
@@ -116,6 +117,7 @@ RulerResults ruler_suite_run(GPT *m, const Tokenizer *tok, const CommGrid *cg, c
         log_info("ruler: length %" PRId64 ": %d task%s x %d sample%s in %.1f s\n", s->lengths[li], s->n_task, plural(s->n_task),
                  s->samples, plural(s->samples), now_seconds() - t_len);
     }
+    ruler_prefill_free(&keep);
     share_results(&o, cells, cg->world);
     o.seconds = now_seconds() - t_run;
     return o;

@@ -191,6 +191,13 @@ const float *decode_step(Decoder *s, int token) {
     return feed(s, token);
 }
 
+DecodeMark decode_mark(const Decoder *s) { return (DecodeMark){s->len, s->n_dec}; }
+
+void decode_rewind(Decoder *s, DecodeMark at) {
+    if (at.len < s->prefilled || at.len > s->len || at.n_dec > s->n_dec) fail("internal: rewind to a mark of another sequence");
+    s->len = at.len, s->n_dec = at.n_dec;
+}
+
 int decode_agree(Decoder *s, int token) {
     if (!s->ring) return token;
     int64_t t = s->rank == 0 ? token : 0;

@@ -60,5 +60,12 @@ void decoder_free(Decoder *s);
 const float *decode_prefill(Decoder *s, const int32_t *tokens, int n);
 // Feeds `token` at position s->len and returns the logits (V) of the next token.
 const float *decode_step(Decoder *s, int token);
+// A point of the sequence fed so far: decode_rewind(s, decode_mark(s)) later forgets every token fed after the mark
+// (the prompt that came before stays in the cache), so one prompt's prefill serves several continuations.
+typedef struct {
+    int len, n_dec;
+} DecodeMark;
+DecodeMark decode_mark(const Decoder *s);
+void decode_rewind(Decoder *s, DecodeMark at);
 // The token rank 0 of the ring chose, on every rank (sampling must not drift apart between ranks).
 int decode_agree(Decoder *s, int token);

@@ -74,7 +74,11 @@ static void rmsnorm_backward(real *dx, real *dw, const real *dy, const real *x, 
 static void matmul_forward(real *out, const real *in, const real *w, int N, int In, int Out, ActStore outs,
                            ActStore ins) {
     f32_only(outs, "matmul_forward"), f32_only(ins, "matmul_forward");
-    cblas_xgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, Out, In, 1, in, In, w, In, 0, out, Out);
+    // One row (a decoded token): gemv reads w once; gemm would first copy all of it into its packed panels.
+    if (N == 1)
+        cblas_xgemv(CblasRowMajor, CblasNoTrans, Out, In, 1, w, In, in, 1, 0, out, 1);
+    else
+        cblas_xgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, Out, In, 1, in, In, w, In, 0, out, Out);
 }
 
 static void matmul_backward(real *din, real *dw, const real *dout, const real *in, const real *w, int N, int In, int Out,

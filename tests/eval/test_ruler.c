@@ -438,25 +438,43 @@ static void test_vt_and_distractors(void) {
     for (int j = 1; j < s.hops + 1; j++)
         CHECK(d.needle_at[j] > d.needle_at[j - 1], "vt: hop %d before the hop it reads", j);
     ruler_doc_free(&d);
+    // niah_multikey_1 asks each of its 4 keys of one document (samples 4..7: document 1): the same text up to the
+    // question, the asked key's needle answers, every other needle is a near miss of the asked key.
     s = preset("niah_multikey_1");
-    d = generate(&s, 4, 2, 9000);
-    const char *q = d.text + d.question_at + strlen("What are all the special magic numbers for ");
-    char asked[64];
-    snprintf(asked, sizeof asked, "%.*s", (int)(strstr(q, " mentioned") - q), q);
-    const char *dash = strchr(asked, '-');
-    for (int j = 1; j < d.n_needles; j++) {
-        const char *n = d.text + d.needle_at[j] + strlen("One of the special magic numbers for ");
-        char key[64];
-        snprintf(key, sizeof key, "%.*s", (int)(strstr(n, " is: ") - n), n);
-        const char *kd = strchr(key, '-');
-        bool same_adj = kd - key == dash - asked && strncmp(key, asked, (size_t)(dash - asked)) == 0,
-             same_noun = strcmp(kd, dash) == 0;
-        CHECK(strcmp(key, asked) != 0 && (same_adj || same_noun), "multikey: distractor %s is not near %s", key, asked);
+    RulerDoc first = generate(&s, 4, 4, 9000);
+    bool asked_each[4] = {false};
+    for (int a = 0; a < 4; a++) {
+        d = generate(&s, 4, 4 + (uint64_t)a, 9000);
+        CHECK(d.question_at == first.question_at && memcmp(d.text, first.text, d.question_at) == 0,
+              "multikey: ask %d's document differs from ask 0's before the question", a);
+        const char *q = d.text + d.question_at + strlen("What are all the special magic numbers for ");
+        char asked[64];
+        snprintf(asked, sizeof asked, "%.*s", (int)(strstr(q, " mentioned") - q), q);
+        const char *dash = strchr(asked, '-');
+        int own = 0;
+        for (int j = 0; j < d.n_needles; j++) {
+            const char *n = d.text + d.needle_at[j] + strlen("One of the special magic numbers for ");
+            char key[64];
+            snprintf(key, sizeof key, "%.*s", (int)(strstr(n, " is: ") - n), n);
+            const char *kd = strchr(key, '-');
+            bool same_adj = kd - key == dash - asked && strncmp(key, asked, (size_t)(dash - asked)) == 0,
+                 same_noun = strcmp(kd, dash) == 0;
+            if (strcmp(key, asked) == 0) {
+                own++;
+                if (j < 4) asked_each[j] = true;
+                CHECK(strstr(n, d.items[0]) == n + strlen(key) + strlen(" is: "), "multikey: ask %d's needle holds no %s", a, d.items[0]);
+            } else {
+                CHECK(same_adj || same_noun, "multikey ask %d: distractor %s is not near %s", a, key, asked);
+            }
+        }
+        CHECK(own == 1 && d.n_items == 1, "multikey ask %d: %d needles of the asked key, %d items", a, own, d.n_items);
+        char ans[1024];
+        answer_by_overlap(&d, ans, sizeof ans);
+        CHECK(ruler_score(&d, ans) == 1, "multikey ask %d: the overlap answerer took '%s'", a, ans);
+        ruler_doc_free(&d);
     }
-    char ans[1024];
-    answer_by_overlap(&d, ans, sizeof ans);
-    CHECK(ruler_score(&d, ans) == 1, "multikey: the overlap answerer took '%s'", ans);
-    ruler_doc_free(&d);
+    CHECK(asked_each[0] && asked_each[1] && asked_each[2] && asked_each[3], "multikey: the 4 asks do not ask the 4 keys");
+    ruler_doc_free(&first);
 }
 
 static void test_effective_length(void) {
@@ -493,7 +511,7 @@ static void test_answer_through_a_model(void) {
           "byte tokens: %zu for %zu bytes (%s)", d.tokens, d.n, why);
     snprintf(d.items[0], RULER_ITEM_CHARS, "%s", "\x01never");   // an item no answer holds: all 12 tokens decoded
     RulerAnswer full;
-    ruler_answer(&m, NULL, &tok, tok.eos, &d, 12, &full);
+    ruler_answer(&m, NULL, &tok, tok.eos, &d, 12, NULL, &full);
     int32_t ref[16] = {0};   // (1 + 12) the count, then sample_generate's greedy tokens
     SampleOptions o = {.tokens = 12, .temperature = 0, .stop_at_eos = true};
     SampleResult r;
@@ -507,16 +525,36 @@ static void test_answer_through_a_model(void) {
           full.made, full.score, r.made);
     snprintf(d.items[0], RULER_ITEM_CHARS, "%.2s", full.text);   // complete after 2 tokens
     RulerAnswer early;
-    ruler_answer(&m, NULL, &tok, tok.eos, &d, 12, &early);
+    ruler_answer(&m, NULL, &tok, tok.eos, &d, 12, NULL, &early);
     CHECK(early.made == 2 && early.score == 1 && strncmp(early.text, full.text, 2) == 0, "stopped after %d tokens, score %g",
           early.made, early.score);
     d.n_items = 2;   // one item found, one never: no early stop, half the score
     snprintf(d.items[1], RULER_ITEM_CHARS, "%s", "\x01never");
     RulerAnswer half;
-    ruler_answer(&m, NULL, &tok, tok.eos, &d, 12, &half);
+    ruler_answer(&m, NULL, &tok, tok.eos, &d, 12, NULL, &half);
     CHECK(half.made == full.made && half.score == 0.5, "one of two items: %d tokens, score %g", half.made, half.score);
     ruler_answer_free(&full), ruler_answer_free(&early), ruler_answer_free(&half);
     ruler_doc_free(&d);
+    // The 4 asks of one multi-key document through one kept prefill equal each ask through a prefill of its own: the
+    // context runs once, then only each question's tokens.
+    s = preset("niah_multikey_1");
+    RulerPrefill shared = {0};
+    for (int a = 0; a < 4; a++) {
+        CHECK(ruler_generate(&s, 3, 4 + (uint64_t)a, 900, ruler_measure_tokens, &tm, &d, why, sizeof why) == 0, "%s", why);
+        snprintf(d.items[0], RULER_ITEM_CHARS, "%s", "\x01never");   // every answer decodes all 8 tokens
+        RulerPrefill alone = {0};
+        RulerAnswer x, y;
+        ruler_answer(&m, NULL, &tok, tok.eos, &d, 8, &shared, &x);
+        ruler_answer(&m, NULL, &tok, tok.eos, &d, 8, &alone, &y);
+        size_t tail = d.n - d.question_at;   // byte tokens: the question and the answer's prefix
+        CHECK(x.made == 8 && strcmp(x.text, y.text) == 0, "ask %d: '%s' through the kept prefill, '%s' alone", a, x.text, y.text);
+        CHECK(y.prefilled == x.prompt_tokens && x.prefilled == (a == 0 ? x.prompt_tokens : tail), "ask %d: %zu and %zu of %zu ids run",
+              a, x.prefilled, y.prefilled, x.prompt_tokens);
+        ruler_answer_free(&x), ruler_answer_free(&y);
+        ruler_prefill_free(&alone);
+        ruler_doc_free(&d);
+    }
+    ruler_prefill_free(&shared);
     free(tm.ids);
     tokenizer_encoder_free(&tm.enc);
     tokenizer_free(&tok);
