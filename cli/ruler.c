@@ -116,7 +116,7 @@ static const ArgCommand RULER_CMD = {
 
 int cmd_ruler(int argc, char **argv) {
     comm_init(&argc, &argv);
-    const char *lengths = "1K,4K", *tasks = "all", *out = "ruler", *haystack = NULL, *label = NULL, *pos[1] = {NULL};
+    const char *lengths = "1K,4K", *tasks = "all", *out = "ruler", *haystack = NULL, *label = NULL, *config = NULL, *pos[1] = {NULL};
     RulerSuite s = {.samples = 16};
     int64_t seed = 1;
     double threshold = 100 * RULER_THRESHOLD_DEFAULT;
@@ -124,6 +124,8 @@ int cmd_ruler(int argc, char **argv) {
     float rope_theta = 0;
     ArgSpec specs[] = {
         ARG_GROUP("the suite"),
+        {"--config", ARG_STRING, &config, "flags as a JSON object {\"lengths\": \"1K,4K\", \"samples\": 4, ...}; the command line "
+                                          "overrides it"},
         {"--lengths", ARG_STRING, &lengths, "document lengths in tokens, answer included (K = 1024, M = 1024²), comma-separated"},
         {"--tasks", ARG_STRING, &tasks, "all, or a comma list: niah_single_1..3, niah_multikey_1..3, niah_multivalue, "
                                         "niah_multiquery, vt, cwe, fwe, nolima"},
@@ -143,8 +145,9 @@ int cmd_ruler(int argc, char **argv) {
                                "the documents)"},
     };
     int n = sizeof specs / sizeof specs[0];
-    if (args_parse(&RULER_CMD, specs, n, argc, argv, pos, 1) != 1)
-        comm_fail_usage_all("ruler needs a checkpoint: ringgpt ruler CKPT --lengths 1K,4K --tasks all --samples 16");
+    int n_pos = args_parse(&RULER_CMD, specs, n, argc, argv, pos, 1);
+    args_apply_config(&RULER_CMD, specs, n);
+    if (n_pos != 1) comm_fail_usage_all("ruler needs a checkpoint: ringgpt ruler CKPT --lengths 1K,4K --tasks all --samples 16");
     if (s.samples < 1 || s.samples > RULER_MAX_SAMPLES) comm_fail_usage_all("--samples %d: give 1..%d", s.samples, RULER_MAX_SAMPLES);
     if (s.tokens < 0 || s.tokens > RULER_MAX_TOKENS) comm_fail_usage_all("--tokens %d: give 1..%d (0: RULER's per task)", s.tokens, RULER_MAX_TOKENS);
     if (!(threshold > 0 && threshold <= 100)) comm_fail_usage_all("--threshold %g: give a score in percent, above 0 and at most 100", threshold);

@@ -7,6 +7,8 @@
 #   stageN.train.json       `ringgpt train`: the model, length, RoPE base, batch, steps (or --stop-loss), learning rate;
 #   stageN.passkey*.json    `ringgpt passkey`: the evaluation grids (lengths up to 2x the trained one), one per
 #                           file: the generator's filler, held-out prose, distractors.
+#   ruler.json              `ringgpt ruler` (optional): RULER's tasks on the last stage's model (OUT/ruler/results.json,
+#                           OUT/ruler.png).
 # The text the recipe reads outside the repository (Debian's licence texts, the evaluation's haystack) is
 # listed with the SHA-256 of every file in OUT/corpora.sha256; the binary, its BLAS kernels, CPU and threads in OUT/machine.txt
 # (the build is -march=native: the figures reproduce on the same CPU model, thread count and BLAS kernels).
@@ -55,9 +57,9 @@ done
   die "START=$start needs $out/stage$((start - 1)) from an earlier run of this recipe; run from START=1"
 mkdir -p "$out"
 for n in $(seq "$start" "$stages"); do rm -rf "$out/stage$n" "$out/data$n" "$out/passkey_stage$n".*; done   # only what a run writes
-rm -f "$out/passkey_stages.png" "$out/corpora.sha256"
+rm -rf "$out/passkey_stages.png" "$out/corpora.sha256" "$out/ruler" "$out/ruler.png"
 # Every file of every haystack the configs name (paths outside the repository: the checksums make the run checkable).
-"$PY" - "$recipe"/stage*.json <<'PYEOF' | sort -u | while read -r f; do sha256sum "$f"; done > "$out/corpora.sha256"
+"$PY" - "$recipe"/stage*.json $(compgen -G "$recipe/ruler.json" || true) <<'PYEOF' | sort -u | while read -r f; do sha256sum "$f"; done > "$out/corpora.sha256"
 import json, os, sys
 for cfg in sys.argv[1:]:
     c = json.load(open(cfg))
@@ -72,7 +74,7 @@ for cfg in sys.argv[1:]:
 PYEOF
 { "$bin" --version; grep -m3 -E '^(cpu family|model|model name)[[:space:]]*:' /proc/cpuinfo || true   # x86's lines of CPU 0
   echo "threads: $threads, ranks after stage 1: $sp, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"; } > "$out/machine.txt"
-[[ ! -f $out/timings.txt ]] || sed -i -E "/^(stage|passkey after stage) ([$start-9]|[1-9][0-9])[ :]|^total/d" "$out/timings.txt"
+[[ ! -f $out/timings.txt ]] || sed -i -E "/^(stage|passkey after stage) ([$start-9]|[1-9][0-9])[ :]|^ruler after|^total/d" "$out/timings.txt"
 launch() {  # launch RANKS ARGS...: one process, or a ring of RANKS under mpiexec
   local ranks=$1; shift
   if ((ranks > 1)); then mpiexec --allow-run-as-root --oversubscribe -np "$ranks" -x OMP_NUM_THREADS=1 "$bin" "$@" --sp "$ranks"
@@ -96,9 +98,15 @@ for n in $(seq "$start" "$stages"); do
   done
   log_time "passkey after stage $n:" "$t0"
 done
+if [[ -f $recipe/ruler.json ]]; then   # RULER's tasks on the final model, over the last stage's ranks
+  t0=$(date +%s)
+  launch "$ranks" ruler "$out/stage$stages" --config "$recipe/ruler.json" --out "$out/ruler" --threads "$threads" | grep -v "^ruler: length"
+  "$PY" scripts/plot_ruler.py "$out/ruler/results.json" -o "$out/ruler.png" --title "RULER after stage $stages ($recipe, SEED=$seed)"
+  log_time "ruler after stage $stages:" "$t0"
+fi
 results=()
 for n in $(seq 1 "$stages"); do results+=("$out/passkey_stage$n.json" $(compgen -G "$out/passkey_stage$n.*.json" || true)); done
 "$PY" scripts/plot_passkey.py "${results[@]}" -o "$out/passkey_stages.png" \
   --title "passkey exact match (%) after each stage ($recipe, SEED=$seed)"
 log_time "total:" "$t_all"
-echo "heatmap: $out/passkey_stages.png; tables: $out/passkey_stage*.csv; timings: $out/timings.txt"
+echo "heatmap: $out/passkey_stages.png; tables: $out/passkey_stage*.csv$([[ -f $recipe/ruler.json ]] && echo "; RULER: $out/ruler.png, $out/ruler/results.json"); timings: $out/timings.txt"

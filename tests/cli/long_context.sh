@@ -35,6 +35,11 @@ check "stages 2-3 ran over the ring (2 ranks)" grep -q "1x2 ranks" "$W/log"
 check "timings: every stage, every evaluation and the total" \
   test "$(grep -c "^stage [123] training\|^passkey after stage [123]\|^total:" "$W/lc/timings.txt")" = 7
 check "one heatmap across the stages" test -s "$W/lc/passkey_stages.png"
+check "RULER after the last stage: results over the ring, its heatmap, its time" \
+  test -s "$W/lc/ruler/results.json" -a -s "$W/lc/ruler.png" -a -n "$(grep '^ruler after stage 3: ' "$W/lc/timings.txt")"
+check "RULER's table: 4 tasks, 2 lengths, from the recipe's ruler.json" python3 -c "
+import json; d = json.load(open('$W/lc/ruler/results.json'))
+assert d['lengths'] == [1100, 1500] and len(d['tasks']) == 4 and d['samples'] == 2 and d['label'] == 'toy recipe', d['tasks']"
 check "the stages train with --doc-mask" grep -q '"doc-mask":.*true' "$W/lc/stage1/config.json" "$W/lc/stage3/config.json"
 check "stage 2's data mixes in text records" grep -qE '"text_frac":\s*0.5' "$W/lc/data2/manifest.json"
 sum12() { cat "$W"/lc/stage[12]/step_*/model.safetensors "$W"/lc/passkey_stage[12].csv | md5sum; }
@@ -44,6 +49,7 @@ check "START=3 reruns stage 3 only (exit $rc)" test $rc = 0 -a "$(grep -c '^== s
 check "START=3 keeps stages 1-2 (weights and tables)" test "$(sum12)" = "$kept"
 check "START=3 keeps the earlier timings and adds stage 3's" test "$(grep -c "^stage [123] training" "$W/lc/timings.txt")" = 3
 check "START=3 replaces stage 3's evaluation time, once" test "$(grep -c "^passkey after stage [123]:" "$W/lc/timings.txt")" = 3
+check "START=3 replaces RULER's time, once" test "$(grep -c "^ruler after stage 3:" "$W/lc/timings.txt")" = 1
 rc=0; env "${toy[@]}" SEED=2 OUT="$W/lc2" bash "$S/long_context.sh" > "$W/log2" 2>&1 || rc=$?
 check "SEED=2 draws other training documents (exit $rc)" \
   test "$(cat "$W"/lc/data1/*.rgs | md5sum)" != "$(cat "$W"/lc2/data1/*.rgs | md5sum)"
@@ -72,6 +78,8 @@ for k in $(seq 1 "$stages"); do
       && ok || bad "$name/$(basename "$grid"): passkey --config fails"
   done
 done
+"$BIN" ruler "$prev" --config "$R/ruler.json" --lengths 1K --tasks niah_single_1 --samples 1 --threads 1 --out "$W/rr" > "$W/rr.log" 2>&1 \
+  && ok || bad "$name/ruler.json: ruler --config fails: $(tail -1 "$W/rr.log")"
 # ... and the θ rule holds: stage N's RoPE base = stage N-1's × (T_N / the longest document stage N-1 trained on)^2;
 # a stage at the previous stage's length or shorter (it extends nothing: a tail) keeps its base, unless it ramps (rope-theta-ramp) to
 # the next stage's: the base step taken early, at the short length. Or the base is set ahead: from some stage on,

@@ -56,6 +56,14 @@ run --out "$W/c" --seed 2 > /dev/null 2>&1
 check "another seed gives other documents" bash -c "test -s '$W/c/results.json' && test \"\$1\" != \"\$2\"" _ \
   "$(strip "$W/a/results.json")" "$(strip "$W/c/results.json")"
 
+# --config: the flags from a file, the command line over them
+printf '{"lengths": "1000,1500", "tasks": "%s", "samples": 2, "tokens": 8, "seed": 5}\n' "$TASKS" > "$W/ruler.json"
+"$BIN" ruler "$W/run" --config "$W/ruler.json" --seed 1 --threads 1 --out "$W/cf" > /dev/null 2>&1
+check "--config gives the command line's run (its --seed over the file's)" bash -c "test -s '$W/cf/results.json' && test \"\$1\" = \"\$2\"" _ \
+  "$(strip "$W/a/results.json")" "$(strip "$W/cf/results.json")"
+printf '{"lengths": "1000", "sample": 2}\n' > "$W/bad.json"
+expect_fail 2 "bad.json" "$BIN" ruler "$W/run" --config "$W/bad.json" --out "$W/x"
+
 # a task's documents do not depend on the other tasks run with it
 run --out "$W/v" --tasks vt > /dev/null 2>&1
 check "vt alone gives vt's documents of the full run" python3 -c "
