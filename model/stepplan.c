@@ -179,18 +179,23 @@ static void shard_traffic(StepPlan *p, const ModelConfig *c, ShardLevel shard, i
     ParamTable t = params_build(c);
     ShardLayout lay = shard_layout(&t, c, P, 0);
     double share = d->busy_share > 0 ? d->busy_share : 1, all = (double)t.total * sizeof(real), moved = 0;
-    double *xfer = xcalloc((size_t)lay.n_units, sizeof(double), "step plan");
-    for (int u = 0; u < lay.n_units; u++) xfer[u] = collective_s((double)lay.unit_len[u] * sizeof(real), P, d, share);
+    double *xfer = xcalloc((size_t)lay.n_units, sizeof(double), "step plan");   // (n_units) seconds
+    double *bytes = xcalloc((size_t)lay.n_units, sizeof(double), "step plan");  // (n_units)
+    for (int u = 0; u < lay.n_units; u++) {
+        bytes[u] = (double)lay.unit_len[u] * sizeof(real);
+        xfer[u] = collective_s(bytes[u], P, d, share);
+    }
     if (shard >= SHARD_GRADS) {
         Slot *s = xcalloc((size_t)(2 * c->n_layer + 4), sizeof(Slot), "step plan");
-        int n = shard_slots(s, c, shard, xfer, fwd, bwd, head);
+        int n = shard_slots(s, c, shard, bytes, 0, 0, 0);   // the bytes each unit's collectives move
+        for (int k = 0; k < n; k++) moved += accum * (s[k].gather_s + s[k].scatter_s);
+        n = shard_slots(s, c, shard, xfer, fwd, bwd, head);
         double compute = 0;
         for (int k = 0; k < n; k++) {
             compute += s[k].compute_s;
             p->shard_transfer_s += accum * (s[k].gather_s + s[k].scatter_s);
         }
         p->shard_wait_s = accum * (slots_end(s, n) - compute);
-        moved += accum * (shard == SHARD_PARAMS ? 3.0 : 1.0) * all;   // gathers forward and backward, reduce-scatter
         free(s);
     }
     if (shard <= SHARD_GRADS) {   // the updated weights' all-gather, after the optimizer step: nothing computes beside it
@@ -199,8 +204,10 @@ static void shard_traffic(StepPlan *p, const ModelConfig *c, ShardLevel shard, i
         p->shard_wait_s += ag;
         moved += all;
     }
+    // A rank's core takes in (P − 1)/P of each collective's bytes through the network stack.
     if (d->host_bytes_per_s > 0) p->shard_stack_s = moved * (P - 1.0) / P / d->host_bytes_per_s;
     free(xfer);
+    free(bytes);
     shard_layout_free(&lay);
     params_free(&t);
 }
