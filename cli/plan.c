@@ -227,7 +227,7 @@ static void print_memory(const ModelConfig *c, const PlanFlags *f, ShardLevel sh
 // The model state of each shard level (weights, gradients, moments, the gathered units' buffers) and the peak with it,
 // then the least level that fits.
 static void print_shards(const ModelConfig *c, const PlanFlags *f, ShardLevel shard, Recompute r, const DeviceSpec *d) {
-    printf("model state per rank by shard level (over all %d rank%s, --recompute %s):\n", f->ranks, plural(f->ranks),
+    printf("model state per rank by shard level (split over the %d rank%s, --recompute %s):\n", f->ranks, plural(f->ranks),
            recompute_name(r));
     for (int s = SHARD_NONE; s <= SHARD_PARAMS; s++) {
         MemPlan p = mem_of(c, f, s, r, f->sp, f->ranks, f->seq_len);

@@ -67,6 +67,8 @@ echo '{"model": "tiny", "seq-len": 512, "sp": 2, "batch": 3, "data": "x.txt", "s
 x=$(json --config "$W/config.json" --device cpu --vocab 260 | field mem_bytes)
 y=$(json --model tiny --seq-len 512 --sp 2 --batch 3 --device cpu --vocab 260 | field mem_bytes)
 check "--config reads the model and layout of a run's config.json" test "$x" = "$y"
+echo '{"model": "tiny", "seq-len": 512, "sp": 2, "data": "x.txt", "shard": "params"}' > "$W/config_shard.json"
+check "--config reads a run's --shard" test "$(json --config "$W/config_shard.json" --device cpu | field shard)" = params
 
 # Bad input: exit 2 and one line naming the problem.
 expect_fail 2 "--ranks 6 is not divisible by --sp 4" "$BIN" plan --ranks 6 --sp 4
