@@ -7,29 +7,34 @@
 
 #include "core/common.h"
 
-void memplan_shard_sizes(const ModelConfig *c, int ranks, double *local, double *max_unit) {
+void memplan_shard_sizes(const ModelConfig *c, int ranks, double *local, double *pad) {
     ParamTable t = params_build(c);
     ShardLayout s = shard_layout(&t, c, ranks, 0);   // rank 0: per = ceil(len / N), the longest slices
     *local = (double)s.local_total;
-    *max_unit = (double)s.max_unit;
+    *pad = 0;
+    for (int u = 0; u < s.n_units; u++)
+        if (s.per[u] > *pad) *pad = (double)s.per[u];
     shard_layout_free(&s);
     params_free(&t);
 }
 
-// The model state of a rank at a shard level: every part whole at none, 1/N of the sharded parts (the slices of rank
-// 0) above it, and the units' transient buffers where a unit's gradient or weights exist whole for a while.
+// The model state of a rank at a shard level, as train allocates it (model/gpt.c, model/adamw.c, model/shard_comm.c):
+// every part whole at none; from optim on the moments as the rank's slices, from grads on the gradients, at params the
+// weights (the last two with one longest slice of padding); and the units' buffers (MemPlan.gathered).
 static void model_state(MemPlan *p, const ModelConfig *c, ShardLevel shard, int ranks, ActStore store) {
-    double all = (double)config_num_params(c) * sizeof(real), local = all, unit = 0;
+    double all = (double)config_num_params(c) * sizeof(real), local = all, pad = 0;
     if (shard != SHARD_NONE) {
-        memplan_shard_sizes(c, ranks, &local, &unit);
-        local *= sizeof(real), unit *= sizeof(real);
+        memplan_shard_sizes(c, ranks, &local, &pad);
+        local *= sizeof(real), pad *= sizeof(real);
     }
+    double span = pad * ranks;       // a gathered unit's buffer
     bool bf16 = store == ACT_BF16;   // bf16 activations run the bf16 GEMMs, which read a bf16 copy of the weights
-    p->weights = shard == SHARD_PARAMS ? local : all + (bf16 ? all / 2 : 0);
-    p->grads = shard >= SHARD_GRADS ? local : all;
+    p->weights = shard == SHARD_PARAMS ? local + pad : all + (bf16 ? all / 2 : 0);
+    p->grads = shard >= SHARD_GRADS ? local + pad : all;
     p->optimizer = 2 * (shard >= SHARD_OPTIM ? local : all);
-    p->gathered = shard >= SHARD_GRADS ? 2 * unit : 0;
-    if (shard == SHARD_PARAMS) p->gathered += 2 * unit + (bf16 ? unit : 0);
+    p->gathered = shard >= SHARD_OPTIM ? 2 * span + 2 * pad : 0;
+    if (shard >= SHARD_GRADS) p->gathered += 2 * span;
+    if (shard == SHARD_PARAMS && bf16) p->gathered += span;
 }
 
 MemPlan memplan(const ModelConfig *c, int B, int T_local, int sp, ShardLevel shard, int ranks, Recompute r,

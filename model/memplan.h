@@ -15,11 +15,12 @@
 typedef struct {
     double weights, grads, optimizer;   // this rank's parameters (+ their bf16 copies under bf16), their gradients,
                                         // AdamW's moments
-    double gathered;                    // the units' transient buffers, each the longest unit's size (for a large
-                                        // vocab the embeddings or the LM head): grads and params two units'
-                                        // gradients (the one computing, the one reduce-scattering), params also two
-                                        // units' weights (the one computing, the next gathered ahead) and, under bf16,
-                                        // their bf16 copies
+    double gathered;                    // the units' buffers (model/shard_comm.c), each the longest unit's size
+                                        // padded to N equal slices (for a large vocab the embeddings or the LM head):
+                                        // from optim on two units' weights (after the update gathered into them, two
+                                        // in flight; params: the unit computing and the next, gathered ahead) and two
+                                        // slices; from grads on two units' gradients (the one computing, the one
+                                        // reduce-scattering); params under bf16 the bf16 copies of the two units
     double kept;                        // activations kept for the backward, all layers
     double work;                        // one layer's recompute working set
     double shared;                      // backward scratch, final norm, LM-head gradient
@@ -45,8 +46,9 @@ void memplan_print(const MemPlan *p, const ModelConfig *c, Recompute r, int B, i
 long memplan_max_seq_len(const ModelConfig *c, int B, int sp, ShardLevel shard, int ranks, Recompute r, ActStore store,
                          int loss_chunk, double runtime_bytes, double budget);
 // The model state one rank holds at a shard level over `ranks` ranks, in elements: its slices (rank 0's, the longest)
-// in *local and the longest unit in *max_unit (model/shard.h's units).
-void memplan_shard_sizes(const ModelConfig *c, int ranks, double *local, double *max_unit);
+// in *local and the longest slice of any unit in *pad (model/shard.h's units: ceil(len / ranks) of the longest; a
+// gathered unit's buffer holds ranks of them).
+void memplan_shard_sizes(const ModelConfig *c, int ranks, double *local, double *pad);
 
 // This process's resident set now (/proc/self/status VmRSS) and the machine's available memory
 // (/proc/meminfo MemAvailable), in bytes; 0 when the file cannot be read.

@@ -65,34 +65,41 @@ static void test_memplan_shards(const char *preset) {
     ModelConfig c;
     config_preset(&c, preset);
     const int N = 8;
-    const double all = (double)config_num_params(&c) * sizeof(real), unit = longest_unit(&c) * sizeof(real);
+    // A gathered unit's buffer: the longest unit padded to N equal slices of pad.
+    const double all = (double)config_num_params(&c) * sizeof(real), pad = ceil(longest_unit(&c) / N) * sizeof(real);
+    const double span = N * pad;
     MemPlan none = plan_at(&c, SHARD_NONE, N), optim = plan_at(&c, SHARD_OPTIM, N), grads = plan_at(&c, SHARD_GRADS, N),
             params = plan_at(&c, SHARD_PARAMS, N);
     CHECK(none.weights == all && none.grads == all && none.optimizer == 2 * all && none.gathered == 0,
           "%s none: every part whole", preset);
     MemPlan one = plan_at(&c, SHARD_NONE, 1);
     CHECK(one.total == none.total && one.model_state == none.model_state, "%s: none does not read the rank count", preset);
-    // optim divides the moments alone
-    CHECK(optim.weights == all && optim.grads == all && optim.gathered == 0, "%s optim: weights and grads whole", preset);
+    // optim divides the moments alone; the weights are gathered after the update through two units' buffers and slices
+    CHECK(optim.weights == all && optim.grads == all, "%s optim: weights and grads whole", preset);
     CHECK(rel_err(optim.optimizer, none.optimizer / N, 0) < 1e-3, "%s optim: moments %.0f, 1/%d of %.0f", preset,
           optim.optimizer, N, none.optimizer);
-    // grads also the gradients, with two units' gradient buffers
-    CHECK(grads.weights == all && grads.optimizer == optim.optimizer && rel_err(grads.grads, all / N, 0) < 1e-3,
+    CHECK(rel_err(optim.gathered, 2 * span + 2 * pad, 0) < 1e-12, "%s optim: two weight buffers and slices (%.0f, want %.0f)",
+          preset, optim.gathered, 2 * span + 2 * pad);
+    // grads also the gradients (with a slice of padding), and two units' gradient buffers
+    CHECK(grads.weights == all && grads.optimizer == optim.optimizer && rel_err(grads.grads, all / N + pad, 0) < 1e-3,
           "%s grads: 1/N of the gradients", preset);
-    CHECK(rel_err(grads.gathered, 2 * unit, 0) < 1e-9, "%s grads: two gradient buffers of the longest unit (%.0f, want %.0f)",
-          preset, grads.gathered, 2 * unit);
-    // params: 1/N of all the state plus two units' weights and gradients
-    CHECK(rel_err(params.model_state, none.model_state / N + 4 * unit, 0) < 1e-3,
-          "%s params on %d ranks: %.0f bytes, want %.0f / %d + 4 x %.0f", preset, N, params.model_state, none.model_state, N,
-          unit);
+    CHECK(rel_err(grads.gathered, 4 * span + 2 * pad, 0) < 1e-12, "%s grads: and two gradient buffers (%.0f, want %.0f)",
+          preset, grads.gathered, 4 * span + 2 * pad);
+    // params: 1/N of all the state plus two units' weights and gradients (and the padding of the slices)
+    CHECK(rel_err(params.model_state, none.model_state / N + 4 * span + 4 * pad, 0) < 1e-3,
+          "%s params on %d ranks: %.0f bytes, want %.0f / %d + 4 x %.0f + 4 x %.0f", preset, N, params.model_state,
+          none.model_state, N, span, pad);
+    CHECK(params.gathered == grads.gathered && rel_err(params.weights, all / N + pad, 0) < 1e-3, "%s params: 1/N of the "
+          "weights", preset);
     CHECK(params.kept == none.kept && params.work == none.work && params.total - params.model_state ==
           none.total - none.model_state, "%s: the shard level changes the model state alone", preset);
     CHECK(none.total > optim.total && optim.total > grads.total && grads.total > params.total,
-          "%s: each level holds less than the one before", preset);
+          "%s: each level holds less than the one before (%.0f %.0f %.0f %.0f)", preset, none.total, optim.total, grads.total,
+          params.total);
     // Under bf16 the copies: whole weights at none, the gathered units' at params.
     MemPlan nb = memplan(&c, 1, 4096, 8, SHARD_NONE, N, RECOMPUTE_FULL, ACT_BF16, 256, 0);
     MemPlan pb = memplan(&c, 1, 4096, 8, SHARD_PARAMS, N, RECOMPUTE_FULL, ACT_BF16, 256, 0);
-    CHECK(nb.weights == all * 1.5 && pb.weights == params.weights && rel_err(pb.gathered, params.gathered + unit, 0) < 1e-9,
+    CHECK(nb.weights == all * 1.5 && pb.weights == params.weights && rel_err(pb.gathered, params.gathered + span, 0) < 1e-12,
           "%s bf16: the weights' copies", preset);
     long T_none = memplan_max_seq_len(&c, 1, 8, SHARD_NONE, N, RECOMPUTE_FULL, ACT_F32, 256, 0, 80e9);
     long T_params = memplan_max_seq_len(&c, 1, 8, SHARD_PARAMS, N, RECOMPUTE_FULL, ACT_F32, 256, 0, 80e9);
