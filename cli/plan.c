@@ -224,15 +224,15 @@ static void print_memory(const ModelConfig *c, const PlanFlags *f, ShardLevel sh
     }
 }
 
-// The model state of each shard level (weights, gradients, moments, the gathered units' buffers) and the peak with it,
-// then the least level that fits.
+// The model state of each shard level (weights, gradients, moments, the units' buffers for gathers and reduce-scatters)
+// and the peak with it, then the least level that fits.
 static void print_shards(const ModelConfig *c, const PlanFlags *f, ShardLevel shard, Recompute r, const DeviceSpec *d) {
     printf("model state per rank by shard level (split over the %d rank%s, --recompute %s):\n", f->ranks, plural(f->ranks),
            recompute_name(r));
     for (int s = SHARD_NONE; s <= SHARD_PARAMS; s++) {
         MemPlan p = mem_of(c, f, s, r, f->sp, f->ranks, f->seq_len);
-        char units[64] = "no unit gathered";
-        if (p.gathered > 0) snprintf(units, sizeof units, "gathered units %.1f", mib(p.gathered));
+        char units[64] = "no unit buffers";
+        if (p.gathered > 0) snprintf(units, sizeof units, "unit buffers %.1f", mib(p.gathered));
         printf("  --shard %-6s %10.1f MiB  (weights %.1f, grads %.1f, AdamW %.1f, %s), peak %.1f MiB%s%s\n",
                shard_level_name(s), mib(p.model_state), mib(p.weights), mib(p.grads), mib(p.optimizer), units, mib(p.total),
                p.total > d->mem_bytes ? "  does not fit" : "", s == (int)shard ? "  <- this plan" : "");

@@ -72,7 +72,9 @@ void memplan_print(const MemPlan *p, const ModelConfig *c, Recompute r, int B, i
     log_info("  one layer's working set %9.1f MiB  (%.0f bytes/token)\n", mib(p->work), p->work_per_token);
     log_info("  backward scratch, head  %9.1f MiB\n", mib(p->shared + p->head_chunk + p->batch));
     log_info("  weights / grads / AdamW %9.1f / %.1f / %.1f MiB\n", mib(p->weights), mib(p->grads), mib(p->optimizer));
-    if (p->gathered > 0) log_info("  gathered units          %9.1f MiB  (the longest unit's buffers)\n", mib(p->gathered));
+    if (p->gathered > 0)
+        log_info("  unit buffers            %9.1f MiB  (gathers and reduce-scatters, the longest unit's size)\n",
+                 mib(p->gathered));
     // A ring with no packets of its own: the arena lends them (model/acts.c, under full).
     if (sp > 1 && p->ring == 0) log_info("  ring packets            in the working set (dead MLP half)\n");
     else if (sp > 1) log_info("  ring packets            %9.1f MiB\n", mib(p->ring));
