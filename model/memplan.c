@@ -7,7 +7,10 @@
 
 #include "core/common.h"
 
-void memplan_shard_sizes(const ModelConfig *c, int ranks, double *local, double *pad) {
+// The model state one rank holds at a shard level over `ranks` ranks, in elements: its slices (rank 0's, the longest)
+// in *local and the longest slice of any unit in *pad (ceil(len / ranks) of the longest unit; a gathered unit's buffer
+// holds ranks of them).
+static void shard_sizes(const ModelConfig *c, int ranks, double *local, double *pad) {
     ParamTable t = params_build(c);
     ShardLayout s = shard_layout(&t, c, ranks, 0);   // rank 0: per = ceil(len / N), the longest slices
     *local = (double)s.local_total;
@@ -24,7 +27,7 @@ void memplan_shard_sizes(const ModelConfig *c, int ranks, double *local, double 
 static void model_state(MemPlan *p, const ModelConfig *c, ShardLevel shard, int ranks, ActStore store) {
     double all = (double)config_num_params(c) * sizeof(real), local = all, pad = 0;
     if (shard != SHARD_NONE) {
-        memplan_shard_sizes(c, ranks, &local, &pad);
+        shard_sizes(c, ranks, &local, &pad);
         local *= sizeof(real), pad *= sizeof(real);
     }
     double span = pad * ranks;       // a gathered unit's buffer

@@ -45,10 +45,6 @@ void memplan_print(const MemPlan *p, const ModelConfig *c, Recompute r, int B, i
 // The longest T (a multiple of 2·sp, or any T ≥ 1 for sp = 1) whose plan fits in budget bytes; 0 if none.
 long memplan_max_seq_len(const ModelConfig *c, int B, int sp, ShardLevel shard, int ranks, Recompute r, ActStore store,
                          int loss_chunk, double runtime_bytes, double budget);
-// The model state one rank holds at a shard level over `ranks` ranks, in elements: its slices (rank 0's, the longest)
-// in *local and the longest slice of any unit in *pad (model/shard.h's units: ceil(len / ranks) of the longest; a
-// gathered unit's buffer holds ranks of them).
-void memplan_shard_sizes(const ModelConfig *c, int ranks, double *local, double *pad);
 
 // This process's resident set now (/proc/self/status VmRSS) and the machine's available memory
 // (/proc/meminfo MemAvailable), in bytes; 0 when the file cannot be read.
