@@ -128,10 +128,16 @@ static ShardLevel least_shard(const ModelConfig *c, const PlanFlags *f, Recomput
     return SHARD_PARAMS;
 }
 
-// A longer ring and a shorter T that would fit at this shard level and recompute mode, appended to buf.
+// More rings (sharded, their ranks share the model state), a longer ring and a shorter T that would fit at this shard
+// level and recompute mode, appended to buf.
 static void other_layouts(char *buf, size_t size, int len, const ModelConfig *c, const PlanFlags *f, ShardLevel shard,
                           Recompute r, const DeviceSpec *d) {
     int dp = f->ranks / f->sp;
+    for (int n = 2 * f->ranks; shard != SHARD_NONE && n <= 65536 && len < (int)size - 96; n *= 2)
+        if (mem_of(c, f, shard, r, f->sp, n, f->seq_len).total <= d->mem_bytes) {
+            len += snprintf(buf + len, size - len, "--ranks %d (dp %d), ", n, n / f->sp);
+            break;
+        }
     for (int sp = 2 * f->sp; sp <= 4096 && 2 * sp <= f->seq_len && len < (int)size - 96; sp *= 2)
         if (f->seq_len % (2 * sp) == 0 && mem_of(c, f, shard, r, sp, dp * sp, f->seq_len).total <= d->mem_bytes) {
             len += snprintf(buf + len, size - len, "--sp %d --ranks %d, ", sp, dp * sp);
@@ -139,7 +145,8 @@ static void other_layouts(char *buf, size_t size, int len, const ModelConfig *c,
         }
     long T = memplan_max_seq_len(c, f->batch, f->sp, shard, f->ranks, r, ACT_F32, f->loss_chunk, 0, d->mem_bytes);
     if (T > 0) snprintf(buf + len, size - len, "--seq-len %ld or shorter", T);
-    else snprintf(buf + len, size - len, "a device with more memory (the model alone does not fit)");
+    else snprintf(buf + len, size - len, "more ranks or a device with more memory (on %d rank%s the model alone does not fit)",
+                  f->ranks, plural(f->ranks));
 }
 
 // Where no shard level and recompute mode fits, what is missing: the model state, at --shard params over these ranks,
@@ -149,16 +156,20 @@ static void refuse_missing(const ModelConfig *c, const PlanFlags *f, const Devic
     char fixes[512];
     other_layouts(fixes, sizeof fixes, 0, c, f, SHARD_PARAMS, RECOMPUTE_FULL, d);
     double left = d->mem_bytes - p.model_state - p.work;
+    if (p.model_state > d->mem_bytes)
+        fail_usage("--seq-len %d does not fit on %s: the model state alone is %.1f GiB per rank even at --shard params over "
+                   "%d rank%s, the device has %.1f GiB; would fit: --shard params --recompute full with %s", f->seq_len,
+                   d->name, gib(p.model_state), f->ranks, plural(f->ranks), gib(d->mem_bytes), fixes);
     if (p.kept > left && left > 0)
         fail_usage("--seq-len %d on %d ranks of %s (--sp %d) needs activation offload to host memory, which ringgpt does not "
                    "have: even at --shard params --recompute full the kept activations (x, O and LSE of each layer) are %.1f "
                    "GiB per rank, and %.1f GiB is left beside the model state and a layer's working set; would fit: "
                    "--shard params --recompute full with %s", f->seq_len, f->ranks, d->name, f->sp, gib(p.kept), gib(left),
                    fixes);
-    fail_usage("--seq-len %d does not fit on %s: even at --shard params over %d ranks with --recompute full the memory plan "
+    fail_usage("--seq-len %d does not fit on %s: even at --shard params over %d rank%s with --recompute full the memory plan "
                "needs %.1f GiB per rank (model state %.1f, activations %.1f) and the device has %.1f GiB; would fit: "
-               "--shard params --recompute full with %s", f->seq_len, d->name, f->ranks, gib(p.total), gib(p.model_state),
-               gib(p.kept + p.work + p.shared), gib(d->mem_bytes), fixes);
+               "--shard params --recompute full with %s", f->seq_len, d->name, f->ranks, plural(f->ranks), gib(p.total),
+               gib(p.model_state), gib(p.kept + p.work + p.shared), gib(d->mem_bytes), fixes);
 }
 
 // A plan that does not fit the device is refused with the layouts that would: more sharding, more recompute, a longer
@@ -179,10 +190,10 @@ static void check_fits(const ModelConfig *c, const PlanFlags *f, ShardLevel shar
             }
     if (len == 0 && !fits(c, f, SHARD_PARAMS, RECOMPUTE_FULL, d)) refuse_missing(c, f, d);
     other_layouts(fixes, sizeof fixes, len, c, f, shard, r, d);
-    fail_usage("--seq-len %d does not fit on %s: the memory plan needs %.1f GiB per rank (--shard %s over %d ranks, "
+    fail_usage("--seq-len %d does not fit on %s: the memory plan needs %.1f GiB per rank (--shard %s over %d rank%s, "
                "--recompute %s, --sp %d, --batch %d) and the device has %.1f GiB; would fit: %s",
-               f->seq_len, d->name, gib(p.total), shard_level_name(shard), f->ranks, recompute_name(r), f->sp, f->batch,
-               gib(d->mem_bytes), fixes);
+               f->seq_len, d->name, gib(p.total), shard_level_name(shard), f->ranks, plural(f->ranks), recompute_name(r),
+               f->sp, f->batch, gib(d->mem_bytes), fixes);
 }
 
 static double gbps(double bytes_per_s) { return bytes_per_s * 8 / 1e9; }

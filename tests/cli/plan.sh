@@ -186,6 +186,11 @@ expect_fail 2 "GiB per rank (--shard grads over 8 ranks, --recompute full, --sp 
 # Its 4M row on 32 A100s needs more than sharding: the activations --recompute full keeps, in host memory.
 expect_fail 2 "--seq-len 4194304 on 32 ranks of a100-sxm (--sp 32) needs activation offload to host memory, which ringgpt does not have" \
   "$BIN" plan --model llama2-7b --seq-len 4194304 --sp 32 --recompute full --device a100-sxm
+# On one rank the 8B's model state alone (135 GiB at --shard params) is what is missing: more ranks hold it.
+expect_fail 2 "the model state alone is 135.3 GiB per rank even at --shard params over 1 rank, the device has 74.5 GiB; would fit: --shard params --recompute full with --ranks 4 (dp 4)" \
+  "$BIN" plan --model llama3-8b --seq-len 8192
+expect_fail 2 "(--shard params over 8 ranks, --recompute none, --sp 1, --batch 1) and the device has 74.5 GiB; would fit: --recompute mlp, --recompute full, --ranks 16 (dp 16)," \
+  "$BIN" plan --model llama3-8b --seq-len 8192 --ranks 8
 # --shard auto is the least level that fits: each lesser level is refused, the chosen one runs (H100s; these layouts
 # take none, optim, grads and params).
 for run in llama3.2-1b:mlp:32:1048576 llama3.2-3b:mlp:32:524288 llama3.2-3b:full:16:1048576 llama3.2-3b:mlp:32:1048576 \
