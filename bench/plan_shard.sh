@@ -4,6 +4,9 @@
 # --device cpu` predicts for that layout and level (memory: the plan plus the run's own measured runtime part). Prints
 # figures, asserts nothing.
 # Usage: bench/plan_shard.sh [BUILD_DIR]        (default: build; needs its ringgpt with train --shard, and Open MPI)
+# Columns: the measured median step, the plan's at the preset's rates and at this machine's compute rates today ("at k");
+# the measured shard wait (the time blocked on gathers and reduce-scatters) beside the plan's exposed shard wait and its
+# network stack work (core time inside the compute, not a wait); the peak RSS beside the plan's.
 # Environment (all optional): MODEL (default base), T tokens per sequence (default 2048), NP ranks (default 2: the cpu
 #   preset's node), SP ring size (default 2), STEPS training steps a run (default 6; the first two are left out of the
 #   medians), LEVELS (default "none optim grads params"), OUT where the runs go (default a new /tmp/plan_shard.*
@@ -52,14 +55,14 @@ k = (base["matmul_s"] + base["attn_compute_s"] + base["ring_wait_s"]) / runs[lev
 speed = ["--matmul-tflops", "%.4g" % (base["matmul_flops"] * k / 1e12), "--attn-tflops", "%.4g" % (base["attn_flops"] * k / 1e12)]
 print("%s, T=%s, %s ranks (sp %s), B=1, one thread a rank; plan: ringgpt plan --device cpu (compute %.2fx the preset's "
       "today, from the %s run)" % (model, T, NP, SP, k, levels[0]))
-print("%-7s %8s %8s %8s %10s %9s %11s %11s %7s" % ("--shard", "step", "plan", "at k", "shard wait", "plan", "peak MiB",
-                                                   "plan MiB", "ratio"))
+print("%-7s %8s %8s %8s %10s %9s %10s %11s %11s %7s" % ("--shard", "step", "plan", "at k", "shard wait", "plan",
+                                                        "+ stack", "peak MiB", "plan MiB", "ratio"))
 for level in levels:
     step, wait, rss, runtime = runs[level]
     p, q = plan(level), plan(level, *speed)
     mem = p["mem_bytes"] / 2**20 + runtime
-    print("%-7s %8.3f %8.3f %8.3f %10.3f %9.3f %11.1f %11.1f %7.3f" % (level, step, p["step_s"], q["step_s"], wait,
-          q["shard_wait_s"] + q["shard_stack_s"], rss, mem, mem / rss))
+    print("%-7s %8.3f %8.3f %8.3f %10.3f %9.3f %10.3f %11.1f %11.1f %7.3f" % (level, step, p["step_s"], q["step_s"], wait,
+          q["shard_wait_s"], q["shard_stack_s"], rss, mem, mem / rss))
 PY
 echo "commit $(git -C "$ROOT" rev-parse --short HEAD 2> /dev/null || echo unknown), $(date -u '+%F %H:%M UTC'), $(nproc) cores, \
 $(sed -nE 's/^model name\s*:\s*//p' /proc/cpuinfo | head -1), load after $(cut -d' ' -f1 /proc/loadavg)"
