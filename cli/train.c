@@ -62,13 +62,14 @@ static int train_flags(TrainConfig *t, ShapeFlags *sh, ArgSpec *out) {
         {"--loss-on", ARG_STRING, &t->loss_on, "masked: only targets the data's loss weights select count (data without weights: all); all: every target"},
         {"--doc-mask", ARG_BOOL, &t->doc_mask, "attention stays inside each document of a packed window (documents end at EOS)"},
         ARG_GROUP("model (a preset, each figure overridable)"),
-        {"--model", ARG_STRING, &t->model, "preset: tiny, small, base, 125m"},
+        {"--model", ARG_STRING, &t->model, "preset (its tied head too; the vocab is the data's): " CONFIG_PRESET_NAMES},
         {"--layers", ARG_INT, &sh->layers, "layer count", .dflt = "preset"},
         {"--dim", ARG_INT, &sh->dim, "model width", .dflt = "preset"},
         {"--heads", ARG_INT, &sh->heads, "query head count", .dflt = "preset"},
         {"--kv-heads", ARG_INT, &sh->kv_heads, "key/value head count (GQA; divides --heads)", .dflt = "preset"},
         {"--ffn-dim", ARG_INT, &sh->ffn, "SwiGLU hidden width", .dflt = "preset"},
-        {"--tie-embeddings", ARG_BOOL, &t->tie_embeddings, "share the token embedding with the LM head"},
+        {"--tie-embeddings", ARG_BOOL, &t->tie_embeddings, "share the token embedding with the LM head (=false: untie)",
+         .dflt = "preset"},
         {"--rope-theta", ARG_FLOAT, &sh->rope_theta, "RoPE base", .dflt = "preset"},
         {"--rope-theta-ramp", ARG_INT, &t->rope_theta_ramp, "raise the RoPE base geometrically from --rope-theta-from to "
                                                             "--rope-theta over the first N steps (a gentle base step; 0 = off)"},
@@ -214,7 +215,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     if (!config_preset(mc, t->model))
         fail_usage("unknown --model '%s'; choose one of %s", t->model, config_preset_names());
     apply_shape(mc, &sh, specs, n);
-    mc->tie_embeddings = t->tie_embeddings;
+    if (args_seen(specs, n, "--tie-embeddings")) mc->tie_embeddings = t->tie_embeddings;   // else the preset's
     if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0)) {
         ModelConfig src;
         t->init_vocab = train_adopt_source_shape(t->init_from, t->model, mc, given, &src);

@@ -15,6 +15,10 @@ typedef struct {
 } Preset;
 
 // Byte-level vocab by default; ffn_dim is a multiple of 64 near 8/3·dim (Llama's SwiGLU sizing).
+// The shapes of released models follow, as their HF config.json has them (vocab, tied head, RoPE base and scaling,
+// norm epsilon): their vocab is their tokenizer's, which `ringgpt plan` counts; `ringgpt train` takes the vocab of
+// the data it reads (prepared with that tokenizer, it is the same).
+#define LLAMA32_ROPE {.type = ROPE_LLAMA3, .factor = 32, .original_max_pos = 8192, .low_freq_factor = 1, .high_freq_factor = 4}
 static const Preset PRESETS[] = {
     {"tiny", {.n_layer = 2, .dim = 64, .n_head = 4, .n_kv_head = 2, .ffn_dim = 192, .vocab_size = TOK_VOCAB_SIZE,
               .rope_theta = 10000.0f, .norm_eps = 1e-5f}},
@@ -24,7 +28,22 @@ static const Preset PRESETS[] = {
               .rope_theta = 10000.0f, .norm_eps = 1e-5f}},
     {"125m", {.n_layer = 12, .dim = 768, .n_head = 12, .n_kv_head = 12, .ffn_dim = 2048, .vocab_size = 32000,
               .rope_theta = 10000.0f, .norm_eps = 1e-5f}},
+    // HuggingFaceTB/SmolLM2-135M and -360M
+    {"smollm2-135m", {.n_layer = 30, .dim = 576, .n_head = 9, .n_kv_head = 3, .ffn_dim = 1536, .vocab_size = 49152,
+                      .rope_theta = 100000.0f, .norm_eps = 1e-5f, .tie_embeddings = true}},
+    {"smollm2-360m", {.n_layer = 32, .dim = 960, .n_head = 15, .n_kv_head = 5, .ffn_dim = 2560, .vocab_size = 49152,
+                      .rope_theta = 100000.0f, .norm_eps = 1e-5f, .tie_embeddings = true}},
+    // meta-llama/Llama-3.2-1B and -3B (RoPE scaled as llama3, factor 32 over 8192), Meta-Llama-3-8B, Llama-2-7b-hf
+    {"llama3.2-1b", {.n_layer = 16, .dim = 2048, .n_head = 32, .n_kv_head = 8, .ffn_dim = 8192, .vocab_size = 128256,
+                     .rope_theta = 500000.0f, .rope_scaling = LLAMA32_ROPE, .norm_eps = 1e-5f, .tie_embeddings = true}},
+    {"llama3.2-3b", {.n_layer = 28, .dim = 3072, .n_head = 24, .n_kv_head = 8, .ffn_dim = 8192, .vocab_size = 128256,
+                     .rope_theta = 500000.0f, .rope_scaling = LLAMA32_ROPE, .norm_eps = 1e-5f, .tie_embeddings = true}},
+    {"llama3-8b", {.n_layer = 32, .dim = 4096, .n_head = 32, .n_kv_head = 8, .ffn_dim = 14336, .vocab_size = 128256,
+                   .rope_theta = 500000.0f, .norm_eps = 1e-5f}},
+    {"llama2-7b", {.n_layer = 32, .dim = 4096, .n_head = 32, .n_kv_head = 32, .ffn_dim = 11008, .vocab_size = 32000,
+                   .rope_theta = 10000.0f, .norm_eps = 1e-5f}},
 };
+#undef LLAMA32_ROPE
 
 bool config_preset(ModelConfig *c, const char *name) {
     for (size_t i = 0; i < sizeof PRESETS / sizeof PRESETS[0]; i++)
@@ -35,7 +54,7 @@ bool config_preset(ModelConfig *c, const char *name) {
     return false;
 }
 
-const char *config_preset_names(void) { return "tiny, small, base, 125m"; }
+const char *config_preset_names(void) { return CONFIG_PRESET_NAMES; }
 
 void config_validate(const ModelConfig *c) {
     if (c->n_layer < 1) fail_usage("--layers must be at least 1 (got %d)", c->n_layer);

@@ -35,9 +35,11 @@ typedef struct {
 static inline int cfg_head_dim(const ModelConfig *c) { return c->dim / c->n_head; }
 static inline int cfg_kv_dim(const ModelConfig *c) { return c->n_kv_head * cfg_head_dim(c); }
 
-// Fills *c from a preset name ("tiny", "small", "base", "125m"); returns false if unknown.
+// Fills *c from a preset name (config_preset_names: ringgpt's own and released models' shapes); false if unknown.
 bool config_preset(ModelConfig *c, const char *name);
-// The preset names, comma separated, for help and error text.
+// The preset names, comma separated, for help and error text (the macro for help strings built at compile time).
+#define CONFIG_PRESET_NAMES \
+    "tiny, small, base, 125m, smollm2-135m, smollm2-360m, llama3.2-1b, llama3.2-3b, llama3-8b, llama2-7b"
 const char *config_preset_names(void);
 // Checks the shape; on a problem fails with exit code 2 and a line that names it and the fix.
 void config_validate(const ModelConfig *c);

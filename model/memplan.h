@@ -1,4 +1,4 @@
-// model/memplan.h — the memory plan: bytes per rank from the config, T, sp and the recompute mode (activations: the table of model/acts.h).
+// model/memplan.h — the memory plan: bytes per rank from the config, T, sp, the shard level and the recompute mode (activations: the table of model/acts.h).
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -6,11 +6,21 @@
 #include "core/backend.h"
 #include "model/acts.h"
 #include "model/config.h"
+#include "model/shard.h"
 
 // One rank's memory for a step, in bytes: parameters, gradients and AdamW state are `real` (fp32), the
-// activations as act_sizes (model/acts.h) sums the activation table for `store`.
+// activations as act_sizes (model/acts.h) sums the activation table for `store`. The model state is the shard level's
+// (model/shard.h) over `ranks` ranks, counted for rank 0, whose slices are the longest: at none every rank holds all
+// of it; optim keeps 1/N of the moments, grads also 1/N of the gradients, params also 1/N of the weights.
 typedef struct {
-    double weights, grads, optimizer;   // parameters (+ their bf16 copies under bf16), their gradients, AdamW's moments
+    double weights, grads, optimizer;   // this rank's parameters (+ their bf16 copies under bf16), their gradients,
+                                        // AdamW's moments
+    double gathered;                    // the units' buffers (model/shard_comm.c), each the longest unit's size
+                                        // padded to N equal slices (for a large vocab the embeddings or the LM head):
+                                        // from optim on two units' weights (after the update gathered into them, two
+                                        // in flight; params: the unit computing and the next, gathered ahead) and two
+                                        // slices; from grads on two units' gradients (the one computing, the one
+                                        // reduce-scattering); params under bf16 the bf16 copies of the two units
     double kept;                        // activations kept for the backward, all layers
     double work;                        // one layer's recompute working set
     double shared;                      // backward scratch, final norm, LM-head gradient
@@ -20,17 +30,21 @@ typedef struct {
     double batch;                       // tokens, targets, positions, document numbers
     double runtime;                     // the process before the model (libraries, data): measured, not predicted
     double total;                       // the predicted peak: the sum of the above
+    double model_state;                 // weights + grads + optimizer + gathered
     double kept_per_token_layer;        // bytes per token per layer kept
     double work_per_token;              // bytes per token of the working set
 } MemPlan;
 
-MemPlan memplan(const ModelConfig *c, int B, int T_local, int sp, Recompute r, ActStore store, int loss_chunk,
-                double runtime_bytes);
+// B sequences of T_local tokens on each of a job's `ranks` ranks (dp × sp), rings of sp, the model state sharded at
+// `shard` over all of them (SHARD_NONE: ranks is not read).
+MemPlan memplan(const ModelConfig *c, int B, int T_local, int sp, ShardLevel shard, int ranks, Recompute r,
+                ActStore store, int loss_chunk, double runtime_bytes);
 // Prints the plan (rank 0): one line per part, then the predicted peak.
-void memplan_print(const MemPlan *p, const ModelConfig *c, Recompute r, int B, int T, int sp);
+void memplan_print(const MemPlan *p, const ModelConfig *c, Recompute r, int B, int T, int sp, ShardLevel shard,
+                   int ranks);
 // The longest T (a multiple of 2·sp, or any T ≥ 1 for sp = 1) whose plan fits in budget bytes; 0 if none.
-long memplan_max_seq_len(const ModelConfig *c, int B, int sp, Recompute r, ActStore store, int loss_chunk,
-                         double runtime_bytes, double budget);
+long memplan_max_seq_len(const ModelConfig *c, int B, int sp, ShardLevel shard, int ranks, Recompute r, ActStore store,
+                         int loss_chunk, double runtime_bytes, double budget);
 
 // This process's resident set now (/proc/self/status VmRSS) and the machine's available memory
 // (/proc/meminfo MemAvailable), in bytes; 0 when the file cannot be read.

@@ -1,6 +1,7 @@
 // model/stepplan.h — a training step's predicted time on a described device and its nodes: matmuls, attention blocks, the ring's
-// transfers hop by hop and what the blocks hide of them (attention/ring.h's timing model), the gradient all-reduce over the
-// in-node and inter-node links; where the rings sit on the nodes; device presets with their sources.
+// transfers hop by hop and what the blocks hide of them (attention/ring.h's timing model), the gradient all-reduce or the shard
+// level's gathers and reduce-scatters over the in-node and inter-node links; where the rings sit on the nodes; device presets
+// with their sources.
 #pragma once
 #include "model/config.h"
 #include "model/memplan.h"
@@ -31,9 +32,18 @@ typedef struct {
     double ring_stack_s;      // of that, the host's network stack moving the ring's pieces (0 on a GPU)
     double ring_wait_s;       // exposed ring waiting: the transfers the blocks do not hide
     double ring_transfer_s;   // the ring's transfers alone (the serial baseline's waiting)
-    double allreduce_s;       // the gradient all-reduce over dp·sp ranks
+    double allreduce_s;       // the gradient all-reduce over dp·sp ranks (none, optim; 0 at grads, params)
+    double shard_transfer_s;  // the shard level's collectives alone: optim the weights' all-gather after the update; grads
+                              // the units' gradient reduce-scatters in the backward and that all-gather; params the units'
+                              // all-gathers before their forward and backward and the reduce-scatters (no all-reduce)
+    double shard_wait_s;      // of those, the time the units' compute does not hide
+    double shard_stack_s;     // the host's network stack moving them (0 on a GPU)
     double step_s;            // one optimizer step: matmul + attention (compute and exposed wait) + all-reduce
+                              // + exposed shard wait + its network stack
     double tokens_per_s;      // global tokens per second
+    double flops_per_token;   // the model's training FLOPs per token (train's MFU convention: 6 per matmul weight, the
+                              // LM head's included, and 6·T·C per layer for attention; no recompute)
+    double mfu;               // tokens_per_s · flops_per_token over every rank's matmul FLOP/s
     double block_s;           // one forward ring block: half the rows × all keys of a block (L/2 × L pairs)
     double hop_s;             // one block's K and V on the in-node link (both pieces)
     double hop_node_s;        // the same on the inter-node link
@@ -57,10 +67,14 @@ RingPlace ring_place(int dp, int sp, int per_node);
 bool ring_hop_crosses(int ring, int i, int sp, int per_node);
 
 // B sequences of T tokens per micro-step and ring, accum micro-steps per optimizer step, dp rings of sp ranks laid out
-// on nodes of d->per_node (ring_place). The ring is priced at its slowest hop's link: every step of the ring waits for
-// its slowest hop. The all-reduce is hierarchical: reduce-scatter and all-gather in the node, an all-reduce of each
-// rank's 1/g share between the nodes.
-StepPlan stepplan(const ModelConfig *c, int B, int accum, int T, int dp, int sp, Recompute r, const DeviceSpec *d);
+// on nodes of d->per_node (ring_place), the model state sharded at `shard` over all dp·sp ranks. The ring is priced at
+// its slowest hop's link: every step of the ring waits for its slowest hop. Collectives are hierarchical: in the node,
+// then of each rank's 1/g share between the nodes. A unit's gather (params) is issued as the unit before it starts
+// computing and its gradients' reduce-scatter (grads, params) as its backward ends, one after the other on the link,
+// each micro-step, at the share of the link's rate the ring's transfers get while computing; what the units' compute
+// does not cover is the exposed shard wait. The ring's own transfers are not counted against that link.
+StepPlan stepplan(const ModelConfig *c, int B, int accum, int T, int dp, int sp, ShardLevel shard, Recompute r,
+                  const DeviceSpec *d);
 // The fewest tokens per rank (even) whose ring of sp ranks (laid out as in stepplan, at its slowest hop's link) leaves at
 // most 5 % of its transfer time exposed; 0 when sp = 1 (no transfer) or when no block up to 2^24 tokens does.
 long stepplan_min_hiding_tokens(const ModelConfig *c, int dp, int sp, const DeviceSpec *d);

@@ -308,17 +308,19 @@ static void fitting_options(const TrainConfig *t, double budget, double runtime,
     const ModelConfig *c = &t->model_cfg;
     int len = 0;
     for (int r = t->recompute_mode + 1; r <= RECOMPUTE_FULL; r++) {
-        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, r, train_act_store(t), t->loss_chunk, runtime);
+        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, SHARD_NONE, 1, r, train_act_store(t), t->loss_chunk, runtime);
         if (p.total <= budget && len < (int)n)
             len += snprintf(buf + len, n - len, "--recompute %s (%.0f MiB), ", recompute_name(r), p.total / 1048576);
     }
     for (int sp = 2 * t->sp; sp <= 1024 && 2 * sp <= t->seq_len; sp *= 2) {
-        MemPlan p = memplan(c, t->batch, t->seq_len / sp, sp, t->recompute_mode, train_act_store(t), t->loss_chunk, runtime);
+        MemPlan p = memplan(c, t->batch, t->seq_len / sp, sp, SHARD_NONE, 1, t->recompute_mode, train_act_store(t),
+                            t->loss_chunk, runtime);
         if (p.total > budget) continue;
         if (len < (int)n) len += snprintf(buf + len, n - len, "--sp %d (%.0f MiB per rank), ", sp, p.total / 1048576);
         break;
     }
-    long T = memplan_max_seq_len(c, t->batch, t->sp, t->recompute_mode, train_act_store(t), t->loss_chunk, runtime, budget);
+    long T = memplan_max_seq_len(c, t->batch, t->sp, SHARD_NONE, 1, t->recompute_mode, train_act_store(t), t->loss_chunk,
+                                 runtime, budget);
     if (len < (int)n) {
         if (T > 0) snprintf(buf + len, n - len, "--seq-len %ld or shorter", T);
         else snprintf(buf + len, n - len, "no shorter --seq-len (the model alone does not fit)");
@@ -331,9 +333,9 @@ static void fitting_options(const TrainConfig *t, double budget, double runtime,
 static MemPlan plan_memory(const TrainConfig *t, const Backend *be, Comm *world) {
     bool device = be->mem_free != NULL;
     double runtime = device ? 0 : mem_rss_now_bytes();   // a device starts empty; the host holds libraries, data
-    MemPlan p = memplan(&t->model_cfg, t->batch, t->seq_len / t->sp, t->sp, t->recompute_mode, train_act_store(t),
-                        t->loss_chunk, runtime);
-    memplan_print(&p, &t->model_cfg, t->recompute_mode, t->batch, t->seq_len, t->sp);
+    MemPlan p = memplan(&t->model_cfg, t->batch, t->seq_len / t->sp, t->sp, SHARD_NONE, 1, t->recompute_mode,
+                        train_act_store(t), t->loss_chunk, runtime);
+    memplan_print(&p, &t->model_cfg, t->recompute_mode, t->batch, t->seq_len, t->sp, SHARD_NONE, 1);
     const char *source = "--mem-budget";
     double avail = t->mem_budget * 1048576.0, need = p.total;
     if (!(t->mem_budget > 0) && device) avail = (double)be->mem_free(), source = "free on the device";

@@ -3,7 +3,9 @@
 # sum of its parts and grows with T, more devices hold a longer context, the smallest hiding block really hides (the plan at
 # that block shows <= 5 % exposed, half of it more), a run's config.json is read; nodes: the hops between them priced on
 # the inter-node link, a ring kept in its node where it fits, a warning where it straddles nodes it need not; every zero
-# figure says why; bad layouts, nodes and devices exit 2, one line.
+# figure says why; bad layouts, nodes and devices exit 2, one line. Shard levels: the torchtitan and Ring Attention
+# configurations fit with a step time and MFU, --shard auto takes the least level that fits, a level that does not fit
+# names the one that would, a layout no level fits says what is missing; presets keep their tied head.
 # Usage: plan.sh RINGGPT MPIEXEC
 set -uo pipefail
 BIN=$1
@@ -26,6 +28,13 @@ p=$(json --model small --seq-len 8192 --sp 2 --device cpu --link-gbps 0.05)
 check "step = matmul + attention + exposed ring wait + all-reduce" python3 -c "
 import json, sys; p = json.loads(sys.argv[1])
 sys.exit(abs(p['step_s'] - p['matmul_s'] - p['attn_compute_s'] - p['ring_wait_s'] - p['allreduce_s']) > 1e-6 * p['step_s'])" "$p"
+for s in optim grads params; do
+  q=$(json --model small --seq-len 8192 --ranks 4 --sp 2 --device cpu --shard $s)
+  check "--shard $s: step = matmul + attention + ring wait + all-reduce + exposed shard wait + its network stack" python3 -c "
+import json, sys; p = json.loads(sys.argv[1])
+sys.exit(p['shard'] != sys.argv[2] or not 0 < p['shard_wait_s'] <= p['shard_transfer_s'] or abs(p['step_s'] - p['matmul_s']
+         - p['attn_compute_s'] - p['ring_wait_s'] - p['allreduce_s'] - p['shard_wait_s'] - p['shard_stack_s']) > 1e-6 * p['step_s'])" "$q" $s
+done
 check "on a 50 Mbit/s link part of the transfer is exposed" python3 -c "
 import json, sys; p = json.loads(sys.argv[1]); sys.exit(not (0 < p['ring_wait_s'] < p['ring_transfer_s']))" "$p"
 a=$(json --model small --seq-len 4096 --sp 2 --device cpu | field step_s)
@@ -58,6 +67,8 @@ echo '{"model": "tiny", "seq-len": 512, "sp": 2, "batch": 3, "data": "x.txt", "s
 x=$(json --config "$W/config.json" --device cpu --vocab 260 | field mem_bytes)
 y=$(json --model tiny --seq-len 512 --sp 2 --batch 3 --device cpu --vocab 260 | field mem_bytes)
 check "--config reads the model and layout of a run's config.json" test "$x" = "$y"
+echo '{"model": "tiny", "seq-len": 512, "sp": 2, "data": "x.txt", "shard": "params"}' > "$W/config_shard.json"
+check "--config reads a run's --shard" test "$(json --config "$W/config_shard.json" --device cpu | field shard)" = params
 
 # Bad input: exit 2 and one line naming the problem.
 expect_fail 2 "--ranks 6 is not divisible by --sp 4" "$BIN" plan --ranks 6 --sp 4
@@ -71,6 +82,7 @@ expect_fail 2 "--sp must be at least 1" "$BIN" plan --sp 0
 expect_fail 2 "unknown --model" "$BIN" plan --model huge
 expect_fail 2 "--busy-share must be in (0, 1] (got 1.5)" "$BIN" plan --sp 2 --busy-share 1.5
 expect_fail 2 "--host-gbps must not be negative (got -1)" "$BIN" plan --sp 2 --host-gbps -1
+expect_fail 2 "unknown --shard 'zero3'; use none, optim, grads, params or auto" "$BIN" plan --shard zero3
 
 # The share of the link while computing: slower transfers on a link the blocks do not fully hide, the same
 # step where nothing travels (sp 1).
@@ -152,4 +164,61 @@ check "--sp 1: ring 0.0 (none, no ring), no transfers, no all-reduce, each with 
 check "--sp 2 --recompute full: ring 0.0 because its packets lie in the working set" \
   grep -q "recompute full .*ring 0.0: its packets lie in the working set" "$W/z2.txt"
 check "a device count that holds no context says why" grep -qE '^ +2 +0 +0 .*\(0: even T = 4 needs' "$W/z3.txt"
+
+# Shard levels. torchtitan's Llama-3-8B at 1M tokens on 32 H100s (FSDP + context parallel) fits at --shard params, with
+# a step time and MFU; the Ring Attention paper's first row (Llama-2-7B, 256K on 8 A100s, FSDP) too.
+"$BIN" plan --model llama3-8b --seq-len 1048576 --sp 32 --shard params --recompute full --device h100-sxm > "$W/tt.txt" 2>&1 ||
+  { cat "$W/tt.txt"; bad "the torchtitan configuration fits"; }
+check "torchtitan's configuration: --shard params is this plan and fits" grep -qE '^  --shard params .*<- this plan$' "$W/tt.txt"
+check "torchtitan's configuration: a step time and MFU" grep -qE '^  step +[0-9.]+ s .*MFU [0-9.]+ %' "$W/tt.txt"
+check "torchtitan's configuration: the recommendation is params" grep -q '^recommended: --shard params, the least sharding that fits' "$W/tt.txt"
+p=$(json --model llama3-8b --seq-len 1048576 --sp 32 --recompute full --device h100-sxm)
+check "torchtitan's configuration: --shard auto takes params (no lesser level fits on 80 GB)" python3 -c "
+import json, sys; p = json.loads(sys.argv[1])
+sys.exit(not (p['shard'] == p['shard_least'] == 'params' and p['mem_bytes'] <= 80e9 and 0 < p['mfu'] < 1 and p['step_s'] > 0
+              and p['allreduce_s'] == 0 and p['shard_transfer_s'] > 0))" "$p"
+p=$(json --model llama2-7b --seq-len 262144 --sp 8 --recompute full --device a100-sxm)
+check "the Ring Attention paper's 7B at 256K on 8 A100s: fits at params, with step time and MFU" python3 -c "
+import json, sys; p = json.loads(sys.argv[1])
+sys.exit(not (p['shard'] == 'params' and p['mem_bytes'] <= 80e9 and 0 < p['mfu'] < 1 and p['step_s'] > 0))" "$p"
+expect_fail 2 "GiB per rank (--shard grads over 8 ranks, --recompute full, --sp 8, --batch 1) and the device has 74.5 GiB; would fit: --shard params," \
+  "$BIN" plan --model llama2-7b --seq-len 262144 --sp 8 --recompute full --device a100-sxm --shard grads
+# Its 4M row on 32 A100s needs more than sharding: the activations --recompute full keeps, in host memory.
+expect_fail 2 "--seq-len 4194304 on 32 ranks of a100-sxm (--sp 32) needs activation offload to host memory, which ringgpt does not have" \
+  "$BIN" plan --model llama2-7b --seq-len 4194304 --sp 32 --recompute full --device a100-sxm
+# On one rank the 8B's model state alone (135 GiB at --shard params) is what is missing: more ranks hold it.
+expect_fail 2 "the model state alone is 135.3 GiB per rank even at --shard params over 1 rank, the device has 74.5 GiB; would fit: --shard params --recompute full with --ranks 4 (dp 4)" \
+  "$BIN" plan --model llama3-8b --seq-len 8192
+expect_fail 2 "(--shard params over 8 ranks, --recompute none, --sp 1, --batch 1) and the device has 74.5 GiB; would fit: --recompute mlp, --recompute full, --ranks 16 (dp 16)," \
+  "$BIN" plan --model llama3-8b --seq-len 8192 --ranks 8
+# --shard auto is the least level that fits: each lesser level is refused, the chosen one runs (H100s; these layouts
+# take none, optim, grads and params).
+for run in llama3.2-1b:mlp:32:1048576 llama3.2-3b:mlp:32:524288 llama3.2-3b:full:16:1048576 llama3.2-3b:mlp:32:1048576 \
+  llama3-8b:full:32:1048576; do
+  IFS=: read -r m r sp T <<< "$run"
+  least=$(json --model $m --seq-len $T --sp $sp --recompute $r --device h100-sxm 2> /dev/null | field shard)
+  ok_levels=""
+  for s in none optim grads params; do
+    "$BIN" plan --model $m --seq-len $T --sp $sp --recompute $r --device h100-sxm --shard $s --json > /dev/null 2>&1 &&
+      ok_levels="$ok_levels $s"
+  done
+  echo "$least" >> "$W/least"
+  check "$m at T=$T on $sp H100s (--recompute $r): auto took '$least', the first of the levels that fit:$ok_levels" \
+    test -n "$least" -a "$(echo $ok_levels | cut -d' ' -f1)" = "$least"
+done
+check "the layouts above take every level" test "$(sort -u "$W/least" | tr '\n' ' ')" = "grads none optim params "
+check "llama3.2-1b at 1M on 32 H100s: none is enough" test "$(json --model llama3.2-1b --seq-len 1048576 --sp 32 --recompute mlp | field shard)" = none
+# The model state per rank: at params on 8 ranks about 1/8 of none's plus the gathered units.
+a=$(json --model llama3-8b --seq-len 65536 --sp 8 --recompute full --shard params --device h100-sxm --mem-gib 1000)
+b=$(json --model llama3-8b --seq-len 65536 --sp 8 --recompute full --shard none --device h100-sxm --mem-gib 1000)
+check "llama3-8b on 8 ranks: params' model state = none's / 8 + the units' buffers (4 x the 2.1 GB LM head and norm, slices)" python3 -c "
+import json, sys; a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+pad = -(-(128256 * 4096 + 4096) // 8) * 4; span = 8 * pad   # the longest unit padded to 8 equal slices
+sys.exit(not (abs(a['model_state_bytes'] - b['model_state_bytes'] / 8 - 4 * span - 4 * pad) < 1e-3 * a['model_state_bytes']
+              and a['gathered_bytes'] == 4 * span + 2 * pad and b['gathered_bytes'] == 0))" "$a" "$b"
+# Presets: released shapes tied as their configs are (llama3.2-1b: 1.24B parameters); --tie-embeddings=false unties.
+"$BIN" plan --model llama3.2-1b --seq-len 8192 > "$W/p1.txt" 2>&1 || bad "plan ran"
+check "llama3.2-1b: tied head, vocab 128256, 1235.81M parameters" grep -q "vocab 128256, tied head, 1235.81M parameters" "$W/p1.txt"
+"$BIN" plan --model llama3.2-1b --tie-embeddings=false --seq-len 8192 > "$W/p2.txt" 2>&1 || bad "plan ran"
+check "--tie-embeddings=false unties it (+262.7M)" grep -q "untied head, 1498.48M parameters" "$W/p2.txt"
 finish

@@ -71,3 +71,9 @@ add_executable(test_rope_table ${CMAKE_SOURCE_DIR}/tests/model/test_rope_table.c
 target_link_libraries(test_rope_table PRIVATE ringgpt_lib)
 add_test(NAME model_rope_table COMMAND python3 ${CMAKE_SOURCE_DIR}/tests/model/rope_table.py $<TARGET_FILE:test_rope_table>)
 set_tests_properties(model_rope_table PROPERTIES LABELS model TIMEOUT 120 SKIP_RETURN_CODE 77)
+
+# The plans: presets against HF's parameter counts, the memory plan's shard levels, the step plan's shard traffic.
+add_executable(test_plan ${CMAKE_SOURCE_DIR}/tests/model/test_plan.c)
+target_link_libraries(test_plan PRIVATE ringgpt_lib)
+add_test(NAME model_plan COMMAND test_plan)
+set_tests_properties(model_plan PROPERTIES LABELS model)
