@@ -5,12 +5,17 @@
 
 #include "core/common.h"
 
-// Finishes request q (started at `start`) if it is done, or, with wait, once it is; counts its time.
-static bool finish(ShardComm *sc, CommRequest *q, double start, bool wait) {
+// A collective was started in q: the time with any in flight counts from the first.
+static void started(ShardComm *sc, const CommRequest *q) {
+    if (q->active && sc->in_flight++ == 0) sc->busy_since = now_seconds();
+}
+
+// Finishes request q if it is done, or, with wait, once it is; counts its time.
+static bool finish(ShardComm *sc, CommRequest *q, bool wait) {
     if (!q->active) return true;
     if (wait) sc->times.wait_s += comm_wait(q);
     else if (!comm_test(q)) return false;
-    sc->times.comm_s += now_seconds() - start;
+    if (--sc->in_flight == 0) sc->times.comm_s += now_seconds() - sc->busy_since;
     return true;
 }
 
@@ -25,29 +30,29 @@ static void grads_done(ShardComm *sc, int k) {
 // Notes what finished since the last look (and drives MPI there).
 static void poll(ShardComm *sc) {
     for (int k = 0; k < 2; k++) {
-        finish(sc, &sc->wreq[k], sc->wstart[k], false);
-        if (sc->gunit[k] >= 0 && finish(sc, &sc->greq[k], sc->gstart[k], false)) grads_done(sc, k);
+        finish(sc, &sc->wreq[k], false);
+        if (sc->gunit[k] >= 0 && finish(sc, &sc->greq[k], false)) grads_done(sc, k);
     }
 }
 
 static void gather_start(ShardComm *sc, int k, int u) {
     const ShardLayout *s = sc->s;
     sc->wunit[k] = u;
-    sc->wstart[k] = now_seconds();
     comm_allgather_start(sc->comm, &sc->wreq[k], sc->m->params + s->local_off[u], sc->wbuf[k], s->per[u], COMM_REAL,
                          "weight all-gather");
+    started(sc, &sc->wreq[k]);
 }
 
 // The slot holding unit u's gathered weights, gathered now if no slot holds or is gathering them.
 static int weights_of(ShardComm *sc, int u) {
     for (int k = 0; k < 2; k++)
         if (sc->wunit[k] == u) {
-            finish(sc, &sc->wreq[k], sc->wstart[k], true);
+            finish(sc, &sc->wreq[k], true);
             return k;
         }
     int k = sc->wreq[0].active ? 1 : 0;   // at most one gather (the next unit's) is in flight
     gather_start(sc, k, u);
-    finish(sc, &sc->wreq[k], sc->wstart[k], true);
+    finish(sc, &sc->wreq[k], true);
     return k;
 }
 
@@ -55,7 +60,7 @@ static int weights_of(ShardComm *sc, int u) {
 static void prefetch(ShardComm *sc, int next, int cur) {
     if (next < 0 || next >= sc->s->n_units || sc->wunit[0] == next || sc->wunit[1] == next) return;
     int k = cur ^ 1;
-    finish(sc, &sc->wreq[k], sc->wstart[k], true);
+    finish(sc, &sc->wreq[k], true);
     gather_start(sc, k, next);
 }
 
@@ -64,7 +69,7 @@ static void take_grad_buffer(ShardComm *sc, int u) {
     const ShardLayout *s = sc->s;
     int k = sc->gnext;
     if (sc->gunit[k] >= 0) {
-        finish(sc, &sc->greq[k], sc->gstart[k], true);
+        finish(sc, &sc->greq[k], true);
         grads_done(sc, k);
     }
     sc->m->be->zero(sc->gbuf[k], s->per[u] * (size_t)s->ranks * sizeof(real));
@@ -89,9 +94,9 @@ static void unit_leave(GptUnitHook *h, GPT *m, int u, UnitPhase phase) {
     if (phase != UNIT_BACKWARD) return;
     int k = sc->gnext;
     sc->gunit[k] = u;
-    sc->gstart[k] = now_seconds();
     comm_reduce_scatter_start(sc->comm, &sc->greq[k], sc->gbuf[k], sc->slice[k], sc->s->per[u], COMM_REAL, COMM_SUM,
                               "gradient reduce-scatter");
+    started(sc, &sc->greq[k]);
     sc->gnext = k ^ 1;
 }
 
@@ -128,7 +133,7 @@ void shard_comm_finish_grads(ShardComm *sc) {
     for (int i = 0; i < 2; i++) {
         int k = sc->gnext ^ (i == 0);   // the older one first: the same order on every rank and every step
         if (sc->gunit[k] < 0) continue;
-        finish(sc, &sc->greq[k], sc->gstart[k], true);
+        finish(sc, &sc->greq[k], true);
         grads_done(sc, k);
     }
 }
@@ -137,7 +142,7 @@ void shard_comm_finish_grads(ShardComm *sc) {
 static void weights_done(ShardComm *sc, int k) {
     const ShardLayout *s = sc->s;
     int u = sc->wunit[k];
-    finish(sc, &sc->wreq[k], sc->wstart[k], true);
+    finish(sc, &sc->wreq[k], true);
     sc->m->be->copy(sc->m->params + s->unit_off[u], sc->wbuf[k], s->unit_len[u] * sizeof(real));
     sc->wunit[k] = -1;
 }
@@ -154,9 +159,9 @@ static void gather_weights(ShardComm *sc) {
         be->zero(sc->slice[k], s->per[u] * sizeof(real));
         if (len) be->copy(sc->slice[k], sc->m->params + start, len * sizeof(real));
         sc->wunit[k] = u;
-        sc->wstart[k] = now_seconds();
         comm_allgather_start(sc->comm, &sc->wreq[k], sc->slice[k], sc->wbuf[k], s->per[u], COMM_REAL,
                              "weight all-gather");
+        started(sc, &sc->wreq[k]);
     }
     for (int i = 0; i < 2; i++) {
         int k = (s->n_units + i) & 1;   // the older first
@@ -171,7 +176,7 @@ void shard_comm_after_update(ShardComm *sc) {
         return;
     }
     for (int k = 0; k < 2; k++) {   // the updated slices make every gathered copy stale
-        finish(sc, &sc->wreq[k], sc->wstart[k], true);
+        finish(sc, &sc->wreq[k], true);
         sc->wunit[k] = -1;
     }
 }

@@ -3,9 +3,9 @@
 #include "core/comm.h"
 #include "model/gpt.h"
 
-// One rank's seconds of gathers and reduce-scatters: comm_s from each start until it was seen done (tested at every
-// unit boundary and in every wait, so a bound from above), wait_s blocked on them; 1 - wait_s / comm_s of the
-// transfer time was hidden behind compute.
+// One rank's seconds of gathers and reduce-scatters: comm_s while at least one was in flight (from a start until
+// seen done: tested at every unit boundary and in every wait, so a bound from above), wait_s blocked on them;
+// 1 - wait_s / comm_s of that time was hidden behind compute.
 typedef struct {
     double comm_s, wait_s;
 } ShardTimes;
@@ -21,14 +21,14 @@ typedef struct {
     real *wbuf[2];          // (span) a unit's gathered weights
     int wunit[2];           // the unit wbuf[k] holds or is being gathered into (-1: none)
     CommRequest wreq[2];
-    double wstart[2];
     real *gbuf[2];          // (span) a unit's gradients: its backward writes one while the other is reduce-scattered
     real *slice[2];         // (pad) the rank's slice of a reduce-scatter; the padded send of a gather after an update
     int gunit[2];           // the unit whose reduce-scatter gbuf[k] is in (-1: none)
     CommRequest greq[2];
-    double gstart[2];
     int gnext;              // the gradient buffer the next backward unit takes
     ShardTimes times;
+    int in_flight;          // collectives started and not yet seen done
+    double busy_since;      // when in_flight last rose from 0
 } ShardComm;
 
 // Allocates the buffers of m's level (gpt_shard first) over `world`; sets m->unit_hook from SHARD_GRADS on.

@@ -631,6 +631,9 @@ static void report_memory(const Run *r) {
     if (!be->mem_peak) predicted = r->plan.total / 1048576, measured = peak_rss_mb(), what = "peak RSS";
     log_info("memory: predicted peak %.1f MiB, measured %.1f MiB (%s, rank 0), prediction %+.1f%%\n", predicted,
              measured, what, 100 * (predicted / measured - 1));
+    if (r->t.shard_level != SHARD_NONE && !be->mem_peak)   // the peak holds the whole model, made once before the split
+        log_info("memory: %.1f MiB RSS now (rank 0, --shard %s; the peak includes the whole model as made at the start, "
+                 "before it was sharded)\n", mem_rss_now_bytes() / 1048576, r->t.shard);
 }
 
 // After a step all ranks agree on: when any rank got a stop signal, every rank saves this step (if it is not
