@@ -27,12 +27,13 @@ static void grads_done(ShardComm *sc, int k) {
     sc->gunit[k] = -1;
 }
 
+static bool tied(const ShardComm *sc) { return sc->m->cfg.tie_embeddings; }
+
 // Notes what finished since the last look (and drives MPI there).
 static void poll(ShardComm *sc) {
-    for (int k = 0; k < 2; k++) {
-        finish(sc, &sc->wreq[k], false);
+    for (int k = 0; k < 3; k++) finish(sc, &sc->wreq[k], false);
+    for (int k = 0; k < 2; k++)
         if (sc->gunit[k] >= 0 && finish(sc, &sc->greq[k], false)) grads_done(sc, k);
-    }
 }
 
 static void gather_start(ShardComm *sc, int k, int u) {
@@ -43,25 +44,50 @@ static void gather_start(ShardComm *sc, int k, int u) {
     started(sc, &sc->wreq[k]);
 }
 
+// The slot unit u's weights belong in: tied, unit 0 has its own; else one of the two not gathering another unit (at
+// most one gather, the next unit's, is in flight), never `cur` (the running unit's).
+static int slot_for(const ShardComm *sc, int u, int cur) {
+    if (tied(sc) && u == 0) return 2;
+    if (cur == 0 || cur == 1) return cur ^ 1;
+    return sc->wreq[0].active ? 1 : 0;
+}
+
+static int slot_holding(const ShardComm *sc, int u) {
+    for (int k = 0; k < 3; k++)
+        if (sc->wunit[k] == u) return k;
+    return -1;
+}
+
 // The slot holding unit u's gathered weights, gathered now if no slot holds or is gathering them.
 static int weights_of(ShardComm *sc, int u) {
-    for (int k = 0; k < 2; k++)
-        if (sc->wunit[k] == u) {
-            finish(sc, &sc->wreq[k], true);
-            return k;
-        }
-    int k = sc->wreq[0].active ? 1 : 0;   // at most one gather (the next unit's) is in flight
-    gather_start(sc, k, u);
+    int k = slot_holding(sc, u);
+    if (k < 0) {
+        k = slot_for(sc, u, -1);
+        finish(sc, &sc->wreq[k], true);
+        gather_start(sc, k, u);
+    }
     finish(sc, &sc->wreq[k], true);
     return k;
 }
 
-// Starts gathering unit `next` into the slot that `cur` does not use, unless a slot holds it already.
+// Starts gathering unit `next` into a slot that the running unit (in slot cur) does not use, unless one holds it.
 static void prefetch(ShardComm *sc, int next, int cur) {
-    if (next < 0 || next >= sc->s->n_units || sc->wunit[0] == next || sc->wunit[1] == next) return;
-    int k = cur ^ 1;
+    if (next < 0 || next >= sc->s->n_units || slot_holding(sc, next) >= 0) return;
+    int k = slot_for(sc, next, cur);
     finish(sc, &sc->wreq[k], true);
     gather_start(sc, k, next);
+}
+
+// Tied: the head's backward starts unit 0's gradients in their own buffer (the last micro-batch's reduce-scatter of
+// it finished first).
+static void tied_grads(ShardComm *sc) {
+    for (int k = 0; k < 2; k++)
+        if (sc->gunit[k] == 0) {
+            finish(sc, &sc->greq[k], true);
+            grads_done(sc, k);
+        }
+    sc->m->be->zero(sc->gbuf[2], sc->s->per[0] * (size_t)sc->s->ranks * sizeof(real));
+    tensors_bind_unit(&sc->m->g, &sc->m->table, &sc->m->cfg, 0, sc->gbuf[2], sc->s->unit_off[0]);
 }
 
 // Unit u's gradients go to a zeroed buffer; the buffer's reduce-scatter of two units ago is finished first.
@@ -72,8 +98,10 @@ static void take_grad_buffer(ShardComm *sc, int u) {
         finish(sc, &sc->greq[k], true);
         grads_done(sc, k);
     }
+    if (tied(sc) && u == 0) return;   // bound since the head's backward
     sc->m->be->zero(sc->gbuf[k], s->per[u] * (size_t)s->ranks * sizeof(real));
     tensors_bind_unit(&sc->m->g, &sc->m->table, &sc->m->cfg, u, sc->gbuf[k], s->unit_off[u]);
+    if (tied(sc) && u == s->n_units - 1) tied_grads(sc);
 }
 
 static void unit_enter(GptUnitHook *h, GPT *m, int u, UnitPhase phase) {
@@ -82,6 +110,8 @@ static void unit_enter(GptUnitHook *h, GPT *m, int u, UnitPhase phase) {
     if (m->shard_level >= SHARD_PARAMS) {
         int k = weights_of(sc, u);
         tensors_bind_unit(&m->w, &m->table, &m->cfg, u, sc->wbuf[k], sc->s->unit_off[u]);
+        if (tied(sc) && u == sc->s->n_units - 1)   // the head is the embeddings (held in slot 2 since unit 0 ran)
+            tensors_bind_unit(&m->w, &m->table, &m->cfg, 0, sc->wbuf[weights_of(sc, 0)], sc->s->unit_off[0]);
         prefetch(sc, phase == UNIT_FORWARD ? u + 1 : u - 1, k);
     }
     if (phase == UNIT_BACKWARD) take_grad_buffer(sc, u);
@@ -94,7 +124,8 @@ static void unit_leave(GptUnitHook *h, GPT *m, int u, UnitPhase phase) {
     if (phase != UNIT_BACKWARD) return;
     int k = sc->gnext;
     sc->gunit[k] = u;
-    comm_reduce_scatter_start(sc->comm, &sc->greq[k], sc->gbuf[k], sc->slice[k], sc->s->per[u], COMM_REAL, COMM_SUM,
+    const real *grads = tied(sc) && u == 0 ? sc->gbuf[2] : sc->gbuf[k];
+    comm_reduce_scatter_start(sc->comm, &sc->greq[k], grads, sc->slice[k], sc->s->per[u], COMM_REAL, COMM_SUM,
                               "gradient reduce-scatter");
     started(sc, &sc->greq[k]);
     sc->gnext = k ^ 1;
@@ -112,19 +143,23 @@ void shard_comm_init(ShardComm *sc, GPT *m, Comm *world) {
         sc->wbuf[k] = be->alloc(sc->span * sizeof(real), "gathered unit weights");
         sc->slice[k] = be->alloc(sc->pad * sizeof(real), "reduce-scattered slice");
         if (m->shard_level >= SHARD_GRADS) sc->gbuf[k] = be->alloc(sc->span * sizeof(real), "unit gradients");
-        sc->wunit[k] = sc->gunit[k] = -1;
+        sc->gunit[k] = -1;
     }
+    size_t emb = s->per[0] * (size_t)s->ranks;   // tied: unit 0's own slot and gradient buffer
+    if (m->cfg.tie_embeddings && m->shard_level >= SHARD_PARAMS) sc->wbuf[2] = be->alloc(emb * sizeof(real), "gathered embeddings");
+    if (m->cfg.tie_embeddings && m->shard_level >= SHARD_GRADS) sc->gbuf[2] = be->alloc(emb * sizeof(real), "embedding gradients");
+    for (int k = 0; k < 3; k++) sc->wunit[k] = -1;
     sc->hook = (GptUnitHook){unit_enter, unit_leave};
     if (m->shard_level >= SHARD_GRADS) m->unit_hook = &sc->hook;
 }
 
 void shard_comm_free(ShardComm *sc) {
     if (!sc->m) return;
-    for (int k = 0; k < 2; k++) {
-        sc->m->be->release(sc->wbuf[k]);
-        sc->m->be->release(sc->slice[k]);
+    for (int k = 0; k < 3; k++) {
+        if (sc->wbuf[k]) sc->m->be->release(sc->wbuf[k]);
         if (sc->gbuf[k]) sc->m->be->release(sc->gbuf[k]);
     }
+    for (int k = 0; k < 2; k++) sc->m->be->release(sc->slice[k]);
     if (sc->m->unit_hook == &sc->hook) sc->m->unit_hook = NULL;
     memset(sc, 0, sizeof *sc);
 }
@@ -175,7 +210,7 @@ void shard_comm_after_update(ShardComm *sc) {
         gather_weights(sc);
         return;
     }
-    for (int k = 0; k < 2; k++) {   // the updated slices make every gathered copy stale
+    for (int k = 0; k < 3; k++) {   // the updated slices make every gathered copy stale
         finish(sc, &sc->wreq[k], true);
         sc->wunit[k] = -1;
     }

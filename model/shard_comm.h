@@ -12,16 +12,19 @@ typedef struct {
 
 // Two gathered units (the one running and the next, gathered while it runs: forward 0 .. n_layer + 1, backward back
 // down) and two gradient buffers (the unit whose backward runs, and the one before it, reduce-scattered meanwhile).
+// With tied embeddings the head reads the embeddings' weights and adds to their gradient, so unit 0 has a third slot
+// and a third gradient buffer of its own, held from its forward (gradients: from the head's backward) to its backward.
 typedef struct {
     GptUnitHook hook;       // m->unit_hook from SHARD_GRADS on (first member)
     GPT *m;
     Comm *comm;             // every rank of the job (device-aware)
     const ShardLayout *s;
     size_t span, pad;       // max_u per[u]·ranks: a gathered unit with its padding; max_u per[u]
-    real *wbuf[2];          // (span) a unit's gathered weights
-    int wunit[2];           // the unit wbuf[k] holds or is being gathered into (-1: none)
-    CommRequest wreq[2];
-    real *gbuf[2];          // (span) a unit's gradients: its backward writes one while the other is reduce-scattered
+    real *wbuf[3];          // (span) a unit's gathered weights; [2]: unit 0's when tied (else NULL)
+    int wunit[3];           // the unit wbuf[k] holds or is being gathered into (-1: none)
+    CommRequest wreq[3];
+    real *gbuf[3];          // (span) a unit's gradients: its backward writes one while the other is reduce-scattered;
+                            // [2]: unit 0's when tied (else NULL)
     real *slice[2];         // (pad) the rank's slice of a reduce-scatter; the padded send of a gather after an update
     int gunit[2];           // the unit whose reduce-scatter gbuf[k] is in (-1: none)
     CommRequest greq[2];

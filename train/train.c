@@ -123,9 +123,6 @@ void train_check_config(const TrainConfig *t) {
         fail_usage("--comm-progress %s: use auto, compute, thread or off", t->comm_progress);
     ShardLevel level;
     if (!t->shard || !shard_level_parse(t->shard, &level)) fail_usage("--shard %s: use none, optim, grads or params", t->shard);
-    if (level >= SHARD_GRADS && t->model_cfg.tie_embeddings)
-        fail_usage("--shard %s with --tie-embeddings: a tied head's gradient lands in the embeddings' unit, which these "
-                   "levels do not hold during the head's backward; use --shard optim, or untied embeddings", t->shard);
     ScheduleKind k;
     if (!schedule_parse(t->schedule, &k)) fail_usage("unknown --schedule '%s'; use cosine or constant", t->schedule);
     config_validate(&t->model_cfg);
@@ -398,6 +395,8 @@ static void state_bytes(const Run *r, double *state, double *gathered) {
     size_t mv = level >= SHARD_OPTIM ? s->local_total : total;
     *state = (double)(w + g + 2 * mv) * sizeof(real);
     size_t units = level == SHARD_NONE ? 0 : 2 * (r->shard.span + r->shard.pad) + (level >= SHARD_GRADS ? 2 * r->shard.span : 0);
+    if (s && r->model.cfg.tie_embeddings)   // unit 0's own slot and gradient buffer
+        units += (size_t)((r->shard.wbuf[2] != NULL) + (r->shard.gbuf[2] != NULL)) * s->per[0] * s->ranks;
     *gathered = (double)units * sizeof(real);
 }
 
