@@ -558,17 +558,17 @@ static double ring_waited(const Run *r) {
     return rs.wait_s + rs.lag_s;
 }
 
-// accumulate_gradients, timed: compute is its time less the ring's waiting. The RINGGPT_DEBUG_SLOW rank
-// sleeps inside it, as a rank on a slower or busier device would compute longer.
+// accumulate_gradients, timed: compute is its time less the ring's waiting and (--shard) the waits for gathers and
+// reduce-scatters. The RINGGPT_DEBUG_SLOW rank sleeps inside it, as a rank on a slower or busier device would compute longer.
 static double timed_gradients(Run *r, double count, RankTimes *times) {
-    double wait0 = ring_waited(r) + r->shard.times.wait_s, t0 = now_seconds();
+    double ring0 = ring_waited(r), shard0 = r->shard.times.wait_s, t0 = now_seconds();
     if (r->grid.rank == r->debug.slow_rank) {
         struct timespec pause = {r->debug.slow_ms / 1000, (long)(r->debug.slow_ms % 1000) * 1000000};
         nanosleep(&pause, NULL);
     }
     double loss_sum = accumulate_gradients(r, count);
-    times->ring_wait_s = ring_waited(r) - (wait0 - r->shard.times.wait_s);
-    times->compute_s = now_seconds() - t0 - (ring_waited(r) + r->shard.times.wait_s - wait0);   // less the waits
+    times->ring_wait_s = ring_waited(r) - ring0;
+    times->compute_s = now_seconds() - t0 - times->ring_wait_s - (r->shard.times.wait_s - shard0);
     return loss_sum;
 }
 
