@@ -119,7 +119,7 @@ static int train_flags(TrainConfig *t, ShapeFlags *sh, ArgSpec *out) {
         {"--comm-progress", ARG_STRING, &t->comm_progress, "what moves MPI transfers while the ranks compute, so ring hops "
                                                            "overlap the blocks: compute (the attention loops, between tiles), "
                                                            "thread (a progress thread), off (only MPI calls), auto (compute "
-                                                           "with --device cpu, thread with --device cuda)"},
+                                                           "with --device cpu, thread with --device cuda or --shard grads|params)"},
         {"--straggler", ARG_FLOAT, &t->straggler, "the progress line names a rank whose compute exceeds the median by this fraction"
                                                    " (0 = off)"},
         {"--straggler-every", ARG_INT, &t->straggler_every, "steps per straggler check (compute summed over them)"},

@@ -286,9 +286,12 @@ static const Backend *select_backend(TrainConfig *t, int rank) {
 }
 
 // --comm-progress (checked by train_check_config); auto: the attention loops drive MPI on the CPU, where every
-// core computes, and a thread with a GPU, whose host cores wait.
+// core computes, and a thread with a GPU, whose host cores wait. --shard grads or params keep a unit's gather or
+// reduce-scatter in flight through the matmuls, which do not poke: a thread there too (measured between two hosts at
+// 1 Gbit/s, base: 0.86 s a step waited on them with the attention's pokes, 0.29 s with the thread; benchmarks.md).
 static void set_comm_progress(const TrainConfig *t, const Backend *be) {
-    CommProgress mode = be == &BACKEND_CPU ? COMM_PROGRESS_COMPUTE : COMM_PROGRESS_THREAD;
+    bool thread = be != &BACKEND_CPU || t->shard_level >= SHARD_GRADS;
+    CommProgress mode = thread ? COMM_PROGRESS_THREAD : COMM_PROGRESS_COMPUTE;
     if (strcmp(t->comm_progress, "auto") != 0) comm_progress_parse(t->comm_progress, &mode);
     comm_set_progress(mode);
 }
