@@ -34,6 +34,7 @@ static const char ENVIRONMENT[] =
     "  RINGGPT_DEBUG_CKPT_KILL=S:P     (testing) SIGKILL at kill point P of the S-th checkpoint save\n"
     "  RINGGPT_DEBUG_EXIT=R:S[:stall|kill]  (testing) train: rank R leaves the job at step S (or hangs, or SIGKILLs itself)\n"
     "  RINGGPT_DEBUG_SLOW=R:MS         (testing) train: rank R sleeps MS ms in every step's compute\n"
+    "  RINGGPT_DEBUG_WEIGHTS=FILE      (testing) train: the final weights, whole, as raw fp32 into FILE (--shard too)\n"
     "  RINGGPT_THREADS_IGNORE_LOAD=1   (testing) the load is not looked at: every core, no note (ctest sets it)\n"
     "  RINGGPT_ATTN_BACKWARD=heads|tiles  (testing) force one of the two CPU attention backward schedules\n"
     "  RINGGPT_CUDNN_BWD_TILE=N           (testing) cut every cuDNN attention backward block into N x N sub-blocks\n"

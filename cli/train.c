@@ -106,6 +106,9 @@ static int train_flags(TrainConfig *t, ShapeFlags *sh, ArgSpec *out) {
         {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "free cores"},
         {"--recompute", ARG_STRING, &t->recompute, "activations kept for the backward: none, mlp (recompute the MLP's) or "
                                                    "full (keep x, O, LSE per layer; attention never re-runs)"},
+        {"--shard", ARG_STRING, &t->shard, "model state split over every rank of the job (dp x sp): none; optim (AdamW "
+                                           "moments, ZeRO-1); grads (and gradients, reduce-scattered, ZeRO-2); params (and "
+                                           "weights, each unit gathered around its forward and backward, ZeRO-3/FSDP)"},
         {"--mem-budget", ARG_FLOAT, &t->mem_budget, "memory per rank in MiB the plan must fit", .dflt = "the available memory"},
         {"--loss-chunk", ARG_INT, &t->loss_chunk, "rows per chunk of the fused LM head + loss"},
         {"--peak-tflops", ARG_FLOAT, &t->peak_tflops, "dense bf16 peak per GPU for MFU", .dflt = "a table of known GPUs"},
@@ -117,7 +120,7 @@ static int train_flags(TrainConfig *t, ShapeFlags *sh, ArgSpec *out) {
         {"--comm-progress", ARG_STRING, &t->comm_progress, "what moves MPI transfers while the ranks compute, so ring hops "
                                                            "overlap the blocks: compute (the attention loops, between tiles), "
                                                            "thread (a progress thread), off (only MPI calls), auto (compute "
-                                                           "with --device cpu, thread with --device cuda)"},
+                                                           "with --device cpu, thread with --device cuda or --shard grads|params)"},
         {"--straggler", ARG_FLOAT, &t->straggler, "the progress line names a rank whose compute exceeds the median by this fraction"
                                                    " (0 = off)"},
         {"--straggler-every", ARG_INT, &t->straggler_every, "steps per straggler check (compute summed over them)"},
@@ -156,7 +159,7 @@ static TrainConfig train_defaults(void) {
                          .eval_every = 0, .eval_batches = 4, .loss_chunk = 256, .lr = 1e-3f, .min_lr = 1e-4f,
                          .weight_decay = 0.1f, .beta1 = 0.9f, .beta2 = 0.95f, .clip = 1.0f, .val_fraction = 0.1f,
                          .seed = 1337, .dp = 1, .sp = 1, .comm_timeout = 600,
-                         .loss_on = "masked", .recompute = "none",
+                         .loss_on = "masked", .recompute = "none", .shard = "none",
                          .device = getenv("RINGGPT_DEVICE") ? getenv("RINGGPT_DEVICE") : "auto", .ring_overlap = true,
                          .logits_mb = 512, .comm_progress = "auto", .straggler = 0.25f, .straggler_every = 10,
                          .stop_window = 100, .out_exists = "refuse"};
@@ -184,6 +187,16 @@ static void check_config_file(const TrainConfig *t) {
         fail_usage("unknown --recompute '%s'; use none, mlp or full", file.recompute);
     train_check_config(&file);
     fail_usage_context(NULL);
+}
+
+// Until checkpoints read and write sharded state (issue 72 part 3), a sharded run writes none and continues none.
+static void refuse_sharded_checkpoints(const TrainConfig *t) {
+    if (t->shard_level == SHARD_NONE) return;
+    if (t->resume)
+        fail_usage("--shard %s with --resume: sharded runs do not read checkpoints yet; continue with --shard none",
+                   t->shard);
+    if (t->ckpt_every != -1)
+        fail_usage("--shard %s writes no checkpoints yet: give --ckpt-every -1 (none), or --shard none", t->shard);
 }
 
 // Fills *t from argv. Model-shape flags override the preset named by --model.
@@ -227,6 +240,8 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     }
     if (!recompute_parse(t->recompute, &t->recompute_mode))
         fail_usage("unknown --recompute '%s'; use none, mlp or full", t->recompute);
+    if (!shard_level_parse(t->shard, &t->shard_level)) fail_usage("--shard %s: use none, optim, grads or params", t->shard);
+    refuse_sharded_checkpoints(t);
     // The resolved flags: the shape as the model has it, so the file alone rebuilds this run.
     char scaling[256];
     rope_scaling_format(&mc->rope_scaling, scaling, sizeof scaling);

@@ -140,6 +140,25 @@ void comm_sendrecv_start(Comm *c, CommRequest *r, const void *send, void *recv, 
     if (bytes) c->be->sendrecv_start(c, r, send, recv, bytes, to, from);
 }
 
+// MPI counts are int: a slice of more elements is refused (a unit of a model is far below 2^31 elements per rank).
+static void check_count(size_t count, const char *what) {
+    if (count > (size_t)1 << 30) fail("comm: %s of %zu elements per rank in one piece; at most 2^30", what, count);
+}
+
+void comm_allgather_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t count, CommType t,
+                          const char *what) {
+    *r = (CommRequest){.comm = c, .what = what, .to = -1, .from = -1, .active = count > 0};
+    check_count(count, what);
+    if (count) c->be->allgather_start(c, r, send, recv, count, t);
+}
+
+void comm_reduce_scatter_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t count, CommType t, CommOp op,
+                               const char *what) {
+    *r = (CommRequest){.comm = c, .what = what, .to = -1, .from = -1, .active = count > 0};
+    check_count(count, what);
+    if (count) c->be->reduce_scatter_start(c, r, send, recv, count, t, op);
+}
+
 // Which peer of a send/receive pair did not answer, when the backend can tell: that rank died or is stuck.
 static void pair_detail(CommRequest *r, char *buf, size_t n) {
     const Comm *c = r->comm;
@@ -190,6 +209,13 @@ double comm_wait(CommRequest *r) {
     }
     r->active = false;
     return now_seconds() - start;
+}
+
+bool comm_test(CommRequest *r) {
+    if (!r->active) return true;
+    if (!r->comm->be->test(r->comm, r)) return false;
+    r->active = false;
+    return true;
 }
 
 void comm_allreduce(Comm *c, void *buf, size_t count, CommType t, CommOp op, const char *what) {

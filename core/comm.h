@@ -1,4 +1,4 @@
-// core/comm.h — talking between ranks: send/receive pairs, all-reduce, barrier, abort; MPI or a single process.
+// core/comm.h — talking between ranks: send/receive pairs, all-reduce, all-gather, reduce-scatter, barrier, abort; MPI or a single process.
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -65,8 +65,19 @@ double comm_timeout(void);
 // Buffers must stay untouched until comm_wait returns. bytes == 0 starts nothing.
 void comm_sendrecv_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t bytes, int to, int from,
                          const char *what);
+// Starts gathering: every rank's `count` elements of send land at recv + rank·count on every rank (recv holds
+// size·count elements). Equal slices: a caller whose pieces differ pads them to the longest. Buffers stay
+// untouched until comm_wait returns; count == 0 starts nothing.
+void comm_allgather_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t count, CommType t,
+                          const char *what);
+// Starts reducing send (size·count elements) over the ranks with op; slice `rank` of the result (count elements)
+// lands in recv. The caller pads the pieces to equal slices (zeros for a sum). Same rules as comm_allgather_start.
+void comm_reduce_scatter_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t count, CommType t, CommOp op,
+                               const char *what);
 // Blocks until the request is done (or the deadline: abort). Returns the seconds it blocked.
 double comm_wait(CommRequest *r);
+// True when the request is done (it is then finished, as by comm_wait); never blocks.
+bool comm_test(CommRequest *r);
 // In place: buf (count elements of type t) = op over all ranks of c. Blocking with the deadline.
 void comm_allreduce(Comm *c, void *buf, size_t count, CommType t, CommOp op, const char *what);
 void comm_barrier(Comm *c, const char *what);

@@ -160,6 +160,23 @@ static void mpi_allreduce_start(Comm *c, CommRequest *r, void *buf, size_t count
     progress_started();
 }
 
+// Equal slices (the caller pads), so the fixed-size collectives: one MPI request, moved by the same progress.
+static void mpi_allgather_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t count, CommType t) {
+    MpiRequest *q = (MpiRequest *)r->handle;
+    q->n = 1;
+    MPI_Datatype dt = mpi_type(t);
+    MPI_CHECK(MPI_Iallgather(send, (int)count, dt, recv, (int)count, dt, mpi_comm(c), &q->req[0]));
+    progress_started();
+}
+
+static void mpi_reduce_scatter_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t count, CommType t,
+                                     CommOp op) {
+    MpiRequest *q = (MpiRequest *)r->handle;
+    q->n = 1;
+    MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, (int)count, mpi_type(t), mpi_op(op), mpi_comm(c), &q->req[0]));
+    progress_started();
+}
+
 static void mpi_barrier_start(Comm *c, CommRequest *r) {
     MpiRequest *q = (MpiRequest *)r->handle;
     q->n = 1;
@@ -235,6 +252,8 @@ const CommBackend COMM_MPI = {
     .sendrecv_start = mpi_sendrecv_start,
     .allreduce_start = mpi_allreduce_start,
     .barrier_start = mpi_barrier_start,
+    .allgather_start = mpi_allgather_start,
+    .reduce_scatter_start = mpi_reduce_scatter_start,
     .test = mpi_test,
     .pending = mpi_pending,
     .split = mpi_split,

@@ -173,6 +173,65 @@ static void cc_allreduce_start(Comm *c, CommRequest *r, void *buf, size_t count,
     cc->parent->be->allreduce_start(cc->parent, &q->inner, q->slot->recv, count, t, op);
 }
 
+// Staged: the device's send bytes to a pinned slot, the parent's collective between slots, and (cc_test) the result's
+// `recv_bytes` back to the device.
+static CudaReq *staged_start(CudaComm *cc, CommRequest *r, const void *send, size_t send_bytes, void *recv,
+                             size_t recv_bytes) {
+    CudaReq *q = new_req(r, PATH_STAGED);
+    q->slot = take_staging(cc, send_bytes > recv_bytes ? send_bytes : recv_bytes);
+    CUDA_CHECK(cudaMemcpyAsync(q->slot->send, send, send_bytes, cudaMemcpyDeviceToHost, compute_stream()));
+    CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
+    q->dev_dst = recv;
+    q->bytes = recv_bytes;
+    q->inner = inner_of(cc, r);
+    return q;
+}
+
+static void cc_allgather_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t count, CommType t) {
+    CudaComm *cc = impl_of(c);
+    if (!on_device(send) && !on_device(recv)) {
+        CudaReq *q = new_req(r, PATH_PARENT);
+        q->inner = inner_of(cc, r);
+        cc->parent->be->allgather_start(cc->parent, &q->inner, send, recv, count, t);
+        return;
+    }
+#ifdef RINGGPT_HAVE_NCCL
+    if (cc->nccl) {
+        CudaReq *q = new_req(r, PATH_NCCL);
+        order_after_compute(cc);
+        NCCL_CHECK(ncclAllGather(send, recv, count, nccl_type(t), cc->nc, cc->comm_stream));
+        record_done(cc, q);
+        return;
+    }
+#endif
+    size_t bytes = count * comm_type_size(t);
+    CudaReq *q = staged_start(cc, r, send, bytes, recv, bytes * (size_t)c->size);
+    cc->parent->be->allgather_start(cc->parent, &q->inner, q->slot->send, q->slot->recv, count, t);
+}
+
+static void cc_reduce_scatter_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t count, CommType t,
+                                    CommOp op) {
+    CudaComm *cc = impl_of(c);
+    if (!on_device(send) && !on_device(recv)) {
+        CudaReq *q = new_req(r, PATH_PARENT);
+        q->inner = inner_of(cc, r);
+        cc->parent->be->reduce_scatter_start(cc->parent, &q->inner, send, recv, count, t, op);
+        return;
+    }
+#ifdef RINGGPT_HAVE_NCCL
+    if (cc->nccl) {
+        CudaReq *q = new_req(r, PATH_NCCL);
+        order_after_compute(cc);
+        NCCL_CHECK(ncclReduceScatter(send, recv, count, nccl_type(t), nccl_op(op), cc->nc, cc->comm_stream));
+        record_done(cc, q);
+        return;
+    }
+#endif
+    size_t bytes = count * comm_type_size(t);
+    CudaReq *q = staged_start(cc, r, send, bytes * (size_t)c->size, recv, bytes);
+    cc->parent->be->reduce_scatter_start(cc->parent, &q->inner, q->slot->send, q->slot->recv, count, t, op);
+}
+
 static void cc_barrier_start(Comm *c, CommRequest *r) {
     CudaComm *cc = impl_of(c);
     CudaReq *q = new_req(r, PATH_PARENT);
@@ -231,6 +290,8 @@ static const CommBackend COMM_CUDA = {
     .sendrecv_start = cc_sendrecv_start,
     .allreduce_start = cc_allreduce_start,
     .barrier_start = cc_barrier_start,
+    .allgather_start = cc_allgather_start,
+    .reduce_scatter_start = cc_reduce_scatter_start,
     .test = cc_test,
     .split = cc_split,
     .free = cc_free,

@@ -47,7 +47,56 @@ void gpt_free(GPT *m) {
     free(m->rope_inv_freq);
 }
 
-void gpt_zero_grad(GPT *m) { m->be->zero(m->grads, m->table.total * sizeof(real)); }
+size_t gpt_shard_pad(const ShardLayout *s) {
+    size_t pad = 0;
+    for (int u = 0; u < s->n_units; u++)
+        if (s->per[u] > pad) pad = s->per[u];
+    return pad;
+}
+
+// This rank's slices of a full parameter-shaped buffer, unit by unit, into local (local_total + pad, the pad zeroed).
+static void take_slices(GPT *m, const ShardLayout *s, real *local, const real *full) {
+    m->be->zero(local, (s->local_total + gpt_shard_pad(s)) * sizeof(real));
+    for (int u = 0; u < s->n_units; u++) {
+        size_t len, start = shard_slice(s, u, s->rank, &len);
+        if (len) m->be->copy(local + s->local_off[u], full + start, len * sizeof(real));
+    }
+}
+
+// A unit's tensors are bound by the unit hook when it runs; until then they point nowhere.
+static void unbind(GPT *m, ModelTensors *t) {
+    t->tok_embeddings = t->norm = t->lm_head = NULL;
+    memset(t->layers, 0, (size_t)m->cfg.n_layer * sizeof *t->layers);
+}
+
+void gpt_shard(GPT *m, ShardLevel level, const ShardLayout *s) {
+    m->shard_level = level;
+    m->shard = level == SHARD_NONE ? NULL : s;
+    if (level < SHARD_GRADS) return;
+    size_t bytes = (s->local_total + gpt_shard_pad(s)) * sizeof(real);
+    m->be->release(m->grads);
+    m->grads = m->be->alloc(bytes, "gradient shard");
+    m->be->zero(m->grads, bytes);
+    unbind(m, &m->g);
+    if (level < SHARD_PARAMS) return;
+    real *local = m->be->alloc(bytes, "parameter shard");
+    take_slices(m, s, local, m->params);
+    m->be->release(m->params);
+    m->params = local;
+    unbind(m, &m->w);
+}
+
+void gpt_zero_grad(GPT *m) {
+    size_t n = m->shard_level >= SHARD_GRADS ? m->shard->local_total : m->table.total;
+    m->be->zero(m->grads, n * sizeof(real));
+}
+
+static void unit_enter(GPT *m, int unit, UnitPhase phase) {
+    if (m->unit_hook) m->unit_hook->enter(m->unit_hook, m, unit, phase);
+}
+static void unit_leave(GPT *m, int unit, UnitPhase phase) {
+    if (m->unit_hook) m->unit_hook->leave(m->unit_hook, m, unit, phase);
+}
 
 // Allocates `b` bytes on the backend for the activations, counted in *bytes, released by acts_free.
 static real *act_alloc(GPT *m, size_t b, size_t *bytes, const char *what) {
@@ -233,15 +282,21 @@ static void blocks_forward(GPT *m, const Batch *b, int n_full, Rows r) {
     acts_ensure(m, b->B, b->T);
     if (m->doc_mask) docs_prepare(m, b);
     Activations *a = &m->act;
+    unit_enter(m, 0, UNIT_FORWARD);
     gpt_embed(m, a->layers[0].x, b->tokens, b->B * b->T);
-    for (int l = 0; l < n_full; l++)
+    unit_leave(m, 0, UNIT_FORWARD);
+    for (int l = 0; l < n_full; l++) {
+        unit_enter(m, 1 + l, UNIT_FORWARD);
         gpt_layer_forward(m, l, &a->layers[l], a->h, r, &WHOLE_SEQUENCE,
                           l + 1 < c->n_layer ? a->layers[l + 1].x : a->x_final);
+        unit_leave(m, 1 + l, UNIT_FORWARD);
+    }
 }
 
-// Runs the blocks and the final norm; leaves xn_f (N, C) ready for the LM head.
+// Runs the blocks and the final norm; leaves xn_f (N, C) ready for the LM head, whose unit is then entered.
 static void trunk_forward(GPT *m, const Batch *b) {
     blocks_forward(m, b, m->cfg.n_layer, batch_rows(m, b));
+    unit_enter(m, m->cfg.n_layer + 1, UNIT_FORWARD);
     gpt_final_norm(m, m->act.xn_f, m->act.rstd_f, m->act.x_final, b->B * b->T);
 }
 
@@ -250,15 +305,22 @@ void gpt_prefill(GPT *m, const Batch *b, int rope_len) {
     Rows r = batch_rows(m, b);
     r.rope_len = rope_len;
     blocks_forward(m, b, last, r);
+    unit_enter(m, 1 + last, UNIT_FORWARD);
     qkv_forward(m, last, &m->act.layers[last], r);
+    unit_leave(m, 1 + last, UNIT_FORWARD);
 }
 
 double gpt_forward(GPT *m, const Batch *b, double grad_scale, bool want_grad, real *losses) {
     trunk_forward(m, b);
     const ModelConfig *c = &m->cfg;
     Activations *a = &m->act;
-    return m->be->lmhead_ce(want_grad ? a->dx_f : NULL, want_grad ? m->g.lm_head : NULL, losses, a->xn_f, m->w.lm_head,
-                            b->targets, b->B * b->T, c->dim, c->vocab_size, m->loss_chunk, grad_scale, m->act_store);
+    int head = c->n_layer + 1;
+    if (want_grad) unit_enter(m, head, UNIT_BACKWARD);   // the fused head writes its gradient now
+    double loss = m->be->lmhead_ce(want_grad ? a->dx_f : NULL, want_grad ? m->g.lm_head : NULL, losses, a->xn_f,
+                                   m->w.lm_head, b->targets, b->B * b->T, c->dim, c->vocab_size, m->loss_chunk,
+                                   grad_scale, m->act_store);
+    if (!want_grad) unit_leave(m, head, UNIT_FORWARD);
+    return loss;
 }
 
 // Backward of one block: res holds dL/d(out) on entry and dL/d(x) on exit.
@@ -302,8 +364,15 @@ void gpt_backward(GPT *m, const Batch *b) {
     int N = b->B * b->T, C = c->dim;
     be->zero(a->res, (size_t)N * C * sizeof(real));
     be->rmsnorm_backward(a->res, m->g.norm, a->dx_f, a->x_final, m->w.norm, a->rstd_f, N, C);
-    for (int l = c->n_layer - 1; l >= 0; l--) layer_backward(m, l, b);
+    unit_leave(m, c->n_layer + 1, UNIT_BACKWARD);   // entered by gpt_forward
+    for (int l = c->n_layer - 1; l >= 0; l--) {
+        unit_enter(m, 1 + l, UNIT_BACKWARD);
+        layer_backward(m, l, b);
+        unit_leave(m, 1 + l, UNIT_BACKWARD);
+    }
+    unit_enter(m, 0, UNIT_BACKWARD);
     be->embedding_backward(m->g.tok_embeddings, a->res, b->tokens, N, C);
+    unit_leave(m, 0, UNIT_BACKWARD);
 }
 
 void gpt_logits(GPT *m, const Batch *b, float *out) {
@@ -312,6 +381,7 @@ void gpt_logits(GPT *m, const Batch *b, float *out) {
     int N = b->B * b->T, V = c->vocab_size;
     real *logits = m->be->alloc((size_t)N * V * sizeof(real), "logits");
     m->be->matmul_forward(logits, m->act.xn_f, m->w.lm_head, N, c->dim, V, ACT_F32, m->act.store);
+    unit_leave(m, c->n_layer + 1, UNIT_FORWARD);
     if (sizeof(real) == sizeof(float)) {
         m->be->to_host(out, logits, (size_t)N * V * sizeof(real));
     } else {

@@ -12,6 +12,7 @@
 #include "model/shard.h"
 
 struct AttnRing;   // attention/ring.h: the ring of sp ranks this model's attention spans (NULL = one rank)
+struct GptUnitHook;   // below: what runs around each unit (train --shard gathers and reduce-scatters there)
 
 typedef struct {
     ModelConfig cfg;
@@ -34,11 +35,31 @@ typedef struct {
     int rope_len_at;
     ShardLevel shard_level;           // train --shard (SHARD_NONE elsewhere)
     const ShardLayout *shard;         // NULL for SHARD_NONE: the units and this rank's slices (model/shard.h)
+                                      // SHARD_GRADS and SHARD_PARAMS: grads (shard->local_total) holds this rank's slices
+    struct GptUnitHook *unit_hook;    // NULL: every unit's weights and gradients are in place (unsharded)
 } GPT;
+
+// Around every unit of the model (model/shard.h: 0 the embeddings, 1 + l layer l, n_layer + 1 the final norm and LM
+// head), in the order they run: forward 0 .. n_layer + 1, backward n_layer + 1 .. 0. enter binds the unit's weights
+// in m->w (and for the backward its zeroed gradients in m->g); leave says the unit is done (its gradients complete
+// after the backward). The last unit's backward starts inside gpt_forward(want_grad): the fused head + loss writes
+// the head's gradient there, so that unit is entered for the backward without leaving its forward.
+typedef enum { UNIT_FORWARD, UNIT_BACKWARD } UnitPhase;
+typedef struct GptUnitHook {
+    void (*enter)(struct GptUnitHook *self, GPT *m, int unit, UnitPhase phase);
+    void (*leave)(struct GptUnitHook *self, GPT *m, int unit, UnitPhase phase);
+} GptUnitHook;
 
 // Builds the table, allocates parameters and gradients on the backend, initialises from seed.
 void gpt_init(GPT *m, const ModelConfig *c, const Backend *be, uint64_t seed);
 void gpt_free(GPT *m);
+// Shards the model state (train --shard, after the weights are initialised or loaded): from SHARD_GRADS on, grads
+// becomes this rank's slices (s->local_total); SHARD_PARAMS keeps only this rank's slices of the weights too. The
+// local buffers carry max(per) padding elements past local_total, so a rank's slice of any unit can be sent as `per`
+// elements. A unit's weights and gradients are bound by m->unit_hook; s must outlive the model.
+void gpt_shard(GPT *m, ShardLevel level, const ShardLayout *s);
+// max over units of per[u]: the padding past a local buffer's local_total (gpt_shard).
+size_t gpt_shard_pad(const ShardLayout *s);
 void gpt_zero_grad(GPT *m);
 // Forward over the batch. Returns the sum of per-token losses over rows with a target.
 // With want_grad, the fused head also leaves d(loss_sum·grad_scale)/d(xn_f) for gpt_backward

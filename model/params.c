@@ -74,34 +74,51 @@ void params_init(const ParamTable *t, real *buffer, uint64_t seed) {
     }
 }
 
-static real *bind(const ParamTable *t, real *buffer, const char *name) {
+// Where `name` sits in buffer, which holds the parameter-buffer elements from `first` on.
+static real *bind_from(const ParamTable *t, real *buffer, size_t first, const char *name) {
     const ParamSpec *p = params_find(t, name);
     if (!p) fail("internal: parameter '%s' missing from the table", name);
-    return buffer + p->offset;
+    if (p->offset < first) fail("internal: parameter '%s' lies before the bound unit", name);
+    return buffer + (p->offset - first);
+}
+
+static real *bind(const ParamTable *t, real *buffer, const char *name) { return bind_from(t, buffer, 0, name); }
+
+static void bind_layer(LayerTensors *L, const ParamTable *t, int l, real *buffer, size_t first) {
+    char name[64];
+#define BIND(field, suffix) (snprintf(name, sizeof name, "layers.%d.%s", l, suffix), L->field = bind_from(t, buffer, first, name))
+    BIND(attn_norm, "attn_norm");
+    BIND(wq, "attn.wq");
+    BIND(wk, "attn.wk");
+    BIND(wv, "attn.wv");
+    BIND(wo, "attn.wo");
+    BIND(mlp_norm, "mlp_norm");
+    BIND(w_gate, "mlp.w_gate");
+    BIND(w_up, "mlp.w_up");
+    BIND(w_down, "mlp.w_down");
+#undef BIND
 }
 
 ModelTensors tensors_bind(const ParamTable *t, const ModelConfig *c, real *buffer) {
     ModelTensors m = {.n_layer = c->n_layer};
     m.layers = xcalloc((size_t)c->n_layer, sizeof(LayerTensors), "layer pointers");
     m.tok_embeddings = bind(t, buffer, "tok_embeddings");
-    char name[64];
-    for (int l = 0; l < c->n_layer; l++) {
-        LayerTensors *L = &m.layers[l];
-#define BIND(field, suffix) (snprintf(name, sizeof name, "layers.%d.%s", l, suffix), L->field = bind(t, buffer, name))
-        BIND(attn_norm, "attn_norm");
-        BIND(wq, "attn.wq");
-        BIND(wk, "attn.wk");
-        BIND(wv, "attn.wv");
-        BIND(wo, "attn.wo");
-        BIND(mlp_norm, "mlp_norm");
-        BIND(w_gate, "mlp.w_gate");
-        BIND(w_up, "mlp.w_up");
-        BIND(w_down, "mlp.w_down");
-#undef BIND
-    }
+    for (int l = 0; l < c->n_layer; l++) bind_layer(&m.layers[l], t, l, buffer, 0);
     m.norm = bind(t, buffer, "norm");
     m.lm_head = c->tie_embeddings ? m.tok_embeddings : bind(t, buffer, "lm_head");
     return m;
+}
+
+void tensors_bind_unit(ModelTensors *m, const ParamTable *t, const ModelConfig *c, int unit, real *buf, size_t first) {
+    if (unit == 0) {
+        m->tok_embeddings = bind_from(t, buf, first, "tok_embeddings");
+        if (c->tie_embeddings) m->lm_head = m->tok_embeddings;
+    } else if (unit <= c->n_layer) {
+        bind_layer(&m->layers[unit - 1], t, unit - 1, buf, first);
+    } else {
+        m->norm = bind_from(t, buf, first, "norm");
+        if (!c->tie_embeddings) m->lm_head = bind_from(t, buf, first, "lm_head");
+    }
 }
 
 void tensors_free(ModelTensors *m) {

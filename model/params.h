@@ -56,3 +56,7 @@ typedef struct {
 // Binds every pointer by looking its name up in the table; fails if a name is missing.
 ModelTensors tensors_bind(const ParamTable *t, const ModelConfig *c, real *buffer);
 void tensors_free(ModelTensors *m);
+// Rebinds the tensors of one unit of the model (model/shard.h: 0 the embeddings, 1 + l layer l, n_layer + 1 the final
+// norm and LM head) into buf, which holds the parameter-buffer elements from `first` on (a gathered unit);
+// the other units' pointers are left as they are.
+void tensors_bind_unit(ModelTensors *m, const ParamTable *t, const ModelConfig *c, int unit, real *buf, size_t first);

@@ -78,6 +78,9 @@ void metrics_log(MetricsLog *log, const StepMetrics *m, int print) {
         if (m->device_mb >= 0)
             fprintf(log->jsonl, ", \"device_mb\": %.1f, \"device_peak_mb\": %.1f", m->device_mb, m->device_peak_mb);
         if (m->val_loss >= 0) fprintf(log->jsonl, ", \"val_loss\": %.7g", m->val_loss);
+        if (m->shard_comm_s >= 0)   // the share of the transfers hidden behind compute: what the ranks did not wait for
+            fprintf(log->jsonl, ", \"shard_comm_s\": %.4f, \"shard_wait_s\": %.4f, \"shard_hidden\": %.3f", m->shard_comm_s,
+                    m->shard_wait_s, m->shard_comm_s > 0 ? 1 - m->shard_wait_s / m->shard_comm_s : 0);
         if (m->ranks > 1) write_rank_times(log->jsonl, m);
         if (m->straggler && m->straggler[0]) fprintf(log->jsonl, ", \"straggler\": \"%s\"", m->straggler);
         fprintf(log->jsonl, "}\n");

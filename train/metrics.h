@@ -13,6 +13,8 @@ typedef struct {
     double peak_rss_mb;
     double device_mb, device_peak_mb;   // GPU memory of the largest rank now and at most; < 0 on the CPU
     double val_loss;            // < 0: not evaluated this step
+    double shard_comm_s, shard_wait_s;   // --shard: the step's gather/reduce-scatter seconds and the part of them the
+                                         // ranks waited (means over the ranks); shard_comm_s < 0: unsharded
     double eta_s;
     int dp, sp;
     int ranks;                  // > 1: rank_times holds every rank's (compute, ring wait, all-reduce, data) seconds

@@ -22,6 +22,7 @@
 #include "model/adamw.h"
 #include "model/gpt.h"
 #include "model/ops.h"
+#include "model/shard_comm.h"
 #include "train/metrics.h"
 #include "train/rank_times.h"
 #include "train/schedule.h"
@@ -120,6 +121,8 @@ void train_check_config(const TrainConfig *t) {
     CommProgress progress;
     if (strcmp(t->comm_progress, "auto") && !comm_progress_parse(t->comm_progress, &progress))
         fail_usage("--comm-progress %s: use auto, compute, thread or off", t->comm_progress);
+    ShardLevel level;
+    if (!t->shard || !shard_level_parse(t->shard, &level)) fail_usage("--shard %s: use none, optim, grads or params", t->shard);
     ScheduleKind k;
     if (!schedule_parse(t->schedule, &k)) fail_usage("unknown --schedule '%s'; use cosine or constant", t->schedule);
     config_validate(&t->model_cfg);
@@ -176,6 +179,7 @@ DebugHooks train_debug_hooks(void) {
         parse_hook("RINGGPT_DEBUG_SLOW", v, &h.slow_rank, &h.slow_ms, &how);
         if (how) fail_usage("RINGGPT_DEBUG_SLOW='%s': write RANK:MS", v);
     }
+    if ((v = getenv("RINGGPT_DEBUG_WEIGHTS")) && *v) h.weights = v;
     return h;
 }
 
@@ -282,9 +286,12 @@ static const Backend *select_backend(TrainConfig *t, int rank) {
 }
 
 // --comm-progress (checked by train_check_config); auto: the attention loops drive MPI on the CPU, where every
-// core computes, and a thread with a GPU, whose host cores wait.
+// core computes, and a thread with a GPU, whose host cores wait. --shard grads or params keep a unit's gather or
+// reduce-scatter in flight through the matmuls, which do not poke: a thread there too (measured between two hosts at
+// 1 Gbit/s, base: 0.86 s a step waited on them with the attention's pokes, 0.29 s with the thread; benchmarks.md).
 static void set_comm_progress(const TrainConfig *t, const Backend *be) {
-    CommProgress mode = be == &BACKEND_CPU ? COMM_PROGRESS_COMPUTE : COMM_PROGRESS_THREAD;
+    bool thread = be != &BACKEND_CPU || t->shard_level >= SHARD_GRADS;
+    CommProgress mode = thread ? COMM_PROGRESS_THREAD : COMM_PROGRESS_COMPUTE;
     if (strcmp(t->comm_progress, "auto") != 0) comm_progress_parse(t->comm_progress, &mode);
     comm_set_progress(mode);
 }
@@ -303,23 +310,30 @@ static void device_comm_free(Comm *c) {
 #endif
 }
 
-// What would fit instead of a plan over the budget: more recompute, more ranks in the ring, a shorter T.
-static void fitting_options(const TrainConfig *t, double budget, double runtime, char *buf, size_t n) {
+// What would fit instead of a plan over the budget: a higher shard level, more recompute, more ranks in the ring, a
+// shorter T (ranks: the job's, over which the model state is sharded).
+static void fitting_options(const TrainConfig *t, int ranks, double budget, double runtime, char *buf, size_t n) {
     const ModelConfig *c = &t->model_cfg;
     int len = 0;
+    for (int l = t->shard_level + 1; l <= SHARD_PARAMS && ranks > 1; l++) {
+        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, l, ranks, t->recompute_mode, train_act_store(t), t->loss_chunk, runtime);
+        if (p.total > budget) continue;
+        if (len < (int)n) len += snprintf(buf + len, n - len, "--shard %s (%.0f MiB), ", shard_level_name(l), p.total / 1048576);
+        break;
+    }
     for (int r = t->recompute_mode + 1; r <= RECOMPUTE_FULL; r++) {
-        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, SHARD_NONE, 1, r, train_act_store(t), t->loss_chunk, runtime);
+        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, t->shard_level, ranks, r, train_act_store(t), t->loss_chunk, runtime);
         if (p.total <= budget && len < (int)n)
             len += snprintf(buf + len, n - len, "--recompute %s (%.0f MiB), ", recompute_name(r), p.total / 1048576);
     }
     for (int sp = 2 * t->sp; sp <= 1024 && 2 * sp <= t->seq_len; sp *= 2) {
-        MemPlan p = memplan(c, t->batch, t->seq_len / sp, sp, SHARD_NONE, 1, t->recompute_mode, train_act_store(t),
+        MemPlan p = memplan(c, t->batch, t->seq_len / sp, sp, t->shard_level, ranks, t->recompute_mode, train_act_store(t),
                             t->loss_chunk, runtime);
         if (p.total > budget) continue;
         if (len < (int)n) len += snprintf(buf + len, n - len, "--sp %d (%.0f MiB per rank), ", sp, p.total / 1048576);
         break;
     }
-    long T = memplan_max_seq_len(c, t->batch, t->sp, SHARD_NONE, 1, t->recompute_mode, train_act_store(t), t->loss_chunk,
+    long T = memplan_max_seq_len(c, t->batch, t->sp, t->shard_level, ranks, t->recompute_mode, train_act_store(t), t->loss_chunk,
                                  runtime, budget);
     if (len < (int)n) {
         if (T > 0) snprintf(buf + len, n - len, "--seq-len %ld or shorter", T);
@@ -333,9 +347,10 @@ static void fitting_options(const TrainConfig *t, double budget, double runtime,
 static MemPlan plan_memory(const TrainConfig *t, const Backend *be, Comm *world) {
     bool device = be->mem_free != NULL;
     double runtime = device ? 0 : mem_rss_now_bytes();   // a device starts empty; the host holds libraries, data
-    MemPlan p = memplan(&t->model_cfg, t->batch, t->seq_len / t->sp, t->sp, SHARD_NONE, 1, t->recompute_mode,
+    int ranks = comm_size(world);
+    MemPlan p = memplan(&t->model_cfg, t->batch, t->seq_len / t->sp, t->sp, t->shard_level, ranks, t->recompute_mode,
                         train_act_store(t), t->loss_chunk, runtime);
-    memplan_print(&p, &t->model_cfg, t->recompute_mode, t->batch, t->seq_len, t->sp, SHARD_NONE, 1);
+    memplan_print(&p, &t->model_cfg, t->recompute_mode, t->batch, t->seq_len, t->sp, t->shard_level, ranks);
     const char *source = "--mem-budget";
     double avail = t->mem_budget * 1048576.0, need = p.total;
     if (!(t->mem_budget > 0) && device) avail = (double)be->mem_free(), source = "free on the device";
@@ -347,7 +362,7 @@ static MemPlan plan_memory(const TrainConfig *t, const Backend *be, Comm *world)
     comm_allreduce(world, &need, 1, COMM_F64, COMM_MAX, "planned memory");
     if (avail <= 0 || need <= avail) return p;   // 0: unknown (no /proc/meminfo): let the allocator decide
     char options[512];
-    fitting_options(t, avail, runtime, options, sizeof options);
+    fitting_options(t, ranks, avail, runtime, options, sizeof options);
     comm_fail_usage_all("--seq-len %d does not fit: the memory plan needs %.0f MiB per rank (--recompute %s, --sp %d, "
                         "--batch %d) and %.0f MiB is available (%s); would fit: %s",
                         t->seq_len, need / 1048576, recompute_name(t->recompute_mode), t->sp, t->batch,
@@ -369,6 +384,8 @@ typedef struct {
     DataSource *train, *val;
     GPT model;
     AdamW opt;
+    ShardLayout layout;            // --shard: every rank's slice of each unit (the model and AdamW point at it)
+    ShardComm shard;               // --shard: the gathers and reduce-scatters
     Schedule sched;
     MetricsLog log;
     RankTimesLog rank_times;       // every rank's step times (metrics.jsonl) and the straggler check
@@ -382,8 +399,38 @@ typedef struct {
     double flops_per_token;        // training FLOPs per token (for MFU)
 } Run;
 
+// Bytes of a rank's weights, gradients and AdamW moments as allocated, and of the gathered units' buffers.
+static void state_bytes(const Run *r, double *state, double *gathered) {
+    const ShardLayout *s = r->model.shard;
+    size_t total = r->model.table.total, local = s ? s->local_total + gpt_shard_pad(s) : total;
+    ShardLevel level = r->model.shard_level;
+    size_t w = level >= SHARD_PARAMS ? local : total, g = level >= SHARD_GRADS ? local : total;
+    size_t mv = level >= SHARD_OPTIM ? s->local_total : total;
+    *state = (double)(w + g + 2 * mv) * sizeof(real);
+    size_t units = level == SHARD_NONE ? 0 : 2 * (r->shard.span + r->shard.pad) + (level >= SHARD_GRADS ? 2 * r->shard.span : 0);
+    if (s && r->model.cfg.tie_embeddings)   // unit 0's own slot and gradient buffer
+        units += (size_t)((r->shard.wbuf[2] != NULL) + (r->shard.gbuf[2] != NULL)) * s->per[0] * s->ranks;
+    *gathered = (double)units * sizeof(real);
+}
+
+// --shard: the state split over every rank of the job (after the weights are made or loaded), AdamW on the slices.
+static void shard_model(Run *r, AdamWConfig opt_cfg) {
+    const TrainConfig *t = &r->t;
+    r->layout = shard_layout(&r->model.table, &r->model.cfg, r->grid.world_size, r->grid.rank);
+    gpt_shard(&r->model, t->shard_level, &r->layout);
+    adamw_init(&r->opt, &r->model, opt_cfg);
+    shard_comm_init(&r->shard, &r->model, r->grad_comm);
+    double state, gathered, full = 4.0 * r->model.table.total * sizeof(real);
+    state_bytes(r, &state, &gathered);
+    log_info("shard %s over %d ranks: model state %.1f MiB per rank (weights, gradients, AdamW moments; %.3fx of "
+             "unsharded %.1f MiB) + %.1f MiB of gathered-unit buffers\n", shard_level_name(t->shard_level),
+             r->grid.world_size, state / 1048576, state / full, full / 1048576, gathered / 1048576);
+}
+
 static void run_open(Run *r, const TrainConfig *cfg) {
     r->t = *cfg;
+    r->layout = (ShardLayout){0};   // unsharded: no layout, no collectives
+    r->shard = (ShardComm){0};
     TrainConfig *t = &r->t;
     train_check_config(t);   // before the layout, which divides by --sp
     r->grid = setup_layout(t);
@@ -413,7 +460,8 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     r->model.recompute = t->recompute_mode;
     r->model.act_store = train_act_store(t);
     if (t->sp > 1) r->model.ring = ring_create(r->ring_comm, be, t->ring_overlap);   // attention spans the sp ranks
-    adamw_init(&r->opt, &r->model, (AdamWConfig){t->beta1, t->beta2, 1e-8f, t->weight_decay});
+    AdamWConfig opt_cfg = {t->beta1, t->beta2, 1e-8f, t->weight_decay};
+    if (t->shard_level == SHARD_NONE) adamw_init(&r->opt, &r->model, opt_cfg);
     r->sched = (Schedule){.lr = t->lr, .min_lr = t->min_lr, .warmup = t->warmup, .total = t->steps};
     schedule_parse(t->schedule, &r->sched.kind);
     r->ckpt = (CkptHook){.out = t->out, .resume = t->resume, .init_from = t->init_from, .every = t->ckpt_every,
@@ -421,6 +469,7 @@ static void run_open(Run *r, const TrainConfig *cfg) {
                          .theta_from = t->rope_theta_from, .theta_to = t->model_cfg.rope_theta, .theta_ramp = t->rope_theta_ramp};
     r->ckpt.base.tok = model_tokenizer_record(data_tokenizer(r->train));   // checkpoints carry the data's tokenizer
     r->start = ckpt_train_begin(&r->ckpt, &r->model, &r->opt, r->train);   // resume: weights, AdamW, data position
+    if (t->shard_level != SHARD_NONE) shard_model(r, opt_cfg);   // from the weights just made or loaded (no resume)
     if (r->grid.rank == 0) ckpt_write_run_config(t->out, t->config_json);   // after the checks: a refused run leaves it
     r->log = (MetricsLog){0};
     if (r->grid.rank == 0) metrics_open(&r->log, t->out, r->start);   // one writer
@@ -462,9 +511,11 @@ static void run_close(Run *r) {
     for (int i = 0; i < r->t.grad_accum; i++) batch_free(&r->micro[i]);
     free(r->micro);
     adamw_free(&r->opt, &r->model);
+    shard_comm_free(&r->shard);
     ring_free(r->model.ring);
     r->model.ring = NULL;
     gpt_free(&r->model);
+    if (r->layout.n_units) shard_layout_free(&r->layout);
     data_close(r->train);
     data_close(r->val);
     if (r->grad_comm != r->grid.world) device_comm_free(r->grad_comm);
@@ -520,17 +571,17 @@ static double ring_waited(const Run *r) {
     return rs.wait_s + rs.lag_s;
 }
 
-// accumulate_gradients, timed: compute is its time less the ring's waiting. The RINGGPT_DEBUG_SLOW rank
-// sleeps inside it, as a rank on a slower or busier device would compute longer.
+// accumulate_gradients, timed: compute is its time less the ring's waiting and (--shard) the waits for gathers and
+// reduce-scatters. The RINGGPT_DEBUG_SLOW rank sleeps inside it, as a rank on a slower or busier device would compute longer.
 static double timed_gradients(Run *r, double count, RankTimes *times) {
-    double wait0 = ring_waited(r), t0 = now_seconds();
+    double ring0 = ring_waited(r), shard0 = r->shard.times.wait_s, t0 = now_seconds();
     if (r->grid.rank == r->debug.slow_rank) {
         struct timespec pause = {r->debug.slow_ms / 1000, (long)(r->debug.slow_ms % 1000) * 1000000};
         nanosleep(&pause, NULL);
     }
     double loss_sum = accumulate_gradients(r, count);
-    times->ring_wait_s = ring_waited(r) - wait0;
-    times->compute_s = now_seconds() - t0 - times->ring_wait_s;
+    times->ring_wait_s = ring_waited(r) - ring0;
+    times->compute_s = now_seconds() - t0 - times->ring_wait_s - (r->shard.times.wait_s - shard0);
     return loss_sum;
 }
 
@@ -540,6 +591,45 @@ static bool note_rank_times(Run *r, const RankTimes *times, long step, StepMetri
     bool named = rank_times_step(&r->rank_times, times, r->grid.world, step, note, n);
     sm->ranks = r->grid.world_size, sm->rank_times = r->rank_times.all, sm->straggler = note;
     return named;
+}
+
+// --shard: the step's gather and reduce-scatter seconds, the mean over the ranks, and the share hidden behind compute.
+static void shard_metrics(Run *r, StepMetrics *sm) {
+    sm->shard_comm_s = -1;
+    if (r->model.shard_level == SHARD_NONE) return;
+    ShardTimes st = shard_comm_take_times(&r->shard);
+    double sums[2] = {st.comm_s, st.wait_s};
+    comm_allreduce(r->grid.world, sums, 2, COMM_F64, COMM_SUM, "shard times");
+    sm->shard_comm_s = sums[0] / r->grid.world_size, sm->shard_wait_s = sums[1] / r->grid.world_size;
+}
+
+// RINGGPT_DEBUG_WEIGHTS: the final weights, whole, into one file: rank 0 sizes it, then every rank that holds weights
+// no other rank has (its slices under --shard params; else rank 0 alone) writes them at their place.
+static void debug_write_weights(const Run *r, const char *path) {
+    const GPT *m = &r->model;
+    size_t total = m->table.total;
+    if (r->grid.rank == 0) {
+        FILE *f = xfopen(path, "wb");
+        if (ftruncate(fileno(f), (off_t)(total * sizeof(real))) != 0) fail_io(path, errno, "cannot size the weights file");
+        xfclose(f, path);
+    }
+    comm_barrier(r->grid.world, "weights file");
+    bool sliced = m->shard_level >= SHARD_PARAMS;
+    if (sliced || r->grid.rank == 0) {
+        FILE *f = xfopen(path, "r+b");
+        real *host = xmalloc(total * sizeof(real), "final weights");
+        const ShardLayout *s = m->shard;
+        m->be->to_host(host, m->params, (sliced ? s->local_total : total) * sizeof(real));
+        for (int u = 0; u < (sliced ? s->n_units : 1); u++) {
+            size_t len = total, at = sliced ? shard_slice(s, u, s->rank, &len) : 0;
+            const real *src = sliced ? host + s->local_off[u] : host;
+            if (len && (fseeko(f, (off_t)(at * sizeof(real)), SEEK_SET) != 0 || fwrite(src, sizeof(real), len, f) != len))
+                fail_io(path, errno, "cannot write the final weights");
+        }
+        free(host);
+        xfclose(f, path);
+    }
+    comm_barrier(r->grid.world, "weights file");
 }
 
 // The device allocator's high-water mark in MiB; -1 on the CPU.
@@ -553,6 +643,9 @@ static void report_memory(const Run *r) {
     if (!be->mem_peak) predicted = r->plan.total / 1048576, measured = peak_rss_mb(), what = "peak RSS";
     log_info("memory: predicted peak %.1f MiB, measured %.1f MiB (%s, rank 0), prediction %+.1f%%\n", predicted,
              measured, what, 100 * (predicted / measured - 1));
+    if (r->t.shard_level != SHARD_NONE && !be->mem_peak)   // the peak holds the whole model, made once before the split
+        log_info("memory: %.1f MiB RSS now (rank 0, --shard %s; the peak includes the whole model as made at the start, "
+                 "before it was sharded)\n", mem_rss_now_bytes() / 1048576, r->t.shard);
 }
 
 // After a step all ranks agree on: when any rank got a stop signal, every rank saves this step (if it is not
@@ -560,6 +653,12 @@ static void report_memory(const Run *r) {
 static int stop_after(Run *r, long done) {
     int signo = stop_agree(r->grid.world);
     if (!signo) return 0;
+    if (r->t.shard_level != SHARD_NONE) {   // sharded checkpoints are not written yet: say so, write nothing
+        if (r->grid.rank == 0)
+            fprintf(stderr, "ringgpt: stopped by %s after step %ld of %d; no checkpoint (--shard %s runs write none yet)\n",
+                    stop_signal_name(signo), done, r->t.steps, r->t.shard);
+        return EXIT_STOPPED;
+    }
     ckpt_train_save(&r->ckpt, done, &r->model, &r->opt, r->train, lr_at(&r->sched, done));
     if (r->grid.rank == 0) {
         fflush(stdout);
@@ -596,13 +695,17 @@ int train_run(TrainConfig *cfg) {
         }
         double loss_sum = timed_gradients(&r, count, &times);
         // Sum over all dp×sp ranks: each holds the gradient of its slice of the global batch.
+        // (--shard grads, params: reduce-scattered unit by unit during the backward; the last ones finish here.)
         double t_reduce = now_seconds();
-        comm_allreduce(r.grad_comm, r.model.grads, r.model.table.total, COMM_REAL, COMM_SUM, "gradient all-reduce");
+        if (r.model.shard_level < SHARD_GRADS)
+            comm_allreduce(r.grad_comm, r.model.grads, r.model.table.total, COMM_REAL, COMM_SUM, "gradient all-reduce");
+        else shard_comm_finish_grads(&r.shard);
         times.allreduce_s = now_seconds() - t_reduce;
         comm_allreduce(r.grid.world, &loss_sum, 1, COMM_F64, COMM_SUM, "loss all-reduce");
-        double gnorm = clip_grad_norm(&r.model, t->clip);
+        double gnorm = clip_grad_norm(&r.model, t->clip, r.grid.world);
         float lr = lr_at(&r.sched, step);
         adamw_update(&r.opt, &r.model, lr);
+        shard_comm_after_update(&r.shard);   // --shard optim, grads: every rank's updated slices gathered
         double dt = now_seconds() - t0, rss = peak_rss_mb();
         comm_allreduce(r.grid.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");   // the largest rank's memory
         StepMetrics sm = {.step = step + 1, .total_steps = t->steps, .loss = loss_sum / count, .lr = lr,
@@ -611,6 +714,7 @@ int train_run(TrainConfig *cfg) {
                           .elapsed_s = r.log.elapsed_before + now_seconds() - run_start, .peak_rss_mb = rss,
                           .val_loss = -1, .dp = t->dp, .sp = t->sp};
         device_metrics(&r, &sm);
+        shard_metrics(&r, &sm);
         double mean = 0;
         if (loss_stop_add(&rule, sm.loss, &mean)) end = step + 1;   // the loss is all-reduced: every rank ends here
         bool last = step + 1 == end;
@@ -634,6 +738,7 @@ int train_run(TrainConfig *cfg) {
     log_info("done: %ld step%s in %.1f s, peak RSS %.0f MB, metrics in %s\n", end - r.start, plural(end - r.start),
              now_seconds() - run_start, peak_rss_mb(), r.log.path);
     report_memory(&r);
+    if (r.debug.weights) debug_write_weights(&r, r.debug.weights);
     run_close(&r);
     return 0;
 }

@@ -5,6 +5,7 @@
 
 #include "model/config.h"
 #include "model/memplan.h"
+#include "model/shard.h"
 
 // The resolved flags of `ringgpt train` (cli/train.c fills them from the command line, --config and a saved
 // run's config.json; see `ringgpt train --help` for each).
@@ -32,6 +33,8 @@ typedef struct TrainConfig {
     char *same_json;     // the resolved flags every rank must share (this machine's --threads and --device aside)
     const char *recompute;   // --recompute: none, mlp or full
     Recompute recompute_mode;
+    const char *shard;   // --shard: none, optim, grads or params (model/shard.h)
+    ShardLevel shard_level;
     float mem_budget;    // --mem-budget MiB per rank (0: the machine's available memory)
     bool ring_overlap;   // --ring-overlap: post the next KV hop before computing the block (false: the serial baseline)
     float peak_tflops;   // --peak-tflops: the device's dense bf16 peak per rank for MFU (0: the GPU table's)
@@ -49,11 +52,14 @@ typedef struct TrainConfig {
 
 // The tests' fault injection, from environment variables (test hooks, not settings; docs/testing.md):
 //   RINGGPT_DEBUG_EXIT=RANK:STEP[:stall|kill]  that rank leaves the job at that step (exit 3), stalls, or SIGKILLs itself;
-//   RINGGPT_DEBUG_SLOW=RANK:MS                 that rank sleeps MS ms in every step's compute.
+//   RINGGPT_DEBUG_SLOW=RANK:MS                 that rank sleeps MS ms in every step's compute;
+//   RINGGPT_DEBUG_WEIGHTS=FILE                 the final weights, whole (table order, raw fp32), into FILE (read by the
+//                                              shard equivalence test: every rank writes its slices under --shard params).
 typedef struct {
     int exit_rank, exit_step;   // -1: no rank leaves
     bool stall, kill;
     int slow_rank, slow_ms;     // -1: no rank is slowed
+    const char *weights;        // NULL: no final weights written
 } DebugHooks;
 
 // The hooks the environment sets; a malformed value is a usage error naming the variable (exit 2).

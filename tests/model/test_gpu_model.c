@@ -88,7 +88,7 @@ static void test_loss_curve(void) {
             gpt_zero_grad(&m[i]);
             loss[i] = gpt_forward(&m[i], &b, 1.0 / (B * T), true, NULL) / (B * T);
             gpt_backward(&m[i], &b);
-            clip_grad_norm(&m[i], 1.0f);
+            clip_grad_norm(&m[i], 1.0f, NULL);
             adamw_update(&opt[i], &m[i], 3e-3f);
             if (step >= STEPS - TAIL) tail[i] += loss[i] / TAIL;
         }

@@ -1,6 +1,6 @@
 # tests/train/tests.cmake — train/ through the binary: learning, determinism, recompute and resume, the memory plan, loss curves
 # of every layout, learning across the ring, a rank that exits, stalls or is killed, a slowed rank named, ending on
-# --stop-loss, a RoPE base ramp, RoPE scaling (--rope-scaling), stopping on a signal and resuming, the ring across two hosts made on this machine, the ring on one GPU.
+# --stop-loss, a RoPE base ramp, every --shard level equal to the unsharded run over 6 layouts (and a rank killed mid-gather), RoPE scaling (--rope-scaling), stopping on a signal and resuming, the ring across two hosts made on this machine, the ring on one GPU.
 set(TRAIN_T ${CMAKE_SOURCE_DIR}/tests/train)
 foreach(script overfit determinism recompute memplan)
   add_test(NAME train_${script} COMMAND bash ${TRAIN_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
@@ -10,10 +10,13 @@ foreach(script loss_curve learn_across_ranks loss_mask_curve straggler stop_loss
   add_test(NAME train_${script} COMMAND bash ${TRAIN_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
   set_tests_properties(train_${script} PROPERTIES LABELS "train;mpi" TIMEOUT 180)
 endforeach()
+# --shard: every level against the unsharded run over 6 layouts (longer under the sanitizers: 35 runs of up to 8 ranks).
+add_test(NAME train_shard COMMAND bash ${TRAIN_T}/shard.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
+set_tests_properties(train_shard PROPERTIES LABELS "train;mpi" TIMEOUT 600)
 # SIGTERM / SIGUSR1 / SIGINT at a random step, on one rank and on dp=2 x sp=2 under mpiexec; resume = uninterrupted.
 add_test(NAME train_signals COMMAND bash ${TRAIN_T}/signals.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
 set_tests_properties(train_signals PROPERTIES LABELS "train;mpi" TIMEOUT 600)
-foreach(how exit stall kill)
+foreach(how exit stall kill gather)
   add_test(NAME train_rank_${how}s COMMAND bash ${TRAIN_T}/rank_failure.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE} ${how})
   set_tests_properties(train_rank_${how}s PROPERTIES LABELS "train;mpi" TIMEOUT 180)
 endforeach()
