@@ -187,7 +187,7 @@ int hf_weights_open(const char *dir, const ModelConfig *c, const ParamTable *t, 
 int hf_weights_fill(const void *ctx, int i, real *dst, CkErr *e) {
     const HfWeights *w = ctx;
     const ParamSpec *p = &w->table->specs[i];
-    if (st_read(&w->files[w->file[i]], w->entry[i], dst, e) != 0) return -1;
+    if (st_read(&w->files[w->file[i]], w->entry[i], 0, w->entry[i]->numel, dst, e) != 0) return -1;
     int heads = rope_heads(&w->cfg, p->name);
     if (heads) hf_permute_rope_rows(dst, heads, cfg_head_dim(&w->cfg), w->cfg.dim, false);
     return 0;

@@ -213,7 +213,7 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
     h->base.model.norm_eps = s.model.norm_eps;
     if (s.init_from[0]) snprintf(h->base.init_from, sizeof h->base.init_from, "%s", s.init_from);
     adopt_meta(h, dir, &s, &s.model);
-    if (ckpt_load_model(dir, m, &e) != 0 || ckpt_load_optim(dir, &s, m, opt, &e) != 0) fail_usage("%s", e.msg);
+    if (ckpt_load_model(dir, &s, m, &e) != 0 || ckpt_load_optim(dir, &s, m, opt, &e) != 0) fail_usage("%s", e.msg);
     data_restore(train, s.data);
     log_info("resumed from %s at step %" PRId64 " (saved on dp x sp = %d x %d, now %d x %d; %" PRIu64
              " samples consumed)\n", dir, s.step, s.dp, s.sp, h->base.dp, h->base.sp, s.data.consumed);
@@ -246,7 +246,7 @@ static void init_from(CkptHook *h, GPT *m, const DataSource *train) {
         model_check_record(spath, &s.tok, data_tokenizer(train));
         m->cfg.norm_eps = s.model.norm_eps;
         adopt_meta(h, dir, &s, &s.model);
-        if (ckpt_load_model(dir, m, &e) != 0) fail_usage("%s", e.msg);
+        if (ckpt_load_model(dir, &s, m, &e) != 0) fail_usage("%s", e.msg);
         src = dir;
     }
     h->base.model.norm_eps = m->cfg.norm_eps;
@@ -278,7 +278,8 @@ void ckpt_train_step_done(CkptHook *h, long done, long total, const GPT *m, cons
 void ckpt_train_save(CkptHook *h, long done, const GPT *m, const AdamW *opt, DataSource *train, double next_lr) {
     if (h->saved_step == done) return;
     h->saved_step = done;
-    if (h->rank == 0) {
+    bool sharded = opt->shard != NULL;   // every rank writes its shard; else rank 0 writes everything
+    if (h->rank == 0 || sharded) {
         CkptState s = h->base;
         snprintf(s.kind, sizeof s.kind, "train");
         s.version = CKPT_VERSION;
@@ -289,9 +290,12 @@ void ckpt_train_save(CkptHook *h, long done, const GPT *m, const AdamW *opt, Dat
         s.data = data_state(train);
         CkErr e;
         double t0 = now_seconds();
-        if (ckpt_save(h->out, &s, m, opt, h->keep, &e) != 0) fail("checkpoint save failed: %s", e.msg);
+        int rc = ckpt_save(h->out, &s, m, opt, h->keep, sharded ? h->world : NULL, &e);
+        if (rc != 0 && sharded) comm_fail_all("checkpoint save failed: %s", e.msg);   // every rank knows e (ckpt_save)
+        if (rc != 0) fail("checkpoint save failed: %s", e.msg);
         double dt = now_seconds() - t0, mb = 3.0 * m->table.total * sizeof(real) / 1e6;
-        log_info("checkpoint %s/step_%08ld saved in %.2f s (%.0f MB/s)\n", h->out, done, dt, mb / fmax(dt, 1e-9));
+        log_info("checkpoint %s/step_%08ld saved in %.2f s (%.0f MB/s%s)\n", h->out, done, dt, mb / fmax(dt, 1e-9),
+                 sharded ? " over all ranks" : "");
     }
-    comm_barrier(h->world, "checkpoint save");   // the other ranks wait for rank 0's commit
+    if (!sharded) comm_barrier(h->world, "checkpoint save");   // the other ranks wait for rank 0's commit
 }
