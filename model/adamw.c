@@ -14,6 +14,7 @@ void adamw_init(AdamW *o, const GPT *model, AdamWConfig cfg) {
     model->be->zero(o->m, bytes);
     model->be->zero(o->v, bytes);
     o->step = 0;
+    o->shard = NULL;   // unsharded (model/shard.h); the checkpoints read it to tell a sharded optimizer
     // One span per tensor of the table, in table order: the backend updates them all in one call.
     const ParamTable *t = &model->table;
     o->spans = xmalloc((size_t)t->count * sizeof *o->spans, "AdamW spans");

@@ -1,5 +1,6 @@
 // tests/checkpoints/test_ckpt_shard.c — sharded checkpoints under mpiexec: every rank saves its slices (optim, params) and rank 0 an unsharded one; every layout of 1..5 ranks at every level loads them back exactly.
 //
+// test_ckpt_shard reshard SRC OUT LEVEL: SRC (a step directory) saved again, sharded at LEVEL over the job's ranks.
 // Usage: test_ckpt_shard DIR (under mpiexec -np N). Writes DIR/<model>_<level>/step_00000007 for two models (untied;
 // tied, whose last unit is shorter than some ranks' slices) at levels none (rank 0 alone), optim and params, from
 // buffers whose every value names its element and buffer; then loads each checkpoint into every layout of 1..5 ranks
@@ -13,6 +14,7 @@
 
 #include "checkpoints/checkpoint.h"
 #include "checkpoints/ckpt_shard.h"
+#include "checkpoints/fsio.h"
 #include "core/comm.h"
 #include "core/common.h"
 #include "model/ops.h"
@@ -169,10 +171,50 @@ static void check_damage(const char *root, int ranks) {
     CHECK(ckpt_verify(dir, &e) != 0 && strstr(e.msg, file) && strstr(e.msg, "cannot open"), "missing shard: %s", e.msg);
 }
 
+// A step directory's extra file (tokenizer.json, hf_meta.json) as bytes for ckpt_save, when state.json names it.
+static void *extra_file(const char *dir, const char *name, bool has, size_t *len) {
+    char path[4200];
+    CkErr e;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    void *text = has ? fs_read_file(path, len, &e) : NULL;
+    if (has && !text) fail("%s", e.msg);
+    return text;
+}
+
+// reshard SRC OUT LEVEL: every rank loads its slices of checkpoint SRC (any layout) through the resume path's reader and
+// saves them sharded at LEVEL over this job's ranks as OUT/step_N: a real run's checkpoint, sharded, for train --resume.
+static int reshard(const char *src, const char *out, const char *level_name) {
+    Comm *world = comm_world();
+    ShardLevel level;
+    if (!shard_level_parse(level_name, &level) || level == SHARD_NONE) fail_usage("reshard: LEVEL is optim, grads or params");
+    CkptState s;
+    CkErr e;
+    if (ckpt_read_state(src, &s, &e) != 0) fail_usage("%s", e.msg);
+    ParamTable t = params_build(&s.model);
+    ShardLayout L = shard_layout(&t, &s.model, comm_size(world), comm_rank(world));
+    size_t nw = level == SHARD_PARAMS ? L.local_total : t.total;
+    real *w = xmalloc(nw * sizeof(real) + 1, "w"), *m1 = xmalloc(L.local_total * sizeof(real) + 1, "m");
+    real *m2 = xmalloc(L.local_total * sizeof(real) + 1, "v");
+    GPT m = gpt_view(&s.model, &t, w, level, &L);
+    AdamW opt = {.m = m1, .v = m2, .shard = &L};
+    if (ckpt_load_model(src, &s, &m, &e) != 0 || ckpt_load_optim(src, &s, &m, &opt, &e) != 0) fail_usage("%s", e.msg);
+    s.tok.json = extra_file(src, "tokenizer.json", s.tok.has_file, &s.tok.json_len);
+    s.meta.json = extra_file(src, "hf_meta.json", s.meta.has_file, &s.meta.json_len);
+    int rc = ckpt_save(out, &s, &m, &opt, 0, world, &e);
+    if (rc != 0) comm_fail_all("reshard: %s", e.msg);
+    free((void *)s.tok.json), free((void *)s.meta.json);
+    free(w), free(m1), free(m2);
+    shard_layout_free(&L);
+    params_free(&t);
+    comm_finalize();
+    return 0;
+}
+
 int main(int argc, char **argv) {
     comm_init(&argc, &argv);
     comm_set_timeout(60);
-    if (argc != 2) fail_usage("usage: test_ckpt_shard DIR (under mpiexec)");
+    if (argc == 5 && strcmp(argv[1], "reshard") == 0) return reshard(argv[2], argv[3], argv[4]);
+    if (argc != 2) fail_usage("usage: test_ckpt_shard DIR, or test_ckpt_shard reshard SRC OUT LEVEL (under mpiexec)");
     Comm *world = comm_world();
     int rank = comm_rank(world), ranks = comm_size(world);
     const char *root = argv[1];
