@@ -76,8 +76,8 @@ static GPT gpt_view(const ModelConfig *c, const ParamTable *t, real *params, Sha
     return m;
 }
 
-// Rank 0 alone saves the unsharded checkpoint; every rank of the world saves the sharded ones (level optim or params).
-static void save(const char *root, const char *name, const ModelConfig *c, ShardLevel level, Comm *world) {
+// Saves the model's known values into out at level (sharded: every rank of world calls it). Returns ckpt_save's result.
+static int save_to(const char *out, const ModelConfig *c, ShardLevel level, Comm *world, CkErr *e) {
     int rank = comm_rank(world), ranks = comm_size(world);
     ParamTable t = params_build(c);
     ShardLayout L = shard_layout(&t, c, ranks, rank);
@@ -87,17 +87,38 @@ static void save(const char *root, const char *name, const ModelConfig *c, Shard
     GPT m = gpt_view(c, &t, w, level, &L);
     AdamW opt = {.m = m1, .v = m2, .shard = moments, .step = STEP};
     CkptState s = state_for(c, ranks);
-    char out[600];
-    snprintf(out, sizeof out, "%s/%s_%s", root, name, shard_level_name(level));
-    CkErr e = {{0}};
-    if (level != SHARD_NONE || rank == 0) {
-        int rc = ckpt_save(out, &s, &m, &opt, 0, level == SHARD_NONE ? NULL : world, &e);
-        CHECK(rc == 0, "rank %d: save %s: %s", rank, out, e.msg);
-    }
-    comm_barrier(world, "test save");
+    int rc = ckpt_save(out, &s, &m, &opt, 0, level == SHARD_NONE ? NULL : world, e);
     free(w), free(m1), free(m2);
     shard_layout_free(&L);
     params_free(&t);
+    return rc;
+}
+
+// Rank 0 alone saves the unsharded checkpoint; every rank of the world saves the sharded ones (level optim or params).
+static void save(const char *root, const char *name, const ModelConfig *c, ShardLevel level, Comm *world) {
+    int rank = comm_rank(world);
+    char out[600];
+    snprintf(out, sizeof out, "%s/%s_%s", root, name, shard_level_name(level));
+    CkErr e = {{0}};
+    if (level != SHARD_NONE || rank == 0) CHECK(save_to(out, c, level, world, &e) == 0, "rank %d: save %s: %s", rank, out, e.msg);
+    comm_barrier(world, "test save");
+}
+
+// A rank that cannot write its shard file (here: the last rank is given a directory that does not exist): every rank's
+// save fails with that rank's message, and rank 0 leaves nothing behind (no step, no .tmp, no LATEST).
+static void check_failed_save(const char *root, const ModelConfig *c, Comm *world) {
+    int rank = comm_rank(world), ranks = comm_size(world);
+    char out[600], path[700];
+    snprintf(out, sizeof out, "%s/%s", root, rank == ranks - 1 && ranks > 1 ? "nowhere" : "failed_save");
+    CkErr e = {{0}};
+    int rc = save_to(out, c, SHARD_PARAMS, world, &e);
+    CHECK(rc != 0 && strstr(e.msg, "nowhere/step_00000007.tmp") && strstr(e.msg, "cannot create"),
+          "rank %d: a save with a rank that cannot write: rc %d, '%s'", rank, rc, e.msg);
+    const char *left[] = {"step_00000007", "step_00000007.tmp", "LATEST"};
+    for (int i = 0; rank == 0 && i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", out, left[i]);
+        CHECK(access(path, F_OK) != 0, "a failed save left %s", path);
+    }
 }
 
 // The saved directory: verifies; model.safetensors only where the weights were whole; one shard file per rank.
@@ -236,6 +257,10 @@ int main(int argc, char **argv) {
     }
     comm_barrier(world, "test loads");
     if (rank == 0) check_damage(root, ranks);
+    if (ranks > 1) {
+        ModelConfig c = model_config(false);
+        check_failed_save(root, &c, world);
+    }
     int64_t failed = check_failed;
     comm_allreduce(world, &failed, 1, COMM_I64, COMM_SUM, "test failures");
     if (rank == 0) printf("%d ranks: %d checks passed on rank 0, %" PRId64 " failed over all ranks\n", ranks, check_passed, failed);
