@@ -113,6 +113,10 @@ int ckpt_load_model(const char *dir, const CkptState *s, GPT *m, CkErr *e);
 // Loads AdamW's moments (all, or opt->shard's slices of this rank) from optim.safetensors (m.<name>, v.<name>) or the
 // shard files, whatever the rank count and level they were saved with, and its step from s.
 int ckpt_load_optim(const char *dir, const CkptState *s, const GPT *m, AdamW *opt, CkErr *e);
+// "shard_00003_of_00008.safetensors": the file of rank 3 of 8 in a sharded checkpoint (checkpoints/ckpt_shard.h).
+void ckpt_shard_name(char *out, size_t n, int rank, int ranks);
+// True for such a name (5 digits each, 0 <= rank < ranks), with *rank and *ranks.
+bool ckpt_shard_parse_name(const char *name, int *rank, int *ranks);
 // state.json <-> text (cJSON), for save and tests.
 char *ckpt_state_json(const CkptState *s);
 int ckpt_state_parse(const char *text, const char *path, CkptState *s, CkErr *e);

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "checkpoints/checkpoint.h"
-#include "checkpoints/ckpt_shard.h"
 #include "checkpoints/fsio.h"
 #include "checkpoints/hf.h"
 #include "core/common.h"
@@ -77,20 +76,30 @@ static void add_whole(cJSON *o, const char *name, uint64_t v) {
     cJSON_AddRawToObject(o, name, digits);
 }
 
-// "shard": the level, the rank count and the units' lengths (model/shard.h: each rank's slices follow from them).
+// "shard": the level and the rank count (with the model they fix every unit and slice: model/shard.h).
 static void add_shard(cJSON *o, const CkptState *s) {
     cJSON_AddStringToObject(o, "level", shard_level_name(s->shard_level));
     cJSON_AddNumberToObject(o, "ranks", s->shard_ranks);
-    ParamTable t = params_build(&s->model);
-    ShardLayout L = shard_layout(&t, &s->model, s->shard_ranks, 0);
-    cJSON *len = cJSON_AddArrayToObject(o, "unit_len");
-    for (int u = 0; u < L.n_units; u++) {
-        char digits[24];
-        snprintf(digits, sizeof digits, "%zu", L.unit_len[u]);
-        cJSON_AddItemToArray(len, cJSON_CreateRaw(digits));
+}
+
+// Shard file names: "shard_00003_of_00008.safetensors" (5 digits each).
+void ckpt_shard_name(char *out, size_t n, int rank, int ranks) {
+    snprintf(out, n, "shard_%05d_of_%05d.safetensors", rank, ranks);
+}
+
+static bool digits5(const char *s, int *v) {
+    *v = 0;
+    for (int i = 0; i < 5; i++) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        *v = *v * 10 + (s[i] - '0');
     }
-    shard_layout_free(&L);
-    params_free(&t);
+    return true;
+}
+
+bool ckpt_shard_parse_name(const char *name, int *rank, int *ranks) {
+    return strlen(name) == 32 && strncmp(name, "shard_", 6) == 0 && digits5(name + 6, rank) &&
+           strncmp(name + 11, "_of_", 4) == 0 && digits5(name + 15, ranks) && strcmp(name + 20, ".safetensors") == 0 &&
+           *rank < *ranks;
 }
 
 char *ckpt_state_json(const CkptState *s) {
@@ -259,32 +268,22 @@ static void parse_run(Reader *r, const cJSON *o, CkptRun *x) {
     str(r, o, "run", "data", x->data, sizeof x->data);
 }
 
-// Version 2 has "shard" (its level, rank count and as many unit lengths as the model has units), version 1 none.
+// Version 2 has "shard" (its level and rank count), version 1 none.
 static void parse_shard(Reader *r, const cJSON *o, CkptState *s) {
     if (r->bad || (!o && s->version == CKPT_VERSION_UNSHARDED)) return;
     if (!cJSON_IsObject(o) || s->version != CKPT_VERSION) {
-        ck_err(r->e, "%s: field shard is %s in a version %d checkpoint (damaged?)", r->path, o ? "not an object, or present" :
-               "missing", s->version);
+        ck_err(r->e, "%s: field shard is %s in a version %d checkpoint (damaged?)", r->path,
+               !o ? "missing" : cJSON_IsObject(o) ? "present" : "not an object", s->version);
         r->bad = 1;
         return;
     }
     char level[16] = "";
     str(r, o, "shard", "level", level, sizeof level);
     s->shard_ranks = (int)whole(r, o, "shard", "ranks", 1, 99999);
-    const cJSON *len = cJSON_GetObjectItemCaseSensitive(o, "unit_len");
     if (!r->bad && (!shard_level_parse(level, &s->shard_level) || s->shard_level == SHARD_NONE)) {
         ck_err(r->e, "%s: field shard.level is '%s', expected optim, grads or params", r->path, level);
         r->bad = 1;
-    } else if (!r->bad && (!cJSON_IsArray(len) || cJSON_GetArraySize(len) != s->model.n_layer + 2)) {
-        ck_err(r->e, "%s: field shard.unit_len is not a list of %d unit lengths (the embeddings, each layer, norm + head)",
-               r->path, s->model.n_layer + 2);
-        r->bad = 1;
     }
-    for (const cJSON *u = r->bad ? NULL : len->child; u && !r->bad; u = u->next)
-        if (!cJSON_IsNumber(u) || u->valuedouble < 1 || u->valuedouble != floor(u->valuedouble)) {
-            ck_err(r->e, "%s: field shard.unit_len holds %s, not a unit length", r->path, cJSON_IsNumber(u) ? "a non-count" : "a non-number");
-            r->bad = 1;
-        }
 }
 
 int ckpt_state_parse(const char *text, const char *path, CkptState *s, CkErr *e) {

@@ -15,25 +15,6 @@ static const char *const SHARD_PREFIX[] = {"w", "m", "v"};
 static const char *const NAMED_PREFIX[] = {"", "m.", "v."};
 static const char *const NAMED_FILE[] = {"model.safetensors", "optim.safetensors", "optim.safetensors"};
 
-void ckpt_shard_name(char *out, size_t n, int rank, int ranks) {
-    snprintf(out, n, "shard_%05d_of_%05d.safetensors", rank, ranks);
-}
-
-static bool digits5(const char *s, int *v) {
-    *v = 0;
-    for (int i = 0; i < 5; i++) {
-        if (s[i] < '0' || s[i] > '9') return false;
-        *v = *v * 10 + (s[i] - '0');
-    }
-    return true;
-}
-
-bool ckpt_shard_parse_name(const char *name, int *rank, int *ranks) {
-    return strlen(name) == 32 && strncmp(name, "shard_", 6) == 0 && digits5(name + 6, rank) &&
-           strncmp(name + 11, "_of_", 4) == 0 && digits5(name + 15, ranks) && strcmp(name + 20, ".safetensors") == 0 &&
-           *rank < *ranks;
-}
-
 // ---- writing ---------------------------------------------------------------------------------------
 
 ShardLevel ckpt_shard_level(const GPT *m, const AdamW *opt) {

@@ -8,11 +8,6 @@
 #include "model/adamw.h"
 #include "model/gpt.h"
 
-// "shard_00003_of_00008.safetensors": the file of rank 3 of 8 (checkpoints/FORMAT.md).
-void ckpt_shard_name(char *out, size_t n, int rank, int ranks);
-// True for such a name (5 digits each, 0 <= rank < ranks), with *rank and *ranks.
-bool ckpt_shard_parse_name(const char *name, int *rank, int *ranks);
-
 // The level a checkpoint of m and opt records: SHARD_NONE when opt is NULL or unsharded, else m's level (optim when m
 // names none: AdamW's shard alone says the moments are split).
 ShardLevel ckpt_shard_level(const GPT *m, const AdamW *opt);
