@@ -35,6 +35,19 @@ resume_from "$W/ref" 2 "$W/u_sp2" --sp 2
 resume_from "$W/sh3" 2 "$W/s_sp2" --sp 2
 check "sharded (params, 3 ranks) -> 1x2 = the unsharded checkpoint -> 1x2, byte for byte" same_step8 "$W/u_sp2" "$W/s_sp2"
 
+# A sharded save killed on rank 0 after its manifest (before the commit: kill point 7), or on rank 1 halfway through its
+# shard file (point 4): no step directory appears; the next save removes the leftover step_N.tmp and commits.
+for point in 1:7 1:4; do
+  K="$W/killed_${point/:/_}"
+  "$MPIEXEC" --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1 -x RINGGPT_DEBUG_CKPT_KILL=$point -np 2 \
+    "$TEST" reshard "$W/ref/step_00000004" "$K" params > /dev/null 2>&1
+  check "killed at $point: step_00000004.tmp left, no step_00000004, no LATEST" \
+    bash -c "[[ -d '$K/step_00000004.tmp' && ! -e '$K/step_00000004' && ! -e '$K/LATEST' ]]"
+  mpirun_np 2 "$TEST" reshard "$W/ref/step_00000004" "$K" params
+  check "  the next save commits and removes the leftover" \
+    bash -c "[[ ! -e '$K/step_00000004.tmp' ]] && '$BIN' inspect '$K' > /dev/null"
+done
+
 # inspect and export read the shards: the exports of one model saved unsharded, sharded (optim) and sharded (params) on
 # 4 ranks are byte-identical.
 S=step_00000007
