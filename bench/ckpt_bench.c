@@ -27,7 +27,7 @@ static void bench(const char *root, const char *preset) {
     if (ckpt_save(out, &s, &m, &opt, 0, NULL, &e) != 0) fail("%s", e.msg);
     double save = now_seconds() - t0;
     t0 = now_seconds();
-    if (ckpt_verify(dir, &e) != 0 || ckpt_load_model(dir, &s, &m, &e) != 0 || ckpt_load_optim(dir, &s, &m, &opt, &e) != 0)
+    if (ckpt_verify(dir, NULL, &e) != 0 || ckpt_load_model(dir, &s, &m, &e) != 0 || ckpt_load_optim(dir, &s, &m, &opt, &e) != 0)
         fail("%s", e.msg);
     double load = now_seconds() - t0;
     printf("%-6s %7.1fM params  %8.1f MB   save %6.2f s (%6.0f MB/s, fsync'd)   load %6.2f s (%6.0f MB/s, with CRC verify)\n",

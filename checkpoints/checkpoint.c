@@ -167,11 +167,38 @@ static int purge(const char *out, int keep, CkErr *e) {
     return rc;
 }
 
+// Every rank learns whether any failed (rc != 0 on it); the lowest failing rank's message becomes every rank's e.
+// Returns 0 when none failed. Two small all-reduces: the failing rank, then its message as 64-bit words.
+static int agree(Comm *world, int rc, CkErr *e, const char *what) {
+    int64_t who = rc != 0 ? comm_rank(world) : INT64_MAX;
+    comm_allreduce(world, &who, 1, COMM_I64, COMM_MIN, what);
+    if (who == INT64_MAX) return 0;
+    enum { WORDS = sizeof e->msg / sizeof(int64_t) };
+    int64_t words[WORDS] = {0};   // (WORDS) the message's bytes, from the failing rank alone (the others add zeros)
+    if (comm_rank(world) == who) memcpy(words, e->msg, sizeof words);
+    comm_allreduce(world, words, WORDS, COMM_I64, COMM_SUM, what);
+    memcpy(e->msg, words, sizeof e->msg);
+    e->msg[sizeof e->msg - 1] = 0;
+    return -1;
+}
+
+int ckpt_verify(const char *dir, Comm *world, CkErr *e) {
+    char mpath[4200];
+    fs_join(mpath, sizeof mpath, dir, "MANIFEST.json");
+    size_t len;
+    unsigned char *text = fs_read_file(mpath, &len, e);
+    int rc = -1, part = world ? comm_rank(world) : 0, parts = world ? comm_size(world) : 1;
+    if (!text && strstr(e->msg, "No such file")) ck_err(e, "%s: missing (the checkpoint is incomplete)", mpath);
+    if (text) rc = ckpt_verify_manifest_text(dir, (const char *)text, len, part, parts, e);
+    free(text);
+    return parts > 1 ? agree(world, rc, e, "checkpoint verification") : rc;
+}
+
 // A damaged step_N that a resume skipped is moved aside (never deleted) before the new step_N lands; a step_N
 // that passes its checks is never replaced (the resume that would reach it again is refused before it starts).
 static int move_aside(const char *final, CkErr *e) {
     CkErr why;
-    if (ckpt_verify(final, &why) == 0) {
+    if (ckpt_verify(final, NULL, &why) == 0) {
         ck_err(e, "%s: exists and is a valid checkpoint; refusing to replace it (resume from it, or train into a new "
                "--out)", final);
         return -1;
@@ -271,21 +298,6 @@ static int save_unsharded(const char *out, const CkptState *s, const GPT *m, con
     return keep > 0 ? purge(out, keep, e) : 0;
 }
 
-// Every rank learns whether any failed (rc != 0 on it); the lowest failing rank's message becomes every rank's e.
-// Returns 0 when none failed. Two small all-reduces: the failing rank, then its message as 64-bit words.
-static int agree(Comm *world, int rc, CkErr *e) {
-    int64_t who = rc != 0 ? comm_rank(world) : INT64_MAX;
-    comm_allreduce(world, &who, 1, COMM_I64, COMM_MIN, "checkpoint save status");
-    if (who == INT64_MAX) return 0;
-    enum { WORDS = sizeof e->msg / sizeof(int64_t) };
-    int64_t words[WORDS] = {0};   // (WORDS) the message's bytes, from the failing rank alone (the others add zeros)
-    if (comm_rank(world) == who) memcpy(words, e->msg, sizeof words);
-    comm_allreduce(world, words, WORDS, COMM_I64, COMM_SUM, "checkpoint save error");
-    memcpy(e->msg, words, sizeof e->msg);
-    e->msg[sizeof e->msg - 1] = 0;
-    return -1;
-}
-
 // This rank's shard file, and its size and CRC32 read back from disk into *sum.
 static int write_own_shard(const char *tmp, const CkptState *s, const GPT *m, const AdamW *opt, CkptFileSum *sum, CkErr *e) {
     ckpt_shard_name(sum->name, sizeof sum->name, opt->shard->rank, opt->shard->ranks);
@@ -332,7 +344,7 @@ static int save_sharded(const char *out, const CkptState *given, const GPT *m, c
     bool writer = L->rank == 0;
     char name[64], tmp[4200];
     int rc = writer ? begin_save(out, &s, name, sizeof name, tmp, sizeof tmp, e) : 0;
-    if (agree(world, rc, e) != 0) return -1;   // (rank 0 made nothing it must remove)
+    if (agree(world, rc, e, "checkpoint save") != 0) return -1;   // (rank 0 made nothing it must remove)
     snprintf(name, sizeof name, "step_%08" PRId64, s.step);
     snprintf(tmp, sizeof tmp, "%s/%s.tmp", out, name);
     CkptFileSum own = {{0}}, *sums = xcalloc((size_t)L->ranks, sizeof *sums, "shard file sums");
@@ -340,10 +352,10 @@ static int save_sharded(const char *out, const CkptState *given, const GPT *m, c
     if (rc == 0) fs_kill_point(3);
     if (rc == 0) rc = write_own_shard(tmp, &s, m, opt, &own, e);
     if (rc == 0 && writer) rc = write_text_files(tmp, &s, e);
-    if (agree(world, rc, e) == 0) {
+    if (agree(world, rc, e, "checkpoint save") == 0) {
         gather_sums(world, L, &own, sums);
         rc = writer ? finish_sharded(out, tmp, name, &s, sums, keep, e) : 0;
-        rc = agree(world, rc, e);   // the others wait for rank 0's commit
+        rc = agree(world, rc, e, "checkpoint commit");   // the others wait for rank 0's commit
     } else rc = -1;
     if (rc != 0 && writer) abandon_save(out, tmp);   // (a failure after the rename leaves no tmp: nothing to remove)
     free(sums);
@@ -360,50 +372,47 @@ int ckpt_save(const char *out, const CkptState *s, const GPT *m, const AdamW *op
 
 // ---- finding and loading -----------------------------------------------------------------------
 
-int ckpt_find_latest(const char *out, char *dir, size_t n, CkErr *e) {
+int ckpt_find_latest(const char *out, char *dir, size_t n, Comm *world, CkErr *e) {
     if (fs_is_dir(out, e) != 1) return fs_is_dir(out, e) == 0 ? 0 : -1;
     int64_t *steps;
     int count = list_steps(out, &steps, e);
     if (count <= 0) return count;
-    char path[4200], reasons[1024] = "";
+    char path[4200], (*why)[sizeof e->msg] = xcalloc((size_t)count, sizeof *why, "checkpoint problems");   // (count)
     int found = -1;
-    for (int i = count - 1; i >= 0 && found < 0; i--) {
+    for (int i = count - 1; i >= 0 && found < 0; i--) {   // (a collective with world: every rank the same steps)
         snprintf(path, sizeof path, "%s/step_%08" PRId64, out, steps[i]);
-        CkErr why;
-        if (ckpt_verify(path, &why) == 0) {
+        CkErr bad;
+        if (ckpt_verify(path, world, &bad) == 0) {
             snprintf(dir, n, "%s", path);
             found = i;
         } else {
-            snprintf(reasons, sizeof reasons, "%s", why.msg);
+            memcpy(why[i], bad.msg, sizeof bad.msg);
         }
     }
     // One line per damaged newer checkpoint, each naming the one used instead (never silently an older step).
-    for (int i = count - 1; found >= 0 && i > found && log_rank() == 0; i--) {
-        snprintf(path, sizeof path, "%s/step_%08" PRId64, out, steps[i]);
-        CkErr why;
-        ckpt_verify(path, &why);
-        fprintf(stderr, "ringgpt: warning: skipping checkpoint %s: %s; using %s (step %" PRId64 ") instead\n", path, why.msg,
-                dir, steps[found]);
-    }
+    for (int i = count - 1; found >= 0 && i > found && log_rank() == 0; i--)
+        fprintf(stderr, "ringgpt: warning: skipping checkpoint %s/step_%08" PRId64 ": %s; using %s (step %" PRId64 ") instead\n",
+                out, steps[i], why[i], dir, steps[found]);
+    if (found < 0) ck_err(e, "%s: none of the %d checkpoints is valid (last problem: %s)", out, count, why[0]);
+    free(why);
     free(steps);
-    if (found < 0) ck_err(e, "%s: none of the %d checkpoints is valid (last problem: %s)", out, count, reasons);
     return found >= 0 ? 1 : -1;
 }
 
-int ckpt_newer_valid(const char *out, int64_t step, char *dir, size_t n) {
+int ckpt_newer_valid(const char *out, int64_t step, char *dir, size_t n, Comm *world) {
     CkErr e;
     int64_t *steps;
     int count = list_steps(out, &steps, &e), found = 0;
     for (int i = count - 1; i >= 0 && !found; i--) {
         if (steps[i] <= step) break;
         snprintf(dir, n, "%s/step_%08" PRId64, out, steps[i]);
-        found = ckpt_verify(dir, &e) == 0;
+        found = ckpt_verify(dir, world, &e) == 0;
     }
     free(steps);
     return found;
 }
 
-void ckpt_resolve(const char *path, char *dir, size_t n) {
+void ckpt_resolve(const char *path, char *dir, size_t n, Comm *world) {
     char manifest[4200], state[4200], model[4200];
     fs_join(manifest, sizeof manifest, path, "MANIFEST.json");
     fs_join(state, sizeof state, path, "state.json");
@@ -411,11 +420,11 @@ void ckpt_resolve(const char *path, char *dir, size_t n) {
     CkErr e;
     struct stat st;
     if (stat(manifest, &st) == 0 || stat(state, &st) == 0 || stat(model, &st) == 0) {   // a step directory
-        if (ckpt_verify(path, &e) != 0) fail_usage("%s", e.msg);
+        if (ckpt_verify(path, world, &e) != 0) fail_usage("%s", e.msg);
         snprintf(dir, n, "%s", path);
         return;
     }
-    int rc = ckpt_find_latest(path, dir, n, &e);
+    int rc = ckpt_find_latest(path, dir, n, world, &e);
     if (rc < 0) fail_usage("%s", e.msg);
     if (rc == 0)
         fail_usage("%s: not a checkpoint (no MANIFEST.json) and holds no step_* checkpoints; give a step directory or "

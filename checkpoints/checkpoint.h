@@ -80,9 +80,13 @@ typedef struct {
 // verifies is never replaced (-1); a damaged one is moved to step_N.damagedK. Returns 0, or -1 with e.
 int ckpt_save(const char *out, const CkptState *s, const GPT *m, const AdamW *opt, int keep, Comm *world, CkErr *e);
 // Checks dir/MANIFEST.json: format, version, and every listed file's size and CRC32.
-int ckpt_verify(const char *dir, CkErr *e);
+// world NULL: this process checks every file. Else every rank of world calls it (a resume): each checks the manifest
+// and the sizes and CRC32s of every world-size-th file (rank r: files r, r + N, ...), so the job reads each file once,
+// and every rank returns the same result (the failing rank's message in every e).
+int ckpt_verify(const char *dir, Comm *world, CkErr *e);
 // The same for manifest text (len bytes) that stands for dir/MANIFEST.json (checkpoints/ckpt_format.c).
-int ckpt_verify_manifest_text(const char *dir, const char *text, size_t len, CkErr *e);
+// Only the listed files i with i % parts == part have their size and CRC32 read (0, 1: all).
+int ckpt_verify_manifest_text(const char *dir, const char *text, size_t len, int part, int parts, CkErr *e);
 // A file's manifest record computed where it was written (a shard file, by its rank).
 typedef struct {
     char name[64];
@@ -96,14 +100,16 @@ int ckpt_write_manifest(const char *dir, bool with_model, bool with_optim, bool 
 // The newest step directory of out whose manifest verifies, into dir (size n). Damaged or
 // incomplete newer ones are reported on stderr, one line each naming the checkpoint used instead. Returns 1
 // found, 0 none at all, -1 (with e) when step directories exist but none is valid.
-int ckpt_find_latest(const char *out, char *dir, size_t n, CkErr *e);
+// world: as ckpt_verify's (every rank of it calls this).
+int ckpt_find_latest(const char *out, char *dir, size_t n, Comm *world, CkErr *e);
 // 1 when out holds a checkpoint newer than step that passes its checks (the newest such into dir), else 0.
-int ckpt_newer_valid(const char *out, int64_t step, char *dir, size_t n);
+int ckpt_newer_valid(const char *out, int64_t step, char *dir, size_t n, Comm *world);
 // Removes out/step_*.tmp directories that saves which crashed or failed left behind (the caller holds out's lock).
 int ckpt_remove_stale_tmp(const char *out, CkErr *e);
 // A path given by the user: a step directory, or a run directory (its newest valid checkpoint).
 // Fails with a clear message.
-void ckpt_resolve(const char *path, char *dir, size_t n);
+// world: as ckpt_verify's.
+void ckpt_resolve(const char *path, char *dir, size_t n, Comm *world);
 int ckpt_read_state(const char *dir, CkptState *s, CkErr *e);
 // Loads the weights of step directory dir (state s) into m->params: all of them, or at SHARD_PARAMS (m->shard) this
 // rank's slices. From model.safetensors by name (every table tensor present with its shape), or from the shard files

@@ -404,7 +404,8 @@ static bool is_crc_text(const char *s) {
     return s[8] == 0;
 }
 
-static int verify_entry(const char *dir, const char *mpath, const cJSON *f, int i, CkErr *e) {
+// Files[i]'s record; with bytes, also the file's size and CRC32 against it.
+static int verify_entry(const char *dir, const char *mpath, const cJSON *f, int i, bool bytes_too, CkErr *e) {
     char where[32], why[256];
     snprintf(where, sizeof where, "files[%d]", i);
     if (json_check_keys(f, MANIFEST_FILE_KEYS, sizeof MANIFEST_FILE_KEYS / sizeof MANIFEST_FILE_KEYS[0], where, why,
@@ -420,6 +421,7 @@ static int verify_entry(const char *dir, const char *mpath, const cJSON *f, int 
                "manifest is damaged", mpath, i);
         return -1;
     }
+    if (!bytes_too) return 0;
     char path[4200];
     fs_join(path, sizeof path, dir, name->valuestring);
     uint32_t got;
@@ -464,7 +466,7 @@ static cJSON *parse_manifest(const char *mpath, const char *text, size_t len, Ck
     return NULL;
 }
 
-int ckpt_verify_manifest_text(const char *dir, const char *text, size_t len, CkErr *e) {
+int ckpt_verify_manifest_text(const char *dir, const char *text, size_t len, int part, int parts, CkErr *e) {
     char mpath[4200];
     fs_join(mpath, sizeof mpath, dir, "MANIFEST.json");
     cJSON *root = parse_manifest(mpath, text, len, e);
@@ -474,7 +476,7 @@ int ckpt_verify_manifest_text(const char *dir, const char *text, size_t len, CkE
     int i = 0, rc = 0, shards = 0, ranks = 0, rank, n;
     bool mixed = false;   // shard files of two rank counts
     for (const cJSON *f = files->child; f && rc == 0; f = f->next, i++) {
-        rc = verify_entry(dir, mpath, f, i, e);
+        rc = verify_entry(dir, mpath, f, i, i % parts == part, e);
         const char *name = rc == 0 ? cJSON_GetObjectItemCaseSensitive(f, "name")->valuestring : "";
         for (const cJSON *g = files->child; rc == 0 && g != f; g = g->next)
             if (strcmp(cJSON_GetObjectItemCaseSensitive(g, "name")->valuestring, name) == 0) {
@@ -506,16 +508,3 @@ int ckpt_verify_manifest_text(const char *dir, const char *text, size_t len, CkE
     return rc;
 }
 
-int ckpt_verify(const char *dir, CkErr *e) {
-    char mpath[4200];
-    fs_join(mpath, sizeof mpath, dir, "MANIFEST.json");
-    size_t len;
-    unsigned char *text = fs_read_file(mpath, &len, e);
-    if (!text) {
-        if (strstr(e->msg, "No such file")) ck_err(e, "%s: missing (the checkpoint is incomplete)", mpath);
-        return -1;
-    }
-    int rc = ckpt_verify_manifest_text(dir, (const char *)text, len, e);
-    free(text);
-    return rc;
-}

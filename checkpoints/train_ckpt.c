@@ -45,7 +45,7 @@ void ckpt_source_model(const char *src, ModelConfig *c) {
         return;
     }
     char dir[4200];
-    ckpt_resolve(src, dir, sizeof dir);
+    ckpt_resolve(src, dir, sizeof dir, NULL);
     CkptState s;
     if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("--init-from %s", e.msg);
     *c = s.model;
@@ -148,11 +148,11 @@ static float hook_theta(const CkptHook *h, long done) {
 static void resume_dir(const CkptHook *h, char *dir, size_t n) {
     dir[0] = 0;
     if (strcmp(h->resume, "auto") != 0 && strcmp(h->resume, "latest") != 0) {
-        ckpt_resolve(h->resume, dir, n);
+        ckpt_resolve(h->resume, dir, n, h->world);
         return;
     }
     CkErr e;
-    int rc = ckpt_find_latest(h->out, dir, n, &e);
+    int rc = ckpt_find_latest(h->out, dir, n, h->world, &e);
     if (rc < 0) fail_usage("--resume: %s; remove or repair them, or train into a new --out", e.msg);
     if (rc == 0 && strcmp(h->resume, "latest") == 0)
         comm_fail_usage_all("--resume: %s holds no checkpoint (step_*/); use --resume auto to start fresh when there is "
@@ -164,7 +164,7 @@ static void resume_dir(const CkptHook *h, char *dir, size_t n) {
 static void check_not_older(const CkptHook *h, const char *dir, int64_t step) {
     char newer[4200];
     if (strcmp(h->resume, "latest") == 0 || strcmp(h->resume, "auto") == 0 || !rundir_contains(h->out, dir)) return;
-    if (ckpt_newer_valid(h->out, step, newer, sizeof newer))
+    if (ckpt_newer_valid(h->out, step, newer, sizeof newer, h->world))
         comm_fail_usage_all("--resume %s: %s holds a newer valid checkpoint (%s) that this run would replace; continue "
                             "from step %" PRId64 " into a new run directory with --out NEW (the newer steps stay), or "
                             "resume the newest with a bare --resume", h->resume, h->out, newer, step);
@@ -238,7 +238,7 @@ static void init_from(CkptHook *h, GPT *m, const DataSource *train) {
         adopt_meta(h, src, NULL, &hc);
         if (hf_load_weights(src, m, &e) != 0) fail_usage("%s", e.msg);
     } else {
-        ckpt_resolve(src, dir, sizeof dir);
+        ckpt_resolve(src, dir, sizeof dir, h->world);
         CkptState s;
         if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("%s", e.msg);
         char spath[4200];

@@ -35,6 +35,16 @@ resume_from "$W/ref" 2 "$W/u_sp2" --sp 2
 resume_from "$W/sh3" 2 "$W/s_sp2" --sp 2
 check "sharded (params, 3 ranks) -> 1x2 = the unsharded checkpoint -> 1x2, byte for byte" same_step8 "$W/u_sp2" "$W/s_sp2"
 
+# A resume on 2 ranks verifies each file on one rank (rank 1: the manifest's second file); a damaged newer checkpoint
+# found there is skipped on every rank, with a warning naming the file.
+F="$W/r_fallback"; mkdir -p "$F"; cp -r "$W/sh3/step_00000004" "$F/"; cp -r "$W/sh3/step_00000004" "$F/step_00000006"
+echo step_00000006 > "$F/LATEST"
+printf 'X' | dd of="$F/step_00000006/shard_00000_of_00003.safetensors" bs=1 seek=2000 conv=notrunc 2> /dev/null
+mpirun_np 2 "$BIN" "${COMMON[@]}" --out "$F" --resume --sp 2 > "$F.log" 2>&1
+check "2 ranks skip a newer checkpoint whose shard only rank 1 checks, and resume from step 4" \
+  bash -c "grep -q 'resumed from $F/step_00000004 at step 4' '$F.log' && grep -q 'skipping checkpoint $F/step_00000006: .*shard_00000_of_00003.safetensors: CRC32' '$F.log'"
+check "  and continues as the uninterrupted run" same_step8 "$W/u_sp2" "$F"
+
 # A sharded save killed on rank 0 after its manifest (before the commit: kill point 7), or on rank 1 halfway through its
 # shard file (point 4): no step directory appears; the next save removes the leftover step_N.tmp and commits.
 for point in 1:7 1:4; do

@@ -124,7 +124,7 @@ static void check_failed_save(const char *root, const ModelConfig *c, Comm *worl
 // The saved directory: verifies; model.safetensors only where the weights were whole; one shard file per rank.
 static void check_files(const char *dir, ShardLevel level, int ranks) {
     CkErr e = {{0}};
-    CHECK(ckpt_verify(dir, &e) == 0, "verify %s: %s", dir, e.msg);
+    CHECK(ckpt_verify(dir, NULL, &e) == 0, "verify %s: %s", dir, e.msg);
     CkptState s;
     CHECK(ckpt_read_state(dir, &s, &e) == 0, "state of %s: %s", dir, e.msg);
     CHECK(s.shard_level == level && s.shard_ranks == (level == SHARD_NONE ? 0 : ranks) &&
@@ -187,9 +187,9 @@ static void check_damage(const char *root, int ranks) {
     FILE *f = fopen(path, "r+b");
     CHECK(f && fseek(f, -3, SEEK_END) == 0 && fputc('X', f) != EOF && fclose(f) == 0, "flip a byte of %s", path);
     CkErr e = {{0}};
-    CHECK(ckpt_verify(dir, &e) != 0 && strstr(e.msg, file) && strstr(e.msg, "CRC32"), "damaged shard: %s", e.msg);
+    CHECK(ckpt_verify(dir, NULL, &e) != 0 && strstr(e.msg, file) && strstr(e.msg, "CRC32"), "damaged shard: %s", e.msg);
     CHECK(unlink(path) == 0, "remove %s", path);
-    CHECK(ckpt_verify(dir, &e) != 0 && strstr(e.msg, file) && strstr(e.msg, "cannot open"), "missing shard: %s", e.msg);
+    CHECK(ckpt_verify(dir, NULL, &e) != 0 && strstr(e.msg, file) && strstr(e.msg, "cannot open"), "missing shard: %s", e.msg);
 }
 
 // A step directory's extra file (tokenizer.json, hf_meta.json) as bytes for ckpt_save, when state.json names it.
