@@ -11,6 +11,10 @@ add_executable(test_ckpt_shard ${CKPT_T}/test_ckpt_shard.c)
 target_link_libraries(test_ckpt_shard PRIVATE ringgpt_lib)
 add_test(NAME checkpoints_shard COMMAND bash ${CKPT_T}/shard.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:test_ckpt_shard>)
 set_tests_properties(checkpoints_shard PROPERTIES LABELS "checkpoints;mpi" TIMEOUT 180)
+# train --shard's checkpoints: resumed on the same layout (byte for byte), unsharded, and on 1 and 4 ranks at other levels;
+# --init-from the shards. SKIP (77) where train has no --shard.
+add_test(NAME checkpoints_shard_train COMMAND bash ${CKPT_T}/shard_train.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
+set_tests_properties(checkpoints_shard_train PROPERTIES LABELS "checkpoints;mpi" TIMEOUT 180 SKIP_RETURN_CODE 77)
 
 foreach(script resume_exact resume_layout crash corruption hf_export finetune run_dir hf_meta)
   add_test(NAME checkpoints_${script} COMMAND bash ${CKPT_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
