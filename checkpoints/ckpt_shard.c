@@ -36,8 +36,9 @@ int ckpt_shard_write(const char *dir, const GPT *m, const AdamW *opt, int64_t st
     bool with_w = m->shard_level == SHARD_PARAMS;
     if (with_w && (!m->shard || m->shard->ranks != L->ranks || m->shard->rank != L->rank))
         fail("internal: at --shard params the weights and the moments must share one shard layout");
-    real *owned[3];
-    const real *src[3] = {with_w ? host_view(m, m->params, L->local_total, &owned[0]) : (owned[0] = NULL, NULL),
+    real *owned[3] = {NULL, NULL, NULL};
+    // (local_total) each: this rank's slices of the weights (params only), m and v, unit by unit at local_off
+    const real *src[3] = {with_w ? host_view(m, m->params, L->local_total, &owned[0]) : NULL,
                           host_view(m, opt->m, L->local_total, &owned[1]), host_view(m, opt->v, L->local_total, &owned[2])};
     StOut *outs = xcalloc((size_t)L->n_units * 3, sizeof *outs, "shard tensor list");
     char (*names)[32] = xcalloc((size_t)L->n_units * 3, 32, "shard tensor names");
