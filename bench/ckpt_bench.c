@@ -24,10 +24,10 @@ static void bench(const char *root, const char *preset) {
     snprintf(dir, sizeof dir, "%s/step_00000001", out);
     CkErr e;
     double mb = 3.0 * m.table.total * sizeof(real) / 1e6, t0 = now_seconds();
-    if (ckpt_save(out, &s, &m, &opt, 0, &e) != 0) fail("%s", e.msg);
+    if (ckpt_save(out, &s, &m, &opt, 0, NULL, &e) != 0) fail("%s", e.msg);
     double save = now_seconds() - t0;
     t0 = now_seconds();
-    if (ckpt_verify(dir, &e) != 0 || ckpt_load_model(dir, &m, &e) != 0 || ckpt_load_optim(dir, &s, &m, &opt, &e) != 0)
+    if (ckpt_verify(dir, NULL, &e) != 0 || ckpt_load_model(dir, &s, &m, &e) != 0 || ckpt_load_optim(dir, &s, &m, &opt, &e) != 0)
         fail("%s", e.msg);
     double load = now_seconds() - t0;
     printf("%-6s %7.1fM params  %8.1f MB   save %6.2f s (%6.0f MB/s, fsync'd)   load %6.2f s (%6.0f MB/s, with CRC verify)\n",

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checkpoints/ckpt_shard.h"
 #include "checkpoints/fsio.h"
 #include "core/common.h"
 #include "model/ops.h"
@@ -166,11 +167,38 @@ static int purge(const char *out, int keep, CkErr *e) {
     return rc;
 }
 
+// Every rank learns whether any failed (rc != 0 on it); the lowest failing rank's message becomes every rank's e.
+// Returns 0 when none failed. Two small all-reduces: the failing rank, then its message as 64-bit words.
+static int agree(Comm *world, int rc, CkErr *e, const char *what) {
+    int64_t who = rc != 0 ? comm_rank(world) : INT64_MAX;
+    comm_allreduce(world, &who, 1, COMM_I64, COMM_MIN, what);
+    if (who == INT64_MAX) return 0;
+    enum { WORDS = sizeof e->msg / sizeof(int64_t) };
+    int64_t words[WORDS] = {0};   // (WORDS) the message's bytes, from the failing rank alone (the others add zeros)
+    if (comm_rank(world) == who) memcpy(words, e->msg, sizeof words);
+    comm_allreduce(world, words, WORDS, COMM_I64, COMM_SUM, what);
+    memcpy(e->msg, words, sizeof e->msg);
+    e->msg[sizeof e->msg - 1] = 0;
+    return -1;
+}
+
+int ckpt_verify(const char *dir, Comm *world, CkErr *e) {
+    char mpath[4200];
+    fs_join(mpath, sizeof mpath, dir, "MANIFEST.json");
+    size_t len;
+    unsigned char *text = fs_read_file(mpath, &len, e);
+    int rc = -1, part = world ? comm_rank(world) : 0, parts = world ? comm_size(world) : 1;
+    if (!text && strstr(e->msg, "No such file")) ck_err(e, "%s: missing (the checkpoint is incomplete)", mpath);
+    if (text) rc = ckpt_verify_manifest_text(dir, (const char *)text, len, part, parts, e);
+    free(text);
+    return parts > 1 ? agree(world, rc, e, "checkpoint verification") : rc;
+}
+
 // A damaged step_N that a resume skipped is moved aside (never deleted) before the new step_N lands; a step_N
 // that passes its checks is never replaced (the resume that would reach it again is refused before it starts).
 static int move_aside(const char *final, CkErr *e) {
     CkErr why;
-    if (ckpt_verify(final, &why) == 0) {
+    if (ckpt_verify(final, NULL, &why) == 0) {
         ck_err(e, "%s: exists and is a valid checkpoint; refusing to replace it (resume from it, or train into a new "
                "--out)", final);
         return -1;
@@ -188,11 +216,8 @@ static int move_aside(const char *final, CkErr *e) {
     return -1;
 }
 
-static int write_files(const char *tmp, const CkptState *s, const GPT *m, const AdamW *opt, CkErr *e) {
-    if (write_model(tmp, m, s, e) != 0) return -1;
-    fs_kill_point(3);
-    if (opt && write_optim(tmp, m, opt, e) != 0) return -1;
-    fs_kill_point(5);
+// state.json, tokenizer.json and hf_meta.json (the writing rank's).
+static int write_text_files(const char *tmp, const CkptState *s, CkErr *e) {
     char path[4200];
     fs_join(path, sizeof path, tmp, "state.json");
     char *json = ckpt_state_json(s);
@@ -204,7 +229,17 @@ static int write_files(const char *tmp, const CkptState *s, const GPT *m, const 
     fs_join(path, sizeof path, tmp, "hf_meta.json");
     if (s->meta.json && fs_write_file(path, s->meta.json, s->meta.json_len, e) != 0) return -1;
     fs_kill_point(6);
-    if (ckpt_write_manifest(tmp, opt != NULL, s->tok.json != NULL, s->meta.json != NULL, e) != 0) return -1;   // last: it marks the files complete
+    return 0;
+}
+
+static int write_files(const char *tmp, const CkptState *s, const GPT *m, const AdamW *opt, CkErr *e) {
+    if (write_model(tmp, m, s, e) != 0) return -1;
+    fs_kill_point(3);
+    if (opt && write_optim(tmp, m, opt, e) != 0) return -1;
+    fs_kill_point(5);
+    if (write_text_files(tmp, s, e) != 0) return -1;
+    if (ckpt_write_manifest(tmp, true, opt != NULL, s->tok.json != NULL, s->meta.json != NULL, NULL, 0, e) != 0)
+        return -1;   // last: it marks the files complete
     fs_kill_point(7);
     return fs_fsync_dir(tmp, e);
 }
@@ -226,79 +261,158 @@ static int commit(const char *out, const char *tmp, const char *name, CkErr *e) 
     return 0;
 }
 
-int ckpt_save(const char *out, const CkptState *s, const GPT *m, const AdamW *opt, int keep, CkErr *e) {
-    fs_kill_begin_save();
+// Creates OUT (when needed) and OUT/step_N.tmp/ after removing what failed saves left; name and tmp get their names.
+static int begin_save(const char *out, const CkptState *s, char *name, size_t name_n, char *tmp, size_t tmp_n, CkErr *e) {
+    snprintf(name, name_n, "step_%08" PRId64, s->step);
+    snprintf(tmp, tmp_n, "%s/%s.tmp", out, name);
     if (mkdir(out, 0755) != 0 && errno != EEXIST) {
         ck_err(e, "%s: cannot create directory (%s)", out, strerror(errno));
         return -1;
     }
     if (ckpt_remove_stale_tmp(out, e) != 0) return -1;
-    char name[64], tmp[4200];
-    snprintf(name, sizeof name, "step_%08" PRId64, s->step);
-    snprintf(tmp, sizeof tmp, "%s/%s.tmp", out, name);
     if (mkdir(tmp, 0755) != 0) {
         ck_err(e, "%s: cannot create directory (%s)", tmp, strerror(errno));
         return -1;
     }
     fs_kill_point(1);
+    return 0;
+}
+
+// A failed save leaves nothing behind (a full disk stays as full as before it).
+static void abandon_save(const char *out, const char *tmp) {
+    CkErr ignored;
+    if (fs_is_dir(tmp, &ignored) == 1) fs_remove_flat_dir(tmp, &ignored);
+    char latest_tmp[4200];
+    fs_join(latest_tmp, sizeof latest_tmp, out, "LATEST.tmp");
+    unlink(latest_tmp);
+}
+
+static int save_unsharded(const char *out, const CkptState *s, const GPT *m, const AdamW *opt, int keep, CkErr *e) {
+    char name[64], tmp[4200];
+    if (begin_save(out, s, name, sizeof name, tmp, sizeof tmp, e) != 0) return -1;
     if (write_files(tmp, s, m, opt, e) != 0 || commit(out, tmp, name, e) != 0) {
-        CkErr ignored;   // a failed save leaves nothing behind (a full disk stays as full as before it)
-        if (fs_is_dir(tmp, &ignored) == 1) fs_remove_flat_dir(tmp, &ignored);
-        char latest_tmp[4200];
-        fs_join(latest_tmp, sizeof latest_tmp, out, "LATEST.tmp");
-        unlink(latest_tmp);
+        abandon_save(out, tmp);
         return -1;
     }
     fs_kill_point(12);
     return keep > 0 ? purge(out, keep, e) : 0;
 }
 
+// This rank's shard file, and its size and CRC32 read back from disk into *sum.
+static int write_own_shard(const char *tmp, const CkptState *s, const GPT *m, const AdamW *opt, CkptFileSum *sum, CkErr *e) {
+    ckpt_shard_name(sum->name, sizeof sum->name, opt->shard->rank, opt->shard->ranks);
+    char path[4200];
+    fs_join(path, sizeof path, tmp, sum->name);
+    if (ckpt_shard_write(tmp, m, opt, s->step, e) != 0) return -1;
+    return fs_crc32_file(path, &sum->crc32, &sum->size, e);
+}
+
+// Every rank's (size, crc32) of its shard file, on every rank: one all-reduce of 2·ranks words, each rank's own slot.
+static void gather_sums(Comm *world, const ShardLayout *L, const CkptFileSum *own, CkptFileSum *all) {
+    uint64_t *words = xcalloc((size_t)L->ranks * 2, sizeof(uint64_t), "shard file sums");   // (ranks, 2)
+    words[2 * L->rank] = own->size, words[2 * L->rank + 1] = own->crc32;
+    comm_allreduce(world, words, (size_t)L->ranks * 2, COMM_U64, COMM_SUM, "checkpoint shard sums");
+    for (int r = 0; r < L->ranks; r++) {
+        ckpt_shard_name(all[r].name, sizeof all[r].name, r, L->ranks);
+        all[r].size = words[2 * r], all[r].crc32 = (uint32_t)words[2 * r + 1];
+    }
+    free(words);
+}
+
+// Rank 0's part once every shard file is written: the manifest (every rank's sums), then the commit and --keep.
+static int finish_sharded(const char *out, const char *tmp, const char *name, const CkptState *s, const CkptFileSum *sums,
+                          int keep, CkErr *e) {
+    fs_kill_point(5);
+    if (ckpt_write_manifest(tmp, s->shard_level != SHARD_PARAMS, false, s->tok.json != NULL, s->meta.json != NULL, sums,
+                            s->shard_ranks, e) != 0)
+        return -1;
+    fs_kill_point(7);
+    if (fs_fsync_dir(tmp, e) != 0 || commit(out, tmp, name, e) != 0) return -1;
+    fs_kill_point(12);
+    return keep > 0 ? purge(out, keep, e) : 0;
+}
+
+// Every rank writes its shard file into rank 0's step_N.tmp/ (all ranks see one file system); no rank gathers the
+// model. Rank 0 writes the other files, the manifest with every rank's sums, and commits after all are written.
+static int save_sharded(const char *out, const CkptState *given, const GPT *m, const AdamW *opt, int keep, Comm *world,
+                        CkErr *e) {
+    const ShardLayout *L = opt->shard;
+    if (!world || comm_size(world) != L->ranks || comm_rank(world) != L->rank)
+        fail("internal: a sharded save over %d ranks needs the world of those ranks (rank %d)", L->ranks, L->rank);
+    CkptState s = *given;
+    s.shard_level = ckpt_shard_level(m, opt), s.shard_ranks = L->ranks;
+    bool writer = L->rank == 0;
+    char name[64], tmp[4200];
+    int rc = writer ? begin_save(out, &s, name, sizeof name, tmp, sizeof tmp, e) : 0;
+    if (agree(world, rc, e, "checkpoint save") != 0) return -1;   // (rank 0 made nothing it must remove)
+    snprintf(name, sizeof name, "step_%08" PRId64, s.step);
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp", out, name);
+    CkptFileSum own = {{0}}, *sums = xcalloc((size_t)L->ranks, sizeof *sums, "shard file sums");
+    if (writer && s.shard_level != SHARD_PARAMS) rc = write_model(tmp, m, &s, e);   // the weights are whole on every rank
+    if (rc == 0) fs_kill_point(3);
+    if (rc == 0) rc = write_own_shard(tmp, &s, m, opt, &own, e);
+    if (rc == 0 && writer) rc = write_text_files(tmp, &s, e);
+    if (agree(world, rc, e, "checkpoint save") == 0) {
+        gather_sums(world, L, &own, sums);
+        rc = writer ? finish_sharded(out, tmp, name, &s, sums, keep, e) : 0;
+        rc = agree(world, rc, e, "checkpoint commit");   // the others wait for rank 0's commit
+    } else rc = -1;
+    if (rc != 0 && writer) abandon_save(out, tmp);   // (a failure after the rename leaves no tmp: nothing to remove)
+    free(sums);
+    return rc;
+}
+
+int ckpt_save(const char *out, const CkptState *s, const GPT *m, const AdamW *opt, int keep, Comm *world, CkErr *e) {
+    fs_kill_begin_save();
+    if (opt && opt->shard) return save_sharded(out, s, m, opt, keep, world, e);
+    CkptState st = *s;
+    st.shard_level = SHARD_NONE, st.shard_ranks = 0;
+    return save_unsharded(out, &st, m, opt, keep, e);
+}
+
 // ---- finding and loading -----------------------------------------------------------------------
 
-int ckpt_find_latest(const char *out, char *dir, size_t n, CkErr *e) {
+int ckpt_find_latest(const char *out, char *dir, size_t n, Comm *world, CkErr *e) {
     if (fs_is_dir(out, e) != 1) return fs_is_dir(out, e) == 0 ? 0 : -1;
     int64_t *steps;
     int count = list_steps(out, &steps, e);
     if (count <= 0) return count;
-    char path[4200], reasons[1024] = "";
+    char path[4200], (*why)[sizeof e->msg] = xcalloc((size_t)count, sizeof *why, "checkpoint problems");   // (count)
     int found = -1;
-    for (int i = count - 1; i >= 0 && found < 0; i--) {
+    for (int i = count - 1; i >= 0 && found < 0; i--) {   // (a collective with world: every rank the same steps)
         snprintf(path, sizeof path, "%s/step_%08" PRId64, out, steps[i]);
-        CkErr why;
-        if (ckpt_verify(path, &why) == 0) {
+        CkErr bad;
+        if (ckpt_verify(path, world, &bad) == 0) {
             snprintf(dir, n, "%s", path);
             found = i;
         } else {
-            snprintf(reasons, sizeof reasons, "%s", why.msg);
+            memcpy(why[i], bad.msg, sizeof bad.msg);
         }
     }
     // One line per damaged newer checkpoint, each naming the one used instead (never silently an older step).
-    for (int i = count - 1; found >= 0 && i > found && log_rank() == 0; i--) {
-        snprintf(path, sizeof path, "%s/step_%08" PRId64, out, steps[i]);
-        CkErr why;
-        ckpt_verify(path, &why);
-        fprintf(stderr, "ringgpt: warning: skipping checkpoint %s: %s; using %s (step %" PRId64 ") instead\n", path, why.msg,
-                dir, steps[found]);
-    }
+    for (int i = count - 1; found >= 0 && i > found && log_rank() == 0; i--)
+        fprintf(stderr, "ringgpt: warning: skipping checkpoint %s/step_%08" PRId64 ": %s; using %s (step %" PRId64 ") instead\n",
+                out, steps[i], why[i], dir, steps[found]);
+    if (found < 0) ck_err(e, "%s: none of the %d checkpoints is valid (last problem: %s)", out, count, why[0]);
+    free(why);
     free(steps);
-    if (found < 0) ck_err(e, "%s: none of the %d checkpoints is valid (last problem: %s)", out, count, reasons);
     return found >= 0 ? 1 : -1;
 }
 
-int ckpt_newer_valid(const char *out, int64_t step, char *dir, size_t n) {
+int ckpt_newer_valid(const char *out, int64_t step, char *dir, size_t n, Comm *world) {
     CkErr e;
     int64_t *steps;
     int count = list_steps(out, &steps, &e), found = 0;
     for (int i = count - 1; i >= 0 && !found; i--) {
         if (steps[i] <= step) break;
         snprintf(dir, n, "%s/step_%08" PRId64, out, steps[i]);
-        found = ckpt_verify(dir, &e) == 0;
+        found = ckpt_verify(dir, world, &e) == 0;
     }
     free(steps);
     return found;
 }
 
-void ckpt_resolve(const char *path, char *dir, size_t n) {
+void ckpt_resolve(const char *path, char *dir, size_t n, Comm *world) {
     char manifest[4200], state[4200], model[4200];
     fs_join(manifest, sizeof manifest, path, "MANIFEST.json");
     fs_join(state, sizeof state, path, "state.json");
@@ -306,76 +420,37 @@ void ckpt_resolve(const char *path, char *dir, size_t n) {
     CkErr e;
     struct stat st;
     if (stat(manifest, &st) == 0 || stat(state, &st) == 0 || stat(model, &st) == 0) {   // a step directory
-        if (ckpt_verify(path, &e) != 0) fail_usage("%s", e.msg);
+        if (ckpt_verify(path, world, &e) != 0) fail_usage("%s", e.msg);
         snprintf(dir, n, "%s", path);
         return;
     }
-    int rc = ckpt_find_latest(path, dir, n, &e);
+    int rc = ckpt_find_latest(path, dir, n, world, &e);
     if (rc < 0) fail_usage("%s", e.msg);
     if (rc == 0)
         fail_usage("%s: not a checkpoint (no MANIFEST.json) and holds no step_* checkpoints; give a step directory or "
                    "a training --out directory", path);
 }
 
-int ckpt_load_tensors(const StFile *f, const ParamTable *t, const char *prefix, real *buffer, CkErr *e) {
-    char name[128];
-    for (const ParamSpec *p = t->specs; p < t->specs + t->count; p++) {
-        snprintf(name, sizeof name, "%s%s", prefix, p->name);
-        const StEntry *x = st_find(f, name);
-        if (!x) {
-            ck_err(e, "%s: tensor '%s' is missing (the checkpoint was made for a different model shape?)", f->path, name);
-            return -1;
-        }
-        bool same = x->ndim == p->ndim && x->shape[0] == p->shape[0] && (p->ndim == 1 || x->shape[1] == p->shape[1]);
-        if (!same) {
-            ck_err(e, "%s: tensor '%s' has shape (%" PRId64 "%s%" PRId64 ") but the model expects (%" PRId64 "%s%" PRId64
-                   "); check --model/--dim/--layers/--heads/--kv-heads/--ffn-dim", f->path, name, x->shape[0],
-                   x->ndim > 1 ? ", " : "", x->ndim > 1 ? x->shape[1] : (int64_t)0, p->shape[0], p->ndim > 1 ? ", " : "",
-                   p->ndim > 1 ? p->shape[1] : (int64_t)0);
-            return -1;
-        }
-        if (st_read(f, x, buffer + p->offset, e) != 0) return -1;
+// Buffer b of the checkpoint into dst (a backend buffer): the whole parameter buffer, or (layout set) this rank's slices,
+// unit by unit at local_off, each read from whichever files hold it.
+static int load_buffer(CkptReader *r, CkptBuffer b, const GPT *m, const ShardLayout *layout, real *dst, CkErr *e) {
+    size_t n = layout ? layout->local_total : m->table.total;
+    real *host = xmalloc(n * sizeof(real) + 1, "checkpoint tensors");   // (n) host staging
+    int rc = layout ? 0 : ckpt_reader_read(r, b, 0, n, host, e);
+    for (int u = 0; layout && u < layout->n_units && rc == 0; u++) {
+        size_t len, first = shard_slice(layout, u, layout->rank, &len);
+        rc = ckpt_reader_read(r, b, first, len, host + layout->local_off[u], e);
     }
-    return 0;
-}
-
-// Every tensor of f whose name starts with prefix must belong to the table (e.g. no lm_head for a tied model).
-static int check_no_extra(const StFile *f, const ParamTable *t, const char *prefix, CkErr *e) {
-    size_t pl = strlen(prefix);
-    for (int i = 0; i < f->n; i++) {
-        const char *name = f->entries[i].name;
-        if (strncmp(name, prefix, pl) != 0 || params_find(t, name + pl)) continue;
-        ck_err(e, "%s: tensor '%s' has no place in this model (tied vs untied embeddings, or another layer count?)",
-               f->path, name);
-        return -1;
-    }
-    return 0;
-}
-
-// Reads parameter-shaped buffers (one per prefix) from dir/file and copies them to the backend buffers dst.
-static int load_buffers(const char *dir, const char *file, const GPT *m, int n, const char *const *prefix, real **dst,
-                        CkErr *e) {
-    char path[4200];
-    fs_join(path, sizeof path, dir, file);
-    StFile f;
-    if (st_open(&f, path, e) != 0) return -1;
-    size_t bytes = m->table.total * sizeof(real);
-    real *host = xmalloc(bytes, "checkpoint tensors");
-    int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
-        rc = ckpt_load_tensors(&f, &m->table, prefix[i], host, e);
-        if (rc == 0) rc = check_no_extra(&f, &m->table, prefix[i], e);
-        if (rc == 0) m->be->to_device(dst[i], host, bytes);
-    }
+    if (rc == 0) m->be->to_device(dst, host, n * sizeof(real));
     free(host);
-    st_close(&f);
     return rc;
 }
 
-int ckpt_load_model(const char *dir, GPT *m, CkErr *e) {
-    const char *prefix[] = {""};
-    real *dst[] = {m->params};
-    return load_buffers(dir, "model.safetensors", m, 1, prefix, dst, e);
+int ckpt_load_model(const char *dir, const CkptState *s, GPT *m, CkErr *e) {
+    CkptReader *r = ckpt_reader_open(dir, s, m);
+    int rc = load_buffer(r, CKPT_WEIGHTS, m, m->shard_level == SHARD_PARAMS ? m->shard : NULL, m->params, e);
+    ckpt_reader_close(r);
+    return rc;
 }
 
 int ckpt_load_optim(const char *dir, const CkptState *s, const GPT *m, AdamW *opt, CkErr *e) {
@@ -384,9 +459,11 @@ int ckpt_load_optim(const char *dir, const CkptState *s, const GPT *m, AdamW *op
                "--init-from to start a run from it", dir, s->kind);
         return -1;
     }
-    const char *prefix[] = {"m.", "v."};
-    real *dst[] = {opt->m, opt->v};
-    if (load_buffers(dir, "optim.safetensors", m, 2, prefix, dst, e) != 0) return -1;
+    CkptReader *r = ckpt_reader_open(dir, s, m);
+    int rc = load_buffer(r, CKPT_MOMENT1, m, opt->shard, opt->m, e);
+    if (rc == 0) rc = load_buffer(r, CKPT_MOMENT2, m, opt->shard, opt->v, e);
+    ckpt_reader_close(r);
+    if (rc != 0) return -1;
     opt->step = s->adamw_step;
     return 0;
 }

@@ -76,10 +76,36 @@ static void add_whole(cJSON *o, const char *name, uint64_t v) {
     cJSON_AddRawToObject(o, name, digits);
 }
 
+// "shard": the level and the rank count (with the model they fix every unit and slice: model/shard.h).
+static void add_shard(cJSON *o, const CkptState *s) {
+    cJSON_AddStringToObject(o, "level", shard_level_name(s->shard_level));
+    cJSON_AddNumberToObject(o, "ranks", s->shard_ranks);
+}
+
+// Shard file names: "shard_00003_of_00008.safetensors" (5 digits each).
+void ckpt_shard_name(char *out, size_t n, int rank, int ranks) {
+    snprintf(out, n, "shard_%05d_of_%05d.safetensors", rank, ranks);
+}
+
+static bool digits5(const char *s, int *v) {
+    *v = 0;
+    for (int i = 0; i < 5; i++) {
+        if (s[i] < '0' || s[i] > '9') return false;
+        *v = *v * 10 + (s[i] - '0');
+    }
+    return true;
+}
+
+bool ckpt_shard_parse_name(const char *name, int *rank, int *ranks) {
+    return strlen(name) == 32 && strncmp(name, "shard_", 6) == 0 && digits5(name + 6, rank) &&
+           strncmp(name + 11, "_of_", 4) == 0 && digits5(name + 15, ranks) && strcmp(name + 20, ".safetensors") == 0 &&
+           *rank < *ranks;
+}
+
 char *ckpt_state_json(const CkptState *s) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "format", CKPT_FORMAT);
-    cJSON_AddNumberToObject(root, "version", CKPT_VERSION);
+    cJSON_AddNumberToObject(root, "version", s->shard_ranks > 0 ? CKPT_VERSION : CKPT_VERSION_UNSHARDED);
     cJSON_AddStringToObject(root, "kind", s->kind);
     cJSON_AddNumberToObject(root, "step", (double)s->step);
     cJSON_AddNumberToObject(root, "adamw_step", s->adamw_step);
@@ -101,6 +127,7 @@ char *ckpt_state_json(const CkptState *s) {
     cJSON *layout = cJSON_AddObjectToObject(root, "layout");
     cJSON_AddNumberToObject(layout, "dp", s->dp);
     cJSON_AddNumberToObject(layout, "sp", s->sp);
+    if (s->shard_ranks > 0) add_shard(cJSON_AddObjectToObject(root, "shard"), s);
     cJSON_AddStringToObject(root, "init_from", s->init_from);
     cJSON_AddStringToObject(root, "dtype", st_dtype_name(CKPT_REAL_DTYPE));
     char *text = cJSON_Print(root);
@@ -241,6 +268,24 @@ static void parse_run(Reader *r, const cJSON *o, CkptRun *x) {
     str(r, o, "run", "data", x->data, sizeof x->data);
 }
 
+// Version 2 has "shard" (its level and rank count), version 1 none.
+static void parse_shard(Reader *r, const cJSON *o, CkptState *s) {
+    if (r->bad || (!o && s->version == CKPT_VERSION_UNSHARDED)) return;
+    if (!cJSON_IsObject(o) || s->version != CKPT_VERSION) {
+        ck_err(r->e, "%s: field shard is %s in a version %d checkpoint (damaged?)", r->path,
+               !o ? "missing" : cJSON_IsObject(o) ? "present" : "not an object", s->version);
+        r->bad = 1;
+        return;
+    }
+    char level[16] = "";
+    str(r, o, "shard", "level", level, sizeof level);
+    s->shard_ranks = (int)whole(r, o, "shard", "ranks", 1, 99999);
+    if (!r->bad && (!shard_level_parse(level, &s->shard_level) || s->shard_level == SHARD_NONE)) {
+        ck_err(r->e, "%s: field shard.level is '%s', expected optim, grads or params", r->path, level);
+        r->bad = 1;
+    }
+}
+
 int ckpt_state_parse(const char *text, const char *path, CkptState *s, CkErr *e) {
     memset(s, 0, sizeof *s);
     cJSON *root = cJSON_Parse(text);
@@ -257,9 +302,9 @@ int ckpt_state_parse(const char *text, const char *path, CkptState *s, CkErr *e)
         ck_err(e, "%s: field format is '%s', expected '%s'", path, format, CKPT_FORMAT);
         r.bad = 1;
     }
-    if (!r.bad && s->version != CKPT_VERSION) {
-        ck_err(e, "%s: field version is %d; this ringgpt reads checkpoint version %d (convert it or use a matching ringgpt)",
-               path, s->version, CKPT_VERSION);
+    if (!r.bad && (s->version < CKPT_VERSION_UNSHARDED || s->version > CKPT_VERSION)) {
+        ck_err(e, "%s: field version is %d; this ringgpt reads checkpoint versions %d and %d (use a matching ringgpt)",
+               path, s->version, CKPT_VERSION_UNSHARDED, CKPT_VERSION);
         r.bad = 1;
     }
     str(&r, root, "", "kind", s->kind, sizeof s->kind);
@@ -281,6 +326,7 @@ int ckpt_state_parse(const char *text, const char *path, CkptState *s, CkErr *e)
         str(&r, root, "", "init_from", s->init_from, sizeof s->init_from);
         parse_tokenizer(&r, tok, &s->tok);
         parse_meta(&r, meta, &s->meta);
+        parse_shard(&r, cJSON_GetObjectItemCaseSensitive(root, "shard"), s);
     }
     if (!r.bad && strcmp(s->kind, "train") != 0 && strcmp(s->kind, "weights") != 0) {
         ck_err(e, "%s: field kind is '%s', expected 'train' or 'weights'", path, s->kind);
@@ -303,13 +349,25 @@ int ckpt_read_state(const char *dir, CkptState *s, CkErr *e) {
 
 // ---- manifest ----------------------------------------------------------------------------------
 
-int ckpt_write_manifest(const char *tmp, bool with_optim, bool with_tokenizer, bool with_meta, CkErr *e) {
+static void add_file(cJSON *files, const char *name, uint64_t size, uint32_t crc) {
+    char hex[16];
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddStringToObject(f, "name", name);
+    cJSON_AddNumberToObject(f, "size", (double)size);
+    snprintf(hex, sizeof hex, "%08x", crc);
+    cJSON_AddStringToObject(f, "crc32", hex);
+    cJSON_AddItemToArray(files, f);
+}
+
+int ckpt_write_manifest(const char *tmp, bool with_model, bool with_optim, bool with_tokenizer, bool with_meta,
+                        const CkptFileSum *shards, int n_shards, CkErr *e) {
     cJSON *root = cJSON_CreateObject(), *files = cJSON_CreateArray();
     cJSON_AddStringToObject(root, "format", CKPT_FORMAT);
-    cJSON_AddNumberToObject(root, "version", CKPT_VERSION);
+    cJSON_AddNumberToObject(root, "version", n_shards > 0 ? CKPT_VERSION : CKPT_VERSION_UNSHARDED);
     cJSON_AddItemToObject(root, "files", files);
-    char path[4200], hex[16];
+    char path[4200];
     for (size_t i = 0; i < sizeof CKPT_FILES / sizeof CKPT_FILES[0]; i++) {
+        if (!with_model && strcmp(CKPT_FILES[i], "model.safetensors") == 0) continue;
         if (!with_optim && strcmp(CKPT_FILES[i], "optim.safetensors") == 0) continue;
         if (!with_tokenizer && strcmp(CKPT_FILES[i], "tokenizer.json") == 0) continue;
         if (!with_meta && strcmp(CKPT_FILES[i], "hf_meta.json") == 0) continue;
@@ -320,13 +378,9 @@ int ckpt_write_manifest(const char *tmp, bool with_optim, bool with_tokenizer, b
             cJSON_Delete(root);
             return -1;
         }
-        cJSON *f = cJSON_CreateObject();
-        cJSON_AddStringToObject(f, "name", CKPT_FILES[i]);
-        cJSON_AddNumberToObject(f, "size", (double)size);
-        snprintf(hex, sizeof hex, "%08x", crc);
-        cJSON_AddStringToObject(f, "crc32", hex);
-        cJSON_AddItemToArray(files, f);
+        add_file(files, CKPT_FILES[i], size, crc);
     }
+    for (int i = 0; i < n_shards; i++) add_file(files, shards[i].name, shards[i].size, shards[i].crc32);
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     fs_join(path, sizeof path, tmp, "MANIFEST.json");
@@ -337,9 +391,10 @@ int ckpt_write_manifest(const char *tmp, bool with_optim, bool with_tokenizer, b
 }
 
 static bool is_ckpt_file(const char *name) {
+    int rank, ranks;
     for (size_t i = 0; i < sizeof CKPT_FILES / sizeof CKPT_FILES[0]; i++)
         if (strcmp(CKPT_FILES[i], name) == 0) return true;
-    return false;
+    return ckpt_shard_parse_name(name, &rank, &ranks);
 }
 
 // Exactly 8 lowercase hex digits, as the writer prints them (a case flip must not pass).
@@ -349,7 +404,8 @@ static bool is_crc_text(const char *s) {
     return s[8] == 0;
 }
 
-static int verify_entry(const char *dir, const char *mpath, const cJSON *f, int i, CkErr *e) {
+// Files[i]'s record; with bytes, also the file's size and CRC32 against it.
+static int verify_entry(const char *dir, const char *mpath, const cJSON *f, int i, bool bytes_too, CkErr *e) {
     char where[32], why[256];
     snprintf(where, sizeof where, "files[%d]", i);
     if (json_check_keys(f, MANIFEST_FILE_KEYS, sizeof MANIFEST_FILE_KEYS / sizeof MANIFEST_FILE_KEYS[0], where, why,
@@ -365,6 +421,7 @@ static int verify_entry(const char *dir, const char *mpath, const cJSON *f, int 
                "manifest is damaged", mpath, i);
         return -1;
     }
+    if (!bytes_too) return 0;
     char path[4200];
     fs_join(path, sizeof path, dir, name->valuestring);
     uint32_t got;
@@ -397,9 +454,9 @@ static cJSON *parse_manifest(const char *mpath, const char *text, size_t len, Ck
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
     if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, CKPT_FORMAT) != 0) {
         ck_err(e, "%s: field format is not \"%s\" (damaged, or not a ringgpt checkpoint)", mpath, CKPT_FORMAT);
-    } else if (!cJSON_IsNumber(ver) || ver->valuedouble != CKPT_VERSION) {
-        ck_err(e, "%s: field version is %g; this ringgpt reads version %d", mpath, cJSON_IsNumber(ver) ? ver->valuedouble : -1.0,
-               CKPT_VERSION);
+    } else if (!cJSON_IsNumber(ver) || (ver->valuedouble != CKPT_VERSION && ver->valuedouble != CKPT_VERSION_UNSHARDED)) {
+        ck_err(e, "%s: field version is %g; this ringgpt reads versions %d and %d", mpath,
+               cJSON_IsNumber(ver) ? ver->valuedouble : -1.0, CKPT_VERSION_UNSHARDED, CKPT_VERSION);
     } else if (!cJSON_IsArray(files)) {
         ck_err(e, "%s: field files is not a list (the manifest is damaged)", mpath);
     } else {
@@ -409,16 +466,17 @@ static cJSON *parse_manifest(const char *mpath, const char *text, size_t len, Ck
     return NULL;
 }
 
-int ckpt_verify_manifest_text(const char *dir, const char *text, size_t len, CkErr *e) {
+int ckpt_verify_manifest_text(const char *dir, const char *text, size_t len, int part, int parts, CkErr *e) {
     char mpath[4200];
     fs_join(mpath, sizeof mpath, dir, "MANIFEST.json");
     cJSON *root = parse_manifest(mpath, text, len, e);
     if (!root) return -1;
     const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
     bool have_model = false, have_state = false;
-    int i = 0, rc = 0;
+    int i = 0, rc = 0, shards = 0, ranks = 0, rank, n;
+    bool mixed = false;   // shard files of two rank counts
     for (const cJSON *f = files->child; f && rc == 0; f = f->next, i++) {
-        rc = verify_entry(dir, mpath, f, i, e);
+        rc = verify_entry(dir, mpath, f, i, i % parts == part, e);
         const char *name = rc == 0 ? cJSON_GetObjectItemCaseSensitive(f, "name")->valuestring : "";
         for (const cJSON *g = files->child; rc == 0 && g != f; g = g->next)
             if (strcmp(cJSON_GetObjectItemCaseSensitive(g, "name")->valuestring, name) == 0) {
@@ -427,25 +485,26 @@ int ckpt_verify_manifest_text(const char *dir, const char *text, size_t len, CkE
             }
         if (rc == 0 && strcmp(name, "model.safetensors") == 0) have_model = true;
         if (rc == 0 && strcmp(name, "state.json") == 0) have_state = true;
+        if (rc == 0 && ckpt_shard_parse_name(name, &rank, &n)) {
+            mixed |= shards++ > 0 && n != ranks;
+            ranks = n;
+        }
     }
-    if (rc == 0 && (!have_model || !have_state)) {
-        ck_err(e, "%s: does not list %s", mpath, have_model ? "state.json" : "model.safetensors");
+    // A sharded checkpoint (version 2) lists the files of ranks 0 .. N-1 of one N (each once: no name twice); the
+    // weights are in model.safetensors unless they were sharded too (state.json's shard.level: the loader checks).
+    double version = cJSON_GetObjectItemCaseSensitive(root, "version")->valuedouble;
+    if (rc == 0 && mixed) {
+        ck_err(e, "%s: lists shard files of two rank counts (the manifest is damaged)", mpath);
+        rc = -1;
+    } else if (rc == 0 && (shards != ranks || (shards > 0) != (version == CKPT_VERSION))) {
+        ck_err(e, "%s: lists %d shard files of %d ranks in a version %g manifest (the checkpoint is damaged or incomplete)",
+               mpath, shards, ranks, version);
+        rc = -1;
+    } else if (rc == 0 && ((!have_model && !shards) || !have_state)) {
+        ck_err(e, "%s: does not list %s", mpath, have_state ? "model.safetensors" : "state.json");
         rc = -1;
     }
     cJSON_Delete(root);
     return rc;
 }
 
-int ckpt_verify(const char *dir, CkErr *e) {
-    char mpath[4200];
-    fs_join(mpath, sizeof mpath, dir, "MANIFEST.json");
-    size_t len;
-    unsigned char *text = fs_read_file(mpath, &len, e);
-    if (!text) {
-        if (strstr(e->msg, "No such file")) ck_err(e, "%s: missing (the checkpoint is incomplete)", mpath);
-        return -1;
-    }
-    int rc = ckpt_verify_manifest_text(dir, (const char *)text, len, e);
-    free(text);
-    return rc;
-}

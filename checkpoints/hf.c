@@ -187,7 +187,7 @@ int hf_weights_open(const char *dir, const ModelConfig *c, const ParamTable *t, 
 int hf_weights_fill(const void *ctx, int i, real *dst, CkErr *e) {
     const HfWeights *w = ctx;
     const ParamSpec *p = &w->table->specs[i];
-    if (st_read(&w->files[w->file[i]], w->entry[i], dst, e) != 0) return -1;
+    if (st_read(&w->files[w->file[i]], w->entry[i], 0, w->entry[i]->numel, dst, e) != 0) return -1;
     int heads = rope_heads(&w->cfg, p->name);
     if (heads) hf_permute_rope_rows(dst, heads, cfg_head_dim(&w->cfg), w->cfg.dim, false);
     return 0;
@@ -202,23 +202,37 @@ void hf_weights_close(HfWeights *w) {
     free(w);
 }
 
+// Table tensor i (its values in t) into this rank's slices of the weights (host, layout L's local buffer): the parts
+// of each unit's slice that the tensor overlaps.
+static void scatter_slices(const ShardLayout *L, const ParamSpec *p, const real *t, real *local) {
+    for (int u = 0; u < L->n_units; u++) {
+        size_t len, first = shard_slice(L, u, L->rank, &len);
+        size_t a = first > p->offset ? first : p->offset, z = first + len < p->offset + p->numel ? first + len : p->offset + p->numel;
+        if (a < z) memcpy(local + L->local_off[u] + (a - first), t + (a - p->offset), (z - a) * sizeof(real));
+    }
+}
+
 // Tensor by tensor: on the CPU backend straight into the parameters, else through one tensor's staging buffer;
-// st_open reads only what is asked for, so the model is held once.
+// st_open reads only what is asked for, so the model is held once. At SHARD_PARAMS each tensor passes through the
+// staging buffer into this rank's slices (the q/k row permutation needs the whole tensor).
 int hf_load_weights(const char *dir, GPT *m, CkErr *e) {
     HfWeights *w;
     if (hf_weights_open(dir, &m->cfg, &m->table, &w, e) != 0) return -1;
-    bool host = m->be == &BACKEND_CPU;
+    const ShardLayout *L = m->shard_level == SHARD_PARAMS ? m->shard : NULL;
+    bool host = m->be == &BACKEND_CPU && !L;
+    real *local = L ? xcalloc(L->local_total + 1, sizeof(real), "this rank's imported slices") : NULL;   // (local_total)
     int rc = 0;
     for (int i = 0; rc == 0 && i < m->table.count; i++) {
         const ParamSpec *p = &m->table.specs[i];
         size_t bytes = p->numel * sizeof(real);
         real *dst = host ? m->params + p->offset : xmalloc(bytes, "one imported tensor");   // (numel)
         rc = hf_weights_fill(w, i, dst, e);
-        if (!host) {
-            if (rc == 0) m->be->to_device(m->params + p->offset, dst, bytes);
-            free(dst);
-        }
+        if (rc == 0 && L) scatter_slices(L, p, dst, local);
+        else if (rc == 0 && !host) m->be->to_device(m->params + p->offset, dst, bytes);
+        if (!host) free(dst);
     }
+    if (rc == 0 && L) m->be->to_device(m->params, local, L->local_total * sizeof(real));
+    free(local);
     hf_weights_close(w);
     return rc;
 }

@@ -21,7 +21,8 @@ int hf_read_config(const char *dir, ModelConfig *c, int *max_pos, CkErr *e);
 int hf_parse_config(const char *text, size_t len, const char *path, ModelConfig *c, int *max_pos, CkErr *e);
 // Loads the weights of an HF directory (model.safetensors, or shards listed in
 // model.safetensors.index.json; F32/BF16/F16) into m, whose table fixes the expected shapes;
-// q/k rows go from HF's rotate-half order back to ringgpt's interleaved pairs.
+// q/k rows go from HF's rotate-half order back to ringgpt's interleaved pairs. At SHARD_PARAMS (m->shard) m->params
+// gets this rank's slices only.
 int hf_load_weights(const char *dir, GPT *m, CkErr *e);
 // Writes dir/config.json and dir/model.safetensors (HF names, rotate-half q/k rows) for model m.
 // dtype ST_F32 or ST_BF16. max_pos is max_position_embeddings; bos / eos (-1: none) the tokenizer's ids.

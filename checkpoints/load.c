@@ -20,14 +20,14 @@ void load_model(const char *path, GPT *m, float rope_theta, CkptState *state, ch
         if (hf_read_config(path, &c, &max_pos, &e) != 0) fail_usage("%s", e.msg);
         s.run.seq_len = max_pos;
     } else {
-        ckpt_resolve(path, dir, sizeof dir);
+        ckpt_resolve(path, dir, sizeof dir, NULL);
         snprintf(used, n, "%s", dir);
         if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("%s", e.msg);
         c = s.model;
     }
     if (rope_theta > 0) c.rope_theta = rope_theta;
     gpt_init(m, &c, &BACKEND_CPU, 0);
-    if ((hf ? hf_load_weights(path, m, &e) : ckpt_load_model(dir, m, &e)) != 0) fail_usage("%s", e.msg);
+    if ((hf ? hf_load_weights(path, m, &e) : ckpt_load_model(dir, &s, m, &e)) != 0) fail_usage("%s", e.msg);
     if (state) *state = s;
 }
 

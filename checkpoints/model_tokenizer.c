@@ -120,11 +120,20 @@ static void ckpt_tokenizer(const char *dir, const ModelConfig *c, const CkptToke
     t->add_bos = r->add_bos;
 }
 
+// The step directory of a checkpoint path: the path itself when it is one (load_model's `used`, a resume's or
+// --init-from's directory: verified there, not read again), else the newest valid step of a run directory.
+static void step_dir(const char *path, char *dir, size_t n) {
+    char manifest[4200];
+    fs_join(manifest, sizeof manifest, path, "MANIFEST.json");
+    if (access(manifest, F_OK) == 0) snprintf(dir, n, "%s", path);
+    else ckpt_resolve(path, dir, n, NULL);
+}
+
 void model_tokenizer(const char *path, const ModelConfig *c, const CkptState *s, Tokenizer *t) {
     char dir[4200];
     if (hf_is_dir(path)) hf_tokenizer(path, c, t);
     else {
-        ckpt_resolve(path, dir, sizeof dir);
+        step_dir(path, dir, sizeof dir);
         ckpt_tokenizer(dir, c, &s->tok, t);
     }
     if (t->vocab_size > (uint32_t)c->vocab_size)
@@ -219,7 +228,7 @@ char *model_meta(const char *path, const CkptState *s, const Tokenizer *t, CkptM
     m->json = NULL, m->json_len = 0;
     if (!m->has_file) return NULL;
     char dir[4200], file[4200];
-    ckpt_resolve(path, dir, sizeof dir);
+    step_dir(path, dir, sizeof dir);
     fs_join(file, sizeof file, dir, "hf_meta.json");
     size_t len;
     char *text = (char *)fs_read_file(file, &len, &e);

@@ -7,7 +7,8 @@
 #include "data/tokenizer.h"
 
 // The tokenizer of the model at path (a step or run directory, or an HF directory), whose state
-// (NULL for HF) and config were read by infer_load. A checkpoint: state.json's tokenizer and its
+// (NULL for HF) and config were read by infer_load. A step directory is taken as its caller verified it (load_model's
+// `used`, a resume's directory); a run directory is resolved to its newest valid step. A checkpoint: state.json's tokenizer and its
 // tokenizer.json; an HF directory: tokenizer.json with eos/bos from config.json and tokenizer_config.json.
 // A model with neither is byte260 when its vocab is 260, else known by vocab only (id "unknown").
 // Fails with one line naming the file when a recorded tokenizer is missing, damaged or too large.

@@ -327,15 +327,21 @@ static void convert(StDtype dtype, const unsigned char *src, size_t n, real *dst
     }
 }
 
-int st_read(const StFile *f, const StEntry *t, real *dst, CkErr *e) {
-    size_t n = (size_t)t->numel, es = st_dtype_size(t->dtype);
+int st_read(const StFile *f, const StEntry *t, uint64_t first, uint64_t count, real *dst, CkErr *e) {
+    size_t n = (size_t)count, es = st_dtype_size(t->dtype);
     if (t->dtype == ST_OTHER) {
         ck_err(e, "%s: tensor '%s': dtype %s is not supported (use F32, BF16, F16 or F64)", f->path, t->name,
                t->dtype_name);
         return -1;
     }
+    if (first > t->numel || count > t->numel - first) {
+        ck_err(e, "%s: tensor '%s': values [%" PRIu64 ", +%" PRIu64 ") are past its %" PRIu64 " (internal)", f->path, t->name,
+               first, count, t->numel);
+        return -1;
+    }
+    uint64_t at = f->data_start + t->begin + first * es;   // the range's first byte in the file
     if (f->fd < 0) {   // the whole file is in memory (st_parse)
-        convert(t->dtype, f->bytes + f->data_start + t->begin, n, dst);
+        convert(t->dtype, f->bytes + at, n, dst);
         return 0;
     }
     enum { READ_CHUNK = 1 << 20 };   // values per read: the staging buffer stays small (at most 8 MB)
@@ -347,7 +353,7 @@ int st_read(const StFile *f, const StEntry *t, real *dst, CkErr *e) {
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i += READ_CHUNK) {
         size_t k = n - i < READ_CHUNK ? n - i : READ_CHUNK;
-        rc = pread_full(f->fd, buf, k * es, f->data_start + t->begin + i * es, f->path, e);
+        rc = pread_full(f->fd, buf, k * es, at + i * es, f->path, e);
         if (rc == 0) convert(t->dtype, buf, k, dst + i);
     }
     free(buf);

@@ -47,8 +47,9 @@ int st_open(StFile *f, const char *path, CkErr *e);
 int st_parse(StFile *f, unsigned char *bytes, size_t size, const char *path, CkErr *e);
 void st_close(StFile *f);
 const StEntry *st_find(const StFile *f, const char *name);
-// Converts a tensor of a supported dtype (F32, F64, BF16, F16) into dst (numel values).
-int st_read(const StFile *f, const StEntry *t, real *dst, CkErr *e);
+// Converts values [first, first + count) of a tensor (flat, row-major) of a supported dtype (F32, F64, BF16, F16)
+// into dst (count values); only those bytes are read (a rank reads its slice of a checkpoint, not the file).
+int st_read(const StFile *f, const StEntry *t, uint64_t first, uint64_t count, real *dst, CkErr *e);
 
 // Produces tensor `index`'s values on demand (numel of them into dst): 0, or -1 with e.
 typedef int (*StFill)(const void *ctx, int index, real *dst, CkErr *e);

@@ -79,7 +79,7 @@ static int resolve(const char *path, CkptSummary *s, CkErr *e) {
     int rc = latest_dir(path, s->dir, sizeof s->dir, e);
     if (rc != 0) return rc < 0 ? -1 : 0;
     s->latest_missing = true;
-    if (ckpt_newer_valid(path, -1, s->dir, sizeof s->dir)) return 0;
+    if (ckpt_newer_valid(path, -1, s->dir, sizeof s->dir, NULL)) return 0;
     ck_err(e, "%s: no LATEST and none of its %d step directories verifies; the run has no usable checkpoint", path,
            s->run_checkpoints);
     return -1;
@@ -88,7 +88,7 @@ static int resolve(const char *path, CkptSummary *s, CkErr *e) {
 // A step directory that fails its checks: the problem, and for a run directory the checkpoint that does verify.
 static void damaged(const char *path, const CkptSummary *s, CkErr *e) {
     char valid[4200];
-    if (!s->from_run || !ckpt_newer_valid(path, -1, valid, sizeof valid)) return;
+    if (!s->from_run || !ckpt_newer_valid(path, -1, valid, sizeof valid, NULL)) return;
     size_t len = strlen(e->msg);
     snprintf(e->msg + len, sizeof e->msg - len, "; it is LATEST of %s, whose newest valid checkpoint is %s", path, valid);
 }
@@ -139,7 +139,7 @@ static int run_flags(const char *path, CkptSummary *s, CkErr *e) {
 int ckpt_summary(const char *path, CkptSummary *s, CkErr *e) {
     memset(s, 0, sizeof *s);
     if (resolve(path, s, e) != 0) return -1;
-    if (ckpt_verify(s->dir, e) != 0 || ckpt_read_state(s->dir, &s->state, e) != 0) {
+    if (ckpt_verify(s->dir, NULL, e) != 0 || ckpt_read_state(s->dir, &s->state, e) != 0) {
         damaged(path, s, e);
         return -1;
     }

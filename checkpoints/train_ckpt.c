@@ -45,7 +45,7 @@ void ckpt_source_model(const char *src, ModelConfig *c) {
         return;
     }
     char dir[4200];
-    ckpt_resolve(src, dir, sizeof dir);
+    ckpt_resolve(src, dir, sizeof dir, NULL);
     CkptState s;
     if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("--init-from %s", e.msg);
     *c = s.model;
@@ -148,11 +148,11 @@ static float hook_theta(const CkptHook *h, long done) {
 static void resume_dir(const CkptHook *h, char *dir, size_t n) {
     dir[0] = 0;
     if (strcmp(h->resume, "auto") != 0 && strcmp(h->resume, "latest") != 0) {
-        ckpt_resolve(h->resume, dir, n);
+        ckpt_resolve(h->resume, dir, n, h->world);
         return;
     }
     CkErr e;
-    int rc = ckpt_find_latest(h->out, dir, n, &e);
+    int rc = ckpt_find_latest(h->out, dir, n, h->world, &e);
     if (rc < 0) fail_usage("--resume: %s; remove or repair them, or train into a new --out", e.msg);
     if (rc == 0 && strcmp(h->resume, "latest") == 0)
         comm_fail_usage_all("--resume: %s holds no checkpoint (step_*/); use --resume auto to start fresh when there is "
@@ -164,7 +164,7 @@ static void resume_dir(const CkptHook *h, char *dir, size_t n) {
 static void check_not_older(const CkptHook *h, const char *dir, int64_t step) {
     char newer[4200];
     if (strcmp(h->resume, "latest") == 0 || strcmp(h->resume, "auto") == 0 || !rundir_contains(h->out, dir)) return;
-    if (ckpt_newer_valid(h->out, step, newer, sizeof newer))
+    if (ckpt_newer_valid(h->out, step, newer, sizeof newer, h->world))
         comm_fail_usage_all("--resume %s: %s holds a newer valid checkpoint (%s) that this run would replace; continue "
                             "from step %" PRId64 " into a new run directory with --out NEW (the newer steps stay), or "
                             "resume the newest with a bare --resume", h->resume, h->out, newer, step);
@@ -213,7 +213,7 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
     h->base.model.norm_eps = s.model.norm_eps;
     if (s.init_from[0]) snprintf(h->base.init_from, sizeof h->base.init_from, "%s", s.init_from);
     adopt_meta(h, dir, &s, &s.model);
-    if (ckpt_load_model(dir, m, &e) != 0 || ckpt_load_optim(dir, &s, m, opt, &e) != 0) fail_usage("%s", e.msg);
+    if (ckpt_load_model(dir, &s, m, &e) != 0 || ckpt_load_optim(dir, &s, m, opt, &e) != 0) fail_usage("%s", e.msg);
     data_restore(train, s.data);
     log_info("resumed from %s at step %" PRId64 " (saved on dp x sp = %d x %d, now %d x %d; %" PRIu64
              " samples consumed)\n", dir, s.step, s.dp, s.sp, h->base.dp, h->base.sp, s.data.consumed);
@@ -238,7 +238,7 @@ static void init_from(CkptHook *h, GPT *m, const DataSource *train) {
         adopt_meta(h, src, NULL, &hc);
         if (hf_load_weights(src, m, &e) != 0) fail_usage("%s", e.msg);
     } else {
-        ckpt_resolve(src, dir, sizeof dir);
+        ckpt_resolve(src, dir, sizeof dir, h->world);
         CkptState s;
         if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("%s", e.msg);
         char spath[4200];
@@ -246,7 +246,7 @@ static void init_from(CkptHook *h, GPT *m, const DataSource *train) {
         model_check_record(spath, &s.tok, data_tokenizer(train));
         m->cfg.norm_eps = s.model.norm_eps;
         adopt_meta(h, dir, &s, &s.model);
-        if (ckpt_load_model(dir, m, &e) != 0) fail_usage("%s", e.msg);
+        if (ckpt_load_model(dir, &s, m, &e) != 0) fail_usage("%s", e.msg);
         src = dir;
     }
     h->base.model.norm_eps = m->cfg.norm_eps;
@@ -278,7 +278,8 @@ void ckpt_train_step_done(CkptHook *h, long done, long total, const GPT *m, cons
 void ckpt_train_save(CkptHook *h, long done, const GPT *m, const AdamW *opt, DataSource *train, double next_lr) {
     if (h->saved_step == done) return;
     h->saved_step = done;
-    if (h->rank == 0) {
+    bool sharded = opt->shard != NULL;   // every rank writes its shard; else rank 0 writes everything
+    if (h->rank == 0 || sharded) {
         CkptState s = h->base;
         snprintf(s.kind, sizeof s.kind, "train");
         s.version = CKPT_VERSION;
@@ -289,9 +290,12 @@ void ckpt_train_save(CkptHook *h, long done, const GPT *m, const AdamW *opt, Dat
         s.data = data_state(train);
         CkErr e;
         double t0 = now_seconds();
-        if (ckpt_save(h->out, &s, m, opt, h->keep, &e) != 0) fail("checkpoint save failed: %s", e.msg);
+        int rc = ckpt_save(h->out, &s, m, opt, h->keep, sharded ? h->world : NULL, &e);
+        if (rc != 0 && sharded) comm_fail_all("checkpoint save failed: %s", e.msg);   // every rank knows e (ckpt_save)
+        if (rc != 0) fail("checkpoint save failed: %s", e.msg);
         double dt = now_seconds() - t0, mb = 3.0 * m->table.total * sizeof(real) / 1e6;
-        log_info("checkpoint %s/step_%08ld saved in %.2f s (%.0f MB/s)\n", h->out, done, dt, mb / fmax(dt, 1e-9));
+        log_info("checkpoint %s/step_%08ld saved in %.2f s (%.0f MB/s%s)\n", h->out, done, dt, mb / fmax(dt, 1e-9),
+                 sharded ? " over all ranks" : "");
     }
-    comm_barrier(h->world, "checkpoint save");   // the other ranks wait for rank 0's commit
+    if (!sharded) comm_barrier(h->world, "checkpoint save");   // the other ranks wait for rank 0's commit
 }

@@ -35,14 +35,17 @@ void ckpt_write_run_config(const char *out, const char *json);
 // flag parser sees a value. Call before parsing.
 void ckpt_normalize_resume_flag(int argc, char **argv);
 // Before the loop: resumes (model, AdamW moments and step, data position) from the newest valid
-// checkpoint when asked, or loads --init-from weights; returns the first step index to run. Refused (exit 2,
+// checkpoint when asked, or loads --init-from weights; returns the first step index to run. m and opt are loaded as
+// they are: sharded ones (train --shard: gpt_shard and adamw_init before this call) get this rank's slices, from a
+// checkpoint of any rank count, layout and shard level (checkpoints/FORMAT.md). Refused (exit 2,
 // nothing written): --steps at or below the checkpoint's step; an explicit older step of --out while a newer
 // valid one exists there (it would be replaced).
 long ckpt_train_begin(CkptHook *h, GPT *m, AdamW *opt, DataSource *train);
 // Releases what ckpt_train_begin kept for the saves (the source model's metadata).
 void ckpt_train_end(CkptHook *h);
-// After `done` optimizer steps (1-based count) of `total`: saves when due. Rank 0 writes, every
-// rank waits at a barrier. next_lr is the schedule's lr of step index `done`.
+// After `done` optimizer steps (1-based count) of `total`: saves when due; every rank calls it. Unsharded, rank 0
+// writes and the others wait at a barrier; sharded (opt->shard set), every rank writes its shard file and rank 0
+// commits (ckpt_save). next_lr is the schedule's lr of step index `done`.
 void ckpt_train_step_done(CkptHook *h, long done, long total, const GPT *m, const AdamW *opt, DataSource *train,
                           double next_lr);
 // Saves after `done` steps now, whatever --ckpt-every says (a stop on a signal), unless that step is saved already.

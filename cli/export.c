@@ -119,7 +119,7 @@ int cmd_import(int argc, char **argv) {
     s.run.seq_len = max_pos;
     snprintf(s.init_from, sizeof s.init_from, "%s", pos[0]);
     s.tok = model_tokenizer_record(&tok);
-    if (ckpt_save(out, &s, &m, NULL, 0, &e) != 0) fail("%s", e.msg);
+    if (ckpt_save(out, &s, &m, NULL, 0, NULL, &e) != 0) fail("%s", e.msg);
     printf("imported %s (%s, %.2fM parameters, %d layers, dim %d, tokenizer %s) into %s/step_00000000\n", pos[0], s.meta.name,
            m.table.total / 1e6, m.cfg.n_layer, m.cfg.dim, tok.id, out);
     hf_weights_close(w);

@@ -227,6 +227,10 @@ static void inspect_checkpoint(const char *path, int head) {
     print_tokenizer(&st->tok);
     printf("  layout: saved on dp %d x sp %d%s\n", st->dp, st->sp,
            strcmp(st->kind, "train") == 0 ? " (a resume may change it: keep batch x grad-accum x dp equal)" : "");
+    if (st->shard_ranks > 0)
+        printf("  sharded: --shard %s over %d ranks, one shard_*_of_%05d.safetensors per rank with its slices of the moments%s\n",
+               shard_level_name(st->shard_level), st->shard_ranks, st->shard_ranks,
+               st->shard_level == SHARD_PARAMS ? " and the weights" : " (the weights: model.safetensors)");
     print_run(&s);
     printf("  size: %.2f MB in %d files; verify: ok (every file's size and CRC32 as MANIFEST.json lists them)\n", s.bytes / 1e6,
            s.files);

@@ -189,16 +189,6 @@ static void check_config_file(const TrainConfig *t) {
     fail_usage_context(NULL);
 }
 
-// Until checkpoints read and write sharded state (issue 72 part 3), a sharded run writes none and continues none.
-static void refuse_sharded_checkpoints(const TrainConfig *t) {
-    if (t->shard_level == SHARD_NONE) return;
-    if (t->resume)
-        fail_usage("--shard %s with --resume: sharded runs do not read checkpoints yet; continue with --shard none",
-                   t->shard);
-    if (t->ckpt_every != -1)
-        fail_usage("--shard %s writes no checkpoints yet: give --ckpt-every -1 (none), or --shard none", t->shard);
-}
-
 // Fills *t from argv. Model-shape flags override the preset named by --model.
 static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     *t = train_defaults();
@@ -241,7 +231,6 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     if (!recompute_parse(t->recompute, &t->recompute_mode))
         fail_usage("unknown --recompute '%s'; use none, mlp or full", t->recompute);
     if (!shard_level_parse(t->shard, &t->shard_level)) fail_usage("--shard %s: use none, optim, grads or params", t->shard);
-    refuse_sharded_checkpoints(t);
     // The resolved flags: the shape as the model has it, so the file alone rebuilds this run.
     char scaling[256];
     rope_scaling_format(&mc->rope_scaling, scaling, sizeof scaling);

@@ -41,7 +41,7 @@ static void check_resumable(const char *resume, const char *out, bool path) {
     if (!S_ISDIR(st.st_mode)) fail_usage("--out %s is a file, not a run directory; give the run's --out", out);
     char dir[4200], config[4200];
     CkErr e;
-    if (!ckpt_run_config(out, config, sizeof config) && ckpt_find_latest(out, dir, sizeof dir, &e) == 0)
+    if (!ckpt_run_config(out, config, sizeof config) && ckpt_find_latest(out, dir, sizeof dir, NULL, &e) == 0)
         fail_usage("--resume: %s holds no checkpoint and no run (no config.json, no step_*/); give the run's --out, or use "
                    "--resume auto to start fresh when there is none", out);
 }

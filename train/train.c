@@ -468,8 +468,8 @@ static void run_open(Run *r, const TrainConfig *cfg) {
                          .keep = t->keep, .base = ckpt_base(t), .world = r->grid.world, .rank = r->grid.rank,
                          .theta_from = t->rope_theta_from, .theta_to = t->model_cfg.rope_theta, .theta_ramp = t->rope_theta_ramp};
     r->ckpt.base.tok = model_tokenizer_record(data_tokenizer(r->train));   // checkpoints carry the data's tokenizer
+    if (t->shard_level != SHARD_NONE) shard_model(r, opt_cfg);   // the rank's slices, which a resume then fills
     r->start = ckpt_train_begin(&r->ckpt, &r->model, &r->opt, r->train);   // resume: weights, AdamW, data position
-    if (t->shard_level != SHARD_NONE) shard_model(r, opt_cfg);   // from the weights just made or loaded (no resume)
     if (r->grid.rank == 0) ckpt_write_run_config(t->out, t->config_json);   // after the checks: a refused run leaves it
     r->log = (MetricsLog){0};
     if (r->grid.rank == 0) metrics_open(&r->log, t->out, r->start);   // one writer
@@ -653,12 +653,6 @@ static void report_memory(const Run *r) {
 static int stop_after(Run *r, long done) {
     int signo = stop_agree(r->grid.world);
     if (!signo) return 0;
-    if (r->t.shard_level != SHARD_NONE) {   // sharded checkpoints are not written yet: say so, write nothing
-        if (r->grid.rank == 0)
-            fprintf(stderr, "ringgpt: stopped by %s after step %ld of %d; no checkpoint (--shard %s runs write none yet)\n",
-                    stop_signal_name(signo), done, r->t.steps, r->t.shard);
-        return EXIT_STOPPED;
-    }
     ckpt_train_save(&r->ckpt, done, &r->model, &r->opt, r->train, lr_at(&r->sched, done));
     if (r->grid.rank == 0) {
         fflush(stdout);

@@ -5,7 +5,8 @@
 set -u
 WHAT=${5:?usage: fuzz_ckpt.sh SOURCE_DIR BUILD_DIR SECONDS RINGGPT_BIN manifest|state|safetensors|hf_config}
 . "$(dirname "$0")/../fuzz.sh"
-COMMON=(checkpoints/fsio.c checkpoints/safetensors.c core/common.c core/json_strict.c model/config.c -lcjson -lz -lm)
+COMMON=(checkpoints/fsio.c checkpoints/safetensors.c core/common.c core/json_strict.c model/config.c model/shard.c model/params.c
+        core/rng.c -lcjson -lz -lm)
 case $WHAT in
   manifest) fuzz_build ckpt_manifest tests/checkpoints/fuzz_ckpt_manifest.c checkpoints/ckpt_format.c checkpoints/hf_config.c "${COMMON[@]}" ;;
   state) fuzz_build ckpt_state tests/checkpoints/fuzz_ckpt_state.c checkpoints/ckpt_format.c checkpoints/hf_config.c "${COMMON[@]}" ;;
@@ -23,7 +24,9 @@ step=$FUZZ_DIR/run/step_00000001
 case $WHAT in
   manifest) for m in 0 1; do { printf "\\x0$m"; cat "$step/MANIFEST.json"; } > "$CORPUS/seed$m"; done
             export RINGGPT_FUZZ_CKPT=$step; MAX=8192 ;;
-  state) cp "$step/state.json" "$CORPUS/state"; MAX=8192 ;;
+  state) cp "$step/state.json" "$CORPUS/state"   # and as a sharded checkpoint's (version 2, "shard")
+         sed -e 's/"version":\t1/"version":\t2/' -e 's/"init_from":/"shard": {"level": "params", "ranks": 3}, "init_from":/' \
+           "$step/state.json" > "$CORPUS/state_sharded"; MAX=8192 ;;
   safetensors) cp "$step/model.safetensors" "$CORPUS/model"; cp "$FUZZ_DIR/hf/model.safetensors" "$CORPUS/hf"; MAX=65536 ;;
   hf_config) cp "$FUZZ_DIR/hf/config.json" "$CORPUS/config"; MAX=8192 ;;
 esac

@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         text = owned, len = strlen(owned);
     }
     CkErr e = {{0}};
-    if (ckpt_verify_manifest_text(dir, text, len, &e) != 0 && !e.msg[0]) abort();   // a refusal always says why
+    if (ckpt_verify_manifest_text(dir, text, len, 0, 1, &e) != 0 && !e.msg[0]) abort();   // a refusal always says why
     free(owned);
     return 0;
 }

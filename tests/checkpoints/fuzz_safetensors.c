@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const StEntry *t = &f.entries[i];
         if (t->numel > (1u << 20) || st_find(&f, t->name) != t) continue;
         real *x = malloc((t->numel ? t->numel : 1) * sizeof(real));
-        st_read(&f, t, x, &e);
+        st_read(&f, t, 0, t->numel, x, &e);
         free(x);
     }
     st_close(&f);

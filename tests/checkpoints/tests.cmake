@@ -1,10 +1,20 @@
-# tests/checkpoints/tests.cmake — checkpoints: safetensors and format units, bit-exact resume, layouts, crashes, corruption, HF export, fine-tune, HF metadata,
+# tests/checkpoints/tests.cmake — checkpoints: safetensors and format units, sharded checkpoints, bit-exact resume, layouts, crashes, corruption, HF export, fine-tune, HF metadata,
 # run directories (one run each, the lock, resume semantics, a full disk).
 set(CKPT_T ${CMAKE_SOURCE_DIR}/tests/checkpoints)
 add_executable(test_ckpt_unit ${CKPT_T}/test_ckpt_unit.c)
 target_link_libraries(test_ckpt_unit PRIVATE ringgpt_lib)
 add_test(NAME checkpoints_unit COMMAND test_ckpt_unit)
 set_tests_properties(checkpoints_unit PROPERTIES LABELS checkpoints ENVIRONMENT "OMP_NUM_THREADS=1" TIMEOUT 60)
+# Sharded checkpoints: test_ckpt_shard saves on 1, 2, 3, 4 ranks and loads into every layout of 1..5 ranks at every level;
+# shard.sh adds inspect, export, train --resume from a resharded run's checkpoint, and damaged shards.
+add_executable(test_ckpt_shard ${CKPT_T}/test_ckpt_shard.c)
+target_link_libraries(test_ckpt_shard PRIVATE ringgpt_lib)
+add_test(NAME checkpoints_shard COMMAND bash ${CKPT_T}/shard.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:test_ckpt_shard>)
+set_tests_properties(checkpoints_shard PROPERTIES LABELS "checkpoints;mpi" TIMEOUT 180)
+# train --shard's checkpoints: resumed on the same layout (byte for byte), unsharded, and on 1 and 4 ranks at other levels;
+# --init-from the shards. SKIP (77) where train has no --shard.
+add_test(NAME checkpoints_shard_train COMMAND bash ${CKPT_T}/shard_train.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
+set_tests_properties(checkpoints_shard_train PROPERTIES LABELS "checkpoints;mpi" TIMEOUT 180 SKIP_RETURN_CODE 77)
 
 foreach(script resume_exact resume_layout crash corruption hf_export finetune run_dir hf_meta)
   add_test(NAME checkpoints_${script} COMMAND bash ${CKPT_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})

@@ -94,10 +94,5 @@ compare "$W/none_init" "$W/params_init" 1
 check "--init-from: the derived run starts from the source's weights, not fresh ones" \
   bash -c "! cmp -s '$W/none_init.w' '$W/none_1x2.w'"
 
-refuses_each "$W/refused" "--shard zero" "--shard grads --ckpt-every 0" \
-  "--shard optim --ckpt-every 5"
-"$BIN" train "${FLAGS[@]}" --out "$W/none_1x1" --shard params --resume > "$W/resume.log" 2>&1
-rc=$?
-check "--shard params --resume: exit 2, one line (got $rc: $(head -1 "$W/resume.log"))" \
-  test $rc = 2 -a "$(wc -l < "$W/resume.log")" = 1 -a -n "$(grep -e '--shard params with --resume' "$W/resume.log")"
+refuses_each "$W/refused" "--shard zero"
 finish
