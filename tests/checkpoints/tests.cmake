@@ -14,7 +14,7 @@ set_tests_properties(checkpoints_shard PROPERTIES LABELS "checkpoints;mpi" TIMEO
 # train --shard's checkpoints: resumed on the same layout (byte for byte), unsharded, and on 1 and 4 ranks at other levels;
 # --init-from the shards. SKIP (77) where train has no --shard.
 add_test(NAME checkpoints_shard_train COMMAND bash ${CKPT_T}/shard_train.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
-set_tests_properties(checkpoints_shard_train PROPERTIES LABELS "checkpoints;mpi" TIMEOUT 180 SKIP_RETURN_CODE 77)
+set_tests_properties(checkpoints_shard_train PROPERTIES LABELS "checkpoints;mpi" TIMEOUT 180)
 
 foreach(script resume_exact resume_layout crash corruption hf_export finetune run_dir hf_meta)
   add_test(NAME checkpoints_${script} COMMAND bash ${CKPT_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
@@ -29,11 +29,11 @@ set_tests_properties(checkpoints_hf_meta PROPERTIES SKIP_RETURN_CODE 77)
 # The user flow for each tokenizer kind (SmolLM2's byte-level, Llama 2's and Mistral's SentencePiece-style): import -> eval,
 # sample = the numpy forward -> fine-tune with --rope-scaling -> passkey -> export; SKIP 77 without numpy and HF `tokenizers`.
 add_test(NAME checkpoints_user_flow COMMAND bash ${CKPT_T}/user_flow.sh ${RINGGPT_BIN})
-set_tests_properties(checkpoints_user_flow PROPERTIES LABELS checkpoints TIMEOUT 180 SKIP_RETURN_CODE 77)
+set_tests_properties(checkpoints_user_flow PROPERTIES LABELS checkpoints TIMEOUT 180)
 # libFuzzer on each parser of checkpoints/ for a few seconds (label fuzz; SKIP 77 without clang's libFuzzer runtime):
 # MANIFEST.json beside a real checkpoint, state.json, safetensors files, HF config.json. bench/fuzz.sh: 10 M executions each.
 foreach(target manifest state safetensors hf_config)
   add_test(NAME checkpoints_fuzz_${target}
            COMMAND bash ${CKPT_T}/fuzz_ckpt.sh ${CMAKE_SOURCE_DIR} ${CMAKE_BINARY_DIR} 10 ${RINGGPT_BIN} ${target})
-  set_tests_properties(checkpoints_fuzz_${target} PROPERTIES LABELS "checkpoints;fuzz" TIMEOUT 180 SKIP_RETURN_CODE 77)
+  set_tests_properties(checkpoints_fuzz_${target} PROPERTIES LABELS "checkpoints;fuzz" TIMEOUT 180)
 endforeach()
