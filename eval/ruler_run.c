@@ -35,10 +35,14 @@ void ruler_prefill_free(RulerPrefill *k) {
     *k = (RulerPrefill){0};
 }
 
+static bool holds_context(const RulerPrefill *k, const RulerDoc *d) {
+    return k->live && k->context_n == d->question_at && memcmp(k->context, d->text, d->question_at) == 0;
+}
+
 // keep holds d's context with room for `need` more tokens (prefilled now if it did not), rewound to its mark.
 static void context_ready(RulerPrefill *k, GPT *m, Comm *ring, const RulerDoc *d, const uint32_t *ids, size_t n_ctx, int need,
                           RulerAnswer *a) {
-    if (k->live && k->context_n == d->question_at && memcmp(k->context, d->text, d->question_at) == 0 && need <= k->max_new) {
+    if (holds_context(k, d) && need <= k->max_new) {
         decode_rewind(&k->dec, k->mark);
         return;
     }
@@ -55,19 +59,22 @@ static void context_ready(RulerPrefill *k, GPT *m, Comm *ring, const RulerDoc *d
     k->mark = decode_mark(&k->dec), k->live = true;
 }
 
-// The context's ids when they begin the prompt's (ids, n): their count; 0 when a token crosses the seam.
-static size_t context_ids(const Tokenizer *tok, int64_t start, const RulerDoc *d, const uint32_t *ids, size_t n, uint32_t **ctx) {
-    size_t n_ctx = model_prompt_ids(tok, start, (const unsigned char *)d->text, d->question_at, ctx);
-    return n_ctx < n && memcmp(*ctx, ids, n_ctx * sizeof *ids) == 0 ? n_ctx : 0;
+// The context's ids when they begin the prompt's (ids, n): their count; 0 when a token crosses the seam. A context
+// keep holds is not encoded again.
+static size_t context_ids(const Tokenizer *tok, int64_t start, const RulerDoc *d, const RulerPrefill *keep, const uint32_t *ids,
+                          size_t n) {
+    uint32_t *ctx = NULL;
+    size_t n_ctx = holds_context(keep, d) ? keep->n_ids : model_prompt_ids(tok, start, (const unsigned char *)d->text, d->question_at, &ctx);
+    bool prefix = n_ctx < n && memcmp(ctx ? ctx : keep->ids, ids, n_ctx * sizeof *ids) == 0;
+    free(ctx);
+    return prefix ? n_ctx : 0;
 }
 
 // The prompt's logits after ids[0..n): through keep's context and the question fed token by token, or prefilled whole
 // into s (s initialised here; *own set when the caller must free it).
 static const float *prompt_logits(GPT *m, Comm *ring, const Tokenizer *tok, int64_t start, const RulerDoc *d, int max_tokens,
                                   RulerPrefill *keep, const uint32_t *ids, size_t n, Decoder **dec, Decoder *own, RulerAnswer *a) {
-    uint32_t *ctx = NULL;
-    size_t n_ctx = keep ? context_ids(tok, start, d, ids, n, &ctx) : 0;
-    free(ctx);
+    size_t n_ctx = keep ? context_ids(tok, start, d, keep, ids, n) : 0;
     if (n_ctx) {
         context_ready(keep, m, ring, d, ids, n_ctx, (int)(n - n_ctx) + max_tokens, a);
         *dec = &keep->dec;
