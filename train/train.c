@@ -413,7 +413,7 @@ static void state_bytes(const Run *r, double *state, double *gathered) {
     *gathered = (double)units * sizeof(real);
 }
 
-// --shard: the state split over every rank of the job (after the weights are made or loaded), AdamW on the slices.
+// --shard: the state split over every rank of the job (before a resume or --init-from fills the slices), AdamW on them.
 static void shard_model(Run *r, AdamWConfig opt_cfg) {
     const TrainConfig *t = &r->t;
     r->layout = shard_layout(&r->model.table, &r->model.cfg, r->grid.world_size, r->grid.rank);
