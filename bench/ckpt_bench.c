@@ -14,7 +14,7 @@ static void bench(const char *root, const char *preset) {
     ModelConfig c;
     if (!config_preset(&c, preset)) fail_usage("unknown preset '%s'; choose one of %s", preset, config_preset_names());
     GPT m;
-    gpt_init(&m, &c, &BACKEND_CPU, 1);
+    gpt_init(&m, &c, &BACKEND_CPU, 1, GPT_TRAIN);
     AdamW opt;
     adamw_init(&opt, &m, (AdamWConfig){0.9f, 0.95f, 1e-8f, 0.1f});
     CkptState s = {.version = CKPT_VERSION, .step = 1, .model = c, .dp = 1, .sp = 1};

@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
     MemPlan plan = memplan(&cfg, 1, T / g.sp, g.sp, SHARD_NONE, 1, mode, ACT_F32, 256, 0);
     double plan_beyond = (plan.total - plan.weights - plan.grads - plan.optimizer) / 1048576;
     GPT m;
-    gpt_init(&m, &cfg, &BACKEND_CPU, 1);
+    gpt_init(&m, &cfg, &BACKEND_CPU, 1, GPT_TRAIN);
     m.recompute = mode;
     if (g.sp > 1) m.ring = ring_create(g.ring, &BACKEND_CPU, overlap);
     AdamW opt;

@@ -26,7 +26,7 @@ void load_model(const char *path, GPT *m, float rope_theta, CkptState *state, ch
         c = s.model;
     }
     if (rope_theta > 0) c.rope_theta = rope_theta;
-    gpt_init(m, &c, &BACKEND_CPU, 0);
+    gpt_init(m, &c, &BACKEND_CPU, 0, GPT_INFER);
     if ((hf ? hf_load_weights(path, m, &e) : ckpt_load_model(dir, &s, m, &e)) != 0) fail_usage("%s", e.msg);
     if (state) *state = s;
 }

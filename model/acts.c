@@ -7,7 +7,8 @@
 #include "attention/ring.h"
 #include "core/common.h"
 
-static const char *const NAMES[] = {[RECOMPUTE_NONE] = "none", [RECOMPUTE_MLP] = "mlp", [RECOMPUTE_FULL] = "full"};
+static const char *const NAMES[] = {[RECOMPUTE_NONE] = "none", [RECOMPUTE_MLP] = "mlp", [RECOMPUTE_FULL] = "full",
+                                    [RECOMPUTE_DECODE] = "decode"};
 
 bool recompute_parse(const char *s, Recompute *r) {
     for (Recompute m = RECOMPUTE_NONE; m <= RECOMPUTE_FULL; m++)
@@ -101,7 +102,13 @@ static size_t spec_bytes(const ActSpec *s, const ActDims *d) {
     return 0;
 }
 
-static const ActWhere *where(const ActSpec *s, const ActDims *d) { return &s->where[d->mode]; }
+// decode lays out as full does, but for the keys and values, which the decoder reads from every layer as its cache.
+static const ActWhere *where(const ActSpec *s, const ActDims *d) {
+    static const ActWhere KEPT = {ACT_OWN, 0, NULL};
+    bool cache = s->per_layer && (s->field == offsetof(LayerActs, k) || s->field == offsetof(LayerActs, v));
+    if (d->mode == RECOMPUTE_DECODE) return cache ? &KEPT : &s->where[RECOMPUTE_FULL];
+    return &s->where[d->mode];
+}
 static bool present(const ActSpec *s, const ActDims *d) { return s->shape != ACT_RING_PACKETS || d->ring; }
 static size_t round_up(size_t bytes) { return (bytes + ACT_ALIGN_BYTES - 1) / ACT_ALIGN_BYTES * ACT_ALIGN_BYTES; }
 

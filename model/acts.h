@@ -12,9 +12,11 @@ typedef enum {
     RECOMPUTE_NONE,   // every intermediate kept (13 buffers per layer)
     RECOMPUTE_MLP,    // the attention side and xm kept; the MLP's norm, gate and up recomputed
     RECOMPUTE_FULL,   // only x, O and LSE kept; norm, QKV, RoPE, out-projection and MLP recomputed
+    RECOMPUTE_DECODE, // no backward (the decoder's prefill): x, O, LSE and the keys and values (the KV cache) kept,
+                      // the rest one layer's working set as under full. Not a train flag.
 } Recompute;
 
-// "none", "mlp", "full" -> *r; false for anything else.
+// "none", "mlp", "full" -> *r (train's modes); false for anything else.
 bool recompute_parse(const char *s, Recompute *r);
 const char *recompute_name(Recompute r);
 
@@ -59,10 +61,14 @@ typedef struct {
     real *ring_ws;      // the ring's packets (ring_workspace_bytes), in the arena under full (else NULL: the ring's own)
     // the allocation
     real *arena;        // one layer's working set under recompute (NULL for none)
-    void **owned;       // every buffer allocated for these activations (released by acts_free)
+    void **owned;       // every buffer allocated for these activations (released by acts_free), in layout order
+    size_t *owned_bytes;// ... and its size
     int n_owned;
+    int relaid;         // acts_ensure: how many of owned the current layout has taken (n_owned once laid)
     size_t kept_bytes, work_bytes, shared_bytes;   // what acts_ensure allocated (the memory plan's figures)
-    int B, T;           // the shape these buffers were sized for
+    int B, T;           // the shape the buffers are laid out for
+    int cap_B, cap_T;   // ... and the shape they were allocated for (B·T and T no smaller)
+    bool ring;          // ... with the ring's rows (the ring's packets) or without
     Recompute mode;     // ... the recompute mode
     ActStore store;     // ... and the storage of the [act] buffers
 } Activations;

@@ -35,6 +35,8 @@ void decoder_init(Decoder *s, GPT *m, Comm *ring, int max_new) {
     // The cache and the row buffers below are fp32, as the decoding commands run the model.
     if (m->act_store != ACT_F32) fail("internal: decoding runs a model with fp32 activations (--activations is a train flag)");
     s->m = m;
+    s->model_mode = m->recompute;
+    m->recompute = RECOMPUTE_DECODE;   // the prefill keeps every layer's keys and values, and no more than one layer's rest
     s->ring = ring && comm_size(ring) > 1 ? ring : NULL;
     s->rank = s->ring ? comm_rank(ring) : 0;
     s->size = s->ring ? comm_size(ring) : 1;
@@ -65,6 +67,7 @@ void decoder_free(Decoder *s) {
     free(s->lg_host);
     free(s->logits);
     if (s->batch.tokens) batch_free(&s->batch);
+    s->m->recompute = s->model_mode;
     if (s->ring) {
         ring_free(s->m->ring);
         s->m->ring = NULL;

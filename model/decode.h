@@ -30,6 +30,7 @@ typedef struct {
 
 struct Decoder {
     GPT *m;
+    Recompute model_mode;           // m->recompute before decoder_init set RECOMPUTE_DECODE; restored by decoder_free
     struct Comm *ring;              // NULL: this rank holds the whole sequence
     int rank, size;                 // sp_index, sp
     int len, prefilled;             // tokens fed so far (prompt included) and the prefill's (the prompt's but its last)
@@ -52,7 +53,8 @@ struct Decoder {
 };
 
 // max_new: the most tokens decode_step will be fed after one prefill. ring: the sp ranks that share the
-// sequence (NULL or one rank: local); with sp > 1 the model's ring is created here (m->ring).
+// sequence (NULL or one rank: local); with sp > 1 the model's ring is created here (m->ring). The model's activations
+// are laid out as RECOMPUTE_DECODE (every layer's keys and values kept) until decoder_free.
 void decoder_init(Decoder *s, GPT *m, struct Comm *ring, int max_new);
 void decoder_free(Decoder *s);
 // Starts a new sequence: feeds tokens[0..n) (the same on every rank; all but the last in one prefill

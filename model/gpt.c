@@ -8,22 +8,26 @@
 #include "attention/ring.h"
 #include "core/common.h"
 
-void gpt_init(GPT *m, const ModelConfig *c, const Backend *be, uint64_t seed) {
+void gpt_init(GPT *m, const ModelConfig *c, const Backend *be, uint64_t seed, GptUse use) {
     memset(m, 0, sizeof *m);
     config_validate(c);
     m->cfg = *c;
     m->be = be;
     m->table = params_build(c);
     size_t bytes = m->table.total * sizeof(real);
-    real *host = xmalloc(bytes, "initial weights");
-    params_init(&m->table, host, seed);
     m->params = be->alloc(bytes, "parameters");
-    m->grads = be->alloc(bytes, "gradients");
-    be->to_device(m->params, host, bytes);
-    be->zero(m->grads, bytes);
-    free(host);
+    if (use == GPT_TRAIN) {
+        real *host = xmalloc(bytes, "initial weights");
+        params_init(&m->table, host, seed);
+        be->to_device(m->params, host, bytes);
+        free(host);
+        m->grads = be->alloc(bytes, "gradients");
+        be->zero(m->grads, bytes);
+        m->g = tensors_bind(&m->table, c, m->grads);
+    } else {
+        be->zero(m->params, bytes);   // a load fills them; never garbage
+    }
     m->w = tensors_bind(&m->table, c, m->params);
-    m->g = tensors_bind(&m->table, c, m->grads);
     m->loss_chunk = 256;
 }
 
@@ -31,6 +35,7 @@ static void acts_free(GPT *m) {
     Activations *a = &m->act;
     for (int i = 0; i < a->n_owned; i++) m->be->release(a->owned[i]);
     free(a->owned);
+    free(a->owned_bytes);
     free(a->layers);
     memset(a, 0, sizeof *a);
 }
@@ -40,7 +45,7 @@ void gpt_free(GPT *m) {
     if (m->doc_ids) m->be->release(m->doc_ids);
     free(m->doc_ids_host);
     m->be->release(m->params);
-    m->be->release(m->grads);
+    if (m->grads) m->be->release(m->grads);
     tensors_free(&m->w);
     tensors_free(&m->g);
     params_free(&m->table);
@@ -87,6 +92,7 @@ void gpt_shard(GPT *m, ShardLevel level, const ShardLayout *s) {
 }
 
 void gpt_zero_grad(GPT *m) {
+    if (!m->grads) fail("internal: gradients of a model built for inference (GPT_INFER)");
     size_t n = m->shard_level >= SHARD_GRADS ? m->shard->local_total : m->table.total;
     m->be->zero(m->grads, n * sizeof(real));
 }
@@ -98,13 +104,21 @@ static void unit_leave(GPT *m, int unit, UnitPhase phase) {
     if (m->unit_hook) m->unit_hook->leave(m->unit_hook, m, unit, phase);
 }
 
-// Allocates `b` bytes on the backend for the activations, counted in *bytes, released by acts_free.
+// Allocates `b` bytes on the backend for the activations, counted in *bytes, released by acts_free. While acts_ensure
+// lays a smaller shape over the buffers it has (a->relaid < a->n_owned), hands out the next of them instead: the
+// layout visits its buffers in the same order at every shape, and each is at least as large at the larger one.
 static real *act_alloc(GPT *m, size_t b, size_t *bytes, const char *what) {
     Activations *a = &m->act;
+    *bytes += b;
+    if (a->relaid < a->n_owned) {
+        if (b > a->owned_bytes[a->relaid]) fail("internal: %s (%zu bytes) outgrew its buffer (%zu)", what, b, a->owned_bytes[a->relaid]);
+        return a->owned[a->relaid++];
+    }
     real *p = m->be->alloc(b, what);
     a->owned = xrealloc(a->owned, (a->n_owned + 1) * sizeof *a->owned, "activation list");
-    a->owned[a->n_owned++] = p;
-    *bytes += b;
+    a->owned_bytes = xrealloc(a->owned_bytes, (a->n_owned + 1) * sizeof *a->owned_bytes, "activation list");
+    a->owned[a->n_owned] = p, a->owned_bytes[a->n_owned++] = b;
+    a->relaid = a->n_owned;
     return p;
 }
 
@@ -127,15 +141,25 @@ static void act_bind(void *ctx, const ActSpec *s, ActPlace p) {
 // (model/memplan.c) sums the same table.
 static void acts_ensure(GPT *m, int B, int T) {
     Activations *a = &m->act;
-    if (a->layers && a->B == B && a->T == T && a->mode == m->recompute && a->store == m->act_store) return;
-    acts_free(m);
-    a->mode = m->recompute;
-    a->store = m->act_store;
-    a->layers = xcalloc(m->cfg.n_layer, sizeof(LayerActs), "layer activations");
+    bool kind = a->layers && a->mode == m->recompute && a->store == m->act_store && a->ring == (m->ring != NULL);
+    if (kind && a->B == B && a->T == T) return;
+    // A shape no larger than the one the buffers were made for (every size is linear in B·T or in T) is laid over
+    // them: a prompt of each length, as eval and decoding run them, does not allocate and fault in gigabytes again.
+    bool fits = kind && (size_t)B * T <= (size_t)a->cap_B * a->cap_T && T <= a->cap_T;
+    if (fits) {
+        a->relaid = 0;
+        a->kept_bytes = a->work_bytes = a->shared_bytes = 0;
+    } else {
+        acts_free(m);
+        a->layers = xcalloc(m->cfg.n_layer, sizeof(LayerActs), "layer activations");
+        a->mode = m->recompute, a->store = m->act_store, a->ring = m->ring != NULL;
+        a->cap_B = B, a->cap_T = T;
+    }
     ActDims d = act_dims(&m->cfg, a->mode, a->store, B, T, m->ring != NULL);
     size_t arena = acts_layout(&d, NULL, NULL);
-    if (arena) a->arena = act_alloc(m, arena, &a->work_bytes, "recompute working set");
+    a->arena = arena ? act_alloc(m, arena, &a->work_bytes, "recompute working set") : NULL;
     acts_layout(&d, act_bind, m);
+    if (a->relaid != a->n_owned) fail("internal: the activation layout changed its buffers between two shapes");
     if (m->ring) ring_set_workspace(m->ring, a->ring_ws, a->ring_ws ? ring_workspace_bytes(d.T_local * d.KV, a->store) : 0);
     a->B = B;
     a->T = T;
@@ -311,6 +335,7 @@ void gpt_prefill(GPT *m, const Batch *b, int rope_len) {
 }
 
 double gpt_forward(GPT *m, const Batch *b, double grad_scale, bool want_grad, real *losses) {
+    if (want_grad && !m->grads) fail("internal: gradients of a model built for inference (GPT_INFER)");
     trunk_forward(m, b);
     const ModelConfig *c = &m->cfg;
     Activations *a = &m->act;
@@ -361,6 +386,7 @@ void gpt_backward(GPT *m, const Batch *b) {
     const ModelConfig *c = &m->cfg;
     const Backend *be = m->be;
     Activations *a = &m->act;
+    if (a->mode == RECOMPUTE_DECODE) fail("internal: a backward after a decoder's forward (it keeps no more than the KV cache)");
     int N = b->B * b->T, C = c->dim;
     be->zero(a->res, (size_t)N * C * sizeof(real));
     be->rmsnorm_backward(a->res, m->g.norm, a->dx_f, a->x_final, m->w.norm, a->rstd_f, N, C);

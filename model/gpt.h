@@ -50,8 +50,12 @@ typedef struct GptUnitHook {
     void (*leave)(struct GptUnitHook *self, GPT *m, int unit, UnitPhase phase);
 } GptUnitHook;
 
-// Builds the table, allocates parameters and gradients on the backend, initialises from seed.
-void gpt_init(GPT *m, const ModelConfig *c, const Backend *be, uint64_t seed);
+// What a model is built for: GPT_TRAIN initialises the weights from seed and allocates gradients; GPT_INFER (eval,
+// decoding, export: a checkpoint is loaded over it) zeroes the weights and has no gradients (m->grads NULL), so a
+// model to evaluate costs its weights and no random initialisation.
+typedef enum { GPT_TRAIN, GPT_INFER } GptUse;
+// Builds the table and allocates the parameters (and gradients) on the backend.
+void gpt_init(GPT *m, const ModelConfig *c, const Backend *be, uint64_t seed, GptUse use);
 void gpt_free(GPT *m);
 // Shards the model state (train --shard, after the weights are initialised or loaded): from SHARD_GRADS on, grads
 // becomes this rank's slices (s->local_total); SHARD_PARAMS keeps only this rank's slices of the weights too. The

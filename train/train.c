@@ -454,7 +454,7 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     r->grad_comm = device_comm(be, r->grid.world, "gradient communicator");
     r->ring_comm = t->sp > 1 ? device_comm(be, r->grid.ring, "ring communicator") : NULL;
     r->plan = plan_memory(t, be, r->grid.world);
-    gpt_init(&r->model, &t->model_cfg, be, (uint64_t)t->seed);
+    gpt_init(&r->model, &t->model_cfg, be, (uint64_t)t->seed, GPT_TRAIN);
     r->model.loss_chunk = t->loss_chunk;
     r->model.doc_mask = t->doc_mask;
     r->model.recompute = t->recompute_mode;

@@ -131,7 +131,7 @@ static void test_save_verify(void) {
     ModelConfig c;
     config_preset(&c, "tiny");
     GPT m;
-    gpt_init(&m, &c, &BACKEND_CPU, 3);
+    gpt_init(&m, &c, &BACKEND_CPU, 3, GPT_TRAIN);
     AdamW opt;
     adamw_init(&opt, &m, (AdamWConfig){0.9f, 0.95f, 1e-8f, 0.1f});
     CkptState s = {.model = c, .dp = 1, .sp = 1, .seed = 3, .version = CKPT_VERSION};
@@ -158,7 +158,7 @@ static void test_save_verify(void) {
     ModelConfig c2 = c;
     c2.dim = 32;
     GPT m2;
-    gpt_init(&m2, &c2, &BACKEND_CPU, 3);
+    gpt_init(&m2, &c2, &BACKEND_CPU, 3, GPT_TRAIN);
     snprintf(p, sizeof p, "%s/step_00000001", out);
     CHECK(ckpt_load_model(p, &s, &m2, &e) != 0 && strstr(e.msg, "tok_embeddings") && strstr(e.msg, "shape"), "shape: %s", e.msg);
     gpt_free(&m2);

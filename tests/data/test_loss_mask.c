@@ -78,7 +78,7 @@ static void test_masked_loss(const char *dir, const char *ds) {
     config_preset(&c, "tiny");
     c.vocab_size = 260;
     GPT m;
-    gpt_init(&m, &c, &BACKEND_CPU, 1337);
+    gpt_init(&m, &c, &BACKEND_CPU, 1337, GPT_TRAIN);
     DataOptions o = {.seq_len = T, .batch = B, .seed = 1337, .dp = 1, .sp = 1, .loss_on_all = true};
     DataSource *all = data_open(ds, &o, false);
     o.loss_on_all = false;

@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
     test_score_known();
     ModelConfig c = tiny_config();
     GPT m;
-    gpt_init(&m, &c, &BACKEND_CPU, 11);
+    gpt_init(&m, &c, &BACKEND_CPU, 11, GPT_TRAIN);
     m.loss_chunk = 64;
     test_grid(&m, &cg);
     test_loss(&m, &cg, text);

@@ -500,7 +500,7 @@ static void test_answer_through_a_model(void) {
     ModelConfig c = {.n_layer = 2, .dim = 32, .n_head = 4, .n_kv_head = 2, .ffn_dim = 64, .vocab_size = TOK_VOCAB_SIZE,
                      .rope_theta = 10000, .norm_eps = 1e-5f};
     GPT m;
-    gpt_init(&m, &c, &BACKEND_CPU, 5);
+    gpt_init(&m, &c, &BACKEND_CPU, 5, GPT_TRAIN);
     Tokenizer tok;
     tokenizer_bytes(&tok);
     RulerTokMeasure tm = {tokenizer_encoder(&tok), NULL, 0};

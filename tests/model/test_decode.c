@@ -29,8 +29,8 @@ enum { T = 37, SEED = 11 };
 static void check_decoding(const ModelConfig *cfg, const char *what, CommGrid grid) {
     int V = cfg->vocab_size;
     GPT ring_model, ref;
-    gpt_init(&ring_model, cfg, &BACKEND_CPU, SEED);
-    gpt_init(&ref, cfg, &BACKEND_CPU, SEED);
+    gpt_init(&ring_model, cfg, &BACKEND_CPU, SEED, GPT_TRAIN);
+    gpt_init(&ref, cfg, &BACKEND_CPU, SEED, GPT_TRAIN);
     // The reference: logits (T, V) of the full forward of one rank.
     Batch b = batch_alloc(1, T);
     Rng r;

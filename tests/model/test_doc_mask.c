@@ -98,8 +98,8 @@ int main(int argc, char **argv) {
     make_window(s, T);
 
     GPT m, ref;
-    gpt_init(&m, &cfg, &BACKEND_CPU, SEED);
-    gpt_init(&ref, &cfg, &BACKEND_CPU, SEED);
+    gpt_init(&m, &cfg, &BACKEND_CPU, SEED, GPT_TRAIN);
+    gpt_init(&ref, &cfg, &BACKEND_CPU, SEED, GPT_TRAIN);
     m.doc_mask = true;
     m.ring = sp > 1 ? ring_create(grid.ring, &BACKEND_CPU, true) : NULL;
     Batch mine = batch_alloc(1, T / sp), full = batch_alloc(1, T);
@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
     }
     // Without the mask the window's loss differs: the test can tell the two apart.
     GPT plain;
-    gpt_init(&plain, &cfg, &BACKEND_CPU, SEED);
+    gpt_init(&plain, &cfg, &BACKEND_CPU, SEED, GPT_TRAIN);
     plain.ring = m.ring;
     double plain_loss = gpt_forward(&plain, &mine, 1.0, false, NULL);
     comm_allreduce(grid.world, &plain_loss, 1, COMM_F64, COMM_SUM, "loss");

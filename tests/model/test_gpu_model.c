@@ -36,8 +36,8 @@ static Batch make_batch(int first) {
 static void test_one_step(void) {
     ModelConfig c = config();
     GPT mc, mg;
-    gpt_init(&mc, &c, &BACKEND_CPU, 42);
-    gpt_init(&mg, &c, &BACKEND_CUDA, 42);
+    gpt_init(&mc, &c, &BACKEND_CPU, 42, GPT_TRAIN);
+    gpt_init(&mg, &c, &BACKEND_CUDA, 42, GPT_TRAIN);
     mg.act_store = gpu_test_act_store;
     Batch b = make_batch(0);
     double scale = 1.0 / (B * T);
@@ -75,7 +75,7 @@ static void test_loss_curve(void) {
     AdamW opt[2];
     const Backend *be[2] = {&BACKEND_CPU, &BACKEND_CUDA};
     for (int i = 0; i < 2; i++) {
-        gpt_init(&m[i], &c, be[i], 42);
+        gpt_init(&m[i], &c, be[i], 42, GPT_TRAIN);
         if (be[i] == &BACKEND_CUDA) m[i].act_store = gpu_test_act_store;
         adamw_init(&opt[i], &m[i], (AdamWConfig){0.9f, 0.95f, 1e-8f, 0.1f});
     }

@@ -237,7 +237,7 @@ static void test_model(bool tied, bool doc_mask) {
     cfg.n_layer = 2, cfg.dim = 16, cfg.n_head = 4, cfg.n_kv_head = 2, cfg.ffn_dim = 24, cfg.vocab_size = 11;
     cfg.tie_embeddings = tied;
     GPT m;
-    gpt_init(&m, &cfg, be, 7);
+    gpt_init(&m, &cfg, be, 7, GPT_TRAIN);
     // larger weights than the 0.02 init so that every path carries a visible gradient
     for (size_t i = 0; i < m.table.total; i++) m.params[i] += (real)(0.3 * rng_normal(&rng));
     Batch b = {.B = 2, .T = 12};

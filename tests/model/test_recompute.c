@@ -3,7 +3,8 @@
 // shape (GQA, tied head, an FFN narrower than the model) every rank runs one forward + backward per mode on
 // its own slice, then compares its loss and every gradient to none's bit for bit, counts the ring's packets
 // (RingStats.exchanges), and checks that the activations allocated are the table's (model/acts.c): every row
-// bound where the table places it, every LayerActs field a row, and the bytes the memory plan's figures.
+// bound where the table places it, every LayerActs field a row, and the bytes the memory plan's figures; a shorter
+// batch after a longer one laid over its buffers, without allocating, and equal.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,13 +143,47 @@ static void check_bf16_plans(GPT *m, int T_local, int sp, const char *shape) {
     }
 }
 
+// The CPU backend, counting its allocations.
+static long g_allocs;
+static void *counted_alloc(size_t bytes, const char *what) {
+    g_allocs++;
+    return BACKEND_CPU.alloc(bytes, what);
+}
+
+// A shorter batch after a longer one is laid over the longer one's buffers (no allocation: eval and decoding run
+// prompts of every length on one model), where the table places it, and its step equals the step the model took when
+// its buffers were made for that shorter batch, bit for bit.
+static void check_relaid(GPT *m, const Batch *half, const StepResult *first, double grad_scale, const char *shape) {
+    for (int mode = RECOMPUTE_NONE; mode <= RECOMPUTE_FULL; mode++) {
+        m->recompute = (Recompute)mode;
+        gpt_prepare(m, B, 2 * half->T);
+        const Backend *be = m->be;
+        Backend counting = *be;
+        counting.alloc = counted_alloc;
+        m->be = &counting;
+        long allocs = g_allocs;
+        StepResult r = run_step(m, half, (Recompute)mode, grad_scale);
+        m->be = be;
+        CHECK(g_allocs == allocs, "%s, --recompute %s: a batch of T = %d after one of %d allocated %ld buffers", shape,
+              recompute_name(m->recompute), half->T, 2 * half->T, g_allocs - allocs);
+        check_plan(m, m->recompute, half->T, m->ring ? ring_size(m->ring) : 1, shape);
+        size_t differ = 0;
+        for (size_t k = 0; k < m->table.total; k++) differ += memcmp(&r.grads[k], &first->grads[k], sizeof(real)) != 0;
+        CHECK(r.loss == first->loss && differ == 0, "%s, --recompute %s: T = %d laid over the buffers of T = %d: loss "
+              "%.17g vs %.17g, %zu gradient elements differ", shape, recompute_name(m->recompute), half->T, 2 * half->T,
+              r.loss, first->loss, differ);
+        free(r.grads);
+    }
+}
+
 static void test_shape(const Shape *sh, const CommGrid *g) {
     int T = 2 * g->sp * CHUNK;
     GPT m;
-    gpt_init(&m, &sh->cfg, &BACKEND_CPU, SEED);
+    gpt_init(&m, &sh->cfg, &BACKEND_CPU, SEED, GPT_TRAIN);
     m.ring = g->sp > 1 ? ring_create(g->ring, &BACKEND_CPU, true) : NULL;
-    Batch b = make_batch(T, sh->cfg.vocab_size, g);
+    Batch b = make_batch(T, sh->cfg.vocab_size, g), half = make_batch(T / 2, sh->cfg.vocab_size, g);
     double grad_scale = 1.0 / ((double)B * g->dp * T);
+    StepResult first_half = run_step(&m, &half, RECOMPUTE_NONE, grad_scale);   // buffers made for T / 2
     // none first and last: switching modes on one model reallocates and must change nothing either.
     const Recompute order[] = {RECOMPUTE_NONE, RECOMPUTE_MLP, RECOMPUTE_FULL, RECOMPUTE_NONE, RECOMPUTE_FULL};
     StepResult ref = run_step(&m, &b, RECOMPUTE_NONE, grad_scale);
@@ -169,9 +204,16 @@ static void test_shape(const Shape *sh, const CommGrid *g) {
         free(r.grads);
     }
     check_bf16_plans(&m, b.T, g->sp, sh->name);
+    check_relaid(&m, &half, &first_half, grad_scale, sh->name);
+    m.recompute = RECOMPUTE_DECODE;   // the decoder's prefill: laid out as the table says too
+    gpt_prepare(&m, B, b.T);
+    check_plan(&m, RECOMPUTE_DECODE, b.T, g->sp, sh->name);
+    m.recompute = RECOMPUTE_NONE;
     log_info("  %-10s dp=%d sp=%d T=%d: mlp and full bit-identical to none, %ld ring exchanges per step in every mode\n",
              sh->name, g->dp, g->sp, T, ref.exchanges);
     free(ref.grads);
+    free(first_half.grads);
+    batch_free(&half);
     batch_free(&b);
     ring_free(m.ring);
     m.ring = NULL;

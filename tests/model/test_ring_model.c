@@ -57,8 +57,8 @@ int main(int argc, char **argv) {
     double grad_scale = 1.0 / ((double)B * grid.dp * T);   // global number of target tokens
 
     GPT ring_model, ref;
-    gpt_init(&ring_model, &cfg, &BACKEND_CPU, SEED);
-    gpt_init(&ref, &cfg, &BACKEND_CPU, SEED);
+    gpt_init(&ring_model, &cfg, &BACKEND_CPU, SEED, GPT_TRAIN);
+    gpt_init(&ref, &cfg, &BACKEND_CPU, SEED, GPT_TRAIN);
     ring_model.ring = sp > 1 ? ring_create(grid.ring, &BACKEND_CPU, true) : NULL;
 
     Batch mine = make_batch(B, grid.dp_index * B, T, V, sp, grid.sp_index);   // this rank's slices
