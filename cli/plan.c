@@ -111,9 +111,15 @@ static void check_nodes(const PlanFlags *f, const DeviceSpec *d) {
 static double gib(double b) { return b / 1073741824.0; }
 static double mib(double b) { return b / 1048576.0; }
 
+// Whether the device's collectives are MPI's in the memory planned: a host whose core moves the bytes (the cpu preset).
+static bool host_collectives(const PlanFlags *f) {
+    const DeviceSpec *p = device_preset(f->device);
+    return p && p->host_bytes_per_s > 0;
+}
+
 // The plan of a ring of sp in a job of `ranks` ranks (the shard level splits the model state over all of them).
 static MemPlan mem_of(const ModelConfig *c, const PlanFlags *f, ShardLevel shard, Recompute r, int sp, int ranks, int T) {
-    return memplan(c, f->batch, T / sp, sp, shard, ranks, r, ACT_F32, f->loss_chunk, 0);
+    return memplan(c, f->batch, T / sp, sp, shard, ranks, r, ACT_F32, f->loss_chunk, 0, host_collectives(f));
 }
 
 static bool fits(const ModelConfig *c, const PlanFlags *f, ShardLevel shard, Recompute r, const DeviceSpec *d) {
@@ -143,7 +149,8 @@ static void other_layouts(char *buf, size_t size, int len, const ModelConfig *c,
             len += snprintf(buf + len, size - len, "--sp %d --ranks %d, ", sp, dp * sp);
             break;
         }
-    long T = memplan_max_seq_len(c, f->batch, f->sp, shard, f->ranks, r, ACT_F32, f->loss_chunk, 0, d->mem_bytes);
+    long T = memplan_max_seq_len(c, f->batch, f->sp, shard, f->ranks, r, ACT_F32, f->loss_chunk, 0, host_collectives(f),
+                                 d->mem_bytes);
     if (T > 0) snprintf(buf + len, size - len, "--seq-len %ld or shorter", T);
     else snprintf(buf + len, size - len, "more ranks or a device with more memory (on %d rank%s the model alone does not fit)",
                   f->ranks, plural(f->ranks));
@@ -381,7 +388,7 @@ static void print_table(const ModelConfig *c, const PlanFlags *f, ShardLevel sha
         int sp = (int)counts[i];
         long T[3];
         for (int m = 0; m < 3; m++)
-            T[m] = memplan_max_seq_len(c, f->batch, sp, shard, sp, m, ACT_F32, f->loss_chunk, 0, d->mem_bytes);
+            T[m] = memplan_max_seq_len(c, f->batch, sp, shard, sp, m, ACT_F32, f->loss_chunk, 0, host_collectives(f), d->mem_bytes);
         printf("  %8d %14ld %14ld %14ld", sp, T[0], T[1], T[2]);
         if (T[chosen] > 0 && T[chosen] <= (1L << 30)) {
             StepPlan p = stepplan(c, f->batch, f->grad_accum, (int)T[chosen], 1, sp, shard, chosen, d);

@@ -8,27 +8,53 @@
 #include "attention/ring.h"
 #include "core/common.h"
 
+// Where the initial weights go: dst (backend) holds every element (s NULL), or this rank's slices of s in local order.
+typedef struct {
+    const Backend *be;
+    real *dst;
+    const ShardLayout *s;
+} InitSink;
+
+// Copies the part of a run of initial weights (elements first .. first + n - 1) that the sink keeps.
+static void keep_run(void *ctx, size_t first, const real *vals, size_t n) {
+    InitSink *k = ctx;
+    if (!k->s) {
+        k->be->to_device(k->dst + first, vals, n * sizeof(real));
+        return;
+    }
+    for (int u = shard_unit_of(k->s, first); u < k->s->n_units && k->s->unit_off[u] < first + n; u++) {
+        size_t len, start = shard_slice(k->s, u, k->s->rank, &len);
+        size_t lo = start > first ? start : first, hi = start + len < first + n ? start + len : first + n;
+        if (lo < hi) k->be->to_device(k->dst + k->s->local_off[u] + (lo - start), vals + (lo - first), (hi - lo) * sizeof(real));
+    }
+}
+
+// Named views whose pointers the unit hook sets when a unit runs (model/shard.h); until then they point nowhere.
+static ModelTensors unbound(const ModelConfig *c) {
+    return (ModelTensors){.n_layer = c->n_layer, .layers = xcalloc((size_t)c->n_layer, sizeof(LayerTensors), "layer pointers")};
+}
+
 void gpt_init(GPT *m, const ModelConfig *c, const Backend *be, uint64_t seed, GptUse use) {
     memset(m, 0, sizeof *m);
     config_validate(c);
     m->cfg = *c;
     m->be = be;
     m->table = params_build(c);
+    m->seed = seed;
+    m->loss_chunk = 256;
+    if (use == GPT_SHARDED) {   // gpt_shard allocates and initialises
+        m->w = unbound(c), m->g = unbound(c);
+        return;
+    }
     size_t bytes = m->table.total * sizeof(real);
     m->params = be->alloc(bytes, "parameters");
-    if (use == GPT_TRAIN) {
-        real *host = xmalloc(bytes, "initial weights");
-        params_init(&m->table, host, seed);
-        be->to_device(m->params, host, bytes);
-        free(host);
-        m->grads = be->alloc(bytes, "gradients");
-        be->zero(m->grads, bytes);
-        m->g = tensors_bind(&m->table, c, m->grads);
-    } else {
-        be->zero(m->params, bytes);   // a load fills them; never garbage
-    }
+    if (use == GPT_INFER) be->zero(m->params, bytes);   // a load fills them; never garbage
+    else params_init(&m->table, seed, keep_run, &(InitSink){be, m->params, NULL});
     m->w = tensors_bind(&m->table, c, m->params);
-    m->loss_chunk = 256;
+    if (use == GPT_INFER) return;
+    m->grads = be->alloc(bytes, "gradients");
+    be->zero(m->grads, bytes);
+    m->g = tensors_bind(&m->table, c, m->grads);
 }
 
 static void acts_free(GPT *m) {
@@ -44,7 +70,7 @@ void gpt_free(GPT *m) {
     acts_free(m);
     if (m->doc_ids) m->be->release(m->doc_ids);
     free(m->doc_ids_host);
-    m->be->release(m->params);
+    if (m->params) m->be->release(m->params);
     if (m->grads) m->be->release(m->grads);
     tensors_free(&m->w);
     tensors_free(&m->g);
@@ -59,36 +85,20 @@ size_t gpt_shard_pad(const ShardLayout *s) {
     return pad;
 }
 
-// This rank's slices of a full parameter-shaped buffer, unit by unit, into local (local_total + pad, the pad zeroed).
-static void take_slices(GPT *m, const ShardLayout *s, real *local, const real *full) {
-    m->be->zero(local, (s->local_total + gpt_shard_pad(s)) * sizeof(real));
-    for (int u = 0; u < s->n_units; u++) {
-        size_t len, start = shard_slice(s, u, s->rank, &len);
-        if (len) m->be->copy(local + s->local_off[u], full + start, len * sizeof(real));
-    }
-}
-
-// A unit's tensors are bound by the unit hook when it runs; until then they point nowhere.
-static void unbind(GPT *m, ModelTensors *t) {
-    t->tok_embeddings = t->norm = t->lm_head = NULL;
-    memset(t->layers, 0, (size_t)m->cfg.n_layer * sizeof *t->layers);
-}
-
 void gpt_shard(GPT *m, ShardLevel level, const ShardLayout *s) {
+    if (m->params || level == SHARD_NONE) fail("internal: gpt_shard builds the state of a model from gpt_init(GPT_SHARDED)");
     m->shard_level = level;
-    m->shard = level == SHARD_NONE ? NULL : s;
-    if (level < SHARD_GRADS) return;
-    size_t bytes = (s->local_total + gpt_shard_pad(s)) * sizeof(real);
-    m->be->release(m->grads);
-    m->grads = m->be->alloc(bytes, "gradient shard");
-    m->be->zero(m->grads, bytes);
-    unbind(m, &m->g);
-    if (level < SHARD_PARAMS) return;
-    real *local = m->be->alloc(bytes, "parameter shard");
-    take_slices(m, s, local, m->params);
-    m->be->release(m->params);
-    m->params = local;
-    unbind(m, &m->w);
+    m->shard = s;
+    const Backend *be = m->be;
+    size_t full = m->table.total * sizeof(real), local = (s->local_total + gpt_shard_pad(s)) * sizeof(real);
+    bool own_w = level >= SHARD_PARAMS, own_g = level >= SHARD_GRADS;   // this rank's slices only
+    m->params = be->alloc(own_w ? local : full, own_w ? "parameter shard" : "parameters");
+    if (own_w) be->zero(m->params, local);   // the padding past local_total stays zero
+    params_init(&m->table, m->seed, keep_run, &(InitSink){be, m->params, own_w ? s : NULL});
+    m->grads = be->alloc(own_g ? local : full, own_g ? "gradient shard" : "gradients");
+    be->zero(m->grads, own_g ? local : full);
+    if (!own_w) tensors_free(&m->w), m->w = tensors_bind(&m->table, &m->cfg, m->params);
+    if (!own_g) tensors_free(&m->g), m->g = tensors_bind(&m->table, &m->cfg, m->grads);
 }
 
 void gpt_zero_grad(GPT *m) {

@@ -21,6 +21,7 @@ typedef struct {
     real *params;        // (table.total) every weight, in table order; SHARD_PARAMS: (shard->local_total) this rank's slices
     real *grads;         // (table.total) their gradients, same layout
     ModelTensors w, g;   // named views of params and grads
+    uint64_t seed;       // gpt_init's: the initial weights (gpt_shard initialises from it)
     Activations act;
     struct AttnRing *ring;  // NULL: the whole sequence is on this rank
     int loss_chunk;      // rows per chunk of the fused LM head + loss
@@ -50,15 +51,17 @@ typedef struct GptUnitHook {
     void (*leave)(struct GptUnitHook *self, GPT *m, int unit, UnitPhase phase);
 } GptUnitHook;
 
-// What a model is built for: GPT_TRAIN initialises the weights from seed and allocates gradients; GPT_INFER (eval,
-// decoding, export: a checkpoint is loaded over it) zeroes the weights and has no gradients (m->grads NULL), so a
-// model to evaluate costs its weights and no random initialisation.
-typedef enum { GPT_TRAIN, GPT_INFER } GptUse;
+// What a model is built for. GPT_TRAIN: weights initialised from seed, gradients. GPT_INFER (eval, decoding, export:
+// a checkpoint is loaded over it): zeroed weights, no gradients (grads NULL), no random initialisation. GPT_SHARDED
+// (train --shard): nothing allocated until gpt_shard builds this rank's part of the state, so that no rank ever holds
+// the whole model.
+typedef enum { GPT_TRAIN, GPT_INFER, GPT_SHARDED } GptUse;
 // Builds the table and allocates the parameters (and gradients) on the backend.
 void gpt_init(GPT *m, const ModelConfig *c, const Backend *be, uint64_t seed, GptUse use);
 void gpt_free(GPT *m);
-// Shards the model state (train --shard, after the weights are initialised or loaded): from SHARD_GRADS on, grads
-// becomes this rank's slices (s->local_total); SHARD_PARAMS keeps only this rank's slices of the weights too. The
+// Builds the state of a model from gpt_init(GPT_SHARDED) (train --shard; a resume then loads over it): the weights
+// initialised from gpt_init's seed, the same values as GPT_TRAIN's; from SHARD_GRADS on, grads holds only this rank's
+// slices (s->local_total); SHARD_PARAMS the weights too. The
 // local buffers carry max(per) padding elements past local_total, so a rank's slice of any unit can be sent as `per`
 // elements. A unit's weights and gradients are bound by m->unit_hook; s must outlive the model.
 void gpt_shard(GPT *m, ShardLevel level, const ShardLayout *s);

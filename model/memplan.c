@@ -24,7 +24,7 @@ static void shard_sizes(const ModelConfig *c, int ranks, double *local, double *
 // The model state of a rank at a shard level, as train allocates it (model/gpt.c, model/adamw.c, model/shard_comm.c):
 // every part whole at none; from optim on the moments as the rank's slices, from grads on the gradients, at params the
 // weights (the last two with one longest slice of padding); and the units' buffers (MemPlan.gathered).
-static void model_state(MemPlan *p, const ModelConfig *c, ShardLevel shard, int ranks, ActStore store) {
+static void model_state(MemPlan *p, const ModelConfig *c, ShardLevel shard, int ranks, ActStore store, bool host_collectives) {
     double all = (double)config_num_params(c) * sizeof(real), local = all, pad = 0;
     if (shard != SHARD_NONE) {
         shard_sizes(c, ranks, &local, &pad);
@@ -38,10 +38,11 @@ static void model_state(MemPlan *p, const ModelConfig *c, ShardLevel shard, int 
     p->gathered = shard >= SHARD_OPTIM ? 2 * span + 2 * pad : 0;
     if (shard >= SHARD_GRADS) p->gathered += 2 * span;
     if (shard == SHARD_PARAMS && bf16) p->gathered += span;
+    p->coll_scratch = host_collectives && shard >= SHARD_GRADS ? 2 * 2 * span : 0;
 }
 
 MemPlan memplan(const ModelConfig *c, int B, int T_local, int sp, ShardLevel shard, int ranks, Recompute r,
-                ActStore store, int loss_chunk, double runtime_bytes) {
+                ActStore store, int loss_chunk, double runtime_bytes, bool host_collectives) {
     size_t N = (size_t)B * T_local;
     ActSizes a = act_sizes(c, r, store, B, T_local, sp);
     size_t chunk = loss_chunk > 0 && (size_t)loss_chunk < N ? (size_t)loss_chunk : N;
@@ -55,8 +56,8 @@ MemPlan memplan(const ModelConfig *c, int B, int T_local, int sp, ShardLevel sha
         .batch = 4.0 * N * sizeof(int32_t),   // tokens, targets, positions, document numbers
         .runtime = runtime_bytes,
     };
-    model_state(&p, c, shard, ranks, store);
-    p.model_state = p.weights + p.grads + p.optimizer + p.gathered;
+    model_state(&p, c, shard, ranks, store, host_collectives);
+    p.model_state = p.weights + p.grads + p.optimizer + p.gathered + p.coll_scratch;
     p.total = p.model_state + p.kept + p.work + p.shared + p.ring + p.head_chunk + p.batch + p.runtime;
     p.kept_per_token_layer = N ? p.kept / c->n_layer / N : 0;
     p.work_per_token = N ? p.work / N : 0;
@@ -78,6 +79,9 @@ void memplan_print(const MemPlan *p, const ModelConfig *c, Recompute r, int B, i
     if (p->gathered > 0)
         log_info("  unit buffers            %9.1f MiB  (gathers and reduce-scatters, the longest unit's size)\n",
                  mib(p->gathered));
+    if (p->coll_scratch > 0)
+        log_info("  MPI reduce-scatter      %9.1f MiB  (two in flight, each two buffers of a unit: Open MPI's scratch)\n",
+                 mib(p->coll_scratch));
     // A ring with no packets of its own: the arena lends them (model/acts.c, under full).
     if (sp > 1 && p->ring == 0) log_info("  ring packets            in the working set (dead MLP half)\n");
     else if (sp > 1) log_info("  ring packets            %9.1f MiB\n", mib(p->ring));
@@ -86,10 +90,10 @@ void memplan_print(const MemPlan *p, const ModelConfig *c, Recompute r, int B, i
 }
 
 long memplan_max_seq_len(const ModelConfig *c, int B, int sp, ShardLevel shard, int ranks, Recompute r, ActStore store,
-                         int loss_chunk, double runtime_bytes, double budget) {
+                         int loss_chunk, double runtime_bytes, bool host_collectives, double budget) {
     long step = sp > 1 ? 2L * sp : 1, lo = 0, hi = step;
     // Doubling then bisection over multiples of step: the plan grows with T.
-    while (memplan(c, B, (int)(hi / sp), sp, shard, ranks, r, store, loss_chunk, runtime_bytes).total <= budget) {
+    while (memplan(c, B, (int)(hi / sp), sp, shard, ranks, r, store, loss_chunk, runtime_bytes, host_collectives).total <= budget) {
         lo = hi;
         if (hi > (1L << 30) / 2) return lo;
         hi *= 2;
@@ -97,7 +101,7 @@ long memplan_max_seq_len(const ModelConfig *c, int B, int sp, ShardLevel shard, 
     while (hi - lo > step) {
         long mid = (lo + (hi - lo) / 2) / step * step;
         if (mid <= lo) mid = lo + step;
-        if (memplan(c, B, (int)(mid / sp), sp, shard, ranks, r, store, loss_chunk, runtime_bytes).total <= budget) lo = mid;
+        if (memplan(c, B, (int)(mid / sp), sp, shard, ranks, r, store, loss_chunk, runtime_bytes, host_collectives).total <= budget) lo = mid;
         else hi = mid;
     }
     return lo;

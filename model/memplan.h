@@ -21,6 +21,9 @@ typedef struct {
                                         // in flight; params: the unit computing and the next, gathered ahead) and two
                                         // slices; from grads on two units' gradients (the one computing, the one
                                         // reduce-scattering); params under bf16 the bf16 copies of the two units
+    double coll_scratch;                // host collectives (a CPU run), from grads on: Open MPI's non-blocking
+                                        // reduce-scatter (coll/libnbc: a binomial reduce, then a scatter) allocates
+                                        // two buffers of the whole unit for each call, and two are in flight
     double kept;                        // activations kept for the backward, all layers
     double work;                        // one layer's recompute working set
     double shared;                      // backward scratch, final norm, LM-head gradient
@@ -30,21 +33,22 @@ typedef struct {
     double batch;                       // tokens, targets, positions, document numbers
     double runtime;                     // the process before the model (libraries, data): measured, not predicted
     double total;                       // the predicted peak: the sum of the above
-    double model_state;                 // weights + grads + optimizer + gathered
+    double model_state;                 // weights + grads + optimizer + gathered + coll_scratch
     double kept_per_token_layer;        // bytes per token per layer kept
     double work_per_token;              // bytes per token of the working set
 } MemPlan;
 
 // B sequences of T_local tokens on each of a job's `ranks` ranks (dp × sp), rings of sp, the model state sharded at
-// `shard` over all of them (SHARD_NONE: ranks is not read).
+// `shard` over all of them (SHARD_NONE: ranks is not read). host_collectives: the collectives are MPI's in the memory
+// planned (a CPU run); a GPU's NCCL collectives work in place.
 MemPlan memplan(const ModelConfig *c, int B, int T_local, int sp, ShardLevel shard, int ranks, Recompute r,
-                ActStore store, int loss_chunk, double runtime_bytes);
+                ActStore store, int loss_chunk, double runtime_bytes, bool host_collectives);
 // Prints the plan (rank 0): one line per part, then the predicted peak.
 void memplan_print(const MemPlan *p, const ModelConfig *c, Recompute r, int B, int T, int sp, ShardLevel shard,
                    int ranks);
 // The longest T (a multiple of 2·sp, or any T ≥ 1 for sp = 1) whose plan fits in budget bytes; 0 if none.
 long memplan_max_seq_len(const ModelConfig *c, int B, int sp, ShardLevel shard, int ranks, Recompute r, ActStore store,
-                         int loss_chunk, double runtime_bytes, double budget);
+                         int loss_chunk, double runtime_bytes, bool host_collectives, double budget);
 
 // This process's resident set now (/proc/self/status VmRSS) and the machine's available memory
 // (/proc/meminfo MemAvailable), in bytes; 0 when the file cannot be read.

@@ -65,13 +65,17 @@ const ParamSpec *params_find(const ParamTable *t, const char *name) {
     return NULL;
 }
 
-void params_init(const ParamTable *t, real *buffer, uint64_t seed) {
+void params_init(const ParamTable *t, uint64_t seed, ParamSink put, void *ctx) {
     Rng rng;
     rng_seed(&rng, seed);
-    for (const ParamSpec *p = t->specs; p < t->specs + t->count; p++) {
-        real *w = buffer + p->offset;
-        for (size_t i = 0; i < p->numel; i++) w[i] = p->init_std > 0 ? (real)(p->init_std * rng_normal(&rng)) : (real)1;
-    }
+    real *run = xmalloc(PARAMS_INIT_RUN * sizeof(real), "initial weights");   // (PARAMS_INIT_RUN)
+    for (const ParamSpec *p = t->specs; p < t->specs + t->count; p++)
+        for (size_t at = 0; at < p->numel; at += PARAMS_INIT_RUN) {
+            size_t n = p->numel - at < PARAMS_INIT_RUN ? p->numel - at : PARAMS_INIT_RUN;
+            for (size_t i = 0; i < n; i++) run[i] = p->init_std > 0 ? (real)(p->init_std * rng_normal(&rng)) : (real)1;
+            put(ctx, p->offset + at, run, n);
+        }
+    free(run);
 }
 
 // Where `name` sits in buffer, which holds the parameter-buffer elements from `first` on.

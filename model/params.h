@@ -28,9 +28,13 @@ ParamTable params_build(const ModelConfig *c);
 void params_free(ParamTable *t);
 // The spec of a name, or NULL.
 const ParamSpec *params_find(const ParamTable *t, const char *name);
-// Fills the buffer from the specs: normal(0, init_std) for weights, ones for norm gains,
-// walking the table in order with one RNG seeded from `seed` (deterministic, backend independent).
-void params_init(const ParamTable *t, real *buffer, uint64_t seed);
+// Receives a run of the initial weights: vals (n) are the parameter-buffer elements first .. first + n - 1.
+typedef void (*ParamSink)(void *ctx, size_t first, const real *vals, size_t n);
+enum { PARAMS_INIT_RUN = 1 << 20 };   // the most elements in one run
+// The initial weights from the specs, normal(0, init_std) for weights and ones for norm gains, walking the table in
+// order with one RNG seeded from `seed` (deterministic, backend independent), handed to put run by run: the same
+// values whatever part of them a sink keeps (a rank its slices, without the whole model in memory).
+void params_init(const ParamTable *t, uint64_t seed, ParamSink put, void *ctx);
 
 // Pointers into a parameter-shaped buffer (weights or their gradients), bound by name.
 typedef struct {

@@ -312,29 +312,29 @@ static void device_comm_free(Comm *c) {
 
 // What would fit instead of a plan over the budget: a higher shard level, more recompute, more ranks in the ring, a
 // shorter T (ranks: the job's, over which the model state is sharded).
-static void fitting_options(const TrainConfig *t, int ranks, double budget, double runtime, char *buf, size_t n) {
+static void fitting_options(const TrainConfig *t, int ranks, double budget, double runtime, bool host, char *buf, size_t n) {
     const ModelConfig *c = &t->model_cfg;
     int len = 0;
     for (int l = t->shard_level + 1; l <= SHARD_PARAMS && ranks > 1; l++) {
-        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, l, ranks, t->recompute_mode, train_act_store(t), t->loss_chunk, runtime);
+        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, l, ranks, t->recompute_mode, train_act_store(t), t->loss_chunk, runtime, host);
         if (p.total > budget) continue;
         if (len < (int)n) len += snprintf(buf + len, n - len, "--shard %s (%.0f MiB), ", shard_level_name(l), p.total / 1048576);
         break;
     }
     for (int r = t->recompute_mode + 1; r <= RECOMPUTE_FULL; r++) {
-        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, t->shard_level, ranks, r, train_act_store(t), t->loss_chunk, runtime);
+        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, t->shard_level, ranks, r, train_act_store(t), t->loss_chunk, runtime, host);
         if (p.total <= budget && len < (int)n)
             len += snprintf(buf + len, n - len, "--recompute %s (%.0f MiB), ", recompute_name(r), p.total / 1048576);
     }
     for (int sp = 2 * t->sp; sp <= 1024 && 2 * sp <= t->seq_len; sp *= 2) {
         MemPlan p = memplan(c, t->batch, t->seq_len / sp, sp, t->shard_level, ranks, t->recompute_mode, train_act_store(t),
-                            t->loss_chunk, runtime);
+                            t->loss_chunk, runtime, host);
         if (p.total > budget) continue;
         if (len < (int)n) len += snprintf(buf + len, n - len, "--sp %d (%.0f MiB per rank), ", sp, p.total / 1048576);
         break;
     }
     long T = memplan_max_seq_len(c, t->batch, t->sp, t->shard_level, ranks, t->recompute_mode, train_act_store(t), t->loss_chunk,
-                                 runtime, budget);
+                                 runtime, host, budget);
     if (len < (int)n) {
         if (T > 0) snprintf(buf + len, n - len, "--seq-len %ld or shorter", T);
         else snprintf(buf + len, n - len, "no shorter --seq-len (the model alone does not fit)");
@@ -345,11 +345,11 @@ static void fitting_options(const TrainConfig *t, int ranks, double budget, doub
 // cannot fit is refused here with the options that would; the budget is --mem-budget, else the
 // device's free memory, else the host's MemAvailable shared among this node's ranks.
 static MemPlan plan_memory(const TrainConfig *t, const Backend *be, Comm *world) {
-    bool device = be->mem_free != NULL;
+    bool device = be->mem_free != NULL, host = !device;   // host: the plan is of host memory, where MPI's collectives work
     double runtime = device ? 0 : mem_rss_now_bytes();   // a device starts empty; the host holds libraries, data
     int ranks = comm_size(world);
     MemPlan p = memplan(&t->model_cfg, t->batch, t->seq_len / t->sp, t->sp, t->shard_level, ranks, t->recompute_mode,
-                        train_act_store(t), t->loss_chunk, runtime);
+                        train_act_store(t), t->loss_chunk, runtime, host);
     memplan_print(&p, &t->model_cfg, t->recompute_mode, t->batch, t->seq_len, t->sp, t->shard_level, ranks);
     const char *source = "--mem-budget";
     double avail = t->mem_budget * 1048576.0, need = p.total;
@@ -362,7 +362,7 @@ static MemPlan plan_memory(const TrainConfig *t, const Backend *be, Comm *world)
     comm_allreduce(world, &need, 1, COMM_F64, COMM_MAX, "planned memory");
     if (avail <= 0 || need <= avail) return p;   // 0: unknown (no /proc/meminfo): let the allocator decide
     char options[512];
-    fitting_options(t, ranks, avail, runtime, options, sizeof options);
+    fitting_options(t, ranks, avail, runtime, host, options, sizeof options);
     comm_fail_usage_all("--seq-len %d does not fit: the memory plan needs %.0f MiB per rank (--recompute %s, --sp %d, "
                         "--batch %d) and %.0f MiB is available (%s); would fit: %s",
                         t->seq_len, need / 1048576, recompute_name(t->recompute_mode), t->sp, t->batch,
@@ -454,7 +454,7 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     r->grad_comm = device_comm(be, r->grid.world, "gradient communicator");
     r->ring_comm = t->sp > 1 ? device_comm(be, r->grid.ring, "ring communicator") : NULL;
     r->plan = plan_memory(t, be, r->grid.world);
-    gpt_init(&r->model, &t->model_cfg, be, (uint64_t)t->seed, GPT_TRAIN);
+    gpt_init(&r->model, &t->model_cfg, be, (uint64_t)t->seed, t->shard_level == SHARD_NONE ? GPT_TRAIN : GPT_SHARDED);
     r->model.loss_chunk = t->loss_chunk;
     r->model.doc_mask = t->doc_mask;
     r->model.recompute = t->recompute_mode;
@@ -643,9 +643,6 @@ static void report_memory(const Run *r) {
     if (!be->mem_peak) predicted = r->plan.total / 1048576, measured = peak_rss_mb(), what = "peak RSS";
     log_info("memory: predicted peak %.1f MiB, measured %.1f MiB (%s, rank 0), prediction %+.1f%%\n", predicted,
              measured, what, 100 * (predicted / measured - 1));
-    if (r->t.shard_level != SHARD_NONE && !be->mem_peak)   // the peak holds the whole model, made once before the split
-        log_info("memory: %.1f MiB RSS now (rank 0, --shard %s; the peak includes the whole model as made at the start, "
-                 "before it was sharded)\n", mem_rss_now_bytes() / 1048576, r->t.shard);
 }
 
 // After a step all ranks agree on: when any rank got a stop signal, every rank saves this step (if it is not

@@ -51,7 +51,7 @@ static void test_presets(void) {
 }
 
 static MemPlan plan_at(const ModelConfig *c, ShardLevel s, int ranks) {
-    return memplan(c, 1, 4096, 8, s, ranks, RECOMPUTE_FULL, ACT_F32, 256, 0);
+    return memplan(c, 1, 4096, 8, s, ranks, RECOMPUTE_FULL, ACT_F32, 256, 0, false);
 }
 
 // The longest unit, from the shape alone: the embeddings (V·C), a layer, or the untied LM head with the final norm.
@@ -96,13 +96,21 @@ static void test_memplan_shards(const char *preset) {
     CHECK(none.total > optim.total && optim.total > grads.total && grads.total > params.total,
           "%s: each level holds less than the one before (%.0f %.0f %.0f %.0f)", preset, none.total, optim.total, grads.total,
           params.total);
+    // On the host (MPI's collectives), from grads on Open MPI's reduce-scatter scratch: two buffers of a unit, two in flight.
+    for (ShardLevel l = SHARD_NONE; l <= SHARD_PARAMS; l++) {
+        MemPlan h = memplan(&c, 1, 4096, 8, l, N, RECOMPUTE_FULL, ACT_F32, 256, 0, true), d = plan_at(&c, l, N);
+        double want = l >= SHARD_GRADS ? 4 * span : 0;
+        CHECK(fabs(h.coll_scratch - want) <= 1e-12 * want && h.total == d.total + want && d.coll_scratch == 0,
+              "%s %s on the host: reduce-scatter scratch %.0f (want %.0f), total %.0f vs %.0f on a device", preset,
+              shard_level_name(l), h.coll_scratch, want, h.total, d.total);
+    }
     // Under bf16 the copies: whole weights at none, the gathered units' at params.
-    MemPlan nb = memplan(&c, 1, 4096, 8, SHARD_NONE, N, RECOMPUTE_FULL, ACT_BF16, 256, 0);
-    MemPlan pb = memplan(&c, 1, 4096, 8, SHARD_PARAMS, N, RECOMPUTE_FULL, ACT_BF16, 256, 0);
+    MemPlan nb = memplan(&c, 1, 4096, 8, SHARD_NONE, N, RECOMPUTE_FULL, ACT_BF16, 256, 0, false);
+    MemPlan pb = memplan(&c, 1, 4096, 8, SHARD_PARAMS, N, RECOMPUTE_FULL, ACT_BF16, 256, 0, false);
     CHECK(nb.weights == all * 1.5 && pb.weights == params.weights && rel_err(pb.gathered, params.gathered + span, 0) < 1e-12,
           "%s bf16: the weights' copies", preset);
-    long T_none = memplan_max_seq_len(&c, 1, 8, SHARD_NONE, N, RECOMPUTE_FULL, ACT_F32, 256, 0, 80e9);
-    long T_params = memplan_max_seq_len(&c, 1, 8, SHARD_PARAMS, N, RECOMPUTE_FULL, ACT_F32, 256, 0, 80e9);
+    long T_none = memplan_max_seq_len(&c, 1, 8, SHARD_NONE, N, RECOMPUTE_FULL, ACT_F32, 256, 0, false, 80e9);
+    long T_params = memplan_max_seq_len(&c, 1, 8, SHARD_PARAMS, N, RECOMPUTE_FULL, ACT_F32, 256, 0, false, 80e9);
     CHECK(T_params > T_none && T_params % 16 == 0, "%s: params holds a longer T (%ld) than none (%ld)", preset, T_params,
           T_none);
 }
