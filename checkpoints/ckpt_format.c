@@ -76,6 +76,13 @@ static void add_whole(cJSON *o, const char *name, uint64_t v) {
     cJSON_AddRawToObject(o, name, digits);
 }
 
+// A signed whole number (train --seed may be negative), exactly.
+static void add_signed(cJSON *o, const char *name, int64_t v) {
+    char digits[24];
+    snprintf(digits, sizeof digits, "%" PRId64, v);
+    cJSON_AddRawToObject(o, name, digits);
+}
+
 // "shard": the level and the rank count (with the model they fix every unit and slice: model/shard.h).
 static void add_shard(cJSON *o, const CkptState *s) {
     cJSON_AddStringToObject(o, "level", shard_level_name(s->shard_level));
@@ -116,9 +123,9 @@ char *ckpt_state_json(const CkptState *s) {
     add_whole(data, "seed", s->data.seed);
     cJSON_AddNumberToObject(data, "consumed", (double)s->data.consumed);
     cJSON_AddNumberToObject(data, "epoch", (double)s->data.epoch);
-    add_whole(root, "seed", (uint64_t)s->seed);
+    add_signed(root, "seed", s->seed);
     cJSON *rng = cJSON_AddObjectToObject(root, "rng");
-    add_whole(rng, "init_seed", (uint64_t)s->seed);
+    add_signed(rng, "init_seed", s->seed);
     cJSON_AddNumberToObject(rng, "draws_after_init", 0);   // training is deterministic: no dropout, no sampling
     add_model(cJSON_AddObjectToObject(root, "model"), &s->model);
     add_run(cJSON_AddObjectToObject(root, "run"), &s->run);

@@ -78,7 +78,6 @@ struct CkptReader {
     const StEntry **entry[3];   // (table.count) per buffer: each table tensor's record in its named file
     StFile *shards;          // (layout.ranks) shard files, opened when read from
     bool *shard_open;
-    bool shards_checked;     // every shard file's header was checked
 };
 
 CkptReader *ckpt_reader_open(const char *dir, const CkptState *s, const GPT *m) {
@@ -207,6 +206,9 @@ static int check_shard(const CkptReader *r, const StFile *f, int rank, CkErr *e)
     return 0;
 }
 
+// Rank `rank`'s shard file, opened and its header checked on first use: a rank reads only the headers of the files it
+// reads from, so that N ranks opening N shards read N headers each at most once, not N² (a damaged file fails the
+// ranks that read it, naming it).
 static int open_shard(CkptReader *r, int rank, CkErr *e) {
     if (r->shard_open[rank]) return 0;
     char path[4200], file[64];
@@ -214,22 +216,10 @@ static int open_shard(CkptReader *r, int rank, CkErr *e) {
     fs_join(path, sizeof path, r->dir, file);
     if (st_open(&r->shards[rank], path, e) != 0) return -1;
     r->shard_open[rank] = true;
-    return 0;
-}
-
-// Every shard file's header, once (headers only; each is closed again unless this rank reads from it later).
-static int check_shards(CkptReader *r, CkErr *e) {
-    for (int k = 0; k < r->layout.ranks && !r->shards_checked; k++) {
-        bool was_open = r->shard_open[k];
-        if (open_shard(r, k, e) != 0 || check_shard(r, &r->shards[k], k, e) != 0) return -1;
-        if (!was_open) st_close(&r->shards[k]), r->shard_open[k] = false;
-    }
-    r->shards_checked = true;
-    return 0;
+    return check_shard(r, &r->shards[rank], rank, e);
 }
 
 static int read_shards(CkptReader *r, CkptBuffer b, size_t first, size_t count, real *dst, CkErr *e) {
-    if (check_shards(r, e) != 0) return -1;
     const ShardLayout *L = &r->layout;
     size_t end = first + count;
     char name[32];
@@ -239,7 +229,7 @@ static int read_shards(CkptReader *r, CkptBuffer b, size_t first, size_t count, 
         snprintf(name, sizeof name, "%s.unit.%d", SHARD_PREFIX[b], u);
         if (open_shard(r, rank, e) != 0) return -1;
         const StEntry *x = st_find(&r->shards[rank], name);
-        if (!x) {   // checked above; a file replaced since then
+        if (!x) {   // checked when opened; a file replaced since then
             ck_err(e, "%s: tensor '%s' is missing", r->shards[rank].path, name);
             return -1;
         }

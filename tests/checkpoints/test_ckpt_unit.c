@@ -178,6 +178,10 @@ static void test_meta_state(void) {
     CkErr e;
     CHECK(ckpt_state_parse(text, "state.json", &t, &e) == 0 && strcmp(t.meta.name, s.meta.name) == 0 && t.meta.max_pos == 8192 &&
           t.meta.has_file && !t.meta.json, "meta round trip: %s", e.msg);
+    s.seed = -337;   // train --seed takes a negative seed: its state.json reads back (it was written as 2^64 - 337)
+    char *negative = ckpt_state_json(&s);
+    CHECK(ckpt_state_parse(negative, "state.json", &t, &e) == 0 && t.seed == -337, "seed -337 round trip: %s", e.msg);
+    free(negative);
     char *meta = strstr(text, "\"meta\"");
     char *end = meta ? strchr(meta, '}') : NULL;
     CHECK(meta && end, "state.json has no meta object");
