@@ -208,6 +208,7 @@ double comm_wait(CommRequest *r) {
         }
     }
     r->active = false;
+    if (!r->done_at) r->done_at = now_seconds();
     return now_seconds() - start;
 }
 
@@ -215,6 +216,7 @@ bool comm_test(CommRequest *r) {
     if (!r->active) return true;
     if (!r->comm->be->test(r->comm, r)) return false;
     r->active = false;
+    if (!r->done_at) r->done_at = now_seconds();
     return true;
 }
 

@@ -19,6 +19,9 @@ typedef struct {
     const char *what;      // "ring KV", "gradient all-reduce": named in the timeout message
     int to, from;          // peers of a send/receive pair (ranks in comm), -1 for a collective
     bool active;
+    double done_at;        // now_seconds() when the operation was first seen complete: for MPI's all-gathers and
+                           // reduce-scatters by the progress thread or a poke while the caller computed, else by
+                           // comm_test/comm_wait; 0 while in flight
     _Alignas(16) unsigned char handle[64];   // the backend's request objects
 } CommRequest;
 

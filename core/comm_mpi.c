@@ -20,7 +20,7 @@
 // duplicate of the world: it matches nothing and runs the progress engine. One mutex serialises every
 // MPI call of the process, so MPI_THREAD_SERIALIZED is enough; where MPI provides less, neither runs and
 // transfers move only inside MPI calls.
-enum { PROGRESS_NS = 200000 };
+enum { PROGRESS_NS = 200000, WATCH_MAX = 16 };
 static struct {
     pthread_mutex_t lock;   // held around every MPI call
     pthread_cond_t wake;    // signalled when an operation starts or the thread must stop
@@ -29,6 +29,8 @@ static struct {
     atomic_long in_flight;  // operations started and not yet seen complete (changed under the lock)
     atomic_int mode;        // CommProgress (comm_set_progress)
     atomic_llong last_poke; // now_seconds() in ns of the last poke that entered MPI
+    CommRequest *watch[WATCH_MAX];   // all-gathers and reduce-scatters in flight, whose completion time is noted
+    int n_watch;
     bool serialized;        // MPI provided MPI_THREAD_SERIALIZED or more
     bool running, stop, noted;   // noted: the note on an MPI without MPI_THREAD_SERIALIZED was printed
 } g_prog = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .probe = MPI_COMM_NULL,
@@ -57,6 +59,49 @@ static void mpi_check(int err, const char *call) {
     fail("MPI: %.*s failed: %s", name_len, call, reason);
 }
 
+// A request is up to four MPI requests: a message above INT_MAX bytes travels as whole chunks of
+// CHUNK bytes (a derived type) plus a byte remainder, each direction.
+enum { CHUNK = 1 << 16, TAG_CHUNKS = 7001, TAG_REST = 7002 };
+typedef struct {
+    MPI_Request req[4];
+    int n;
+} MpiRequest;
+_Static_assert(sizeof(MpiRequest) <= sizeof(((CommRequest *)0)->handle), "CommRequest.handle too small for MPI");
+
+static void watch_drop_locked(int i) { g_prog.watch[i] = g_prog.watch[--g_prog.n_watch]; }
+
+// Notes, the lock held, the watched collectives that completed since the last look (their MPI requests become
+// MPI_REQUEST_NULL, so the caller's test then finds them done): CommRequest.done_at is when the transfer ended, not
+// when the caller next looked. Returns MPI's error, if any.
+static int watch_sweep_locked(void) {
+    for (int i = 0; i < g_prog.n_watch;) {
+        MpiRequest *q = (MpiRequest *)g_prog.watch[i]->handle;
+        int done = 0, err = MPI_Testall(q->n, q->req, &done, MPI_STATUSES_IGNORE);
+        if (err != MPI_SUCCESS) return err;
+        if (!done) {
+            i++;
+            continue;
+        }
+        g_prog.watch[i]->done_at = now_seconds();
+        watch_drop_locked(i);
+    }
+    return MPI_SUCCESS;
+}
+
+// A collective just started (the lock held): watched when there is room (else its caller's test dates it).
+static void watch_locked(CommRequest *r) {
+    r->done_at = 0;
+    if (g_prog.n_watch < WATCH_MAX) g_prog.watch[g_prog.n_watch++] = r;
+}
+
+static void unwatch_locked(const CommRequest *r) {
+    for (int i = 0; i < g_prog.n_watch; i++)
+        if (g_prog.watch[i] == r) {
+            watch_drop_locked(i);
+            return;
+        }
+}
+
 static void *progress_main(void *unused) {
     (void)unused;
     mpi_lock();
@@ -66,8 +111,10 @@ static void *progress_main(void *unused) {
             continue;
         }
         int found = 0, err = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, g_prog.probe, &found, MPI_STATUS_IGNORE);
+        int swept = err == MPI_SUCCESS ? watch_sweep_locked() : MPI_SUCCESS;
         mpi_unlock();
         mpi_check(err, "MPI_Iprobe(progress thread)");
+        mpi_check(swept, "MPI_Testall(progress thread)");
         struct timespec pause = {0, PROGRESS_NS};
         nanosleep(&pause, NULL);
         mpi_lock();
@@ -108,15 +155,6 @@ static void progress_stop(void) {
     g_prog.running = false;
     g_prog.stop = false;
 }
-
-// A request is up to four MPI requests: a message above INT_MAX bytes travels as whole chunks of
-// CHUNK bytes (a derived type) plus a byte remainder, each direction.
-enum { CHUNK = 1 << 16, TAG_CHUNKS = 7001, TAG_REST = 7002 };
-typedef struct {
-    MPI_Request req[4];
-    int n;
-} MpiRequest;
-_Static_assert(sizeof(MpiRequest) <= sizeof(((CommRequest *)0)->handle), "CommRequest.handle too small for MPI");
 
 static MPI_Comm mpi_comm(const Comm *c) { return *(const MPI_Comm *)c->impl; }
 static MPI_Datatype g_chunk_type = MPI_DATATYPE_NULL;
@@ -166,7 +204,10 @@ static void mpi_allgather_start(Comm *c, CommRequest *r, const void *send, void 
     q->n = 1;
     MPI_Datatype dt = mpi_type(t);
     MPI_CHECK(MPI_Iallgather(send, (int)count, dt, recv, (int)count, dt, mpi_comm(c), &q->req[0]));
-    progress_started();
+    mpi_lock();
+    watch_locked(r);
+    progress_started_locked();
+    mpi_unlock();
 }
 
 static void mpi_reduce_scatter_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t count, CommType t,
@@ -174,7 +215,10 @@ static void mpi_reduce_scatter_start(Comm *c, CommRequest *r, const void *send, 
     MpiRequest *q = (MpiRequest *)r->handle;
     q->n = 1;
     MPI_CHECK(MPI_Ireduce_scatter_block(send, recv, (int)count, mpi_type(t), mpi_op(op), mpi_comm(c), &q->req[0]));
-    progress_started();
+    mpi_lock();
+    watch_locked(r);
+    progress_started_locked();
+    mpi_unlock();
 }
 
 static void mpi_barrier_start(Comm *c, CommRequest *r) {
@@ -191,6 +235,7 @@ static bool mpi_test(Comm *c, CommRequest *r) {
     if (done) {
         mpi_lock();
         g_prog.in_flight--;
+        unwatch_locked(r);
         mpi_unlock();
     }
     return done != 0;
@@ -323,8 +368,10 @@ void comm_mpi_poke(void) {
     if (pthread_mutex_trylock(&g_prog.lock) != 0) return;   // another thread is inside MPI: it makes the progress
     g_prog.last_poke = now;
     int found = 0, err = MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, g_prog.probe, &found, MPI_STATUS_IGNORE);
+    int swept = err == MPI_SUCCESS ? watch_sweep_locked() : MPI_SUCCESS;
     mpi_unlock();
     mpi_check(err, "MPI_Iprobe(comm_poke)");
+    mpi_check(swept, "MPI_Testall(comm_poke)");
 }
 
 bool comm_mpi_progress_running(void) {

@@ -7,15 +7,18 @@
 
 // A collective was started in q: the time with any in flight counts from the first.
 static void started(ShardComm *sc, const CommRequest *q) {
-    if (q->active && sc->in_flight++ == 0) sc->busy_since = now_seconds();
+    if (q->active && sc->in_flight++ == 0) sc->busy_since = now_seconds(), sc->busy_until = sc->busy_since;
 }
 
-// Finishes request q if it is done, or, with wait, once it is; counts its time.
+// Finishes request q if it is done, or, with wait, once it is; counts its time: until the last of the collectives
+// in flight together ended (CommRequest.done_at: on MPI when the progress thread or a poke saw it end, which may be
+// well before this look).
 static bool finish(ShardComm *sc, CommRequest *q, bool wait) {
     if (!q->active) return true;
     if (wait) sc->times.wait_s += comm_wait(q);
     else if (!comm_test(q)) return false;
-    if (--sc->in_flight == 0) sc->times.comm_s += now_seconds() - sc->busy_since;
+    if (q->done_at > sc->busy_until) sc->busy_until = q->done_at;
+    if (--sc->in_flight == 0) sc->times.comm_s += sc->busy_until - sc->busy_since;
     return true;
 }
 

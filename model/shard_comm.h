@@ -32,6 +32,7 @@ typedef struct {
     ShardTimes times;
     int in_flight;          // collectives started and not yet seen done
     double busy_since;      // when in_flight last rose from 0
+    double busy_until;      // the latest end (CommRequest.done_at) of the collectives finished since
 } ShardComm;
 
 // Allocates the buffers of m's level (gpt_shard first) over `world`; sets m->unit_hook from SHARD_GRADS on.
