@@ -10,7 +10,9 @@
 # Environment (all optional): MODEL (default base), T tokens per sequence (default 2048), NP ranks (default 2: the cpu
 #   preset's node), SP ring size (default 2), STEPS training steps a run (default 6; the first two are left out of the
 #   medians), LEVELS (default "none optim grads params"), OUT where the runs go (default a new /tmp/plan_shard.*
-#   directory, removed at the end unless given), PLAN_BIN the ringgpt whose plan is asked (default the same binary).
+#   directory, removed at the end unless given), PLAN_BIN the ringgpt whose plan is asked (default the same binary),
+#   PLAN_FLAGS more flags for every `ringgpt plan` (e.g. "--link-gbps 56 --host-gbps 56": the cpu preset's link is the
+#   two-host veth link; ranks of one host move their bytes through Open MPI's shared memory, measured at 7 GB/s here).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(readlink -f "${1:-build}")
@@ -35,12 +37,12 @@ for level in $LEVELS; do
     { tail -5 "$OUT/$level.log" >&2; exit 1; }
 done
 
-python3 - "$PLAN_BIN" "$OUT" "$MODEL" "$T" "$NP" "$SP" $LEVELS << 'PY'
+python3 - "$PLAN_BIN" "$OUT" "$MODEL" "$T" "$NP" "$SP" "${PLAN_FLAGS:-}" $LEVELS << 'PY'
 import json, os, re, statistics, subprocess, sys
-plan_bin, out, model, T, NP, SP, *levels = sys.argv[1:]
+plan_bin, out, model, T, NP, SP, plan_flags, *levels = sys.argv[1:]
 def plan(level, *flags):   # ringgpt plan --device cpu for this layout and level, as a dict
     return json.loads(subprocess.run([plan_bin, "plan", "--device", "cpu", "--model", model, "--vocab", "260", "--seq-len", T,
-                                      "--batch", "1", "--ranks", NP, "--sp", SP, "--shard", level, "--json"] + list(flags),
+                                      "--batch", "1", "--ranks", NP, "--sp", SP, "--shard", level, "--json"] + plan_flags.split() + list(flags),
                                      check=True, capture_output=True, text=True).stdout)
 def measured(level):   # median step and shard wait (the most of any rank's) after two steps, peak RSS, runtime part (MiB)
     m = [json.loads(l) for l in open(os.path.join(out, level, "metrics.jsonl"))][2:]
@@ -53,8 +55,8 @@ runs = {level: measured(level) for level in levels}
 base = plan(levels[0])
 k = (base["matmul_s"] + base["attn_compute_s"] + base["ring_wait_s"]) / runs[levels[0]][0]
 speed = ["--matmul-tflops", "%.4g" % (base["matmul_flops"] * k / 1e12), "--attn-tflops", "%.4g" % (base["attn_flops"] * k / 1e12)]
-print("%s, T=%s, %s ranks (sp %s), B=1, one thread a rank; plan: ringgpt plan --device cpu (compute %.2fx the preset's "
-      "today, from the %s run)" % (model, T, NP, SP, k, levels[0]))
+print("%s, T=%s, %s ranks (sp %s), B=1, one thread a rank; plan: ringgpt plan --device cpu %s(compute %.2fx the preset's "
+      "today, from the %s run)" % (model, T, NP, SP, plan_flags + " " if plan_flags else "", k, levels[0]))
 print("%-7s %8s %8s %8s %10s %9s %10s %11s %11s %7s" % ("--shard", "step", "plan", "at k", "shard wait", "plan",
                                                         "+ stack", "peak MiB", "plan MiB", "ratio"))
 for level in levels:
