@@ -1,6 +1,6 @@
 # tests/train/tests.cmake — train/ through the binary: learning, determinism, recompute and resume, the memory plan, loss curves
 # of every layout, learning across the ring, a rank that exits, stalls or is killed, a slowed rank named, ending on
-# --stop-loss, a RoPE base ramp, every --shard level equal to the unsharded run over 6 layouts (and a rank killed mid-gather), RoPE scaling (--rope-scaling), stopping on a signal and resuming, the ring across two hosts made on this machine, the ring on one GPU.
+# --stop-loss, a RoPE base ramp, every --shard level equal to the unsharded run over 6 layouts (and a rank killed mid-gather), RoPE scaling (--rope-scaling), stopping on a signal and resuming, the ring across two hosts made on this machine, the ring and every --shard level on one GPU.
 set(TRAIN_T ${CMAKE_SOURCE_DIR}/tests/train)
 foreach(script overfit determinism recompute memplan)
   add_test(NAME train_${script} COMMAND bash ${TRAIN_T}/${script}.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE})
@@ -30,4 +30,7 @@ if(RINGGPT_HAVE_CUDA)
   add_test(NAME train_gpu_ring_sp2_one_gpu
            COMMAND bash ${TRAIN_T}/gpu_ring_sp2.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:test_gpu_ops>)
   set_tests_properties(train_gpu_ring_sp2_one_gpu PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE 77)
+  add_test(NAME train_gpu_shard_one_gpu
+           COMMAND bash ${TRAIN_T}/gpu_shard_one_gpu.sh ${RINGGPT_BIN} ${MPIEXEC_EXECUTABLE} $<TARGET_FILE:test_gpu_ops>)
+  set_tests_properties(train_gpu_shard_one_gpu PROPERTIES LABELS gpu TIMEOUT 600 SKIP_RETURN_CODE 77)
 endif()
