@@ -3,10 +3,8 @@
 # Usage: ring_sp2.sh RINGGPT MPIEXEC PROBE   (PROBE: a GPU test binary; `PROBE --probe` fails without a GPU)
 set -euo pipefail
 BIN=$1 MPIEXEC=$2 PROBE=$3
-if ! "$PROBE" --probe; then echo "SKIP: no CUDA device (ring_sp2)"; exit 77; fi
 . "$(dirname "$0")/ring_common.sh"
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+gpu_workdir "$PROBE" "ring_sp2"
 make_copy_text "$W/data.txt" 400
 COMMON=(train --device cuda --data "$W/data.txt" --model tiny --dim 128 --heads 4 --kv-heads 2 --seq-len 256
         --batch 2 --steps 20 --lr 3e-3 --warmup 5 --threads 1 --eval-every 10 --eval-batches 2 --ckpt-every -1)

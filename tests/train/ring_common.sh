@@ -3,6 +3,14 @@
 # OpenMP thread per rank keeps oversubscribed ranks from fighting over the cores.
 mpirun_np() { local np=$1; shift; "$MPIEXEC" --allow-run-as-root --oversubscribe -x OMP_NUM_THREADS=1 -np "$np" "$@"; }
 
+# gpu_workdir PROBE WHAT: SKIP (exit 77, one line) where PROBE --probe finds no CUDA device; else W, a scratch directory
+# removed on exit.
+gpu_workdir() {
+  "$1" --probe || { echo "SKIP: no CUDA device ($2)"; exit 77; }
+  W=$(mktemp -d)
+  trap 'rm -rf "$W"' EXIT
+}
+
 # A copy task as text: blocks of 16 random letters from a 16-letter alphabet, each followed by its copy.
 # Deterministic (awk's srand with a fixed seed).
 make_copy_text() {
