@@ -49,6 +49,7 @@ void gpt_init(GPT *m, const ModelConfig *c, const Backend *be, uint64_t seed, Gp
     size_t bytes = m->table.total * sizeof(real);
     m->params = be->alloc(bytes, "parameters");
     if (use == GPT_INFER) be->zero(m->params, bytes);   // a load fills them; never garbage
+    if (use == GPT_INFER) m->recompute = RECOMPUTE_FULL;   // no backward: the forward keeps the least (x, O, LSE a layer)
     else params_init(&m->table, seed, keep_run, &(InitSink){be, m->params, NULL});
     m->w = tensors_bind(&m->table, c, m->params);
     if (use == GPT_INFER) return;

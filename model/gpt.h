@@ -52,7 +52,8 @@ typedef struct GptUnitHook {
 } GptUnitHook;
 
 // What a model is built for. GPT_TRAIN: weights initialised from seed, gradients. GPT_INFER (eval, decoding, export:
-// a checkpoint is loaded over it): zeroed weights, no gradients (grads NULL), no random initialisation. GPT_SHARDED
+// a checkpoint is loaded over it): zeroed weights, no gradients (grads NULL), no random initialisation, and the
+// forward's activations in the layout that keeps the least (RECOMPUTE_FULL: there is no backward). GPT_SHARDED
 // (train --shard): nothing allocated until gpt_shard builds this rank's part of the state, so that no rank ever holds
 // the whole model.
 typedef enum { GPT_TRAIN, GPT_INFER, GPT_SHARDED } GptUse;
