@@ -46,12 +46,17 @@ def length_label(n):
     return f"{n // 1024}K" if n % 1024 == 0 else str(n)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse_args(doc, title):
+    """The plotting scripts' command line (this one's and plot_ruler.py's): result files, -o OUT.png, --title."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", nargs="+")
     ap.add_argument("-o", "--out")
-    ap.add_argument("--title", default="passkey retrieval: exact match (%)")
-    a = ap.parse_args()
+    ap.add_argument("--title", default=title)
+    return ap.parse_args()
+
+
+def main():
+    a = parse_args(__doc__, "passkey retrieval: exact match (%)")
     plt = pyfind.pyplot("plot_passkey")
     import numpy as np
     runs = [load(p) for p in a.results]

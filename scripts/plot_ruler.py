@@ -6,7 +6,6 @@ Each file is one `ringgpt ruler --out DIR` run (DIR/results.json); its "label" n
 the effective length and the samples per cell. The panels share one colour scale. Default output: the first
 file's directory, ruler.png.
 """
-import argparse
 import json
 import os
 import sys
@@ -14,6 +13,7 @@ import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pyfind  # noqa: E402  (scripts/pyfind.py: finds a Python with matplotlib; --help works without it)
+from plot_passkey import length_label, parse_args  # noqa: E402  (the same length labels and command line)
 
 
 def load(path):
@@ -24,10 +24,6 @@ def load(path):
     except (OSError, ValueError, KeyError) as e:
         sys.exit(f"plot_ruler: {path}: {e}; give the results.json of `ringgpt ruler --out DIR`")
     return r
-
-
-def length_label(n):
-    return f"{n // 1024}K" if n % 1024 == 0 else str(n)
 
 
 def panel(ax, r, np):
@@ -50,11 +46,7 @@ def panel(ax, r, np):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("results", nargs="+")
-    ap.add_argument("-o", "--out")
-    ap.add_argument("--title", default="RULER: score (%) by task and length")
-    a = ap.parse_args()
+    a = parse_args(__doc__, "RULER: score (%) by task and length")
     runs = [load(p) for p in a.results]
     plt = pyfind.pyplot("plot_ruler")
     import numpy as np
