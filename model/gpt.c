@@ -42,10 +42,7 @@ void gpt_init(GPT *m, const ModelConfig *c, const Backend *be, uint64_t seed, Gp
     m->table = params_build(c);
     m->seed = seed;
     m->loss_chunk = 256;
-    if (use == GPT_SHARDED) {   // gpt_shard allocates and initialises
-        m->w = unbound(c), m->g = unbound(c);
-        return;
-    }
+    if (use == GPT_SHARDED) return;   // gpt_shard allocates, initialises and binds
     size_t bytes = m->table.total * sizeof(real);
     m->params = be->alloc(bytes, "parameters");
     if (use == GPT_INFER) be->zero(m->params, bytes);   // a load fills them; never garbage
@@ -98,8 +95,8 @@ void gpt_shard(GPT *m, ShardLevel level, const ShardLayout *s) {
     params_init(&m->table, m->seed, keep_run, &(InitSink){be, m->params, own_w ? s : NULL});
     m->grads = be->alloc(own_g ? local : full, own_g ? "gradient shard" : "gradients");
     be->zero(m->grads, own_g ? local : full);
-    if (!own_w) tensors_free(&m->w), m->w = tensors_bind(&m->table, &m->cfg, m->params);
-    if (!own_g) tensors_free(&m->g), m->g = tensors_bind(&m->table, &m->cfg, m->grads);
+    m->w = own_w ? unbound(&m->cfg) : tensors_bind(&m->table, &m->cfg, m->params);
+    m->g = own_g ? unbound(&m->cfg) : tensors_bind(&m->table, &m->cfg, m->grads);
 }
 
 void gpt_zero_grad(GPT *m) {

@@ -461,14 +461,14 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     r->model.act_store = train_act_store(t);
     if (t->sp > 1) r->model.ring = ring_create(r->ring_comm, be, t->ring_overlap);   // attention spans the sp ranks
     AdamWConfig opt_cfg = {t->beta1, t->beta2, 1e-8f, t->weight_decay};
-    if (t->shard_level == SHARD_NONE) adamw_init(&r->opt, &r->model, opt_cfg);
     r->sched = (Schedule){.lr = t->lr, .min_lr = t->min_lr, .warmup = t->warmup, .total = t->steps};
     schedule_parse(t->schedule, &r->sched.kind);
     r->ckpt = (CkptHook){.out = t->out, .resume = t->resume, .init_from = t->init_from, .every = t->ckpt_every,
                          .keep = t->keep, .base = ckpt_base(t), .world = r->grid.world, .rank = r->grid.rank,
                          .theta_from = t->rope_theta_from, .theta_to = t->model_cfg.rope_theta, .theta_ramp = t->rope_theta_ramp};
     r->ckpt.base.tok = model_tokenizer_record(data_tokenizer(r->train));   // checkpoints carry the data's tokenizer
-    if (t->shard_level != SHARD_NONE) shard_model(r, opt_cfg);   // the rank's slices, which a resume then fills
+    if (t->shard_level == SHARD_NONE) adamw_init(&r->opt, &r->model, opt_cfg);
+    else shard_model(r, opt_cfg);   // the rank's slices (and AdamW's), which a resume then fills
     r->start = ckpt_train_begin(&r->ckpt, &r->model, &r->opt, r->train);   // resume: weights, AdamW, data position
     if (r->grid.rank == 0) ckpt_write_run_config(t->out, t->config_json);   // after the checks: a refused run leaves it
     r->log = (MetricsLog){0};
