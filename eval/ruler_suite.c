@@ -89,6 +89,13 @@ static void share_results(RulerResults *o, size_t cells, Comm *world) {
     free(w);
 }
 
+// One line a cell as it ends (a suite can run for hours): the score of the samples rank 0's group ran (all of them
+// with one group; the table at the end has every group's).
+static void cell_progress(const RulerSuite *s, int li, int t, int ran, double score, double seconds, int dp) {
+    log_info("ruler: length %" PRId64 ", %s: %.1f %% of %d sample%s%s in %.1f s\n", s->lengths[li], s->names[t],
+             ran ? 100 * score / ran : 0.0, ran, plural(ran), dp > 1 ? " (this group's)" : "", seconds);
+}
+
 // Every document of the suite, the dp groups taking them in turn: generated, prefilled over the group's ring, its
 // answer decoded greedily and scored; then shared with every rank.
 RulerResults ruler_suite_run(GPT *m, const Tokenizer *tok, const CommGrid *cg, const RulerSuite *s, RulerTokMeasure *tm) {
@@ -99,7 +106,9 @@ RulerResults ruler_suite_run(GPT *m, const Tokenizer *tok, const CommGrid *cg, c
     RulerPrefill keep = {0};
     for (int li = 0; li < s->n_len; li++) {
         double t_len = now_seconds();
-        for (int t = 0; t < s->n_task; t++)
+        for (int t = 0; t < s->n_task; t++) {
+            double t_cell = now_seconds(), score = 0;
+            int ran = 0;
             for (int k = 0; k < s->samples; k++) {
                 size_t c = ((size_t)li * s->n_task + t) * s->samples + k, asks = s->specs[t].asks > 1 ? (size_t)s->specs[t].asks : 1;
                 if ((int)((c - (size_t)k + (size_t)k / asks) % (size_t)cg->dp) != cg->dp_index) continue;   // a document's asks: one group
@@ -111,9 +120,12 @@ RulerResults ruler_suite_run(GPT *m, const Tokenizer *tok, const CommGrid *cg, c
                 RulerAnswer a;
                 ruler_answer(m, cg->ring, tok, s->start, &d, ruler_task_tokens(s, t), asks > 1 ? &keep : NULL, &a);
                 if (cg->sp_index == 0) record(&o, c, &a, &d);
+                score += a.score, ran++;
                 ruler_answer_free(&a);
                 ruler_doc_free(&d);
             }
+            cell_progress(s, li, t, ran, score, now_seconds() - t_cell, cg->dp);
+        }
         log_info("ruler: length %" PRId64 ": %d task%s x %d sample%s in %.1f s\n", s->lengths[li], s->n_task, plural(s->n_task),
                  s->samples, plural(s->samples), now_seconds() - t_len);
     }
