@@ -48,6 +48,13 @@ assert d["command"].startswith("ringgpt ruler ") and "--samples 2" in d["command
 nl = [c for c in d["cells"] if c["task"] == "niah_single_1" and c["length"] == 1000][0]
 assert nl["samples"][0]["expected"] != nl["samples"][1]["expected"]
 EOF
+python3 - "$W/a/results.json" "$W/a.log" <<'EOF' && ok "a progress line per cell as it ends, its score the table's" || bad "progress lines"
+import json, re, sys
+d = json.load(open(sys.argv[1], encoding="utf-8"))
+lines = re.findall(r"^ruler: length (\d+), (\w+): ([0-9.]+) % of 2 samples in [0-9.]+ s$", open(sys.argv[2]).read(), re.M)
+want = [(str(c["length"]), c["task"], "%.1f" % c["score"]) for c in d["cells"]]
+assert sorted(lines) == sorted(want) and len(lines) == 12, (lines, want)
+EOF
 
 strip() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [d.pop(k) for k in ("seconds","prefill_tokens_per_s","decode_tokens_per_s","date","command")]; print(json.dumps(d, sort_keys=True))' "$1"; }
 run --out "$W/b" > /dev/null 2>&1
