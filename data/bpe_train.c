@@ -495,10 +495,110 @@ static WordMap count_words(const char *const *files, size_t n_files, const BpeTr
     return all;
 }
 
+// The words of wm in byte order (so that the result does not depend on the thread count), each its bytes as symbols
+// in *syms; wm is freed. Returns their count.
+static size_t sorted_words(WordMap *wm, Word **words, uint32_t **syms) {
+    size_t nw = 0;
+    for (size_t j = 0; j <= wm->mask; j++)
+        if (wm->slot[j].len) wm->slot[nw++] = wm->slot[j];
+    qsort_r(wm->slot, nw, sizeof *wm->slot, cmp_word, wm->arena);
+    *words = xmalloc((nw ? nw : 1) * sizeof **words, "the words");
+    *syms = xmalloc((wm->arena_len ? wm->arena_len : 1) * sizeof **syms, "the word symbols");
+    for (size_t i = 0, at = 0; i < nw; i++) {
+        (*words)[i] = (Word){*syms + at, wm->slot[i].len, wm->slot[i].count, UINT32_MAX};
+        for (uint32_t k = 0; k < wm->slot[i].len; k++) (*syms)[at + k] = wm->arena[wm->slot[i].off + k];
+        at += wm->slot[i].len;
+    }
+    wm_free(wm);
+    return nw;
+}
+
+// Everything the merge loop updates.
+typedef struct {
+    Word *words;
+    uint32_t *syms;           // (the words' symbols) their storage
+    size_t n_words;
+    Vocab v;
+    PairSet ps;
+    Heap q;                   // pairs by count, highest first (stale entries skipped when popped)
+    Touched touched;
+    uint32_t (*merges)[2];    // (vocab_size, 2) the merges learned, in order
+    size_t n_merges;
+} Merger;
+
+// The bytes, the special tokens, and every adjacent pair of the words counted and queued.
+static void merger_init(Merger *g, WordMap *wm, uint32_t vocab_size) {
+    *g = (Merger){.ps = {.mask = (1 << 16) - 1}};
+    g->n_words = sorted_words(wm, &g->words, &g->syms);
+    for (int b = 0; b < 256; b++) vocab_add(&g->v, &(unsigned char){(unsigned char)b}, 1);
+    for (int k = 0; k < N_SPECIALS; k++) vocab_add(&g->v, (const unsigned char *)SPECIALS[k], (uint32_t)strlen(SPECIALS[k]));
+    g->ps.index = xcalloc(g->ps.mask + 1, sizeof *g->ps.index, "the pair index");
+    for (size_t i = 0; i < g->n_words; i++)
+        for (uint32_t k = 0; k + 1 < g->words[i].len; k++) {
+            uint32_t pi = pair_of(&g->ps, (uint64_t)g->words[i].sym[k] << 32 | g->words[i].sym[k + 1]);
+            Pair *p = &g->ps.pairs[pi];
+            p->count += (int64_t)g->words[i].count;
+            add_occ(p, (uint32_t)i);
+        }
+    for (size_t i = 0; i < g->ps.n; i++) heap_push(&g->q, (HeapItem){g->ps.pairs[i].count, g->ps.pairs[i].key, (uint32_t)i});
+    g->merges = xmalloc(vocab_size * sizeof *g->merges, "the merge list");
+}
+
+static void merger_free(Merger *g) {
+    for (size_t i = 0; i < g->v.n; i++) free(g->v.bytes[i]);
+    for (size_t i = 0; i < g->ps.n; i++) free(g->ps.pairs[i].occ);
+    free(g->v.bytes), free(g->v.len), free(g->ps.pairs), free(g->ps.index), free(g->q.h);
+    free(g->merges), free(g->touched.p), free(g->words), free(g->syms);
+}
+
+// The id of token l's bytes followed by r's: a string reached by another merge path keeps its first id (as HF's
+// trainer); a new one is added.
+static uint32_t token_of(Vocab *v, uint32_t l, uint32_t r) {
+    uint32_t n = v->len[l] + v->len[r];
+    unsigned char *cat = xmalloc(n, "a token");
+    memcpy(cat, v->bytes[l], v->len[l]);
+    memcpy(cat + v->len[l], v->bytes[r], v->len[r]);
+    uint32_t m = (uint32_t)v->n;
+    for (uint32_t id = BPE_TRAIN_FIRST_MERGE; id < v->n; id++)
+        if (v->len[id] == n && memcmp(v->bytes[id], cat, n) == 0) m = id;
+    if (m == v->n) vocab_add(v, cat, n);
+    free(cat);
+    return m;
+}
+
+// Merges pair index pi into token m in every word that holds it; the pairs whose counts rose are queued again.
+static void merge_pair(Merger *g, uint32_t pi, uint32_t m) {
+    Pair *p = &g->ps.pairs[pi];
+    uint32_t l = (uint32_t)(p->key >> 32), r = (uint32_t)p->key;
+    g->merges[g->n_merges][0] = l, g->merges[g->n_merges][1] = r;
+    uint32_t stamp = (uint32_t)++g->n_merges;
+    uint32_t *occ = p->occ, n_occ = p->n_occ;
+    p->occ = NULL;
+    p->n_occ = p->cap_occ = 0;
+    g->touched.n = 0;
+    for (uint32_t i = 0; i < n_occ; i++) {
+        Word *w = &g->words[occ[i]];
+        if (w->stamp == stamp) continue;
+        w->stamp = stamp;
+        merge_word(w, occ[i], l, r, m, stamp, &g->ps, &g->touched);   // may move ps.pairs: p is not read after
+    }
+    for (size_t k = 0; k < g->touched.n; k++) {
+        const Pair *t = &g->ps.pairs[g->touched.p[k]];
+        if (t->count > 0) heap_push(&g->q, (HeapItem){t->count, t->key, g->touched.p[k]});
+    }
+    free(occ);
+    g->ps.pairs[pi].count = 0;
+}
+
+static const char *pattern_of(const char *name) {
+    const char *pattern = !name || strcmp(name, "gpt2") == 0 ? GPT2_PATTERN : strcmp(name, "llama3") == 0 ? LLAMA3_PATTERN : NULL;
+    if (!pattern) fail_usage("--pattern must be gpt2 or llama3, not '%s'", name);
+    return pattern;
+}
+
 char *bpe_train(const char *const *files, size_t n_files, const BpeTrainOptions *o, BpeTrainStats *st) {
     *st = (BpeTrainStats){0};
-    const char *pattern = !o->pattern || strcmp(o->pattern, "gpt2") == 0 ? GPT2_PATTERN : strcmp(o->pattern, "llama3") == 0 ? LLAMA3_PATTERN : NULL;
-    if (!pattern) fail_usage("--pattern must be gpt2 or llama3, not '%s'", o->pattern);
+    const char *pattern = pattern_of(o->pattern);
     if (o->vocab_size < BPE_TRAIN_FIRST_MERGE) fail_usage("--vocab must be at least %d (256 bytes + %d special tokens)", BPE_TRAIN_FIRST_MERGE, N_SPECIALS);
     int code;
     PCRE2_SIZE at;
@@ -510,93 +610,28 @@ char *bpe_train(const char *const *files, size_t n_files, const BpeTrainOptions 
     pcre2_code_free(re);
     if (!st->words) fail_usage("no text to learn from: the input holds only special-token text (<|endoftext|> and the like); give text files");
     st->count_seconds = now_seconds() - t0;
-    // Words in byte order, so that the result does not depend on the thread count.
-    size_t nw = 0;
-    for (size_t j = 0; j <= wm.mask; j++)
-        if (wm.slot[j].len) wm.slot[nw++] = wm.slot[j];
-    qsort_r(wm.slot, nw, sizeof *wm.slot, cmp_word, wm.arena);
-    Word *words = xmalloc((nw ? nw : 1) * sizeof *words, "the words");
-    uint32_t *syms = xmalloc((wm.arena_len ? wm.arena_len : 1) * sizeof *syms, "the word symbols");
-    for (size_t i = 0, at2 = 0; i < nw; i++) {
-        words[i] = (Word){syms + at2, wm.slot[i].len, wm.slot[i].count, UINT32_MAX};
-        for (uint32_t k = 0; k < wm.slot[i].len; k++) syms[at2 + k] = wm.arena[wm.slot[i].off + k];
-        at2 += wm.slot[i].len;
-    }
-    wm_free(&wm);
-    Vocab v = {0};
-    for (int b = 0; b < 256; b++) vocab_add(&v, &(unsigned char){(unsigned char)b}, 1);
-    for (int k = 0; k < N_SPECIALS; k++) vocab_add(&v, (const unsigned char *)SPECIALS[k], (uint32_t)strlen(SPECIALS[k]));
-    PairSet ps = {.mask = (1 << 16) - 1};
-    ps.index = xcalloc(ps.mask + 1, sizeof *ps.index, "the pair index");
-    for (size_t i = 0; i < nw; i++)
-        for (uint32_t k = 0; k + 1 < words[i].len; k++) {
-            uint32_t pi = pair_of(&ps, (uint64_t)words[i].sym[k] << 32 | words[i].sym[k + 1]);
-            Pair *p = &ps.pairs[pi];
-            p->count += (int64_t)words[i].count;
-            add_occ(p, (uint32_t)i);
-        }
-    Heap q = {0};
-    for (size_t i = 0; i < ps.n; i++) heap_push(&q, (HeapItem){ps.pairs[i].count, ps.pairs[i].key, (uint32_t)i});
-    uint32_t (*merges)[2] = xmalloc(o->vocab_size * sizeof *merges, "the merge list");
-    Touched touched = {0};
-    size_t n_merges = 0;
+    Merger g;
+    merger_init(&g, &wm, o->vocab_size);
     uint64_t min_freq = o->min_frequency ? o->min_frequency : 1;
     double t1 = now_seconds(), last = t1;
-    while (v.n < o->vocab_size && q.n) {
-        HeapItem top = heap_pop(&q);
-        Pair *p = &ps.pairs[top.pair];
+    while (g.v.n < o->vocab_size && g.q.n) {
+        HeapItem top = heap_pop(&g.q);
+        const Pair *p = &g.ps.pairs[top.pair];
         if (top.count != p->count) {   // stale: counts only fall, so re-queue at the true count
-            if (p->count > 0) heap_push(&q, (HeapItem){p->count, p->key, top.pair});
+            if (p->count > 0) heap_push(&g.q, (HeapItem){p->count, p->key, top.pair});
             continue;
         }
         if ((uint64_t)p->count < min_freq) break;
-        uint32_t l = (uint32_t)(p->key >> 32), r = (uint32_t)p->key;
-        unsigned char *cat = xmalloc(v.len[l] + v.len[r], "a token");
-        memcpy(cat, v.bytes[l], v.len[l]);
-        memcpy(cat + v.len[l], v.bytes[r], v.len[r]);
-        uint32_t m = (uint32_t)v.n;   // a string reached by another merge path keeps its first id (as HF's trainer)
-        for (uint32_t id = BPE_TRAIN_FIRST_MERGE; id < v.n; id++)
-            if (v.len[id] == v.len[l] + v.len[r] && memcmp(v.bytes[id], cat, v.len[id]) == 0) m = id;
-        if (m == v.n) vocab_add(&v, cat, v.len[l] + v.len[r]);
-        free(cat);
-        merges[n_merges][0] = l;
-        merges[n_merges][1] = r;
-        n_merges++;
-        uint32_t *occ = p->occ, n_occ = p->n_occ;
-        p->occ = NULL;
-        p->n_occ = p->cap_occ = 0;
-        touched.n = 0;
-        for (uint32_t i = 0; i < n_occ; i++) {
-            Word *w = &words[occ[i]];
-            if (w->stamp == n_merges) continue;
-            w->stamp = (uint32_t)n_merges;
-            merge_word(w, occ[i], l, r, m, (uint32_t)n_merges, &ps, &touched);
-        }
-        for (size_t k = 0; k < touched.n; k++) {
-            const Pair *t = &ps.pairs[touched.p[k]];
-            if (t->count > 0) heap_push(&q, (HeapItem){t->count, t->key, touched.p[k]});
-        }
-        free(occ);
-        ps.pairs[top.pair].count = 0;
+        merge_pair(&g, top.pair, token_of(&g.v, (uint32_t)(p->key >> 32), (uint32_t)p->key));
         double t = now_seconds();
         if (!o->quiet && t - last > 2) {
             last = t;
-            fprintf(stderr, "tokenizer train: %zu of %u tokens, %.0f merges/s\n", v.n, o->vocab_size, n_merges / (t - t1));
+            fprintf(stderr, "tokenizer train: %zu of %u tokens, %.0f merges/s\n", g.v.n, o->vocab_size, g.n_merges / (t - t1));
         }
     }
-    st->merges = n_merges;
+    st->merges = g.n_merges;
     st->merge_seconds = now_seconds() - t1;
-    char *json = write_json(&v, (const uint32_t(*)[2])merges, n_merges, pattern);
-    for (size_t i = 0; i < v.n; i++) free(v.bytes[i]);
-    for (size_t i = 0; i < ps.n; i++) free(ps.pairs[i].occ);
-    free(v.bytes);
-    free(v.len);
-    free(ps.pairs);
-    free(ps.index);
-    free(q.h);
-    free(merges);
-    free(touched.p);
-    free(words);
-    free(syms);
+    char *json = write_json(&g.v, (const uint32_t(*)[2])g.merges, g.n_merges, pattern);
+    merger_free(&g);
     return json;
 }
