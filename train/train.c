@@ -659,6 +659,22 @@ static int stop_after(Run *r, long done) {
     return EXIT_STOPPED;
 }
 
+// The step's gradients summed over all dp×sp ranks (each holds the gradient of its slice of the global batch; --shard
+// grads, params: reduce-scattered unit by unit during the backward, the last ones finish here), clipped and applied;
+// the loss summed over the ranks. sm gets the learning rate and the gradient norm before clipping.
+static void update_weights(Run *r, long step, double *loss_sum, RankTimes *times, StepMetrics *sm) {
+    double t_reduce = now_seconds();
+    if (r->model.shard_level < SHARD_GRADS)
+        comm_allreduce(r->grad_comm, r->model.grads, r->model.table.total, COMM_REAL, COMM_SUM, "gradient all-reduce");
+    else shard_comm_finish_grads(&r->shard);
+    times->allreduce_s = now_seconds() - t_reduce;
+    comm_allreduce(r->grid.world, loss_sum, 1, COMM_F64, COMM_SUM, "loss all-reduce");
+    sm->grad_norm = clip_grad_norm(&r->model, r->t.clip, r->grid.world);
+    sm->lr = lr_at(&r->sched, step);
+    adamw_update(&r->opt, &r->model, sm->lr);
+    shard_comm_after_update(&r->shard);   // --shard optim, grads: every rank's updated slices gathered
+}
+
 int train_run(TrainConfig *cfg) {
     Run r;
     stop_install();
@@ -685,25 +701,13 @@ int train_run(TrainConfig *cfg) {
             continue;
         }
         double loss_sum = timed_gradients(&r, count, &times);
-        // Sum over all dp×sp ranks: each holds the gradient of its slice of the global batch.
-        // (--shard grads, params: reduce-scattered unit by unit during the backward; the last ones finish here.)
-        double t_reduce = now_seconds();
-        if (r.model.shard_level < SHARD_GRADS)
-            comm_allreduce(r.grad_comm, r.model.grads, r.model.table.total, COMM_REAL, COMM_SUM, "gradient all-reduce");
-        else shard_comm_finish_grads(&r.shard);
-        times.allreduce_s = now_seconds() - t_reduce;
-        comm_allreduce(r.grid.world, &loss_sum, 1, COMM_F64, COMM_SUM, "loss all-reduce");
-        double gnorm = clip_grad_norm(&r.model, t->clip, r.grid.world);
-        float lr = lr_at(&r.sched, step);
-        adamw_update(&r.opt, &r.model, lr);
-        shard_comm_after_update(&r.shard);   // --shard optim, grads: every rank's updated slices gathered
+        StepMetrics sm = {.step = step + 1, .total_steps = t->steps, .val_loss = -1, .dp = t->dp, .sp = t->sp};
+        update_weights(&r, step, &loss_sum, &times, &sm);
         double dt = now_seconds() - t0, rss = peak_rss_mb();
         comm_allreduce(r.grid.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");   // the largest rank's memory
-        StepMetrics sm = {.step = step + 1, .total_steps = t->steps, .loss = loss_sum / count, .lr = lr,
-                          .grad_norm = gnorm, .step_ms = dt * 1e3, .tokens_per_s = r.tokens_per_step / dt,
-                          .tokens_seen = (step + 1) * r.tokens_per_step,
-                          .elapsed_s = r.log.elapsed_before + now_seconds() - run_start, .peak_rss_mb = rss,
-                          .val_loss = -1, .dp = t->dp, .sp = t->sp};
+        sm.loss = loss_sum / count, sm.step_ms = dt * 1e3, sm.tokens_per_s = r.tokens_per_step / dt;
+        sm.tokens_seen = (step + 1) * r.tokens_per_step, sm.peak_rss_mb = rss;
+        sm.elapsed_s = r.log.elapsed_before + now_seconds() - run_start;
         device_metrics(&r, &sm);
         shard_metrics(&r, &sm);
         double mean = 0;
