@@ -49,6 +49,44 @@ static void check_micro_batches(const TrainConfig *t) {
                    t->grad_accum, bytes / 1048576, t->batch, t->seq_len / t->sp, avail / 1048576);
 }
 
+// --rope-theta-ramp and --rope-theta-from, against each other and --steps.
+static void check_rope_ramp(const TrainConfig *t) {
+    if (t->rope_theta_ramp < 0) fail_usage("--rope-theta-ramp must not be negative (got %d; 0 turns the ramp off)", t->rope_theta_ramp);
+    if (t->rope_theta_ramp > t->steps)
+        fail_usage("--rope-theta-ramp %d is beyond --steps %d: the run would end before the base reaches --rope-theta; "
+                   "give a ramp of at most --steps", t->rope_theta_ramp, t->steps);
+    if (t->rope_theta_ramp > 0 && !(t->rope_theta_from > 1))
+        fail_usage("--rope-theta-ramp needs the base it starts from: give --rope-theta-from (greater than 1, got %g) or "
+                   "--init-from a checkpoint (its base)", t->rope_theta_from);
+    if (t->rope_theta_ramp == 0 && t->rope_theta_from != 0)
+        fail_usage("--rope-theta-from %g without --rope-theta-ramp does nothing; give the ramp's steps, or use --rope-theta",
+                   t->rope_theta_from);
+}
+
+// The GPU flags: --matmul, --attn, --activations, --comm and how they combine.
+static void check_device_flags(const TrainConfig *t) {
+    if (t->matmul && strcmp(t->matmul, "bf16") && strcmp(t->matmul, "tf32") && strcmp(t->matmul, "fp32"))
+        fail_usage("--matmul %s: use tf32, bf16 or fp32", t->matmul);
+#ifdef RINGGPT_HAVE_SM90
+    if (t->attn && strcmp(t->attn, "flash") && strcmp(t->attn, "cudnn") && strcmp(t->attn, "sm90"))
+        fail_usage("--attn %s: use flash, cudnn or sm90", t->attn);
+#else
+    if (t->attn && !strcmp(t->attn, "sm90"))   // an experiment outside the default build (docs/gpu.md)
+        fail_usage("--attn sm90: this ringgpt was built without the Hopper kernels (cmake -DRINGGPT_SM90_KERNELS=ON "
+                   "builds them); use --attn cudnn or flash");
+    if (t->attn && strcmp(t->attn, "flash") && strcmp(t->attn, "cudnn")) fail_usage("--attn %s: use flash or cudnn", t->attn);
+#endif
+    if (t->activations && strcmp(t->activations, "fp32") && strcmp(t->activations, "bf16"))
+        fail_usage("--activations %s: use fp32 or bf16", t->activations);
+    if (train_act_store(t) == ACT_BF16 && t->matmul && strcmp(t->matmul, "bf16"))
+        fail_usage("--activations bf16 runs the matmuls on bf16 operands; drop --matmul %s or use --activations fp32",
+                   t->matmul);
+    if (train_act_store(t) == ACT_BF16 && t->device && !strcmp(t->device, "cpu"))
+        fail_usage("--activations bf16 is a GPU setting (--device cuda); the CPU stores activations as fp32");
+    if (t->comm && strcmp(t->comm, "auto") && strcmp(t->comm, "nccl") && strcmp(t->comm, "mpi"))
+        fail_usage("--comm %s: use auto, nccl or mpi", t->comm);
+}
+
 void train_check_config(const TrainConfig *t) {
     if (!t->data) fail_usage("--data is required: a text file or a dataset directory (see `ringgpt train --help`)");
     if (t->seq_len < 1) fail_usage("--seq-len must be at least 1 (got %d)", t->seq_len);
@@ -87,37 +125,9 @@ void train_check_config(const TrainConfig *t) {
     if (t->stop_loss > 0 && t->stop_window > t->steps)   // a short try of a recipe's config (--steps 1) is no error
         log_info("note: --stop-window %d is beyond --steps %d: the window never fills, so --stop-loss cannot end this run\n",
                  t->stop_window, t->steps);
-    if (t->rope_theta_ramp < 0) fail_usage("--rope-theta-ramp must not be negative (got %d; 0 turns the ramp off)", t->rope_theta_ramp);
-    if (t->rope_theta_ramp > t->steps)
-        fail_usage("--rope-theta-ramp %d is beyond --steps %d: the run would end before the base reaches --rope-theta; "
-                   "give a ramp of at most --steps", t->rope_theta_ramp, t->steps);
-    if (t->rope_theta_ramp > 0 && !(t->rope_theta_from > 1))
-        fail_usage("--rope-theta-ramp needs the base it starts from: give --rope-theta-from (greater than 1, got %g) or "
-                   "--init-from a checkpoint (its base)", t->rope_theta_from);
-    if (t->rope_theta_ramp == 0 && t->rope_theta_from != 0)
-        fail_usage("--rope-theta-from %g without --rope-theta-ramp does nothing; give the ramp's steps, or use --rope-theta",
-                   t->rope_theta_from);
+    check_rope_ramp(t);
     if (t->straggler_every < 1) fail_usage("--straggler-every must be at least 1 (got %d)", t->straggler_every);
-    if (t->matmul && strcmp(t->matmul, "bf16") && strcmp(t->matmul, "tf32") && strcmp(t->matmul, "fp32"))
-        fail_usage("--matmul %s: use tf32, bf16 or fp32", t->matmul);
-#ifdef RINGGPT_HAVE_SM90
-    if (t->attn && strcmp(t->attn, "flash") && strcmp(t->attn, "cudnn") && strcmp(t->attn, "sm90"))
-        fail_usage("--attn %s: use flash, cudnn or sm90", t->attn);
-#else
-    if (t->attn && !strcmp(t->attn, "sm90"))   // an experiment outside the default build (docs/gpu.md)
-        fail_usage("--attn sm90: this ringgpt was built without the Hopper kernels (cmake -DRINGGPT_SM90_KERNELS=ON "
-                   "builds them); use --attn cudnn or flash");
-    if (t->attn && strcmp(t->attn, "flash") && strcmp(t->attn, "cudnn")) fail_usage("--attn %s: use flash or cudnn", t->attn);
-#endif
-    if (t->activations && strcmp(t->activations, "fp32") && strcmp(t->activations, "bf16"))
-        fail_usage("--activations %s: use fp32 or bf16", t->activations);
-    if (train_act_store(t) == ACT_BF16 && t->matmul && strcmp(t->matmul, "bf16"))
-        fail_usage("--activations bf16 runs the matmuls on bf16 operands; drop --matmul %s or use --activations fp32",
-                   t->matmul);
-    if (train_act_store(t) == ACT_BF16 && t->device && !strcmp(t->device, "cpu"))
-        fail_usage("--activations bf16 is a GPU setting (--device cuda); the CPU stores activations as fp32");
-    if (t->comm && strcmp(t->comm, "auto") && strcmp(t->comm, "nccl") && strcmp(t->comm, "mpi"))
-        fail_usage("--comm %s: use auto, nccl or mpi", t->comm);
+    check_device_flags(t);
     CommProgress progress;
     if (strcmp(t->comm_progress, "auto") && !comm_progress_parse(t->comm_progress, &progress))
         fail_usage("--comm-progress %s: use auto, compute, thread or off", t->comm_progress);
