@@ -6,7 +6,7 @@
 #               sanitize (compute-sanitizer memcheck and synccheck on the GPU test programs), bench (all of
 #               bench/gpu_side_by_side.sh), bench-kernels (its attention and kernel parts), bench-train (its training
 #               part; CONFIGS, STEPS, APPEND pass through); default: tests, cpu, sanitize, bench. Repeat --only for several.
-#   --build DIR use an existing CUDA build (e.g. $B from ../shared/gpu/pack.sh's device-setup.sh) instead of building
+#   --build DIR use an existing CUDA build (a CUDA build you made with cmake) instead of building
 #   --out DIR   where the report and logs go (default gpu_report/); a later call with the same DIR adds to them
 #   --quick     benchmarks at T=4096 only, 6 steps
 # Writes DIR/report-<stages>.md (device, CUDA/driver/cuDNN versions, every test result and figure) and prints it.

@@ -20,6 +20,9 @@ add_test(NAME cli_readme_commands COMMAND bash ${CLI_T}/readme_commands.sh ${RIN
 set_tests_properties(cli_readme_commands PROPERTIES LABELS cli TIMEOUT 600)
 add_test(NAME cli_docs_links COMMAND python3 ${CLI_T}/docs_links.py ${CMAKE_SOURCE_DIR})
 set_tests_properties(cli_docs_links PROPERTIES LABELS cli TIMEOUT 30)
+# A clone stands alone: nothing tracked names a path outside the repository (the workspace beside it, a machine's).
+add_test(NAME cli_repo_paths COMMAND python3 ${CLI_T}/repo_paths.py ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_repo_paths PROPERTIES LABELS cli TIMEOUT 30)
 
 # Bad input: one test per case; each must exit 2 with one line naming the problem.
 set(BAD_DIR ${CMAKE_BINARY_DIR}/bad_input)
