@@ -21,25 +21,11 @@
 static const DeviceSpec PRESETS[] = {
     {"cpu", "one core of the project's 2-core Xeon (Cascade Lake, AVX-512), fp32", 11.5 * 1073741824.0, 120.2e9, 106.2e9,
      0.452e9, 0.452e9, 2, 23.2e-6, 0.70, 0.452e9,
-     "measured by bench/ring_overlap.sh on 2026-11-25 at 9e77a51 (load 0.8-1.6) (docs/benchmarks.md): matmul = a one-rank "
-     "training step's time outside attention over its matmul FLOPs; attention = the CPU block kernels' FLOP/s (this shared "
-     "host's speed varies: 131.8 and 112.0 on 2026-11-24, 113.0 and 93.8 earlier on 2026-11-25); link = the two-host veth "
-     "link without a rate limit (Open MPI over TCP, receive work on the receiving host's core), latency its small-message "
-     "time; the host's network stack at that link's rate (a veth link's bytes cost nothing but the cores' work); 70 % of "
-     "the link while the rank computes: the fit to the overlap sweep's 24 rate-limited rows (1, 0.5, 0.2, 0.1 Gbit/s) with "
-     "that host cost (rms error 10.8 % against 13.0 % at 100 %; refit 2026-11-27); memory = MemTotal / 2 cores; a node: "
-     "the machine's 2 cores, one rank each; between nodes: the same veth link (scripts/two_hosts.sh's hosts are the only "
-     "nodes measured; give --node-link-gbps for another network)"},
+     "measured on that machine by bench/ring_overlap.sh, 2026-11-25 (docs/ring.md#device-presets)"},
     {"h100-sxm", "NVIDIA H100 SXM5 80 GB, BF16", 80e9, 989e12, 740e12, 450e9, 400e9 / 8, 8, 10e-6, 1.0, 0,
-     "NVIDIA H100 Tensor Core GPU datasheet: 80 GB HBM3, 989 TFLOPS dense BF16 (1,979 with sparsity), NVLink 900 GB/s "
-     "(bidirectional); attention: FlashAttention-3 (Shah et al. 2024, arXiv:2407.08608), up to 740 TFLOPS/s BF16; "
-     "latency: an assumed 10 us per NCCL message; the link's full rate during compute (copy engines; assumed); nodes: NVIDIA "
-     "DGX H100, 8 GPUs and 8 ConnectX-7 InfiniBand NDR 400 Gb/s ports (one per GPU) for the compute fabric"},
+     "NVIDIA H100 datasheet, FlashAttention-3, DGX H100 (docs/ring.md#device-presets)"},
     {"a100-sxm", "NVIDIA A100 SXM4 80 GB, BF16", 80e9, 312e12, 228e12, 300e9, 200e9 / 8, 8, 10e-6, 1.0, 0,
-     "NVIDIA A100 Tensor Core GPU datasheet: 80 GB HBM2e, 312 TFLOPS dense BF16 (624 with sparsity), NVLink 600 GB/s "
-     "(bidirectional); attention: FlashAttention-2 (Dao 2023, arXiv:2307.08691), up to 73 % of peak; latency: an "
-     "assumed 10 us per NCCL message; the link's full rate during compute (copy engines; assumed); nodes: NVIDIA DGX A100, "
-     "8 GPUs and 8 ConnectX-6 InfiniBand HDR 200 Gb/s ports (one per GPU) for the compute fabric"},
+     "NVIDIA A100 datasheet, FlashAttention-2, DGX A100 (docs/ring.md#device-presets)"},
 };
 enum { N_PRESETS = sizeof PRESETS / sizeof PRESETS[0] };
 

@@ -3,7 +3,7 @@
 
 A user clones this repository and nothing else. Fails on every line of a tracked text file that names the
 development workspace's folder beside the clone (`../` + `shared`, its gpu/tools/hooks folders) or an absolute
-path of one machine (/work/, /root/, /home/NAME/, /Users/NAME/). Exempt: recipes/long_context/text.txt, a frozen
+path of one machine (under the roots work, root, home and Users). Exempt: recipes/long_context/text.txt, a frozen
 training corpus (a copy of the project's notes at 38bd023) whose bytes the recipe's published figures depend on.
 usage: repo_paths.py REPO_ROOT
 """
