@@ -1,20 +1,10 @@
-// tokenizer/normalize.c — UTF-8 character lengths, GPT-2's byte -> character map, and the normalizer's Prepend and Replace steps.
+// tokenizer/normalize.c — GPT-2's byte <-> character map and the normalizer's Prepend and Replace steps.
 #include "tokenizer/normalize.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/common.h"
-
-size_t utf8_char_len(const unsigned char *s, size_t n) {
-    unsigned char c = s[0];
-    size_t w = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    if (w <= 1) return 1;
-    if (w > n) return 1;
-    for (size_t i = 1; i < w; i++)
-        if ((s[i] & 0xC0) != 0x80) return 1;
-    return w;
-}
 
 // Not printable: 0x00..0x20 (U+0100..), 0x7F..0xA0 (U+0121..) and 0xAD (U+0143).
 uint32_t byte_level_char(unsigned char b) {

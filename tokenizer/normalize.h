@@ -4,8 +4,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// Length of the UTF-8 character at s[0..n) (1 for an invalid byte, which then stands alone).
-size_t utf8_char_len(const unsigned char *s, size_t n);
+// Length of the UTF-8 character at s[0..n) (1 for an invalid byte, which then stands alone). Inline: the encoder
+// calls it for every character of SentencePiece-style text.
+static inline size_t utf8_char_len(const unsigned char *s, size_t n) {
+    unsigned char c = s[0];
+    size_t w = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+    if (w <= 1 || w > n) return 1;
+    for (size_t i = 1; i < w; i++)
+        if ((s[i] & 0xC0) != 0x80) return 1;
+    return w;
+}
 
 // GPT-2's bytes_to_unicode: the character byte b stands for in a byte-level vocab (the printable Latin-1 bytes
 // themselves, the 68 others U+0100..U+0143 in byte order), and its UTF-8 at out (1 or 2 bytes; returns the length).
