@@ -8,7 +8,7 @@ BUILD=$(cd "${1:-$ROOT/build}" && pwd); RUNS=${2:-10000000}; shift $(($# > 2 ? 2
 OUT=$BUILD/fuzz_bench
 # name: the script and its arguments after the usual four
 declare -A TARGETS=(
-  [shard]="tests/data/fuzz_shard.sh" [manifest]="tests/data/fuzz_manifest.sh" [tokenizer]="tests/data/fuzz_tokenizer.sh"
+  [shard]="tests/data/fuzz_shard.sh" [manifest]="tests/data/fuzz_manifest.sh" [tokenizer]="tests/tokenizer/fuzz_tokenizer.sh"
   [ckpt_manifest]="tests/checkpoints/fuzz_ckpt.sh manifest" [ckpt_state]="tests/checkpoints/fuzz_ckpt.sh state"
   [safetensors]="tests/checkpoints/fuzz_ckpt.sh safetensors" [hf_config]="tests/checkpoints/fuzz_ckpt.sh hf_config"
   [config]="tests/core/fuzz_config.sh")

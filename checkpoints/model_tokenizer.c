@@ -1,4 +1,4 @@
-// checkpoints/model_tokenizer.c — the tokenizer a model carries: from state.json + tokenizer.json or an HF directory; data and prompt checks.
+// checkpoints/model_tokenizer.c — the tokenizer a model carries: from state.json + tokenizer.json or an HF directory, and into an HF export.
 #include "checkpoints/model_tokenizer.h"
 
 #include <cjson/cJSON.h>
@@ -10,7 +10,7 @@
 #include "checkpoints/fsio.h"
 #include "checkpoints/hf.h"
 #include "core/common.h"
-#include "data/bpe.h"
+#include "tokenizer/bpe.h"
 
 static void id_only(Tokenizer *t, const char *id, uint32_t vocab, int64_t eos) {
     *t = (Tokenizer){.vocab_size = vocab, .eos = eos, .bos = -1, .pad = -1};
@@ -147,60 +147,10 @@ CkptTokenizer model_tokenizer_record(const Tokenizer *t) {
     return r;
 }
 
-static bool known(const char *id) { return id[0] && strcmp(id, "unknown") != 0; }
-
-void model_check_data(const char *model_path, const Tokenizer *model, int model_vocab, const char *data_path, const Tokenizer *data) {
-    if (data->vocab_size > (uint32_t)model_vocab)
-        fail_usage("%s: the data has vocab %u (tokenizer %s) but the model %s has %d rows (tokenizer %s); use data made with the model's "
-                   "tokenizer (`ringgpt prepare --tokenizer` with its tokenizer.json)",
-                   data_path, data->vocab_size, data->id, model_path, model_vocab, model->id);
-    if (known(data->id) && known(model->id) && strcmp(data->id, model->id) != 0)
-        fail_usage("%s: the data was made with tokenizer %s but the model %s with %s; use data made with the model's tokenizer "
-                   "(`ringgpt prepare --tokenizer` with its tokenizer.json)", data_path, data->id, model_path, model->id);
-}
-
 void model_check_record(const char *state_path, const CkptTokenizer *saved, const Tokenizer *data) {
-    if (known(saved->id) && known(data->id) && strcmp(saved->id, data->id) != 0)
+    if (tokenizer_ids_differ(saved->id, data->id))
         fail_usage("%s: the checkpoint was trained with tokenizer %s but --data uses %s; continue on data made with the same tokenizer",
                    state_path, saved->id, data->id);
-}
-
-int64_t model_start_token(const Tokenizer *t, bool imported, const char *bos_flag) {
-    if (strcmp(bos_flag, "off") == 0) return -1;
-    if (strcmp(bos_flag, "on") == 0) {
-        if (t->bos < 0) fail_usage("--bos on: the model's tokenizer %s has no BOS token; give its id (--bos ID) or --bos off", t->id);
-        return t->bos;
-    }
-    if (strcmp(bos_flag, "auto") != 0) {
-        char *end;
-        long long id = strtoll(bos_flag, &end, 10);
-        if (!*bos_flag || *end || id < 0 || id >= t->vocab_size)
-            fail_usage("--bos %s: give auto, on, off or a token id below the vocab of %u", bos_flag, t->vocab_size);
-        return id;
-    }
-    if (imported) return t->add_bos ? t->bos : -1;   // as transformers' generate and llama.cpp prefill
-    return t->add_bos ? t->bos : t->eos >= 0 ? t->eos : t->bos;
-}
-
-size_t model_prompt_ids(const Tokenizer *t, int64_t start, const unsigned char *prompt, size_t len, uint32_t **ids) {
-    size_t n = 0, cap = 0;
-    *ids = NULL;
-    if (len && !tokenizer_can_encode(t))
-        fail_usage("the model's tokenizer %s came without a tokenizer.json it can use, so a text prompt cannot be encoded; give the "
-                   "prompt as token ids (--prompt-ids 1,2,3)", t->id);
-    if (start >= 0) {
-        *ids = xmalloc(sizeof **ids, "the prompt");
-        (*ids)[n++] = (uint32_t)start;
-        cap = 1;
-    }
-    if (len) {
-        TokEncoder e = tokenizer_encoder(t);
-        tokenizer_encode(&e, prompt, len, ids, &n, &cap);
-        tokenizer_encoder_free(&e);
-    }
-    if (!n) fail_usage("nothing to start from: the prompt is empty and no start token is prefilled (the model's tokenizer %s); give "
-                       "a --prompt, --prompt-ids or --bos on|ID", t->id);
-    return n;
 }
 
 bool model_hf_prefill(const char *path, const CkptState *s) {
@@ -237,59 +187,7 @@ char *model_meta(const char *path, const CkptState *s, const Tokenizer *t, CkptM
     return text;
 }
 
-void model_write_token(const Tokenizer *t, uint32_t id, FILE *f) {
-    size_t n;
-    const unsigned char *bytes = tokenizer_token(t, id, &n);
-    if (bytes) fwrite(bytes, 1, n, f);
-    else fprintf(f, "<%u>", id);
-}
-
 // ---- HF export -------------------------------------------------------------------------------------
-// byte260 as a tokenizer.json: token b is byte b (GPT-2's byte -> character map), no merges, and the
-// four specials as added tokens. HF encodes text to the same ids as the byte tokenizer.
-static char *byte260_json(void) {
-    cJSON *root = cJSON_CreateObject(), *added = cJSON_CreateArray(), *model = cJSON_CreateObject(), *vocab = cJSON_CreateObject();
-    static const char *SPECIALS[] = {"<eos>", "<bos>", "<pad>", "<sep>"};
-    cJSON_AddStringToObject(root, "version", "1.0");
-    cJSON_AddNullToObject(root, "truncation");
-    cJSON_AddNullToObject(root, "padding");
-    for (int k = 0; k < 4; k++) bpe_json_add_special(added, TOK_EOS + k, SPECIALS[k]);
-    cJSON_AddItemToObject(root, "added_tokens", added);
-    cJSON_AddNullToObject(root, "normalizer");
-    cJSON *pre = cJSON_CreateObject(), *dec = cJSON_CreateObject();
-    cJSON_AddStringToObject(pre, "type", "ByteLevel");
-    cJSON_AddBoolToObject(pre, "add_prefix_space", false);
-    cJSON_AddBoolToObject(pre, "trim_offsets", false);
-    cJSON_AddBoolToObject(pre, "use_regex", false);   // no merges: the split would change nothing
-    cJSON_AddItemToObject(root, "pre_tokenizer", pre);
-    cJSON_AddNullToObject(root, "post_processor");
-    cJSON_AddStringToObject(dec, "type", "ByteLevel");
-    cJSON_AddBoolToObject(dec, "add_prefix_space", false);
-    cJSON_AddBoolToObject(dec, "trim_offsets", false);
-    cJSON_AddBoolToObject(dec, "use_regex", false);
-    cJSON_AddItemToObject(root, "decoder", dec);
-    bpe_json_model_fields(model);
-    int n = 0;
-    for (int b = 0; b < 256; b++) {
-        bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-        uint32_t cp = printable ? (uint32_t)b : 256u + (uint32_t)n++;
-        char s[4] = {0};
-        if (cp < 0x80) s[0] = (char)cp;
-        else {
-            s[0] = (char)(0xC0 | cp >> 6);
-            s[1] = (char)(0x80 | (cp & 63));
-        }
-        cJSON_AddNumberToObject(vocab, s, b);
-    }
-    cJSON_AddItemToObject(model, "vocab", vocab);
-    cJSON_AddItemToObject(model, "merges", cJSON_CreateArray());
-    cJSON_AddItemToObject(root, "model", model);
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!text) fail("out of memory writing tokenizer.json");
-    return text;
-}
-
 // A special token's text for tokenizer_config.json, or JSON null.
 static cJSON *token_text(const Tokenizer *t, int64_t id) {
     size_t n;
@@ -341,7 +239,7 @@ static int export_tokenizer_json(const char *dir, const Tokenizer *t, const char
     *have = true;
     if (t->json) rc = fs_write_file(path, t->json, t->json_len, e);
     else if (strcmp(t->id, TOKENIZER_ID) == 0) {
-        char *json = byte260_json();
+        char *json = bpe_byte260_json();
         rc = fs_write_file(path, json, strlen(json), e);
         free(json);
     } else if (kept) rc = fs_write_file(path, kept, strlen(kept), e);

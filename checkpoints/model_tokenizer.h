@@ -1,10 +1,7 @@
-// checkpoints/model_tokenizer.h — the tokenizer a model carries (checkpoint or HF directory): loading it, checking data against it, prompts.
+// checkpoints/model_tokenizer.h — the tokenizer a model carries (checkpoint or HF directory): its files, its record in state.json, HF export.
 #pragma once
-#include <stdio.h>
-
 #include "checkpoints/checkpoint.h"
-#include "data/source.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 // The tokenizer of the model at path (a step or run directory, or an HF directory), whose state
 // (NULL for HF) and config were read by infer_load. A step directory is taken as its caller verified it (load_model's
@@ -15,29 +12,17 @@
 void model_tokenizer(const char *path, const ModelConfig *c, const CkptState *s, Tokenizer *t);
 // What state.json records for a model trained on data with tokenizer t (json points into t).
 CkptTokenizer model_tokenizer_record(const Tokenizer *t);
-// Exits 2 with one line when data made with `data` cannot feed a model of vocab model_vocab made with
-// `model`: a token id the model has no row for, or two different known tokenizers.
-void model_check_data(const char *model_path, const Tokenizer *model, int model_vocab, const char *data_path, const Tokenizer *data);
-// The same check for a resume or --init-from: the checkpoint's record against the data's tokenizer.
+// model_check_data's check (tokenizer/tokenizer.h) for a resume or --init-from: the checkpoint's record against the data's tokenizer.
 void model_check_record(const char *state_path, const CkptTokenizer *saved, const Tokenizer *data);
 
-// The token a generation starts with (-1: none). bos_flag "auto": for a model imported from Hugging Face (an HF
-// directory, or a checkpoint that keeps its metadata) what its tokenizer config says, BOS when add_bos_token (or the
-// post-processor's BOS) and else none, as transformers' generate and llama.cpp; for ringgpt's own, BOS where its data
-// starts documents with it, else EOS (packed documents each follow one). "on": BOS, "off": none, or a token id.
-int64_t model_start_token(const Tokenizer *t, bool imported, const char *bos_flag);
-// True when the model at path takes its start token from an HF tokenizer config (model_start_token's `imported`):
+// True when the model at path takes its start token from an HF tokenizer config (model_start_token's `imported`, tokenizer/tokenizer.h):
 // an HF directory or a checkpoint that keeps one (an import, its fine-tunes), unless ringgpt wrote that config when it
 // exported a model of its own (tokenizer_config.json's ringgpt_tokenizer), whose data started documents its own way.
 bool model_hf_prefill(const char *path, const CkptState *s);
-// start (-1: none), then the ids of prompt[0..len) encoded with t. Returns the count; *ids is malloc'd.
-size_t model_prompt_ids(const Tokenizer *t, int64_t start, const unsigned char *prompt, size_t len, uint32_t **ids);
 // The HF metadata of the model at path (an HF directory: its files; a checkpoint: state.json's meta and its
 // hf_meta.json) into m; returns m->json (malloc'd, the caller frees it) or NULL when it has none. t: the model's
 // tokenizer (an HF directory's tokenizer.json that t could not use is kept for the export).
 char *model_meta(const char *path, const CkptState *s, const Tokenizer *t, CkptMeta *m);
-// Writes a generated token as text (its bytes; an id-only tokenizer prints "<id>").
-void model_write_token(const Tokenizer *t, uint32_t id, FILE *f);
 
 // Writes the tokenizer files of an HF export into dir: tokenizer.json (byte260 as an equivalent
 // byte-level BPE without merges), tokenizer_config.json, special_tokens_map.json and

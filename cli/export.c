@@ -14,9 +14,9 @@
 #include "cli/commands.h"
 #include "core/args.h"
 #include "core/common.h"
-#include "data/tokenizer.h"
 #include "model/ops.h"
 #include "model/params.h"
+#include "tokenizer/tokenizer.h"
 
 static const ArgCommand EXPORT_CMD = {
     "export", "ringgpt export CKPT --to hf DIR [flags]",

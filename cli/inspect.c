@@ -9,7 +9,7 @@
 #include "core/common.h"
 #include "data/dataset.h"
 #include "data/dataset_tokenizer.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "cli/commands.h"
 
 static void print_split(const Dataset *d, int split) {

@@ -22,7 +22,7 @@ static const Command COMMANDS[] = {
     {"ruler", cmd_ruler, "RULER's long-context tasks by length: scores, the effective length, JSON (ring with --sp)"},
     {"export", cmd_export, "checkpoint -> Hugging Face Llama directory (config.json + model.safetensors)"},
     {"import", cmd_import, "Hugging Face Llama directory (safetensors, sharded or not) -> ringgpt checkpoint"},
-    {"tokenizer", cmd_tokenizer, "byte-level BPE: train a tokenizer.json, encode text to ids, decode ids to text"},
+    {"tokenizer", cmd_tokenizer, "BPE tokenizers (byte-level, SentencePiece-style): train one, encode text to ids, decode ids to text"},
     {"plan", cmd_plan, "before a run: memory per rank, predicted step time, longest context per device count"},
 };
 enum { N_COMMANDS = sizeof COMMANDS / sizeof COMMANDS[0] };

@@ -1,4 +1,4 @@
-// cli/tokenizer.c — `ringgpt tokenizer train|encode|decode`: byte-level BPE from the command line.
+// cli/tokenizer.c — `ringgpt tokenizer train|encode|decode|info`: BPE tokenizers (byte-level, SentencePiece-style) from the command line.
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,9 +9,9 @@
 
 #include "core/args.h"
 #include "core/common.h"
-#include "data/bpe.h"
 #include "data/prepare_inputs.h"
-#include "data/tokenizer.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/tokenizer.h"
 #include "cli/commands.h"
 
 // The whole of a file, or of stdin when path is NULL or "-".
@@ -38,7 +38,7 @@ static int cmd_encode(int argc, char **argv) {
     const char *tok_path = NULL;
     bool count = false;
     ArgSpec specs[] = {
-        {"--tokenizer", ARG_STRING, &tok_path, "tokenizer.json (byte-level BPE, e.g. from `ringgpt tokenizer train`)"},
+        {"--tokenizer", ARG_STRING, &tok_path, "tokenizer.json (byte-level or SentencePiece-style BPE, e.g. from `ringgpt tokenizer train`)"},
         {"--count", ARG_BOOL, &count, "print only the number of tokens and the bytes per token"},
     };
     ArgCommand cmd = {"tokenizer encode", "ringgpt tokenizer encode --tokenizer FILE [TEXT_FILE]",

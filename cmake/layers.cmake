@@ -1,19 +1,20 @@
 # cmake/layers.cmake — one static library per folder, each compiled against an include tree that holds only the folders it may use.
 #
-# The layering (docs/DESIGN.md): core <- {data, attention} <- model <- checkpoints <- {train, eval} <- cli. A folder's
+# The layering (docs/DESIGN.md): core <- tokenizer <- {data, attention} <- model <- checkpoints <- {train, eval} <- cli. A folder's
 # library is compiled with -I build/layers/<folder>/, a directory of links to the folder itself and to the
 # folders below it, and never with the source root: an upward `#include "train/train.h"` in data/ finds no file
 # and the build stops there. Every header is also compiled alone in its folder's tree (rg_<folder>_headers), so
 # a header that no source of its own folder includes cannot hide an upward include either.
-set(RINGGPT_LAYERS core data attention model checkpoints train eval cli)
+set(RINGGPT_LAYERS core tokenizer data attention model checkpoints train eval cli)
 set(RINGGPT_USES_core "")
-set(RINGGPT_USES_data core)
-set(RINGGPT_USES_attention core)
-set(RINGGPT_USES_model core data attention)
-set(RINGGPT_USES_checkpoints core data attention model)
-set(RINGGPT_USES_train core data attention model checkpoints)
-set(RINGGPT_USES_eval core data attention model checkpoints)
-set(RINGGPT_USES_cli core data attention model checkpoints train eval)
+set(RINGGPT_USES_tokenizer core)
+set(RINGGPT_USES_data core tokenizer)
+set(RINGGPT_USES_attention core tokenizer)
+set(RINGGPT_USES_model core tokenizer data attention)
+set(RINGGPT_USES_checkpoints core tokenizer data attention model)
+set(RINGGPT_USES_train core tokenizer data attention model checkpoints)
+set(RINGGPT_USES_eval core tokenizer data attention model checkpoints)
+set(RINGGPT_USES_cli core tokenizer data attention model checkpoints train eval)
 
 foreach(folder ${RINGGPT_LAYERS})
   include(${CMAKE_SOURCE_DIR}/${folder}/sources.cmake)

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "data/source.h"
+#include "data/batch.h"
 
 Batch batch_alloc(int B, int T) {
     size_t n = (size_t)B * T;
@@ -12,7 +12,6 @@ Batch batch_alloc(int B, int T) {
     b.targets = xmalloc(n * sizeof(int32_t), "batch targets");
     b.pos = xmalloc(n * sizeof(int32_t), "batch positions");
     b.sample = xcalloc((size_t)B, sizeof(int64_t), "batch sample numbers");
-    b.seg = xcalloc(n, sizeof(int32_t), "batch document numbers");
     b.n_docs = xcalloc((size_t)B, sizeof(int32_t), "batch document counts");
     return b;
 }
@@ -22,9 +21,9 @@ void batch_free(Batch *b) {
     free(b->targets);
     free(b->pos);
     free(b->sample);
-    free(b->seg);
     free(b->n_docs);
     free(b->doc_start);
+    free(b->docs);
     *b = (Batch){0};
 }
 
@@ -32,7 +31,9 @@ void batch_free(Batch *b) {
 static void find_docs(Batch *b, int row, const int32_t *sample, int T, int32_t eos) {
     if (b->doc_cap < T) {
         free(b->doc_start);
+        free(b->docs);
         b->doc_start = xmalloc((size_t)b->B * T * sizeof(int32_t), "batch document starts");
+        b->docs = xmalloc((size_t)b->B * T * sizeof(int32_t), "batch document numbers");
         b->doc_cap = T;
     }
     int32_t *ds = b->doc_start + (size_t)row * b->doc_cap, n = 0;
@@ -43,33 +44,39 @@ static void find_docs(Batch *b, int row, const int32_t *sample, int T, int32_t e
     b->n_docs[row] = n;
 }
 
-void batch_put_sample_docs(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos) {
-    find_docs(b, row, sample, T, eos);
+// Row `row`'s docs: the 2·sp chunks in zigzag rank order (rank j's chunk j, then its chunk 2·sp−1−j; sp = 1: the
+// sample), each filled run by run between document starts.
+static void zigzag_docs(Batch *b, int row, int T, int sp) {
     const int32_t *ds = b->doc_start + (size_t)row * b->doc_cap;
-    int nd = b->n_docs[row], chunk = T / (2 * sp);
-    int starts[2] = {sp_index * chunk, (2 * sp - 1 - sp_index) * chunk};
-    size_t base = (size_t)row * b->T;
-    int32_t *tok = b->tokens + base, *tgt = b->targets + base, *pos = b->pos + base, *seg = b->seg + base;
-    int o = 0;
-    for (int c = 0; c < (sp == 1 ? 1 : 2); c++) {
-        int start = sp == 1 ? 0 : starts[c], len = sp == 1 ? T : chunk;
+    int32_t *out = b->docs + (size_t)row * b->doc_cap;
+    int nd = b->n_docs[row], n_chunks = sp == 1 ? 1 : 2 * sp, chunk = T / n_chunks;
+    for (int k = 0; k < n_chunks; k++) {
+        int j = k / 2, start = sp == 1 ? 0 : (k % 2 ? 2 * sp - 1 - j : j) * chunk;
         int d = 0;   // the document holding `start`: the last start <= it
         while (d + 1 < nd && ds[d + 1] <= start) d++;
-        memcpy(tok + o, sample + start, (size_t)len * sizeof(int32_t));
-        memcpy(tgt + o, sample + start + 1, (size_t)len * sizeof(int32_t));
-        for (int i = 0; i < len; i++) pos[o + i] = start + i;
-        // seg is constant between document starts: fill it run by run.
-        for (int t = start; t < start + len; d++) {
-            int end = d + 1 < nd && ds[d + 1] < start + len ? ds[d + 1] : start + len;
-            for (int i = t; i < end; i++) seg[o + i - start] = d;
+        for (int t = start; t < start + chunk; d++) {
+            int end = d + 1 < nd && ds[d + 1] < start + chunk ? ds[d + 1] : start + chunk;
+            for (int i = t; i < end; i++) out[(size_t)k * chunk + i - start] = d;
             t = end;
         }
-        o += len;
     }
 }
 
-void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index) {
-    batch_put_sample_docs(b, row, sample, T, sp, sp_index, -1);
+void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos) {
+    find_docs(b, row, sample, T, eos);
+    zigzag_docs(b, row, T, sp);
+    int chunk = T / (2 * sp);
+    int starts[2] = {sp_index * chunk, (2 * sp - 1 - sp_index) * chunk};
+    size_t base = (size_t)row * b->T;
+    int32_t *tok = b->tokens + base, *tgt = b->targets + base, *pos = b->pos + base;
+    int o = 0;
+    for (int c = 0; c < (sp == 1 ? 1 : 2); c++) {
+        int start = sp == 1 ? 0 : starts[c], len = sp == 1 ? T : chunk;
+        memcpy(tok + o, sample + start, (size_t)len * sizeof(int32_t));
+        memcpy(tgt + o, sample + start + 1, (size_t)len * sizeof(int32_t));
+        for (int i = 0; i < len; i++) pos[o + i] = start + i;
+        o += len;
+    }
 }
 
 void batch_mask_targets(Batch *b, int row, const uint8_t *weight) {
@@ -84,25 +91,4 @@ long batch_count_targets(const Batch *b) {
     long n = 0;
     for (size_t i = 0; i < (size_t)b->B * b->T; i++) n += b->targets[i] >= 0;
     return n;
-}
-
-// The document of global position p: the last start <= p.
-static int32_t doc_of(const int32_t *ds, int nd, int p) {
-    int lo = 0, hi = nd;
-    while (hi - lo > 1) {
-        int mid = (lo + hi) / 2;
-        if (ds[mid] <= p) lo = mid;
-        else hi = mid;
-    }
-    return lo;
-}
-
-void batch_zigzag_docs(const Batch *b, int row, int sp, int32_t *out) {
-    const int32_t *ds = b->doc_start + (size_t)row * b->doc_cap;
-    int nd = b->n_docs[row], L = b->T, chunk = L / 2;
-    for (int j = 0; j < sp; j++)
-        for (int i = 0; i < L; i++) {
-            int p = sp == 1 ? i : i < chunk ? j * chunk + i : (2 * sp - 1 - j) * chunk + i - chunk;
-            out[(size_t)j * L + i] = doc_of(ds, nd, p);
-        }
 }

@@ -13,13 +13,23 @@ typedef struct {
     // Document boundaries, for document masking. A document starts at position 0 and right after
     // every EOS token; they are computed on the full sample, so every sp rank sees the same list.
     int64_t *sample;    // (B) global sample number k of each row (the same k on every layout)
-    int32_t *seg;       // (B, T) document number within the full sample of each token (0, 1, ...)
     int32_t *n_docs;    // (B) documents in each full sample
     int32_t *doc_start; // (B, doc_cap) start positions of those documents, ascending, first = 0
+    int32_t *docs;      // (B, doc_cap) the document number (0, 1, ...) of every position of the full sample in zigzag
+                        // rank order: rank j's T ids, in its local order, at j·T (this rank's at sp_index·T; sp = 1:
+                        // position order). The ring's document mask reads every rank's (attention/ring.h): no id travels.
     int doc_cap;        // full seq-len once a source has filled the batch (0 before)
 } Batch;
 
-// The document number of every position of row `row`'s full sample (T = b->T·sp tokens) in zigzag rank
-// order: rank j's b->T ids, in its local order, at out + j·b->T (sp = 1: position order). Every sp
-// rank computes the same array from its batch's document starts (ring.h, ring_attention_forward_docs).
-void batch_zigzag_docs(const Batch *b, int row, int sp, int32_t *out);
+Batch batch_alloc(int B, int T);
+void batch_free(Batch *b);
+// Writes this sp rank's zigzag slices of one global sample (T+1 tokens) into row `row` of b:
+// the sample is cut into 2·sp chunks of T/(2·sp) and rank r keeps chunks r and 2·sp−1−r
+// (tokens, their next-token targets and their global positions). sp = 1 keeps the whole sample.
+// And b's document fields: a document starts at 0 and after every `eos` (-1: none, the sample is one).
+void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos);
+// After batch_put_sample: the loss weights of the same sample's T+1 tokens mask row `row`'s targets: a
+// target whose token has weight 0 becomes -1. Uses the row's global positions, so it works on any slice.
+void batch_mask_targets(Batch *b, int row, const uint8_t *weight);
+// Targets of b that count in the loss (>= 0).
+long batch_count_targets(const Batch *b);

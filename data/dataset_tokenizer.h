@@ -1,7 +1,7 @@
 // data/dataset_tokenizer.h — the tokenizer a dataset was made with: a tokenizer.json copy in the dataset and its manifest entry.
 #pragma once
 #include "data/shard.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 // The one manifest key this adds (DATASET_TOKENIZER_KEY in data/dataset.h), present only when prepare
 // had --tokenizer FILE:

@@ -12,7 +12,7 @@
 #include "core/common.h"
 #include "core/json_strict.h"
 #include "data/dataset.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct {
     ShardWriter *w;            // the open shard, NULL between shards

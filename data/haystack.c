@@ -12,7 +12,7 @@
 
 #include "core/common.h"
 #include "data/source.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static void append(Haystack *h, uint64_t *cap, const unsigned char *b, size_t n) {
     if (h->n + n > *cap) {

@@ -2,7 +2,7 @@
 #pragma once
 #include <stdint.h>
 
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 // The haystack as byte tokens. From a text file, a directory of text files (its regular files in name
 // order, recursively; dotfiles and symbolic links are skipped, so a link to a file already read does not

@@ -7,7 +7,7 @@
 #include "data/dataset.h"
 #include "data/haystack.h"
 #include "data/prepare_mix.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 // What prepare reads: every input the same kind. Auto (the spec's "auto") picks llm.c for files with its
 // magic, JSONL for *.jsonl and text otherwise.

@@ -10,7 +10,7 @@
 
 #include "core/common.h"
 #include "data/prepare_impl.h"
-#include "data/text_encode.h"
+#include "tokenizer/text_encode.h"
 
 
 void prep_progress(Prep *p) {

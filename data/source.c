@@ -5,7 +5,7 @@
 #include "data/dataset.h"
 #include "data/dataset_tokenizer.h"
 #include "data/source_impl.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 struct DataSource {
     const SourceOps *ops;

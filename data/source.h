@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 #include "data/batch.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct {
     int seq_len;          // T: tokens per sample (each sample holds T+1 tokens: inputs and targets)
@@ -47,17 +47,3 @@ uint64_t data_num_samples(const DataSource *d);
 DataState data_state(const DataSource *d);
 void data_restore(DataSource *d, DataState s);
 void data_close(DataSource *d);
-
-Batch batch_alloc(int B, int T);
-void batch_free(Batch *b);
-// Writes this sp rank's zigzag slices of one global sample (T+1 tokens) into row `row` of b:
-// the sample is cut into 2·sp chunks of T/(2·sp) and rank r keeps chunks r and 2·sp−1−r
-// (tokens, their next-token targets and their global positions). sp = 1 keeps the whole sample.
-void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index);
-// The same, and fills b's document fields: a document starts at 0 and after every `eos` (-1: none).
-void batch_put_sample_docs(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos);
-// After batch_put_sample*: the loss weights of the same sample's T+1 tokens mask row `row`'s targets: a
-// target whose token has weight 0 becomes -1. Uses the row's global positions, so it works on any slice.
-void batch_mask_targets(Batch *b, int row, const uint8_t *weight);
-// Targets of b that count in the loss (>= 0).
-long batch_count_targets(const Batch *b);

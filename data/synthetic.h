@@ -2,7 +2,7 @@
 #pragma once
 #include <stdint.h>
 
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 // The tokens a passkey document is written in. Byte tokens (SynthText NULL): the text byte for byte, as always.
 // A BPE tokenizer's: the document is built as text in pieces (intro, filler, each needle's statement, key and

@@ -8,10 +8,10 @@
 
 #include "attention/ring.h"
 #include "checkpoints/fsio.h"
-#include "checkpoints/model_tokenizer.h"
 #include "core/args.h"
 #include "core/common.h"
 #include "data/source.h"
+#include "tokenizer/tokenizer.h"
 
 // A little-endian .npy file (version 1.0) of a C-order array.
 static void write_npy(const char *path, const char *descr, const int64_t *shape, int ndim, const void *data, size_t bytes) {

@@ -5,8 +5,8 @@
 #include <stdint.h>
 
 #include "core/comm.h"
-#include "data/tokenizer.h"
 #include "model/gpt.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct {
     const char *ckpt;           // the model's path, named in errors

@@ -10,7 +10,7 @@
 
 #include "core/common.h"
 #include "core/rng.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "model/decode.h"
 #include "eval/sample.h"
 

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoints/model_tokenizer.h"
 #include "core/common.h"
 #include "eval/sample.h"
 #include "model/decode.h"
+#include "tokenizer/tokenizer.h"
 
 size_t ruler_measure_tokens(void *ctx, const char *text, size_t n) {
     RulerTokMeasure *m = ctx;

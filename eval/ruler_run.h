@@ -4,10 +4,10 @@
 #include <stdint.h>
 
 #include "core/comm.h"
-#include "data/tokenizer.h"
 #include "eval/ruler.h"
 #include "model/decode.h"
 #include "model/gpt.h"
+#include "tokenizer/tokenizer.h"
 
 // ruler_generate's measure in a model's tokens: ctx is a RulerTokMeasure over the model's tokenizer
 // (tokenizer_can_encode); the start token is not counted.

@@ -4,10 +4,10 @@
 #include <stdint.h>
 
 #include "core/comm.h"
-#include "data/tokenizer.h"
 #include "eval/ruler.h"
 #include "eval/ruler_run.h"
 #include "model/gpt.h"
+#include "tokenizer/tokenizer.h"
 
 enum { RULER_MAX_LENGTHS = 32, RULER_MAX_TASKS = 32 };
 

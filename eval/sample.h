@@ -6,8 +6,8 @@
 
 #include "core/comm.h"
 #include "core/rng.h"
-#include "data/tokenizer.h"
 #include "model/gpt.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct {
     int tokens;          // the most tokens to draw

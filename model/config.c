@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct {
     const char *name;

@@ -180,8 +180,8 @@ static AttnShape attn_shape(const GPT *m) {
     return (AttnShape){.n_head = c->n_head, .n_kv_head = c->n_kv_head, .head_dim = cfg_head_dim(c), .qkv = m->act_store};
 }
 
-// --doc-mask: every sample's document ids (from the batch's document starts), once per forward, in
-// the layout ring_attention_forward reads; the backward of the same batch reuses them.
+// --doc-mask: every sample's document ids in zigzag rank order (the batch's docs), once per forward, on the
+// backend for the kernels; the backward of the same batch reuses them.
 static void docs_prepare(GPT *m, const Batch *b) {
     int sp = m->ring ? ring_size(m->ring) : 1;
     size_t n = (size_t)b->B * b->T * sp;
@@ -192,7 +192,9 @@ static void docs_prepare(GPT *m, const Batch *b) {
         m->doc_ids_host = xmalloc(n * sizeof(int32_t), "document ids");
         m->doc_ids_cap = n;
     }
-    for (int row = 0; row < b->B; row++) batch_zigzag_docs(b, row, sp, m->doc_ids_host + (size_t)row * b->T * sp);
+    if (!b->docs) fail("internal: --doc-mask with a batch that no source filled (no document ids)");
+    for (int row = 0; row < b->B; row++)
+        memcpy(m->doc_ids_host + (size_t)row * b->T * sp, b->docs + (size_t)row * b->doc_cap, (size_t)b->T * sp * sizeof(int32_t));
     m->be->to_device(m->doc_ids, m->doc_ids_host, n * sizeof(int32_t));
 }
 

@@ -25,7 +25,7 @@ typedef struct {
     Activations act;
     struct AttnRing *ring;  // NULL: the whole sequence is on this rank
     int loss_chunk;      // rows per chunk of the fused LM head + loss
-    bool doc_mask;       // attention stays inside each document of a packed window (--doc-mask; Batch doc_start)
+    bool doc_mask;       // attention stays inside each document of a packed window (--doc-mask; Batch docs)
     int32_t *doc_ids, *doc_ids_host;   // (B, T·sp) each sample's document ids in zigzag rank order (backend, host)
     size_t doc_ids_cap;  // elements the two buffers hold
     Recompute recompute; // what the forward keeps for the backward (default none; may change between steps)

@@ -82,8 +82,8 @@ def train_tokenizer(vocab, corpus, add_bos):
 
 
 def compat_tokenizer(kind, corpus_lines, vocab):
-    """A tokenizer.json of tokenizer_hf_compat.py's kind (tests/data), with SMOL's special tokens for the byte-level ones."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
+    """A tokenizer.json of tokenizer_hf_compat.py's kind (tests/tokenizer), with SMOL's special tokens for the byte-level ones."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tokenizer"))
     import tokenizer_hf_compat as compat
     compat.SPECIALS = SPECIALS
     with tempfile.TemporaryDirectory() as d:

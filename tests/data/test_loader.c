@@ -123,7 +123,7 @@ static size_t run_layout(const char *ds, int dp, int sp, uint64_t from, int step
                         size_t i = (size_t)row * b.T + t;
                         int chunk = T / (2 * sp), c = b.pos[i] / chunk;
                         if (sp > 1 && c != r && c != 2 * sp - 1 - r) bad_zigzag++;
-                        out[n++] = (Tuple){b.sample[row], b.pos[i], b.tokens[i], b.targets[i], b.seg[i]};
+                        out[n++] = (Tuple){b.sample[row], b.pos[i], b.tokens[i], b.targets[i], b.docs[(size_t)row * b.doc_cap + r * b.T + t]};
                     }
             }
             if (end) *end = data_state(d);

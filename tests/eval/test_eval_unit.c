@@ -13,12 +13,12 @@
 #include "core/comm.h"
 #include "core/common.h"
 #include "core/rng.h"
-#include "data/tokenizer.h"
 #include "eval/loss.h"
 #include "eval/passkey.h"
 #include "eval/sample.h"
 #include "model/gpt.h"
 #include "model/ops.h"
+#include "tokenizer/tokenizer.h"
 
 static ModelConfig tiny_config(void) {
     return (ModelConfig){.n_layer = 2, .dim = 32, .n_head = 4, .n_kv_head = 2, .ffn_dim = 64, .vocab_size = TOK_VOCAB_SIZE,

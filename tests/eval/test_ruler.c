@@ -9,13 +9,12 @@
 #include <string.h>
 
 #include "../check.h"
-#include "checkpoints/model_tokenizer.h"
-#include "data/tokenizer.h"
 #include "eval/ruler.h"
 #include "eval/ruler_run.h"
 #include "eval/sample.h"
 #include "model/gpt.h"
 #include "model/ops.h"
+#include "tokenizer/tokenizer.h"
 
 static size_t measure_bytes(void *ctx, const char *text, size_t n) {
     (void)ctx, (void)text;

@@ -245,8 +245,8 @@ static void test_model(bool tied, bool doc_mask) {
     for (int i = 0; i < 24; i++) tok[i] = (int32_t)rng_below(&rng, 11), tgt[i] = (int32_t)rng_below(&rng, 11), pos[i] = 500 + i % 12;
     tgt[5] = -1;
     b.tokens = tok, b.targets = tgt, b.pos = pos;
-    int32_t starts[2][12] = {{0, 4, 5}, {0, 7}}, n_docs[2] = {3, 2};
-    b.doc_start = &starts[0][0], b.doc_cap = 12, b.n_docs = n_docs;
+    int32_t docs[2][12] = {{0, 0, 0, 0, 1, 2, 2, 2, 2, 2, 2, 2}, {0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1}};   // starts {0, 4, 5}, {0, 7}
+    b.docs = &docs[0][0], b.doc_cap = 12;
     m.doc_mask = doc_mask;
     ModelCtx c = {.m = &m, .b = &b, .n = 23};
     gpt_zero_grad(&m);

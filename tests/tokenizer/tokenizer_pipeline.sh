@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/data/tokenizer_pipeline.sh — a BPE tokenizer end to end: train it, prepare (threads agree, pieces = whole-file ids), train a model,
+# tests/tokenizer/tokenizer_pipeline.sh — a BPE tokenizer end to end: train it, prepare (threads agree, pieces = whole-file ids), train a model,
 # checkpoints carry it, eval/sample/export/import use it; vocab and tokenizer mismatches are clear errors (the eval segfault).
 set -uo pipefail
 BIN=$1

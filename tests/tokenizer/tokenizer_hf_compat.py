@@ -1,4 +1,4 @@
-# tests/data/tokenizer_hf_compat.py — trains BPE tokenizers with HF `tokenizers` in every form ringgpt reads (byte-level GPT-2 and
+# tests/tokenizer/tokenizer_hf_compat.py — trains BPE tokenizers with HF `tokenizers` in every form ringgpt reads (byte-level GPT-2 and
 # Llama 3 styles, Digits, missing byte tokens, SentencePiece-style with byte fallback, added-token flags) and writes their
 # tokenizer.json files, the reference ids of a text, or decodes ids; driven by tokenizer_compat.sh.
 import json, sys

@@ -1,10 +1,10 @@
-// data/text_encode.h — text files -> token ids on several threads, handed over in input order (prepare --tokenizer).
+// tokenizer/text_encode.h — text files -> token ids on several threads, handed over in input order (prepare --tokenizer).
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "data/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 // Receives the ids of consecutive pieces of the input files, in order, on the calling thread:
 // `first` / `last` mark the piece that begins / ends file `file`; `bytes` is the piece's text size.

@@ -1,10 +1,31 @@
-// data/bpe_encode.c — BPE encoding as HF `tokenizers` does it: added tokens, normalizer, pre-tokenizers, then merges per pre-token.
+// tokenizer/bpe_encode.c — BPE encoding as HF `tokenizers` does it: added tokens, normalizer, pre-tokenizers, then merges per pre-token.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/common.h"
-#include "data/bpe_impl.h"
+#include "tokenizer/bpe_model.h"
+
+enum { CACHE_SLOTS = 1 << 14, CACHE_KEY = 30 };
+
+typedef struct {
+    uint8_t len, n;             // key bytes; ids (0 = empty slot)
+    unsigned char key[CACHE_KEY];
+    uint32_t ids[CACHE_KEY];
+} CacheEntry;
+
+struct BpeEncoder {
+    const Bpe *b;
+    pcre2_match_data *md;
+    CacheEntry *cache;          // (CACHE_SLOTS)
+    uint32_t *sym, *next, *prev;   // (cap) symbols of the word being merged, as a linked list
+    uint64_t *heap;             // (cap) rank << 32 | position, a min-heap
+    size_t cap;
+    TextBuf stage_buf[MAX_STAGES];   // a stage's rewritten piece (prefix space, Metaspace)
+    TextBuf norm_buf[2];        // the normalizer's output (two, swapped between steps)
+    uint32_t **out;             // the caller's output while encoding
+    size_t *n_out, *out_cap;
+};
 
 BpeEncoder *bpe_encoder_new(const Bpe *b) {
     BpeEncoder *e = xcalloc(1, sizeof *e, "an encoder");
@@ -27,52 +48,6 @@ void bpe_encoder_free(BpeEncoder *e) {
     free(e->norm_buf[0].p);
     free(e->norm_buf[1].p);
     free(e);
-}
-
-static unsigned char *buf_room(Buf *b, size_t n) {
-    if (b->cap < n) b->p = xrealloc(b->p, b->cap = n + n / 2 + 64, "a pre-token");
-    return b->p;
-}
-
-size_t bpe_utf8_len(const unsigned char *s, size_t n) {
-    unsigned char c = s[0];
-    size_t w = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
-    if (w <= 1) return 1;
-    if (w > n) return 1;
-    for (size_t i = 1; i < w; i++)
-        if ((s[i] & 0xC0) != 0x80) return 1;
-    return w;
-}
-
-// ---- the normalizer ------------------------------------------------------------------------------
-const unsigned char *bpe_normalize(const Bpe *b, Buf bufs[2], const unsigned char *s, size_t n, size_t *out_n) {
-    int which = 0;
-    for (int k = 0; k < b->n_norm; k++) {
-        const NormStep *st = &b->norm[k];
-        if (st->prepend) {
-            if (!n) continue;   // HF prepends to a non-empty piece only
-            unsigned char *o = buf_room(&bufs[which], n + st->to_len);
-            memcpy(o, st->to, st->to_len);
-            memcpy(o + st->to_len, s, n);
-            s = o;
-            n += st->to_len;
-        } else {
-            size_t growth = st->to_len > st->from_len ? st->to_len - st->from_len : 0, k2 = 0;
-            unsigned char *o = buf_room(&bufs[which], n + n / st->from_len * growth + 1);
-            for (size_t i = 0; i < n;) {
-                if (s[i] == (unsigned char)st->from[0] && i + st->from_len <= n && memcmp(s + i, st->from, st->from_len) == 0) {
-                    memcpy(o + k2, st->to, st->to_len);
-                    k2 += st->to_len;
-                    i += st->from_len;
-                } else o[k2++] = s[i++];
-            }
-            s = o;
-            n = k2;
-        }
-        which ^= 1;
-    }
-    *out_n = n;
-    return s;
 }
 
 // ---- merges --------------------------------------------------------------------------------------
@@ -110,18 +85,6 @@ static inline uint64_t heap_pop(uint64_t *h, size_t *n) {
     return top;
 }
 
-static inline bool pair_find(const PairTable *t, uint32_t l, uint32_t r, uint32_t *rank, uint32_t *merged) {
-    uint64_t k = (uint64_t)l << 32 | r;
-    for (uint32_t i = (uint32_t)bpe_mix64(k) & t->mask;; i = (i + 1) & t->mask) {
-        if (t->key[i] == k) {
-            *rank = t->rank[i];
-            *merged = t->merged[i];
-            return true;
-        }
-        if (t->key[i] == UINT64_MAX) return false;
-    }
-}
-
 static void grow_scratch(BpeEncoder *e, size_t n) {
     if (n <= e->cap) return;
     e->cap = n + n / 2 + 64;
@@ -133,7 +96,7 @@ static void grow_scratch(BpeEncoder *e, size_t n) {
 
 static inline void push_pair(BpeEncoder *e, size_t *nh, uint32_t pos) {
     uint32_t rank, merged, nx = e->next[pos];
-    if (nx != UINT32_MAX && pair_find(&e->b->merges, e->sym[pos], e->sym[nx], &rank, &merged))
+    if (nx != UINT32_MAX && pair_table_find(&e->b->merges, e->sym[pos], e->sym[nx], &rank, &merged))
         heap_push(e->heap, nh, (uint64_t)rank << 32 | pos);
 }
 
@@ -146,10 +109,10 @@ static size_t first_symbols(BpeEncoder *e, const unsigned char *s, size_t n) {
     size_t k = 0;
     bool unk = false;
     for (size_t i = 0; i < n;) {
-        size_t w = b->char_mode ? bpe_utf8_len(s + i, n - i) : 1;
+        size_t w = b->char_mode ? utf8_char_len(s + i, n - i) : 1;
         uint32_t id = w == 1 ? b->byte_id[s[i]] : NO_ID;
         if (w > 1) {
-            int64_t f = bpe_str_find(b, s + i, w);
+            int64_t f = str_table_find(&b->vocab, s + i, w);
             if (f >= 0) id = (uint32_t)f;
         }
         if (id != NO_ID) {
@@ -178,7 +141,7 @@ static size_t first_symbols(BpeEncoder *e, const unsigned char *s, size_t n) {
 static void bpe_word(BpeEncoder *e, const unsigned char *s, size_t n) {
     const Bpe *b = e->b;
     if (b->ignore_merges) {
-        int64_t id = bpe_str_find(b, s, n);
+        int64_t id = str_table_find(&b->vocab, s, n);
         if (id >= 0) {
             emit(e, (uint32_t)id);
             return;
@@ -204,7 +167,7 @@ static void bpe_word(BpeEncoder *e, const unsigned char *s, size_t n) {
         uint32_t pos = (uint32_t)top, rank, merged, nx = e->next[pos];
         // Stale entries: the symbol was merged into its left neighbour, or its right neighbour changed.
         if (e->sym[pos] == UINT32_MAX || nx == UINT32_MAX) continue;
-        if (!pair_find(&b->merges, e->sym[pos], e->sym[nx], &rank, &merged) || rank != (uint32_t)(top >> 32)) continue;
+        if (!pair_table_find(&b->merges, e->sym[pos], e->sym[nx], &rank, &merged) || rank != (uint32_t)(top >> 32)) continue;
         e->sym[pos] = merged;
         e->sym[nx] = UINT32_MAX;
         e->next[pos] = e->next[nx];
@@ -322,7 +285,7 @@ static bool is_space(uint32_t c) {
 static size_t char_before(const unsigned char *s, size_t at) {
     size_t i = at - 1;
     while (i > 0 && at - i < 4 && (s[i] & 0xC0) == 0x80) i--;
-    return bpe_utf8_len(s + i, at - i) == at - i ? i : at - 1;
+    return utf8_char_len(s + i, at - i) == at - i ? i : at - 1;
 }
 
 static bool word_char_at(BpeEncoder *e, const unsigned char *s, size_t n, size_t at) {
@@ -377,7 +340,7 @@ static void split_added(BpeEncoder *e, int pass, const unsigned char *s, size_t 
         }
         if (a->rstrip)
             while (stop < n) {
-                size_t w = bpe_utf8_len(s + stop, n - stop);
+                size_t w = utf8_char_len(s + stop, n - stop);
                 if (!is_space(code_point(s + stop, w))) break;
                 stop += w;
             }
@@ -391,7 +354,7 @@ static void split_added(BpeEncoder *e, int pass, const unsigned char *s, size_t 
 // A piece between special (non-normalized) tokens: normalized, then cut at the normalized tokens.
 static void normalized_piece(BpeEncoder *e, const unsigned char *s, size_t n, bool origin) {
     size_t m;
-    const unsigned char *t = bpe_normalize(e->b, e->norm_buf, s, n, &m);
+    const unsigned char *t = norm_apply(&e->b->norm, e->norm_buf, s, n, &m);
     split_added(e, 1, t, m, origin);
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# tests/data/fuzz_tokenizer.sh — builds the tokenizer.json parser fuzzer (clang + libFuzzer + ASan/UBSan) and runs it briefly; SKIP without them.
+# tests/tokenizer/fuzz_tokenizer.sh — builds the tokenizer.json parser fuzzer (clang + libFuzzer + ASan/UBSan) and runs it briefly; SKIP without them.
 set -u
 . "$(dirname "$0")/../fuzz.sh"
-fuzz_build tokenizer tests/data/fuzz_tokenizer.c data/bpe.c data/bpe_encode.c core/common.c -lcjson -lpcre2-8
+fuzz_build tokenizer tests/tokenizer/fuzz_tokenizer.c tokenizer/bpe.c tokenizer/bpe_encode.c tokenizer/bpe_tables.c tokenizer/normalize.c \
+  core/common.c -lcjson -lpcre2-8
 # Seeds: small real tokenizers (GPT-2 style and Llama 3 style, both merge forms), and their parts as a dictionary.
 CORPUS="$FUZZ_DIR/corpus"; rm -rf "$CORPUS" "$FUZZ_DIR/in"; mkdir -p "$CORPUS" "$FUZZ_DIR/in"
 for i in $(seq 40); do echo "the cat's 123 hats, don't  stop  $i"; done > "$FUZZ_DIR/in/t.txt"

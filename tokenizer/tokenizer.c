@@ -1,5 +1,5 @@
-// data/tokenizer.c — the byte tokenizer (a token is a byte; ids 256.. are special) and the Tokenizer handle over it and BPE.
-#include "data/tokenizer.h"
+// tokenizer/tokenizer.c — the byte tokenizer (a token is a byte; ids 256.. are special), the Tokenizer handle over it and BPE, prompts.
+#include "tokenizer/tokenizer.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,9 +7,9 @@
 #include <zlib.h>
 
 #include "core/common.h"
-#include "data/bpe.h"
+#include "tokenizer/bpe.h"
 
-static const char *SPECIAL[] = {"<eos>", "<bos>", "<pad>", "<sep>"};
+const char *const TOK_SPECIAL_TEXT[TOK_VOCAB_SIZE - TOK_EOS] = {"<eos>", "<bos>", "<pad>", "<sep>"};
 static unsigned char BYTES[256];   // byte i is token i (filled by tokenizer_bytes)
 
 size_t tok_encode(const unsigned char *text, size_t n, int32_t *out) {
@@ -95,10 +95,70 @@ static const unsigned char *token_at(const Tokenizer *t, uint32_t id, bool first
         *len = 1;
         return BYTES + id;
     }
-    *len = strlen(SPECIAL[id - TOK_EOS]);
-    return (const unsigned char *)SPECIAL[id - TOK_EOS];
+    *len = strlen(TOK_SPECIAL_TEXT[id - TOK_EOS]);
+    return (const unsigned char *)TOK_SPECIAL_TEXT[id - TOK_EOS];
 }
 
 const unsigned char *tokenizer_token(const Tokenizer *t, uint32_t id, size_t *len) { return token_at(t, id, false, len); }
 
 const unsigned char *tokenizer_first_token(const Tokenizer *t, uint32_t id, size_t *len) { return token_at(t, id, true, len); }
+
+// ---- a model's tokenizer at work ------------------------------------------------------------------
+static bool known(const char *id) { return id[0] && strcmp(id, "unknown") != 0; }
+
+bool tokenizer_ids_differ(const char *a, const char *b) { return known(a) && known(b) && strcmp(a, b) != 0; }
+
+void model_check_data(const char *model_path, const Tokenizer *model, int model_vocab, const char *data_path, const Tokenizer *data) {
+    if (data->vocab_size > (uint32_t)model_vocab)
+        fail_usage("%s: the data has vocab %u (tokenizer %s) but the model %s has %d rows (tokenizer %s); use data made with the model's "
+                   "tokenizer (`ringgpt prepare --tokenizer` with its tokenizer.json)",
+                   data_path, data->vocab_size, data->id, model_path, model_vocab, model->id);
+    if (tokenizer_ids_differ(data->id, model->id))
+        fail_usage("%s: the data was made with tokenizer %s but the model %s with %s; use data made with the model's tokenizer "
+                   "(`ringgpt prepare --tokenizer` with its tokenizer.json)", data_path, data->id, model_path, model->id);
+}
+
+int64_t model_start_token(const Tokenizer *t, bool imported, const char *bos_flag) {
+    if (strcmp(bos_flag, "off") == 0) return -1;
+    if (strcmp(bos_flag, "on") == 0) {
+        if (t->bos < 0) fail_usage("--bos on: the model's tokenizer %s has no BOS token; give its id (--bos ID) or --bos off", t->id);
+        return t->bos;
+    }
+    if (strcmp(bos_flag, "auto") != 0) {
+        char *end;
+        long long id = strtoll(bos_flag, &end, 10);
+        if (!*bos_flag || *end || id < 0 || id >= t->vocab_size)
+            fail_usage("--bos %s: give auto, on, off or a token id below the vocab of %u", bos_flag, t->vocab_size);
+        return id;
+    }
+    if (imported) return t->add_bos ? t->bos : -1;   // as transformers' generate and llama.cpp prefill
+    return t->add_bos ? t->bos : t->eos >= 0 ? t->eos : t->bos;
+}
+
+size_t model_prompt_ids(const Tokenizer *t, int64_t start, const unsigned char *prompt, size_t len, uint32_t **ids) {
+    size_t n = 0, cap = 0;
+    *ids = NULL;
+    if (len && !tokenizer_can_encode(t))
+        fail_usage("the model's tokenizer %s came without a tokenizer.json it can use, so a text prompt cannot be encoded; give the "
+                   "prompt as token ids (--prompt-ids 1,2,3)", t->id);
+    if (start >= 0) {
+        *ids = xmalloc(sizeof **ids, "the prompt");
+        (*ids)[n++] = (uint32_t)start;
+        cap = 1;
+    }
+    if (len) {
+        TokEncoder e = tokenizer_encoder(t);
+        tokenizer_encode(&e, prompt, len, ids, &n, &cap);
+        tokenizer_encoder_free(&e);
+    }
+    if (!n) fail_usage("nothing to start from: the prompt is empty and no start token is prefilled (the model's tokenizer %s); give "
+                       "a --prompt, --prompt-ids or --bos on|ID", t->id);
+    return n;
+}
+
+void model_write_token(const Tokenizer *t, uint32_t id, FILE *f) {
+    size_t n;
+    const unsigned char *bytes = tokenizer_token(t, id, &n);
+    if (bytes) fwrite(bytes, 1, n, f);
+    else fprintf(f, "<%u>", id);
+}

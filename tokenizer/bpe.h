@@ -1,4 +1,4 @@
-// data/bpe.h — BPE tokenizers of the GPT-2 / Llama family (byte-level and SentencePiece-style): Hugging Face tokenizer.json in, ids out and back.
+// tokenizer/bpe.h — BPE tokenizers of the GPT-2 / Llama family (byte-level and SentencePiece-style): Hugging Face tokenizer.json in, ids out and back.
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,7 +48,10 @@ size_t bpe_encode(BpeEncoder *e, const unsigned char *text, size_t n, uint32_t *
 // (One difference from HF: <0xNN> bytes that do not make valid UTF-8 come out as they are, not as U+FFFD.)
 const unsigned char *bpe_token_bytes(const Bpe *b, uint32_t id, bool first, size_t *len);
 
-// ---- training (data/bpe_train.c) -----------------------------------------------------------------
+// The pre-tokenizer regexes: GPT-2's (HF's ByteLevel with use_regex) and Llama 3's Split (Meta-Llama-3's tokenizer.json).
+extern const char BPE_GPT2_PATTERN[], BPE_LLAMA3_PATTERN[];
+
+// ---- training (tokenizer/bpe_train.c) ------------------------------------------------------------
 typedef struct {
     uint32_t vocab_size;      // total, special tokens included (>= 256 + specials)
     int threads;              // pre-tokenize and count with this many threads
@@ -67,11 +70,7 @@ typedef struct {
 
 // Learns merges over the files (each file split on its special-token text, then pre-tokenized) and
 // returns the text of an HF tokenizer.json (caller frees). Fails with a message on unreadable input.
-// Appends a special token {"id", "content", ..., "special": true} to a tokenizer.json's added_tokens
-// array, with the flags HF writes for special tokens (used by training and by byte260's export).
-struct cJSON;
-void bpe_json_add_special(struct cJSON *added_tokens, int id, const char *content);
-// Sets a tokenizer.json model object's fixed fields for a byte-level BPE (type, no dropout/unk/prefixes).
-void bpe_json_model_fields(struct cJSON *model);
-
 char *bpe_train(const char *const *files, size_t n_files, const BpeTrainOptions *o, BpeTrainStats *stats);
+// byte260 (tokenizer/tokenizer.h) as a tokenizer.json (caller frees): token b is byte b (GPT-2's byte -> character
+// map), no merges, the four specials as added tokens. HF encodes text to the same ids as the byte tokenizer.
+char *bpe_byte260_json(void);

@@ -1,4 +1,4 @@
-# tests/data/tokenizer_common.sh — shared by the tokenizer tests: a work dir, pass/fail counting, a python3 with HF `tokenizers`.
+# tests/tokenizer/tokenizer_common.sh — shared by the tokenizer tests: a work dir, pass/fail counting, a python3 with HF `tokenizers`.
 . "$(dirname "${BASH_SOURCE[0]}")/../harness.sh"
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # expect_fail CODE PATTERN CMD...: CMD exits with CODE and its stderr contains PATTERN.

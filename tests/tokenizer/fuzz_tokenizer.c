@@ -1,10 +1,10 @@
-// tests/data/fuzz_tokenizer.c — libFuzzer target: any tokenizer.json text loads or is refused with a message, never a crash; a loaded one encodes text to ids that decode.
+// tests/tokenizer/fuzz_tokenizer.c — libFuzzer target: any tokenizer.json text loads or is refused with a message, never a crash; a loaded one encodes text to ids that decode.
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/bpe.h"
+#include "tokenizer/bpe.h"
 
 static const unsigned char TEXT[] = "Hello world's 12345 \xe4\xb8\xad\xe6\x96\x87  \n\n<|endoftext|> tabs\t\xff\xfe end";
 

@@ -1,11 +1,13 @@
-// data/bpe_impl.h — the inside of a loaded BPE tokenizer, shared by its loader (bpe.c) and its encoder (bpe_encode.c).
+// tokenizer/bpe_model.h — a loaded BPE: what bpe.c builds from tokenizer.json, bpe_encode.c runs and bpe_token_bytes reads (data only).
 #pragma once
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "data/bpe.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/bpe_tables.h"
+#include "tokenizer/normalize.h"
 
-enum { MAX_STAGES = 8, MAX_NORM = 8, CACHE_SLOTS = 1 << 14, CACHE_KEY = 30, MAX_ID = (1 << 22) - 1 };
+enum { MAX_STAGES = 8, MAX_ID = (1 << 22) - 1 };
 #define NO_ID UINT32_MAX
 
 typedef enum { STAGE_SPLIT, STAGE_BYTE_LEVEL, STAGE_METASPACE } StageKind;
@@ -25,13 +27,6 @@ typedef struct {
     bool known;                // cuts at a line cut are safe (see bpe_safe_cuts)
 } Stage;
 
-// One normalizer step: Prepend(text) to a non-empty piece, or Replace every `from` by `to`.
-typedef struct {
-    bool prepend;
-    char *from, *to;           // from NULL for Prepend
-    size_t from_len, to_len;
-} NormStep;
-
 typedef struct {
     char *content;             // as written
     unsigned char *bytes;      // what the text matches: the content, normalized for normalized tokens
@@ -41,17 +36,6 @@ typedef struct {
     bool lstrip, rstrip;       // the match takes the white space on its left / right
     bool single_word;          // matches only with no word character on either side
 } AddedToken;
-
-// Open-addressing tables: token strings -> id (model.vocab only), and (left id, right id) -> (rank, merged id).
-typedef struct {
-    uint32_t *slot;            // (mask + 1) ids + 1; 0 = empty
-    uint32_t mask;
-} StrTable;
-typedef struct {
-    uint64_t *key;             // (mask + 1) left << 32 | right, UINT64_MAX = empty
-    uint32_t *rank, *merged;
-    uint32_t mask;
-} PairTable;
 
 struct Bpe {
     uint32_t vocab_size;
@@ -67,13 +51,12 @@ struct Bpe {
     uint32_t fallback_id[256];  // <0xNN>; NO_ID if absent
     uint32_t unk_id;            // model.unk_token's id, NO_ID if none (an unknown character is then dropped, as HF does)
     bool fuse_unk;              // consecutive unknown characters make one unk
-    StrTable vocab;
-    PairTable merges;
+    StrTable vocab;             // model.vocab's strings (over tok, tok_len) -> id
+    PairTable merges;           // (left id, right id) -> (rank, merged id)
     bool ignore_merges;
     char cut[8];                // SentencePiece-style: a word may be cut before each "▁" (no merge can join across one), "" if not
     size_t cut_len;
-    NormStep norm[MAX_NORM];
-    int n_norm;
+    Normalizer norm;
     Stage stages[MAX_STAGES];
     int n_stages;
     AddedToken *added;
@@ -82,41 +65,3 @@ struct Bpe {
     pcre2_code *word_re;        // a word character (single_word tokens), NULL when none has the flag
     int64_t template_bos;       // post_processor's leading special token, -1 if none
 };
-
-typedef struct {
-    uint8_t len, n;             // key bytes; ids (0 = empty slot)
-    unsigned char key[CACHE_KEY];
-    uint32_t ids[CACHE_KEY];
-} CacheEntry;
-
-// A growable byte buffer of the encoder (normalized text, prefixed pieces).
-typedef struct {
-    unsigned char *p;
-    size_t cap;
-} Buf;
-
-struct BpeEncoder {
-    const Bpe *b;
-    pcre2_match_data *md;
-    CacheEntry *cache;          // (CACHE_SLOTS)
-    uint32_t *sym, *next, *prev;   // (cap) symbols of the word being merged, as a linked list
-    uint64_t *heap;             // (cap) rank << 32 | position, a min-heap
-    size_t cap;
-    Buf stage_buf[MAX_STAGES];  // a stage's rewritten piece (prefix space, Metaspace)
-    Buf norm_buf[2];            // the normalizer's output (two, swapped between steps)
-    uint32_t **out;             // the caller's output while encoding
-    size_t *n_out, *out_cap;
-};
-
-static inline uint64_t bpe_mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    return x;
-}
-uint64_t bpe_hash_bytes(const unsigned char *s, size_t n);
-int64_t bpe_str_find(const Bpe *b, const unsigned char *s, size_t n);
-// Length of the UTF-8 character at s (1 for an invalid byte, which then stands alone).
-size_t bpe_utf8_len(const unsigned char *s, size_t n);
-// Applies the normalizer to s[0..n) into one of e's buffers (or returns s when there is none); *out_n gets the length.
-const unsigned char *bpe_normalize(const Bpe *b, Buf bufs[2], const unsigned char *s, size_t n, size_t *out_n);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/data/tokenizer_bad_input.sh — a malformed or unsupported tokenizer.json names its field; bad ids in decode are named; exit codes;
+# tests/tokenizer/tokenizer_bad_input.sh — a malformed or unsupported tokenizer.json names its field; bad ids in decode are named; exit codes;
 # tokenizer train skips binary and empty files, reads what --include picks and refuses input with no text.
 set -uo pipefail
 BIN=$1

@@ -1,4 +1,4 @@
-# tests/data/tokenizer_make_corpus.py — writes a few MB of mixed text that exercises every pre-tokenizer path (seeded, reproducible).
+# tests/tokenizer/tokenizer_make_corpus.py — writes a few MB of mixed text that exercises every pre-tokenizer path (seeded, reproducible).
 import random, sys
 
 WORDS = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "token", "ring", "attention", "context",

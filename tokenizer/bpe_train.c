@@ -1,4 +1,4 @@
-// data/bpe_train.c — byte-level BPE training: multi-threaded pre-tokenize and count, then merges by pair count, written as HF tokenizer.json.
+// tokenizer/bpe_train.c — byte-level BPE training (multi-threaded pre-tokenize and count, then merges by pair count) and tokenizer.json out.
 #define _GNU_SOURCE   // memmem, qsort_r
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <cjson/cJSON.h>
@@ -15,34 +15,11 @@
 #include <unistd.h>
 
 #include "core/common.h"
-#include "data/bpe.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/bpe_tables.h"
+#include "tokenizer/normalize.h"
+#include "tokenizer/tokenizer.h"
 
-void bpe_json_model_fields(cJSON *model) {
-    cJSON_AddStringToObject(model, "type", "BPE");
-    cJSON_AddNullToObject(model, "dropout");
-    cJSON_AddNullToObject(model, "unk_token");
-    cJSON_AddNullToObject(model, "continuing_subword_prefix");
-    cJSON_AddNullToObject(model, "end_of_word_suffix");
-    cJSON_AddBoolToObject(model, "fuse_unk", false);
-    cJSON_AddBoolToObject(model, "byte_fallback", false);
-    cJSON_AddBoolToObject(model, "ignore_merges", false);
-}
-
-void bpe_json_add_special(cJSON *added_tokens, int id, const char *content) {
-    cJSON *t = cJSON_CreateObject();
-    cJSON_AddNumberToObject(t, "id", id);
-    cJSON_AddStringToObject(t, "content", content);
-    cJSON_AddBoolToObject(t, "single_word", false);
-    cJSON_AddBoolToObject(t, "lstrip", false);
-    cJSON_AddBoolToObject(t, "rstrip", false);
-    cJSON_AddBoolToObject(t, "normalized", false);
-    cJSON_AddBoolToObject(t, "special", true);
-    cJSON_AddItemToArray(added_tokens, t);
-}
-
-static const char GPT2_PATTERN[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-static const char LLAMA3_PATTERN[] =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 static const char *const SPECIALS[] = {"<|endoftext|>", "<|begin_of_text|>", "<|pad|>"};
 enum { N_SPECIALS = 3, CHUNK = 4 << 20 };
 
@@ -59,12 +36,6 @@ typedef struct {
     unsigned char *arena;
     size_t arena_len, arena_cap;
 } WordMap;
-
-static uint64_t hash_word(const unsigned char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ULL;
-    return h ^ (h >> 31);
-}
 
 static void wm_init(WordMap *m, size_t slots) {
     *m = (WordMap){.mask = slots - 1};
@@ -145,16 +116,16 @@ static void count_piece(Counter *c, pcre2_match_data *md, const unsigned char *s
         int rc = pcre2_match(c->job->re, s, n, at, 0, md, NULL);
         if (rc < 0) break;
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-        if (ov[0] > at) wm_add(&c->map, s + at, ov[0] - at, hash_word(s + at, ov[0] - at), 1);   // unmatched bytes (bad UTF-8)
+        if (ov[0] > at) wm_add(&c->map, s + at, ov[0] - at, bpe_hash_bytes(s + at, ov[0] - at), 1);   // unmatched bytes (bad UTF-8)
         if (ov[1] == ov[0]) {
             at = ov[0] + 1;
             continue;
         }
-        wm_add(&c->map, s + ov[0], ov[1] - ov[0], hash_word(s + ov[0], ov[1] - ov[0]), 1);
+        wm_add(&c->map, s + ov[0], ov[1] - ov[0], bpe_hash_bytes(s + ov[0], ov[1] - ov[0]), 1);
         c->words++;
         at = ov[1];
     }
-    if (at < n) wm_add(&c->map, s + at, n - at, hash_word(s + at, n - at), 1);
+    if (at < n) wm_add(&c->map, s + at, n - at, bpe_hash_bytes(s + at, n - at), 1);
 }
 
 // Special-token text is not learned from: the text is cut around it.
@@ -387,40 +358,65 @@ static void merge_word(Word *w, uint32_t wi, uint32_t l, uint32_t r, uint32_t m,
 // ---- tokenizer.json ------------------------------------------------------------------------------
 static char *byte_level(const unsigned char *s, size_t n) {
     char *out = xmalloc(2 * n + 1, "a token string"), *o = out;
-    for (size_t i = 0; i < n; i++) {
-        int b = s[i], k = 0;
-        bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-        if (!printable)
-            for (int x = 0; x < b; x++) k += !((x >= '!' && x <= '~') || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF));
-        uint32_t cp = printable ? (uint32_t)b : 256u + (uint32_t)k;
-        if (cp < 0x80) *o++ = (char)cp;
-        else {
-            *o++ = (char)(0xC0 | cp >> 6);
-            *o++ = (char)(0x80 | (cp & 63));
-        }
-    }
+    for (size_t i = 0; i < n; i++) o += byte_level_utf8(s[i], o);
     *o = 0;
     return out;
 }
 
-static cJSON *byte_level_obj(bool prefix, bool trim) {
+static cJSON *byte_level_obj(bool prefix, bool trim, bool regex) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "ByteLevel");
     cJSON_AddBoolToObject(o, "add_prefix_space", prefix);
     cJSON_AddBoolToObject(o, "trim_offsets", trim);
-    cJSON_AddBoolToObject(o, "use_regex", true);
+    cJSON_AddBoolToObject(o, "use_regex", regex);
     return o;
 }
 
-static char *write_json(const Vocab *v, const uint32_t (*merges)[2], size_t n_merges, const char *pattern) {
-    cJSON *root = cJSON_CreateObject(), *added = cJSON_CreateArray(), *model = cJSON_CreateObject();
+// A tokenizer.json's root: its special tokens at ids first.. (with the flags HF writes for them), no normalizer.
+static cJSON *json_root(const char *const *specials, int n, int first) {
+    cJSON *root = cJSON_CreateObject(), *added = cJSON_CreateArray();
     cJSON_AddStringToObject(root, "version", "1.0");
     cJSON_AddNullToObject(root, "truncation");
     cJSON_AddNullToObject(root, "padding");
-    for (int k = 0; k < N_SPECIALS; k++) bpe_json_add_special(added, 256 + k, SPECIALS[k]);
+    for (int k = 0; k < n; k++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddNumberToObject(t, "id", first + k);
+        cJSON_AddStringToObject(t, "content", specials[k]);
+        cJSON_AddBoolToObject(t, "single_word", false);
+        cJSON_AddBoolToObject(t, "lstrip", false);
+        cJSON_AddBoolToObject(t, "rstrip", false);
+        cJSON_AddBoolToObject(t, "normalized", false);
+        cJSON_AddBoolToObject(t, "special", true);
+        cJSON_AddItemToArray(added, t);
+    }
     cJSON_AddItemToObject(root, "added_tokens", added);
     cJSON_AddNullToObject(root, "normalizer");
-    if (pattern == LLAMA3_PATTERN) {
+    return root;
+}
+
+// The root's byte-level BPE model (no dropout, unk or affixes) with its vocab and merges, and the whole as text.
+static char *json_text(cJSON *root, cJSON *vocab, cJSON *merges) {
+    cJSON *model = cJSON_CreateObject();
+    cJSON_AddStringToObject(model, "type", "BPE");
+    cJSON_AddNullToObject(model, "dropout");
+    cJSON_AddNullToObject(model, "unk_token");
+    cJSON_AddNullToObject(model, "continuing_subword_prefix");
+    cJSON_AddNullToObject(model, "end_of_word_suffix");
+    cJSON_AddBoolToObject(model, "fuse_unk", false);
+    cJSON_AddBoolToObject(model, "byte_fallback", false);
+    cJSON_AddBoolToObject(model, "ignore_merges", false);
+    cJSON_AddItemToObject(model, "vocab", vocab);
+    cJSON_AddItemToObject(model, "merges", merges);
+    cJSON_AddItemToObject(root, "model", model);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!text) fail("out of memory writing tokenizer.json");
+    return text;
+}
+
+static char *write_json(const Vocab *v, const uint32_t (*merges)[2], size_t n_merges, const char *pattern) {
+    cJSON *root = json_root(SPECIALS, N_SPECIALS, 256);
+    if (pattern == BPE_LLAMA3_PATTERN) {
         cJSON *seq = cJSON_CreateObject(), *list = cJSON_CreateArray(), *split = cJSON_CreateObject(), *pat = cJSON_CreateObject();
         cJSON_AddStringToObject(seq, "type", "Sequence");
         cJSON_AddStringToObject(split, "type", "Split");
@@ -429,17 +425,14 @@ static char *write_json(const Vocab *v, const uint32_t (*merges)[2], size_t n_me
         cJSON_AddStringToObject(split, "behavior", "Isolated");
         cJSON_AddBoolToObject(split, "invert", false);
         cJSON_AddItemToArray(list, split);
-        cJSON *bl = byte_level_obj(false, true);
-        cJSON_ReplaceItemInObject(bl, "use_regex", cJSON_CreateBool(false));
-        cJSON_AddItemToArray(list, bl);
+        cJSON_AddItemToArray(list, byte_level_obj(false, true, false));
         cJSON_AddItemToObject(seq, "pretokenizers", list);
         cJSON_AddItemToObject(root, "pre_tokenizer", seq);
     } else {
-        cJSON_AddItemToObject(root, "pre_tokenizer", byte_level_obj(false, true));
+        cJSON_AddItemToObject(root, "pre_tokenizer", byte_level_obj(false, true, true));
     }
-    cJSON_AddItemToObject(root, "post_processor", byte_level_obj(true, false));
-    cJSON_AddItemToObject(root, "decoder", byte_level_obj(true, true));
-    bpe_json_model_fields(model);
+    cJSON_AddItemToObject(root, "post_processor", byte_level_obj(true, false, true));
+    cJSON_AddItemToObject(root, "decoder", byte_level_obj(true, true, true));
     cJSON *vocab = cJSON_CreateObject(), *ml = cJSON_CreateArray();
     for (size_t id = 0; id < v->n; id++) {
         char *s = id >= 256 && id < 256 + N_SPECIALS ? xstrdup(SPECIALS[id - 256]) : byte_level(v->bytes[id], v->len[id]);
@@ -455,13 +448,20 @@ static char *write_json(const Vocab *v, const uint32_t (*merges)[2], size_t n_me
         }
         cJSON_AddItemToArray(ml, m);
     }
-    cJSON_AddItemToObject(model, "vocab", vocab);
-    cJSON_AddItemToObject(model, "merges", ml);
-    cJSON_AddItemToObject(root, "model", model);
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!text) fail("out of memory writing tokenizer.json");
-    return text;
+    return json_text(root, vocab, ml);
+}
+
+char *bpe_byte260_json(void) {
+    cJSON *root = json_root(TOK_SPECIAL_TEXT, TOK_VOCAB_SIZE - TOK_EOS, TOK_EOS), *vocab = cJSON_CreateObject();
+    cJSON_AddItemToObject(root, "pre_tokenizer", byte_level_obj(false, false, false));   // no merges: the split would change nothing
+    cJSON_AddNullToObject(root, "post_processor");
+    cJSON_AddItemToObject(root, "decoder", byte_level_obj(false, false, false));
+    for (int b = 0; b < 256; b++) {
+        char s[4] = {0};
+        byte_level_utf8((unsigned char)b, s);
+        cJSON_AddNumberToObject(vocab, s, b);
+    }
+    return json_text(root, vocab, cJSON_CreateArray());
 }
 
 // ---- the whole training ------------------------------------------------------------------------
@@ -591,7 +591,7 @@ static void merge_pair(Merger *g, uint32_t pi, uint32_t m) {
 }
 
 static const char *pattern_of(const char *name) {
-    const char *pattern = !name || strcmp(name, "gpt2") == 0 ? GPT2_PATTERN : strcmp(name, "llama3") == 0 ? LLAMA3_PATTERN : NULL;
+    const char *pattern = !name || strcmp(name, "gpt2") == 0 ? BPE_GPT2_PATTERN : strcmp(name, "llama3") == 0 ? BPE_LLAMA3_PATTERN : NULL;
     if (!pattern) fail_usage("--pattern must be gpt2 or llama3, not '%s'", name);
     return pattern;
 }

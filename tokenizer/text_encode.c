@@ -1,5 +1,5 @@
-// data/text_encode.c — parallel text encoding for prepare: pieces cut at line cuts, a batch encoded while the last is written.
-#include "data/text_encode.h"
+// tokenizer/text_encode.c — parallel text encoding for prepare: pieces cut at line cuts, a batch encoded while the last is written.
+#include "tokenizer/text_encode.h"
 
 #include <errno.h>
 #include <omp.h>

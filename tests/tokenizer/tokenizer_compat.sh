@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/data/tokenizer_compat.sh — ids identical to HF `tokenizers` on ~2 MB of mixed text for tokenizer.json files HF trains in every
+# tests/tokenizer/tokenizer_compat.sh — ids identical to HF `tokenizers` on ~2 MB of mixed text for tokenizer.json files HF trains in every
 # form ringgpt reads: GPT-2 style (both merge forms, add_prefix_space), Llama 3 style (Split regex, ignore_merges, BOS template), Digits
 # (SmolLM2's and after a Split), byte tokens missing from the vocab, added-token flags (lstrip, rstrip, single_word, normalized), and
 # SentencePiece-style BPE (byte fallback, unk, Prepend+Replace normalizers, Metaspace); decode = HF decode (= the text where it can be).

@@ -1,4 +1,4 @@
-// data/bpe.c — loads a Hugging Face tokenizer.json BPE (byte-level or SentencePiece-style) for an encoder with ids identical to `tokenizers`.
+// tokenizer/bpe.c — loads a Hugging Face tokenizer.json BPE (byte-level or SentencePiece-style) for an encoder with ids identical to `tokenizers`.
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -7,39 +7,20 @@
 #include <string.h>
 
 #include "core/common.h"
-#include "data/bpe_impl.h"
+#include "tokenizer/bpe_model.h"
 
-// The pre-tokenizer regex that HF's ByteLevel applies when use_regex is true (GPT-2's).
-static const char GPT2_PATTERN[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-// Llama 3's Split regex (tokenizer.json of Meta-Llama-3).
-static const char LLAMA3_PATTERN[] =
+const char BPE_GPT2_PATTERN[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+const char BPE_LLAMA3_PATTERN[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 // Rust's char::is_numeric (Digits), and regex's \w (single_word added tokens: Alphabetic, marks, Nd, Pc, joiners).
 static const char DIGIT_PATTERN[] = "\\p{N}", DIGITS_PATTERN[] = "\\p{N}+";
 static const char WORD_PATTERN[] = "[\\p{L}\\p{Nl}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}]";
 
-// ---- GPT-2's byte <-> unicode map (bytes_to_unicode) --------------------------------------------
-static void byte_map(uint32_t cp_of_byte[256], int16_t byte_of_cp[324]) {
-    int n = 0;
-    for (int i = 0; i < 324; i++) byte_of_cp[i] = -1;
-    for (int b = 0; b < 256; b++) {
-        bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-        cp_of_byte[b] = printable ? (uint32_t)b : 256u + (uint32_t)n++;
-        byte_of_cp[cp_of_byte[b]] = (int16_t)b;
-    }
-}
-
+// ---- GPT-2's byte <-> unicode map (bytes_to_unicode, tokenizer/normalize.h) ----------------------
 // The raw bytes of a token string in the byte-level alphabet. A string with a character outside it stands
 // for its own UTF-8 bytes (as HF's ByteLevel decoder does) but can never be produced by ByteLevel: *in_alphabet
 // false, and the encoder never matches it. Returns the length written to out.
 static size_t unmap_token(const char *s, size_t n, unsigned char *out, bool *in_alphabet) {
-    static uint32_t cp_of_byte[256];
-    static int16_t byte_of_cp[324];
-    static bool ready;
-    if (!ready) {
-        byte_map(cp_of_byte, byte_of_cp);
-        ready = true;
-    }
     size_t k = 0;
     *in_alphabet = true;
     for (size_t i = 0; i < n;) {
@@ -49,62 +30,16 @@ static size_t unmap_token(const char *s, size_t n, unsigned char *out, bool *in_
         if (i + (size_t)w > n) w = 1;
         cp = w == 1 ? c : w == 2 ? (c & 31u) : w == 3 ? (c & 15u) : (c & 7u);
         for (int j = 1; j < w; j++) cp = cp << 6 | ((unsigned char)s[i + j] & 63u);
-        if (cp >= 324 || byte_of_cp[cp] < 0) {
+        int byte = byte_level_byte(cp);
+        if (byte < 0) {
             memcpy(out, s, n);
             *in_alphabet = false;
             return n;
         }
-        out[k++] = (unsigned char)byte_of_cp[cp];
+        out[k++] = (unsigned char)byte;
         i += (size_t)w;
     }
     return k;
-}
-
-// ---- hash tables ---------------------------------------------------------------------------------
-uint64_t bpe_hash_bytes(const unsigned char *s, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, 8);
-        h = (h ^ w) * 0x100000001b3ULL;
-        h ^= h >> 29;
-    }
-    uint64_t w = 0;
-    if (n > i) memcpy(&w, s + i, n - i);   // s may be NULL when n == 0
-    return bpe_mix64(h ^ w);
-}
-
-static uint32_t table_size(size_t n) {
-    uint32_t m = 16;
-    while (m < 2 * n + 16) m *= 2;
-    return m;
-}
-
-int64_t bpe_str_find(const Bpe *b, const unsigned char *s, size_t n) {
-    const StrTable *t = &b->vocab;
-    for (uint32_t i = (uint32_t)bpe_hash_bytes(s, n) & t->mask;; i = (i + 1) & t->mask) {
-        uint32_t v = t->slot[i];
-        if (!v) return -1;
-        if (b->tok_len[v - 1] == n && memcmp(b->tok[v - 1], s, n) == 0) return v - 1;
-    }
-}
-
-static void str_insert(Bpe *b, uint32_t id) {
-    StrTable *t = &b->vocab;
-    uint32_t i = (uint32_t)bpe_hash_bytes(b->tok[id], b->tok_len[id]) & t->mask;
-    while (t->slot[i]) i = (i + 1) & t->mask;
-    t->slot[i] = id + 1;
-}
-
-// A later duplicate of a merge replaces the earlier one, as in HF's map built from the list.
-static void pair_insert(PairTable *t, uint32_t l, uint32_t r, uint32_t rank, uint32_t merged) {
-    uint64_t k = (uint64_t)l << 32 | r;
-    uint32_t i = (uint32_t)bpe_mix64(k) & t->mask;
-    while (t->key[i] != UINT64_MAX && t->key[i] != k) i = (i + 1) & t->mask;
-    t->key[i] = k;
-    t->rank[i] = rank;
-    t->merged[i] = merged;
 }
 
 // ---- loading tokenizer.json ----------------------------------------------------------------------
@@ -137,6 +72,23 @@ static const char *type_of(const cJSON *o) {
 }
 
 static const char *str_of(const cJSON *o, const char *key) { return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key)); }
+
+// Runs step on p, or on each step of p when it is a Sequence (its list under key; nested ones too), naming each one's field.
+typedef bool (*StepFn)(void *ctx, Errs *e, const cJSON *p, const char *type, const char *field);
+static bool each_step(void *ctx, Errs *e, const cJSON *p, const char *key, const char *field, StepFn step) {
+    const char *type = type_of(p);
+    if (!type) return bad(e, "%s: missing \"type\"", field);
+    if (strcmp(type, "Sequence") != 0) return step(ctx, e, p, type, field);
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(p, key), *it;
+    if (!cJSON_IsArray(list)) return bad(e, "%s.%s: missing or not a list", field, key);
+    char sub[96];
+    int i = 0;
+    cJSON_ArrayForEach(it, list) {
+        snprintf(sub, sizeof sub, "%s.%s[%d]", field, key, i++);
+        if (!each_step(ctx, e, it, key, sub, step)) return false;
+    }
+    return true;
+}
 
 static pcre2_code *compile(Errs *e, const char *pattern, bool literal, const char *field) {
     int code;
@@ -171,7 +123,7 @@ static bool add_split(Bpe *b, Errs *e, StageKind kind, const char *pattern, bool
     Stage *s = new_stage(b, e, kind, field);
     if (!s) return false;
     // Cutting at a line cut leaves the pieces of GPT-2's, Llama 3's and the digit regexes as they were.
-    s->known = !pattern || (!literal && (strcmp(pattern, GPT2_PATTERN) == 0 || strcmp(pattern, LLAMA3_PATTERN) == 0 ||
+    s->known = !pattern || (!literal && (strcmp(pattern, BPE_GPT2_PATTERN) == 0 || strcmp(pattern, BPE_LLAMA3_PATTERN) == 0 ||
                                          strcmp(pattern, DIGIT_PATTERN) == 0 || strcmp(pattern, DIGITS_PATTERN) == 0));
     return !pattern || (s->re = compile(e, pattern, literal, field)) != NULL;
 }
@@ -180,7 +132,7 @@ static bool add_split(Bpe *b, Errs *e, StageKind kind, const char *pattern, bool
 // have "add_prefix_space" (true = always) instead of prepend_scheme, and no "split" (true).
 static bool add_metaspace(Bpe *b, Errs *e, const cJSON *p, const char *field) {
     const char *rep = str_of(p, "replacement"), *scheme = str_of(p, "prepend_scheme");
-    if (!rep || !rep[0] || strlen(rep) != bpe_utf8_len((const unsigned char *)rep, strlen(rep)))
+    if (!rep || !rep[0] || strlen(rep) != utf8_char_len((const unsigned char *)rep, strlen(rep)))
         return bad(e, "%s.replacement: needs one character (\"\\u2581\")", field);
     Stage *s = new_stage(b, e, STAGE_METASPACE, field);
     if (!s) return false;
@@ -196,24 +148,12 @@ static bool add_metaspace(Bpe *b, Errs *e, const cJSON *p, const char *field) {
     return true;
 }
 
-static bool parse_pre_tokenizer(Bpe *b, Errs *e, const cJSON *p, const char *field) {
-    const char *type = type_of(p);
-    char sub[96];
-    if (!type) return bad(e, "%s: missing \"type\"", field);
-    if (strcmp(type, "Sequence") == 0) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(p, "pretokenizers"), *it;
-        if (!cJSON_IsArray(list)) return bad(e, "%s.pretokenizers: missing or not a list", field);
-        int i = 0;
-        cJSON_ArrayForEach(it, list) {
-            snprintf(sub, sizeof sub, "%s.pretokenizers[%d]", field, i++);
-            if (!parse_pre_tokenizer(b, e, it, sub)) return false;
-        }
-        return true;
-    }
+static bool pre_tokenizer_step(void *ctx, Errs *e, const cJSON *p, const char *type, const char *field) {
+    Bpe *b = ctx;
     if (strcmp(type, "ByteLevel") == 0) {
         const cJSON *use = cJSON_GetObjectItemCaseSensitive(p, "use_regex");
         bool regex = !use || cJSON_IsTrue(use);
-        if (!add_split(b, e, STAGE_BYTE_LEVEL, regex ? GPT2_PATTERN : NULL, false, field)) return false;
+        if (!add_split(b, e, STAGE_BYTE_LEVEL, regex ? BPE_GPT2_PATTERN : NULL, false, field)) return false;
         b->stages[b->n_stages - 1].prefix_space = !is_false_or_null(p, "add_prefix_space");
         return true;
     }
@@ -233,31 +173,12 @@ static bool parse_pre_tokenizer(Bpe *b, Errs *e, const cJSON *p, const char *fie
 }
 
 static bool add_norm(Bpe *b, Errs *e, const char *from, const char *to, const char *field) {
-    if (b->n_norm == MAX_NORM) return bad(e, "%s: more than %d normalizer steps", field, MAX_NORM);
-    NormStep *n = &b->norm[b->n_norm++];
-    n->prepend = !from;
-    n->from = from ? xstrdup(from) : NULL;
-    n->from_len = from ? strlen(from) : 0;
-    n->to = xstrdup(to);
-    n->to_len = strlen(to);
-    return true;
+    return norm_add(&b->norm, from, to) || bad(e, "%s: more than %d normalizer steps", field, MAX_NORM);
 }
 
 // Normalizers: Prepend and Replace of a literal string (SentencePiece-style BPE), alone or in a Sequence.
-static bool parse_normalizer(Bpe *b, Errs *e, const cJSON *p, const char *field) {
-    const char *type = type_of(p);
-    char sub[96];
-    if (!type) return bad(e, "%s: missing \"type\"", field);
-    if (strcmp(type, "Sequence") == 0) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(p, "normalizers"), *it;
-        if (!cJSON_IsArray(list)) return bad(e, "%s.normalizers: missing or not a list", field);
-        int i = 0;
-        cJSON_ArrayForEach(it, list) {
-            snprintf(sub, sizeof sub, "%s.normalizers[%d]", field, i++);
-            if (!parse_normalizer(b, e, it, sub)) return false;
-        }
-        return true;
-    }
+static bool normalizer_step(void *ctx, Errs *e, const cJSON *p, const char *type, const char *field) {
+    Bpe *b = ctx;
     if (strcmp(type, "Prepend") == 0) {
         const char *s = str_of(p, "prepend");
         return s ? add_norm(b, e, NULL, s, field) : bad(e, "%s.prepend: missing or not a string", field);
@@ -313,7 +234,7 @@ static bool set_token(Bpe *b, Errs *e, uint32_t id, const char *s, const char *f
         memcpy(b->tok[id], s, n);
         b->tok_len[id] = (uint32_t)n;
     } else b->tok_len[id] = (uint32_t)unmap_token(s, n, b->tok[id], &matchable);
-    if (in_vocab && matchable) str_insert(b, id);
+    if (in_vocab && matchable) str_table_insert(&b->vocab, id);
     return true;
 }
 
@@ -328,14 +249,14 @@ static bool special_ids(Bpe *b, Errs *e, const cJSON *model) {
         unsigned char byte = (unsigned char)c;
         char hex[8];
         snprintf(hex, sizeof hex, "<0x%02X>", c);
-        int64_t id = bpe_str_find(b, &byte, 1), fb = b->char_mode ? bpe_str_find(b, (const unsigned char *)hex, 6) : -1;
+        int64_t id = str_table_find(&b->vocab, &byte, 1), fb = b->char_mode ? str_table_find(&b->vocab, (const unsigned char *)hex, 6) : -1;
         b->byte_id[c] = id < 0 ? NO_ID : (uint32_t)id;
         b->fallback_id[c] = fb < 0 ? NO_ID : (uint32_t)fb;
     }
     const char *unk = str_of(model, "unk_token");
     b->unk_id = NO_ID;
     if (unk) {
-        int64_t id = bpe_str_find(b, (const unsigned char *)unk, strlen(unk));
+        int64_t id = str_table_find(&b->vocab, (const unsigned char *)unk, strlen(unk));
         if (id < 0) return bad(e, "model.unk_token: '%.60s' is not in model.vocab", unk);
         b->unk_id = (uint32_t)id;
     }
@@ -349,7 +270,7 @@ static int64_t vocab_id(const Bpe *b, const char *s, unsigned char *scratch) {
     bool in_alphabet = true;
     size_t n = strlen(s), k = b->char_mode ? n : unmap_token(s, n, scratch, &in_alphabet);
     if (b->char_mode) memcpy(scratch, s, n);
-    return in_alphabet ? bpe_str_find(b, scratch, k) : -1;
+    return in_alphabet ? str_table_find(&b->vocab, scratch, k) : -1;
 }
 
 // The added tokens: flags as HF reads them; a normalized token matches its content as normalized. HF
@@ -358,7 +279,7 @@ static int64_t vocab_id(const Bpe *b, const char *s, unsigned char *scratch) {
 static bool parse_added(Bpe *b, Errs *e, const cJSON *added, int n_vocab) {
     const cJSON *it;
     b->added = xcalloc((size_t)cJSON_GetArraySize(added) + 1, sizeof *b->added, "the added tokens");
-    Buf bufs[2] = {{0}};
+    TextBuf bufs[2] = {{0}};
     uint32_t next = (uint32_t)n_vocab;
     int i = 0;
     cJSON_ArrayForEach(it, added) {
@@ -382,7 +303,7 @@ static bool parse_added(Bpe *b, Errs *e, const cJSON *added, int n_vocab) {
         a->rstrip = !is_false_or_null(it, "rstrip");
         a->single_word = !is_false_or_null(it, "single_word");
         size_t n = strlen(content);
-        const unsigned char *s = a->normalized ? bpe_normalize(b, bufs, (const unsigned char *)content, n, &n) : (const unsigned char *)content;
+        const unsigned char *s = a->normalized ? norm_apply(&b->norm, bufs, (const unsigned char *)content, n, &n) : (const unsigned char *)content;
         a->bytes = xmalloc(n + 1, "an added token");
         memcpy(a->bytes, s, n);
         a->bytes[n] = 0;
@@ -416,8 +337,7 @@ static bool parse_vocab(Bpe *b, Errs *e, const cJSON *vocab, const cJSON *added)
     b->vocab_size = (uint32_t)top + 1;
     b->tok = xcalloc(b->vocab_size, sizeof *b->tok, "the token table");
     b->tok_len = xcalloc(b->vocab_size, sizeof *b->tok_len, "the token table");
-    b->vocab.mask = table_size(b->vocab_size) - 1;
-    b->vocab.slot = xcalloc((size_t)b->vocab.mask + 1, sizeof(uint32_t), "the vocab table");
+    str_table_init(&b->vocab, b->vocab_size, b->tok, b->tok_len);
     cJSON_ArrayForEach(it, vocab) if (!set_token(b, e, (uint32_t)it->valuedouble, it->string, "model.vocab", true)) return false;
     return true;
 }
@@ -451,11 +371,7 @@ static size_t side_bytes(const Bpe *b, const char *s, size_t n, unsigned char *o
 static bool parse_merges(Bpe *b, Errs *e, const cJSON *merges) {
     int n = cJSON_GetArraySize(merges), i = 0;
     PairTable *t = &b->merges;
-    t->mask = table_size((size_t)n) - 1;
-    t->key = xmalloc(((size_t)t->mask + 1) * sizeof *t->key, "the merge table");
-    memset(t->key, 0xff, ((size_t)t->mask + 1) * sizeof *t->key);
-    t->rank = xmalloc(((size_t)t->mask + 1) * sizeof *t->rank, "the merge table");
-    t->merged = xmalloc(((size_t)t->mask + 1) * sizeof *t->merged, "the merge table");
+    pair_table_init(t, (size_t)n);
     char *buf = NULL;
     unsigned char *raw = NULL;
     size_t raw_cap = 0;
@@ -474,13 +390,13 @@ static bool parse_merges(Bpe *b, Errs *e, const cJSON *merges) {
         }
         if (raw_cap < sl + sr) raw = xrealloc(raw, raw_cap = 2 * (sl + sr), "a merge");
         size_t nl = side_bytes(b, l, sl, raw);
-        int64_t li = bpe_str_find(b, raw, nl);
+        int64_t li = str_table_find(&b->vocab, raw, nl);
         size_t nr = side_bytes(b, r, sr, raw + nl);
-        int64_t ri = bpe_str_find(b, raw + nl, nr), m = bpe_str_find(b, raw, nl + nr);
+        int64_t ri = str_table_find(&b->vocab, raw + nl, nr), m = str_table_find(&b->vocab, raw, nl + nr);
         if (li < 0 || ri < 0) ok = bad(e, "model.merges[%d]: token '%.60s' is not in model.vocab", i, li < 0 ? l : r);
         else if (m < 0) ok = bad(e, "model.merges[%d]: merged token '%.60s%.60s' is not in model.vocab", i, l, r);
         if (!ok) break;
-        pair_insert(t, (uint32_t)li, (uint32_t)ri, (uint32_t)i, (uint32_t)m);
+        pair_table_insert(t, (uint32_t)li, (uint32_t)ri, (uint32_t)i, (uint32_t)m);
         i++;
     }
     free(buf);
@@ -506,20 +422,8 @@ typedef struct {
     bool fused;               // a Fuse came before
 } Decoder;
 
-static bool parse_decoder(Decoder *d, Errs *e, const cJSON *p, const char *field) {
-    const char *type = type_of(p);
-    char sub[96];
-    if (!type) return bad(e, "%s: missing \"type\"", field);
-    if (strcmp(type, "Sequence") == 0) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(p, "decoders"), *it;
-        if (!cJSON_IsArray(list)) return bad(e, "%s.decoders: missing or not a list", field);
-        int i = 0;
-        cJSON_ArrayForEach(it, list) {
-            snprintf(sub, sizeof sub, "%s.decoders[%d]", field, i++);
-            if (!parse_decoder(d, e, it, sub)) return false;
-        }
-        return true;
-    }
+static bool decoder_step(void *ctx, Errs *e, const cJSON *p, const char *type, const char *field) {
+    Decoder *d = ctx;
     if (d->strip_start) return bad(e, "%s: a step after Strip is not supported", field);
     if (strcmp(type, "ByteFallback") == 0) return d->byte_fallback = true;
     if (strcmp(type, "Fuse") == 0) return d->fused = true;
@@ -571,7 +475,7 @@ static size_t replace_all(const unsigned char *s, size_t n, const char *from, co
 static int hex_digit(char c) { return c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1; }
 
 // One token through the decoder; first: as the text's first token. Returns the length written to out; out and tmp
-// have room for DECODE_GROWTH x the token's length + 16 (the Replace steps' growth is bounded by parse_decoder).
+// have room for DECODE_GROWTH x the token's length + 16 (the Replace steps' growth is bounded by decoder_step).
 static size_t decode_token(const Decoder *d, const unsigned char *s, size_t n, bool first, unsigned char *out, unsigned char *tmp) {
     memcpy(out, s, n);
     for (int i = 0; i < d->n_replace; i++) {
@@ -607,7 +511,7 @@ static bool build_decoded(Bpe *b, Errs *e, const cJSON *dec) {
     }
     Decoder d = {0};
     if (!cJSON_IsObject(dec)) return bad(e, "decoder: missing (a SentencePiece-style BPE needs Metaspace or Replace, ByteFallback, Fuse, Strip)");
-    if (!parse_decoder(&d, e, dec, "decoder")) return false;
+    if (!each_step(&d, e, dec, "decoders", "decoder", decoder_step)) return false;
     b->dec = xcalloc(b->vocab_size, sizeof *b->dec, "the token table");
     b->dec_len = xcalloc(b->vocab_size, sizeof *b->dec_len, "the token table");
     const char **content = xcalloc(b->vocab_size, sizeof *content, "the token table");
@@ -648,11 +552,11 @@ static void find_cut(Bpe *b) {
     const char *rep = NULL;
     for (int i = 0; i < b->n_stages; i++)
         if (b->stages[i].kind == STAGE_METASPACE) rep = b->stages[i].rep;
-    for (int i = 0; i < b->n_norm; i++)
-        if (!b->norm[i].prepend && strcmp(b->norm[i].from, " ") == 0) rep = b->norm[i].to;
+    for (int i = 0; i < b->norm.n; i++)
+        if (!b->norm.step[i].prepend && strcmp(b->norm.step[i].from, " ") == 0) rep = b->norm.step[i].to;
     if (!b->char_mode || b->ignore_merges || !rep || !rep[0] || strlen(rep) >= sizeof b->cut) return;
     size_t n = strlen(rep);
-    if (bpe_str_find(b, (const unsigned char *)rep, n) < 0) return;
+    if (str_table_find(&b->vocab, (const unsigned char *)rep, n) < 0) return;
     const PairTable *t = &b->merges;
     for (uint32_t i = 0; i <= t->mask; i++) {
         if (t->key[i] == UINT64_MAX) continue;
@@ -687,8 +591,8 @@ static void load_root(Bpe *b, Errs *e, const cJSON *root) {
     else if (pre && !cJSON_IsNull(pre) && !cJSON_IsObject(pre)) bad(e, "pre_tokenizer: not an object");
     if (e->failed) return;
     b->char_mode = !has_byte_level(pre);
-    if (norm && !cJSON_IsNull(norm) && !parse_normalizer(b, e, norm, "normalizer")) return;
-    if (cJSON_IsObject(pre) && !parse_pre_tokenizer(b, e, pre, "pre_tokenizer")) return;
+    if (norm && !cJSON_IsNull(norm) && !each_step(b, e, norm, "normalizers", "normalizer", normalizer_step)) return;
+    if (cJSON_IsObject(pre) && !each_step(b, e, pre, "pretokenizers", "pre_tokenizer", pre_tokenizer_step)) return;
     if (!b->char_mode && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback")))
         bad(e, "model.byte_fallback: true is not supported with a ByteLevel pre_tokenizer (it has a token for every byte)");
     else if (parse_vocab(b, e, vocab, cJSON_IsArray(added) ? added : NULL) && special_ids(b, e, model) &&
@@ -748,14 +652,9 @@ void bpe_free(Bpe *b) {
     free(b->dec_first);
     free(b->dec_first_len);
     free(b->vocab.slot);
-    free(b->merges.key);
-    free(b->merges.rank);
-    free(b->merges.merged);
+    pair_table_free(&b->merges);
     for (int i = 0; i < b->n_stages; i++) pcre2_code_free(b->stages[i].re);
-    for (int i = 0; i < b->n_norm; i++) {
-        free(b->norm[i].from);
-        free(b->norm[i].to);
-    }
+    norm_free(&b->norm);
     pcre2_code_free(b->word_re);
     for (size_t i = 0; i < b->n_added; i++) {
         free(b->added[i].bytes);
@@ -768,7 +667,7 @@ void bpe_free(Bpe *b) {
 uint32_t bpe_vocab_size(const Bpe *b) { return b->vocab_size; }
 
 bool bpe_safe_cuts(const Bpe *b) {
-    if (b->char_mode || b->n_norm) return false;   // Prepend and Metaspace act at the start of every piece
+    if (b->char_mode || b->norm.n) return false;   // Prepend and Metaspace act at the start of every piece
     for (int i = 0; i < b->n_stages; i++)
         if (!b->stages[i].known || b->stages[i].prefix_space) return false;
     for (size_t i = 0; i < b->n_added; i++)

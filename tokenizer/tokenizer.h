@@ -1,8 +1,9 @@
-// data/tokenizer.h — tokenizers: the built-in byte tokenizer (256 bytes + specials) and the handle over it and byte-level BPE.
+// tokenizer/tokenizer.h — tokenizers: the byte tokenizer (256 bytes + specials), the handle over it and BPE, a model's use of it.
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum {
     TOK_EOS = 256,     // end of a document; separates packed documents
@@ -12,14 +13,14 @@ enum {
     TOK_VOCAB_SIZE = 260,
 };
 #define TOKENIZER_ID "byte260"
+extern const char *const TOK_SPECIAL_TEXT[TOK_VOCAB_SIZE - TOK_EOS];   // the specials as text: "<eos>", "<bos>", "<pad>", "<sep>"
 
 // bytes -> tokens: one token per byte; returns the count written (== n).
 size_t tok_encode(const unsigned char *text, size_t n, int32_t *out);
 
-// ---- the tokenizer a dataset or model uses: the byte tokenizer above or a BPE (data/bpe.h) -------
+// ---- the tokenizer a dataset or model uses: the byte tokenizer above or a BPE (tokenizer/bpe.h) --
 typedef struct Bpe Bpe;
 typedef struct BpeEncoder BpeEncoder;
-
 
 #define TOKENIZER_FILE "tokenizer.json"   // its name inside datasets, checkpoints and HF exports
 typedef struct {
@@ -66,3 +67,19 @@ const unsigned char *tokenizer_token(const Tokenizer *t, uint32_t id, size_t *le
 // The bytes of the token that starts a decoded text: SentencePiece-style tokenizers drop the space their
 // encoder put before the text (HF's Strip / Metaspace decoders); the same as tokenizer_token otherwise.
 const unsigned char *tokenizer_first_token(const Tokenizer *t, uint32_t id, size_t *len);
+
+// ---- a model's tokenizer at work: its data checked, the token a generation starts with, prompts, output --
+// True when a and b are two different known tokenizers ("" and "unknown" are not known).
+bool tokenizer_ids_differ(const char *a, const char *b);
+// Exits 2 with one line when data made with `data` cannot feed a model of vocab model_vocab made with
+// `model`: a token id the model has no row for, or two different known tokenizers.
+void model_check_data(const char *model_path, const Tokenizer *model, int model_vocab, const char *data_path, const Tokenizer *data);
+// The token a generation starts with (-1: none). bos_flag "auto": for a model imported from Hugging Face (an HF
+// directory, or a checkpoint that keeps its metadata) what its tokenizer config says, BOS when add_bos_token (or the
+// post-processor's BOS) and else none, as transformers' generate and llama.cpp; for ringgpt's own, BOS where its data
+// starts documents with it, else EOS (packed documents each follow one). "on": BOS, "off": none, or a token id.
+int64_t model_start_token(const Tokenizer *t, bool imported, const char *bos_flag);
+// start (-1: none), then the ids of prompt[0..len) encoded with t. Returns the count; *ids is malloc'd.
+size_t model_prompt_ids(const Tokenizer *t, int64_t start, const unsigned char *prompt, size_t len, uint32_t **ids);
+// Writes a generated token as text (its bytes; an id-only tokenizer prints "<id>").
+void model_write_token(const Tokenizer *t, uint32_t id, FILE *f);
