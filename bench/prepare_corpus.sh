@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/prepare_corpus.sh — prepare of one corpus as plain text files and as JSONL text records in .jsonl.zst: tokens identical, throughput of each (byte tokenizer and BPE).
+# bench/prepare_corpus.sh — prepare of one corpus as plain text files and as JSONL text records in .jsonl.zst: tokens identical, throughput of each (byte tokenizer and BPE); what --shuffle-docs costs.
 # usage: bench/prepare_corpus.sh BUILD [MAX_MB] [RUNS]
 # The corpus is this machine's text: the Debian licences, /usr/share/doc (.gz files decompressed) and Python's
 # standard library, files that are UTF-8 without NUL bytes, up to MAX_MB (default 48) in name order. Each
@@ -62,12 +62,21 @@ print(f'{time.perf_counter() - t:.3f} {r.ru_utime + r.ru_stime:.3f}')" "$BIN" pr
 }
 same_shards() { local f; for f in "$1"/*.rgs; do cmp -s "$f" "$2/$(basename "$f")" || return 1; done; }
 TEXT_MB=$(du -sb "$W/plain" | python3 -c "import sys; print(int(sys.stdin.read().split()[0]) / 1e6)")
-for tok in byte bpe; do
+# byte, bpe: plain files and .jsonl.zst in turn; shuffle: the byte tokenizer's plain files without and with --shuffle-docs.
+for tok in byte bpe shuffle; do
     flags=(); [ $tok = bpe ] && flags=(--tokenizer "$W/tok.json")
+    second=("$W/corpus.jsonl.zst"); [ $tok = shuffle ] && second=(--shuffle-docs "$W/plain")
     times=""
     for _ in $(seq "$RUNS"); do
-        times="$times $(run_once "$W/ds_plain" "${flags[@]}" "$W/plain") $(run_once "$W/ds_zst" "${flags[@]}" "$W/corpus.jsonl.zst")"
+        times="$times $(run_once "$W/ds_plain" "${flags[@]}" "$W/plain") $(run_once "$W/ds_zst" "${flags[@]}" "${second[@]}")"
     done
+    if [ $tok = shuffle ]; then
+        python3 -c "
+t = [float(x) for x in '$times'.split()]
+wp, cp, ws, cs = (min(t[i::4]) for i in range(4))
+print(f'--shuffle-docs (byte tokenizer, plain files): {ws:.2f} s ({cs:.2f} CPU s) against {wp:.2f} s ({cp:.2f} CPU s) in file order')"
+        continue
+    fi
     same_shards "$W/ds_plain" "$W/ds_zst" && same=identical || same=DIFFERENT
     tokens=$("$BIN" inspect "$W/ds_plain" | sed -nE 's/^  (train|val) .* documents, ([0-9]+) tokens.*/\2/p' | awk '{s += $1} END {print s}')
     python3 -c "

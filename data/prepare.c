@@ -15,9 +15,9 @@
 const char *const PREPARE_KIND_NAMES[] = {"text", "u16", "u32", "llmc", "synthetic", "jsonl", "jsonl-text"};
 
 PrepareSpec prepare_spec_defaults(void) {
-    return (PrepareSpec){.input_kind = "auto", .text_field = "text", .doc_per = "file", .eos = -1, .vocab = -1, .shard_tokens = 1 << 26, .block_tokens = SHARD_DEFAULT_BLOCK_TOKENS,
-                         .level = 6, .threads = 1, .byte_planes = true, .val_fraction = 0.1, .docs = 100, .seed = 1337, .doc_len = "4096",
-                         .mix = prepare_mix_defaults()};
+    return (PrepareSpec){.input_kind = "auto", .text_field = "text", .doc_per = "file", .eos = -1, .vocab = -1, .shard_tokens = 1 << 26,
+                         .block_tokens = SHARD_DEFAULT_BLOCK_TOKENS, .level = 6, .threads = 1, .byte_planes = true, .val_fraction = 0.1,
+                         .docs = 100, .seed = 1337, .doc_len = "4096", .mix = prepare_mix_defaults()};
 }
 
 // The checks that need no file: ranges, and inputs or a synthetic task (not both).

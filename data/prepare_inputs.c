@@ -1,4 +1,4 @@
-// data/prepare_inputs.c — input files (prepare's and tokenizer train's): found under the given paths in name order, one kind, binary and empty ones left out, joined into documents.
+// data/prepare_inputs.c — input files (prepare's and tokenizer train's): found in name order, one kind, binary and empty ones left out, joined into documents.
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
