@@ -1,5 +1,6 @@
 // data/prepare_text.c — prepare's text documents: files (plain, gzip, zstd), a directory's files joined (--doc-per dir), JSONL text and prompt/completion records.
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,8 +57,9 @@ static const char *string_field(const cJSON *rec, const char *name) {
 }
 
 int prep_jsonl_kind(const char *path, const char *text_field) {
-    char *one[] = {(char *)path};
-    Records r = {.paths = one, .n_paths = 1, .shape = "{\"prompt\": ..., \"completion\": ...} or {\"text\": ...}"};
+    char *one[] = {(char *)path}, shape[300];
+    snprintf(shape, sizeof shape, "{\"prompt\": ..., \"completion\": ...} or {\"%.200s\": ...}", text_field);
+    Records r = {.paths = one, .n_paths = 1, .shape = shape};
     cJSON *rec = records_next(&r);
     int kind = -1;   // no record: the kind of the other inputs
     if (rec && string_field(rec, "prompt") && string_field(rec, "completion")) kind = PREPARE_JSONL;
@@ -182,7 +184,9 @@ static void byte_docs(Prep *p, TextSource src) {
 
 void prep_read_text(Prep *p, const PreparePlan *plan) {
     DocText d = {.p = p, .plan = plan};
-    d.rec = (Records){.paths = plan->files, .n_paths = plan->n_files, .in_bytes = &p->in_bytes, .shape = "{\"text\": ...}"};
+    char shape[300];
+    snprintf(shape, sizeof shape, "{\"%.200s\": ...}", plan->spec.text_field);
+    d.rec = (Records){.paths = plan->files, .n_paths = plan->n_files, .in_bytes = &p->in_bytes, .shape = shape};
     TextSource src = {doc_next, doc_read, &d};
     if (plan->tok.bpe) encode_text(src, &plan->tok, plan->spec.threads, (TextSink){bpe_text_piece, p});   // on several threads
     else byte_docs(p, src);
