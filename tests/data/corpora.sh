@@ -17,17 +17,18 @@ docs() { "$BIN" inspect --head 100000000 "$1" | sed -n 's/^    //p' | sed 's/<eo
 same_docs() { [ "$(docs "$1" | grep -c .)" -ge 10 ] && diff -q <(docs "$1") <(docs "$2") > /dev/null; }
 HAVE_ZSTD=0; command -v zstd > /dev/null && HAVE_ZSTD=1
 
-# The same 40 texts as text files (numbered, so name order is the list's) and as JSONL records with other keys.
+# The same 40 texts as text files (numbered, so name order is the list's) and as JSONL records with other keys, CRLF line ends too.
 mkdir -p files
 python3 - << 'EOF'
 import json, random
 r = random.Random(5)
 words = ["river", "stone", "λόγος", "日本語", "tab\there", "quote \"x\"", "back\\slash", "emoji 🎉", "\u001b[0m", "line\r\n"]
 texts = [" ".join(r.choice(words) for _ in range(r.randint(1, 3000))) + ("\n" if i % 3 else "") for i in range(40)]
+texts[10] = " ".join(r.choice(words) for _ in range(90000))   # a record longer than the reader's buffers (a 700 KB line)
 with open("records.jsonl", "w", encoding="utf-8") as f:
     for i, t in enumerate(texts):
         open(f"files/{i:03d}.txt", "w", encoding="utf-8", newline="").write(t)
-        f.write(json.dumps({"id": i, "text": t, "meta": {"n": [1, 2]}}, ensure_ascii=(i % 2 == 0)) + ("\n\n" if i == 7 else "\n"))
+        f.write(json.dumps({"id": i, "text": t, "meta": {"n": [1, 2]}}, ensure_ascii=(i % 2 == 0)) + ("\n\n" if i == 7 else "\r\n" if i == 9 else "\n"))
         if i == 20: f.write("   \n")
 with open("content.jsonl", "w", encoding="utf-8") as f:
     for t in texts: f.write(json.dumps({"content": t}) + "\n")
