@@ -2,4 +2,5 @@
 # tasks and their mix, the prepare pipeline.
 set(RINGGPT_data_SOURCES data/dataset_tokenizer.c data/batch.c
     data/source.c data/textdata.c data/shard.c data/shard_writer.c data/dataset.c data/dataset_writer.c data/loader.c
-    data/synthetic.c data/haystack.c data/prepare_mix.c data/prepare.c data/prepare_inputs.c data/prepare_docs.c data/prepare_synth.c)
+    data/synthetic.c data/haystack.c data/prepare_mix.c data/prepare.c data/prepare_inputs.c data/prepare_docs.c data/prepare_synth.c
+    data/prepare_stream.c data/prepare_text.c data/prepare_shuffle.c)

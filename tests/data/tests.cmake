@@ -1,4 +1,5 @@
-# tests/data/tests.cmake — data/: shard format and corruption, loader layouts and resume, prepare (its command and its library, mix files), synthetic tasks, loss masks,
+# tests/data/tests.cmake — data/: shard format and corruption, loader layouts and resume, prepare (its command and its library, mix files, corpora:
+# JSONL text records, gzip and zstd, --doc-per dir, --shuffle-docs, the parquet converter), synthetic tasks, loss masks,
 # and libFuzzer on the shard reader and the manifest reader.
 foreach(t shard loader prepare prepare_api synthetic loss_mask)
   add_executable(test_${t} ${CMAKE_SOURCE_DIR}/tests/data/test_${t}.c)
@@ -6,7 +7,7 @@ foreach(t shard loader prepare prepare_api synthetic loss_mask)
   add_test(NAME data_${t} COMMAND test_${t})
   set_tests_properties(data_${t} PROPERTIES LABELS data TIMEOUT 120)
 endforeach()
-foreach(script test_cli test_threads)
+foreach(script test_cli test_threads corpora parquet)
   string(REGEX REPLACE "^test_" "" name ${script})
   add_test(NAME data_${name} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/data/${script}.sh ${RINGGPT_BIN})
   set_tests_properties(data_${name} PROPERTIES LABELS data TIMEOUT 180 SKIP_RETURN_CODE 77)
