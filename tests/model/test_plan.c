@@ -50,9 +50,13 @@ static void test_presets(void) {
     CHECK(!c.tie_embeddings && c.vocab_size == 32000 && config_num_params(&c) == 134105856, "125m changed");
 }
 
-static MemPlan plan_at(const ModelConfig *c, ShardLevel s, int ranks) {
-    return memplan(c, 1, 4096, 8, s, ranks, RECOMPUTE_FULL, ACT_F32, 256, 0, false);
+// T = 32768 over a ring of 8, at shard level s over `ranks` ranks (ACT_F32 on a device: no host collectives).
+static MemPlanInput input_at(const ModelConfig *c, ShardLevel s, int ranks) {
+    return (MemPlanInput){.model = c, .batch = 1, .T_local = 4096, .sp = 8, .shard = s, .ranks = ranks,
+                          .recompute = RECOMPUTE_FULL, .store = ACT_F32, .loss_chunk = 256};
 }
+
+static MemPlan plan_at(const ModelConfig *c, ShardLevel s, int ranks) { return memplan(input_at(c, s, ranks)); }
 
 // The longest unit, from the shape alone: the embeddings (V·C), a layer, or the untied LM head with the final norm.
 static double longest_unit(const ModelConfig *c) {
@@ -98,19 +102,22 @@ static void test_memplan_shards(const char *preset) {
           params.total);
     // On the host (MPI's collectives), from grads on Open MPI's reduce-scatter scratch: two buffers of a unit, two in flight.
     for (ShardLevel l = SHARD_NONE; l <= SHARD_PARAMS; l++) {
-        MemPlan h = memplan(&c, 1, 4096, 8, l, N, RECOMPUTE_FULL, ACT_F32, 256, 0, true), d = plan_at(&c, l, N);
+        MemPlanInput host = input_at(&c, l, N);
+        host.host_collectives = true;
+        MemPlan h = memplan(host), d = plan_at(&c, l, N);
         double want = l >= SHARD_GRADS ? 4 * span : 0;
         CHECK(fabs(h.coll_scratch - want) <= 1e-12 * want && h.total == d.total + want && d.coll_scratch == 0,
               "%s %s on the host: reduce-scatter scratch %.0f (want %.0f), total %.0f vs %.0f on a device", preset,
               shard_level_name(l), h.coll_scratch, want, h.total, d.total);
     }
     // Under bf16 the copies: whole weights at none, the gathered units' at params.
-    MemPlan nb = memplan(&c, 1, 4096, 8, SHARD_NONE, N, RECOMPUTE_FULL, ACT_BF16, 256, 0, false);
-    MemPlan pb = memplan(&c, 1, 4096, 8, SHARD_PARAMS, N, RECOMPUTE_FULL, ACT_BF16, 256, 0, false);
+    MemPlanInput none_bf16 = input_at(&c, SHARD_NONE, N), params_bf16 = input_at(&c, SHARD_PARAMS, N);
+    none_bf16.store = params_bf16.store = ACT_BF16;
+    MemPlan nb = memplan(none_bf16), pb = memplan(params_bf16);
     CHECK(nb.weights == all * 1.5 && pb.weights == params.weights && rel_err(pb.gathered, params.gathered + span, 0) < 1e-12,
           "%s bf16: the weights' copies", preset);
-    long T_none = memplan_max_seq_len(&c, 1, 8, SHARD_NONE, N, RECOMPUTE_FULL, ACT_F32, 256, 0, false, 80e9);
-    long T_params = memplan_max_seq_len(&c, 1, 8, SHARD_PARAMS, N, RECOMPUTE_FULL, ACT_F32, 256, 0, false, 80e9);
+    long T_none = memplan_max_seq_len(input_at(&c, SHARD_NONE, N), 80e9);
+    long T_params = memplan_max_seq_len(input_at(&c, SHARD_PARAMS, N), 80e9);
     CHECK(T_params > T_none && T_params % 16 == 0, "%s: params holds a longer T (%ld) than none (%ld)", preset, T_params,
           T_none);
 }
