@@ -354,9 +354,8 @@ static int save_sharded(const char *out, const CkptState *given, const GPT *m, c
     snprintf(name, sizeof name, "step_%08" PRId64, s.step);
     snprintf(tmp, sizeof tmp, "%s/%s.tmp", out, name);
     CkptFileSum own = {{0}}, *sums = xcalloc((size_t)L->ranks, sizeof *sums, "shard file sums");
-    bool whole = writer && s.shard_level != SHARD_PARAMS;   // the weights are whole on every rank
-    Written w = {{"model.safetensors"}, whole};
-    if (whole) rc = write_model(tmp, m, &s, e);
+    Written w = {{"model.safetensors"}, writer && s.shard_level != SHARD_PARAMS};   // where whole on every rank
+    if (w.n) rc = write_model(tmp, m, &s, e);
     if (rc == 0) fs_kill_point(3);
     if (rc == 0) rc = write_own_shard(tmp, &s, m, opt, &own, e);
     if (rc == 0 && writer) rc = write_text_files(tmp, &s, &w, e);

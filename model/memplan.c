@@ -10,14 +10,11 @@
 // The model state of rank 0 (whose slices are the longest) as train allocates it (ShardSizes), its bf16 copies under
 // bf16 (the bf16 GEMMs read them) and MPI's scratch (MemPlan.coll_scratch), but unit 0's own buffers of a tied head.
 static void model_state(MemPlan *p, const MemPlanInput *in) {
-    ShardSizes z = shard_sizes(in->model, SHARD_NONE, NULL);
-    if (in->shard != SHARD_NONE) {
-        ParamTable t = params_build(in->model);
-        ShardLayout s = shard_layout(&t, in->model, in->ranks, 0);
-        z = shard_sizes(in->model, in->shard, &s);
-        shard_layout_free(&s);
-        params_free(&t);
-    }
+    ParamTable t = params_build(in->model);
+    ShardLayout s = shard_layout(&t, in->model, in->shard == SHARD_NONE ? 1 : in->ranks, 0);   // read from optim on
+    ShardSizes z = shard_sizes(in->model, in->shard, &s);
+    shard_layout_free(&s);
+    params_free(&t);
     double r = sizeof(real), bf16 = in->store == ACT_BF16 ? 2 : 0;   // bytes of a bf16 copy's element, if any
     p->weights = (double)z.weights * r + (double)z.shadow * bf16;
     p->grads = (double)z.grads * r;

@@ -50,8 +50,7 @@ typedef struct {
 MemPlan memplan(MemPlanInput in);
 // Prints the plan (rank 0): one line per part, then the predicted peak.
 void memplan_print(const MemPlan *p, MemPlanInput in);
-// The longest T (a multiple of 2·sp, or any T ≥ 1 for sp = 1) whose plan fits in budget bytes; 0 if none
-// (in.T_local is not read).
+// The longest T (a multiple of 2·sp, any T ≥ 1 at sp = 1) whose plan fits in budget bytes; 0 if none (in.T_local unread).
 long memplan_max_seq_len(MemPlanInput in, double budget);
 
 // This process's resident set now (/proc/self/status VmRSS) and the machine's available memory

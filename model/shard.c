@@ -67,8 +67,7 @@ ShardSizes shard_sizes(const ModelConfig *c, ShardLevel level, const ShardLayout
     z.unit_weights[0] = z.unit_weights[1] = span;
     if (level >= SHARD_GRADS) z.grads = local, z.unit_grads[0] = z.unit_grads[1] = span, z.unit_grads[2] = own0;
     if (level >= SHARD_PARAMS) z.weights = local, z.unit_weights[2] = own0, z.shadow = 0, z.unit_shadow = 2 * span;
-    z.units = 2 * z.pad;   // the slices
-    for (int k = 0; k < 3; k++) z.units += z.unit_weights[k] + z.unit_grads[k];
+    z.units = 2 * (span + z.pad) + z.unit_weights[2] + z.unit_grads[0] + z.unit_grads[1] + z.unit_grads[2];
     z.state = z.weights + z.grads + 2 * z.moment;
     return z;
 }

@@ -45,7 +45,6 @@ void shard_comm_finish_grads(ShardComm *sc);
 // After adamw_update: SHARD_OPTIM and SHARD_GRADS gather every unit's updated weights into m->params; SHARD_PARAMS
 // drops the gathered copies (stale now).
 void shard_comm_after_update(ShardComm *sc);
-// The times since the last call.
+// The times since the last call; shard_comm_waited: their wait_s so far.
 ShardTimes shard_comm_take_times(ShardComm *sc);
-// The seconds blocked on them since shard_comm_take_times.
 double shard_comm_waited(const ShardComm *sc);

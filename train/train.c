@@ -411,12 +411,11 @@ typedef struct {
 
 // --shard: this rank's model state (weights, gradients, AdamW moments) and unit buffers, as allocated (model/shard.h).
 static void report_shard(const Run *r) {
-    const ShardSizes *z = &r->model.sizes;
-    ShardSizes whole = shard_sizes(&r->model.cfg, SHARD_NONE, NULL);
-    double state = (double)z->state * sizeof(real), full = (double)whole.state * sizeof(real);
+    double mib = sizeof(real) / 1048576.0, state = mib * r->model.sizes.state;
+    double full = mib * shard_sizes(&r->model.cfg, SHARD_NONE, NULL).state;   // unsharded
     log_info("shard %s over %d ranks: model state %.1f MiB per rank (weights, gradients, AdamW moments; %.3fx of "
              "unsharded %.1f MiB) + %.1f MiB of gathered-unit buffers\n", shard_level_name(r->model.shard_level),
-             r->grid.world_size, state / 1048576, state / full, full / 1048576, (double)z->units * sizeof(real) / 1048576);
+             r->grid.world_size, state, state / full, full, mib * r->model.sizes.units);
 }
 
 static void run_open(Run *r, const TrainConfig *cfg) {

@@ -1,6 +1,7 @@
-// tests/model/test_plan.c — the presets of released models against their HF configs' parameter counts; the memory plan's
-// shard arithmetic (what each level divides, the gathered units' buffers); the step plan's shard traffic (its volume
-// against the all-reduce, what the units' compute hides, the step as the sum of its parts).
+// tests/model/test_plan.c — the presets of released models against their HF configs' parameter counts; the model state's
+// buffers per shard level (shard_sizes) against the layout; the memory plan's shard arithmetic (what each level divides,
+// the gathered units' buffers); the step plan's shard traffic (its volume against the all-reduce, what the units' compute
+// hides, the step as the sum of its parts).
 #include <string.h>
 
 #include "core/common.h"
@@ -122,6 +123,47 @@ static void test_memplan_shards(const char *preset) {
           T_none);
 }
 
+// shard_sizes against the layout it reads, at every level, tied and untied, over 1..5 ranks: the ranks' slices of the
+// moments add up to the model, the sliced buffers carry one longest slice of padding, the unit buffers are the longest
+// unit padded to N slices, and unit 0's own buffers are there for a tied head alone.
+static void test_shard_sizes(void) {
+    ModelConfig c;
+    config_preset(&c, "tiny");
+    for (int tie = 0; tie < 2; tie++)
+        for (int n = 1; n <= 5; n++) {
+            c.tie_embeddings = tie;
+            ParamTable t = params_build(&c);
+            ShardSizes none = shard_sizes(&c, SHARD_NONE, NULL);
+            CHECK(none.weights == t.total && none.grads == t.total && none.moment == t.total && none.units == 0 &&
+                  none.state == 4 * t.total && none.shadow == t.total, "tie %d: unsharded, every buffer whole", tie);
+            for (ShardLevel l = SHARD_OPTIM; l <= SHARD_PARAMS; l++) {
+                size_t moments = 0;
+                for (int r = 0; r < n; r++) {
+                    ShardLayout s = shard_layout(&t, &c, n, r);
+                    ShardSizes z = shard_sizes(&c, l, &s);
+                    size_t pad = 0, local, own0 = tie ? s.per[0] * n : 0;
+                    for (int u = 0; u < s.n_units; u++) pad = s.per[u] > pad ? s.per[u] : pad;
+                    local = s.local_total + pad;
+                    moments += z.moment;
+                    CHECK(z.pad == pad && z.slices == s.local_total && z.moment == s.local_total &&
+                          z.grads == (l >= SHARD_GRADS ? local : t.total) && z.weights == (l >= SHARD_PARAMS ? local : t.total) &&
+                          z.state == z.weights + z.grads + 2 * z.moment, "%s tie %d rank %d of %d: the state's buffers",
+                          shard_level_name(l), tie, r, n);
+                    CHECK(z.unit_weights[0] == pad * n && z.unit_weights[1] == pad * n &&
+                          z.unit_weights[2] == (l >= SHARD_PARAMS ? own0 : 0) && z.unit_grads[0] == (l >= SHARD_GRADS ? pad * n : 0) &&
+                          z.unit_grads[2] == (l >= SHARD_GRADS ? own0 : 0) &&
+                          z.units == 2 * pad + z.unit_weights[0] + z.unit_weights[1] + z.unit_weights[2] + z.unit_grads[0] +
+                                         z.unit_grads[1] + z.unit_grads[2],
+                          "%s tie %d rank %d of %d: the unit buffers", shard_level_name(l), tie, r, n);
+                    shard_layout_free(&s);
+                }
+                CHECK(moments == t.total, "%s tie %d over %d: the slices hold %zu of %zu weights", shard_level_name(l), tie, n,
+                      moments, t.total);
+            }
+            params_free(&t);
+        }
+}
+
 // One node, no latency, the whole link while computing: collectives cost bytes / rate alone.
 static DeviceSpec plain_device(double link) {
     DeviceSpec d = *device_preset("h100-sxm");
@@ -183,6 +225,7 @@ static void test_stepplan_shards(void) {
 
 int main(void) {
     test_presets();
+    test_shard_sizes();
     test_memplan_shards("llama3-8b");    // untied: the embeddings and the head are the longest units
     test_memplan_shards("llama3.2-1b");  // tied: the embeddings
     test_memplan_shards("base");         // byte-level: a layer
