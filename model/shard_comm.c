@@ -89,7 +89,7 @@ static void tied_grads(ShardComm *sc) {
             finish(sc, &sc->greq[k], true);
             grads_done(sc, k);
         }
-    sc->m->be->zero(sc->gbuf[2], sc->s->per[0] * (size_t)sc->s->ranks * sizeof(real));
+    sc->m->be->zero(sc->gbuf[2], sc->m->sizes.unit_grads[2] * sizeof(real));
     tensors_bind_unit(&sc->m->g, &sc->m->table, &sc->m->cfg, 0, sc->gbuf[2], sc->s->unit_off[0]);
 }
 
