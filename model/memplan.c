@@ -11,7 +11,7 @@
 // bf16 (the bf16 GEMMs read them) and MPI's scratch (MemPlan.coll_scratch), but unit 0's own buffers of a tied head.
 static void model_state(MemPlan *p, const MemPlanInput *in) {
     ParamTable t = params_build(in->model);
-    ShardLayout s = shard_layout(&t, in->model, in->shard == SHARD_NONE ? 1 : in->ranks, 0);   // read from optim on
+    ShardLayout s = shard_layout(&t, in->model, in->shard == SHARD_NONE ? 1 : in->ranks, 0);   // unread at none
     ShardSizes z = shard_sizes(in->model, in->shard, &s);
     shard_layout_free(&s);
     params_free(&t);

@@ -53,7 +53,7 @@ typedef struct {
     size_t unit_shadow;      // params: the units' weights converted as the bf16 matmuls read them, two units' worth
 } ShardSizes;
 
-// The buffers of model c at `level` split by layout s (NULL at SHARD_NONE), for s's rank.
+// The buffers of model c at `level` split by layout s, for s's rank (s is not read at SHARD_NONE: NULL will do).
 ShardSizes shard_sizes(const ModelConfig *c, ShardLevel level, const ShardLayout *s);
 
 // The layout of table t (built by params_build for c) over `ranks` ranks, as seen by `rank`.

@@ -20,12 +20,12 @@ typedef struct {
     GPT *m;
     Comm *comm;             // every rank of the job (device-aware)
     const ShardLayout *s;
-    real *wbuf[3];          // (sizes.unit_weights[k]) a unit's gathered weights; [2]: unit 0's when tied (else NULL)
+    real *wbuf[3];          // (m->sizes.unit_weights[k]) a unit's gathered weights; [2]: unit 0's when tied (else NULL)
     int wunit[3];           // the unit wbuf[k] holds or is being gathered into (-1: none)
     CommRequest wreq[3];
-    real *gbuf[3];          // (sizes.unit_grads[k]) a unit's gradients: its backward writes one while the other is reduce-scattered;
+    real *gbuf[3];          // (m->sizes.unit_grads[k]) a unit's gradients: its backward writes one while the other is reduce-scattered;
                             // [2]: unit 0's when tied (else NULL)
-    real *slice[2];         // (sizes.pad) the rank's slice of a reduce-scatter; the padded send of a gather after an update
+    real *slice[2];         // (m->sizes.pad) the rank's slice of a reduce-scatter; the padded send of a gather after an update
     int gunit[2];           // the unit whose reduce-scatter gbuf[k] is in (-1: none)
     CommRequest greq[2];
     int gnext;              // the gradient buffer the next backward unit takes
