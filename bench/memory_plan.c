@@ -38,8 +38,11 @@ int main(int argc, char **argv) {
         for (int s = 0; s < 4; s++) {
             if (s > 0 && strcmp(presets[p], ring_preset) != 0) continue;
             for (int r = RECOMPUTE_NONE; r <= RECOMPUTE_FULL; r++) {
-                long T = memplan_max_seq_len(&c, batch, sps[s], shard, ranks, r, ACT_F32, loss_chunk, runtime, true, budget);
-                MemPlan at = memplan(&c, batch, (int)(T / sps[s]), sps[s], shard, ranks, r, ACT_F32, loss_chunk, runtime, true);
+                MemPlanInput in = {.model = &c, .batch = batch, .sp = sps[s], .shard = shard, .ranks = ranks, .recompute = r,
+                                   .store = ACT_F32, .loss_chunk = loss_chunk, .runtime_bytes = runtime, .host_collectives = true};
+                long T = memplan_max_seq_len(in, budget);
+                in.T_local = (int)(T / sps[s]);
+                MemPlan at = memplan(in);
                 printf("{\"preset\": \"%s\", \"recompute\": \"%s\", \"sp\": %d, \"batch\": %d, \"budget_mib\": %.0f, "
                        "\"max_seq_len\": %ld, \"kept_bytes_per_token_layer\": %.0f, \"work_bytes_per_token\": %.0f, "
                        "\"runtime_mib\": %.1f, \"shard\": \"%s\", \"ranks\": %d, \"model_state_mib\": %.1f}\n",

@@ -56,7 +56,9 @@ int main(int argc, char **argv) {
     Recompute mode;
     if (!recompute_parse(recompute, &mode)) comm_fail_usage_all("unknown --recompute '%s'; use none, mlp or full", recompute);
     // The plan's figure beyond the model (weights, grads, AdamW and the runtime are in the base below).
-    MemPlan plan = memplan(&cfg, 1, T / g.sp, g.sp, SHARD_NONE, 1, mode, ACT_F32, 256, 0, true);
+    MemPlan plan = memplan((MemPlanInput){.model = &cfg, .batch = 1, .T_local = T / g.sp, .sp = g.sp, .shard = SHARD_NONE,
+                                          .ranks = 1, .recompute = mode, .store = ACT_F32, .loss_chunk = 256,
+                                          .host_collectives = true});
     double plan_beyond = (plan.total - plan.weights - plan.grads - plan.optimizer) / 1048576;
     GPT m;
     gpt_init(&m, &cfg, &BACKEND_CPU, 1, GPT_TRAIN);

@@ -216,30 +216,38 @@ static int move_aside(const char *final, CkErr *e) {
     return -1;
 }
 
-// state.json, tokenizer.json and hf_meta.json (the writing rank's).
-static int write_text_files(const char *tmp, const CkptState *s, CkErr *e) {
-    char path[4200];
-    fs_join(path, sizeof path, tmp, "state.json");
-    char *json = ckpt_state_json(s);
-    int rc = json ? fs_write_file(path, json, strlen(json), e) : -1;
+// The files a save wrote into its step directory, in the order written: the manifest lists them.
+typedef struct {
+    const char *name[5];
+    int n;
+} Written;
+
+// state.json, tokenizer.json and hf_meta.json (the writing rank's; the last two where s has them), added to w.
+static int write_text_files(const char *tmp, const CkptState *s, Written *w, CkErr *e) {
+    char *json = ckpt_state_json(s), path[4200];
+    const char *name[] = {"state.json", "tokenizer.json", "hf_meta.json"};
+    const void *text[] = {json, s->tok.json, s->meta.json};
+    size_t len[] = {json ? strlen(json) : 0, s->tok.json_len, s->meta.json_len};
+    int rc = json ? 0 : -1;
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        fs_join(path, sizeof path, tmp, name[i]);
+        if (text[i]) rc = fs_write_file(path, text[i], len[i], e);
+        if (text[i] && rc == 0) w->name[w->n++] = name[i];
+    }
     free(json);
-    if (rc) return -1;
-    fs_join(path, sizeof path, tmp, "tokenizer.json");
-    if (s->tok.json && fs_write_file(path, s->tok.json, s->tok.json_len, e) != 0) return -1;
-    fs_join(path, sizeof path, tmp, "hf_meta.json");
-    if (s->meta.json && fs_write_file(path, s->meta.json, s->meta.json_len, e) != 0) return -1;
-    fs_kill_point(6);
-    return 0;
+    if (rc == 0) fs_kill_point(6);
+    return rc;
 }
 
 static int write_files(const char *tmp, const CkptState *s, const GPT *m, const AdamW *opt, CkErr *e) {
+    Written w = {{"model.safetensors"}, 1};
     if (write_model(tmp, m, s, e) != 0) return -1;
     fs_kill_point(3);
     if (opt && write_optim(tmp, m, opt, e) != 0) return -1;
+    if (opt) w.name[w.n++] = "optim.safetensors";
     fs_kill_point(5);
-    if (write_text_files(tmp, s, e) != 0) return -1;
-    if (ckpt_write_manifest(tmp, true, opt != NULL, s->tok.json != NULL, s->meta.json != NULL, NULL, 0, e) != 0)
-        return -1;   // last: it marks the files complete
+    if (write_text_files(tmp, s, &w, e) != 0) return -1;
+    if (ckpt_write_manifest(tmp, w.name, w.n, NULL, 0, e) != 0) return -1;   // last: it marks the files complete
     fs_kill_point(7);
     return fs_fsync_dir(tmp, e);
 }
@@ -320,12 +328,10 @@ static void gather_sums(Comm *world, const ShardLayout *L, const CkptFileSum *ow
 }
 
 // Rank 0's part once every shard file is written: the manifest (every rank's sums), then the commit and --keep.
-static int finish_sharded(const char *out, const char *tmp, const char *name, const CkptState *s, const CkptFileSum *sums,
-                          int keep, CkErr *e) {
+static int finish_sharded(const char *out, const char *tmp, const char *name, const Written *w, const CkptFileSum *sums,
+                          int ranks, int keep, CkErr *e) {
     fs_kill_point(5);
-    if (ckpt_write_manifest(tmp, s->shard_level != SHARD_PARAMS, false, s->tok.json != NULL, s->meta.json != NULL, sums,
-                            s->shard_ranks, e) != 0)
-        return -1;
+    if (ckpt_write_manifest(tmp, w->name, w->n, sums, ranks, e) != 0) return -1;
     fs_kill_point(7);
     if (fs_fsync_dir(tmp, e) != 0 || commit(out, tmp, name, e) != 0) return -1;
     fs_kill_point(12);
@@ -340,7 +346,7 @@ static int save_sharded(const char *out, const CkptState *given, const GPT *m, c
     if (!world || comm_size(world) != L->ranks || comm_rank(world) != L->rank)
         fail("internal: a sharded save over %d ranks needs the world of those ranks (rank %d)", L->ranks, L->rank);
     CkptState s = *given;
-    s.shard_level = ckpt_shard_level(m, opt), s.shard_ranks = L->ranks;
+    s.shard_level = m->shard_level, s.shard_ranks = L->ranks;
     bool writer = L->rank == 0;
     char name[64], tmp[4200];
     int rc = writer ? begin_save(out, &s, name, sizeof name, tmp, sizeof tmp, e) : 0;
@@ -348,13 +354,14 @@ static int save_sharded(const char *out, const CkptState *given, const GPT *m, c
     snprintf(name, sizeof name, "step_%08" PRId64, s.step);
     snprintf(tmp, sizeof tmp, "%s/%s.tmp", out, name);
     CkptFileSum own = {{0}}, *sums = xcalloc((size_t)L->ranks, sizeof *sums, "shard file sums");
-    if (writer && s.shard_level != SHARD_PARAMS) rc = write_model(tmp, m, &s, e);   // the weights are whole on every rank
+    Written w = {{"model.safetensors"}, writer && s.shard_level != SHARD_PARAMS};   // where whole on every rank
+    if (w.n) rc = write_model(tmp, m, &s, e);
     if (rc == 0) fs_kill_point(3);
     if (rc == 0) rc = write_own_shard(tmp, &s, m, opt, &own, e);
-    if (rc == 0 && writer) rc = write_text_files(tmp, &s, e);
+    if (rc == 0 && writer) rc = write_text_files(tmp, &s, &w, e);
     if (agree(world, rc, e, "checkpoint save") == 0) {
         gather_sums(world, L, &own, sums);
-        rc = writer ? finish_sharded(out, tmp, name, &s, sums, keep, e) : 0;
+        rc = writer ? finish_sharded(out, tmp, name, &w, sums, L->ranks, keep, e) : 0;
         rc = agree(world, rc, e, "checkpoint commit");   // the others wait for rank 0's commit
     } else rc = -1;
     if (rc != 0 && writer) abandon_save(out, tmp);   // (a failure after the rename leaves no tmp: nothing to remove)

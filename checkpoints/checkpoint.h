@@ -93,10 +93,10 @@ typedef struct {
     uint64_t size;
     uint32_t crc32;
 } CkptFileSum;
-// Writes dir/MANIFEST.json: the size and CRC32 of each checkpoint file in dir (model, optim, tokenizer and hf_meta when
-// given), then the n_shards records of shards (sharded: version 2).
-int ckpt_write_manifest(const char *dir, bool with_model, bool with_optim, bool with_tokenizer, bool with_meta,
-                        const CkptFileSum *shards, int n_shards, CkErr *e);
+// Writes dir/MANIFEST.json: the size and CRC32 of each of the n_files files of dir named in files, in that order, then
+// the n_shards records of shards (sharded: version 2).
+int ckpt_write_manifest(const char *dir, const char *const *files, int n_files, const CkptFileSum *shards, int n_shards,
+                        CkErr *e);
 // The newest step directory of out whose manifest verifies, into dir (size n). Damaged or
 // incomplete newer ones are reported on stderr, one line each naming the checkpoint used instead. Returns 1
 // found, 0 none at all, -1 (with e) when step directories exist but none is valid.

@@ -366,26 +366,22 @@ static void add_file(cJSON *files, const char *name, uint64_t size, uint32_t crc
     cJSON_AddItemToArray(files, f);
 }
 
-int ckpt_write_manifest(const char *tmp, bool with_model, bool with_optim, bool with_tokenizer, bool with_meta,
-                        const CkptFileSum *shards, int n_shards, CkErr *e) {
+int ckpt_write_manifest(const char *tmp, const char *const *files_in, int n_files, const CkptFileSum *shards, int n_shards,
+                        CkErr *e) {
     cJSON *root = cJSON_CreateObject(), *files = cJSON_CreateArray();
     cJSON_AddStringToObject(root, "format", CKPT_FORMAT);
     cJSON_AddNumberToObject(root, "version", n_shards > 0 ? CKPT_VERSION : CKPT_VERSION_UNSHARDED);
     cJSON_AddItemToObject(root, "files", files);
     char path[4200];
-    for (size_t i = 0; i < sizeof CKPT_FILES / sizeof CKPT_FILES[0]; i++) {
-        if (!with_model && strcmp(CKPT_FILES[i], "model.safetensors") == 0) continue;
-        if (!with_optim && strcmp(CKPT_FILES[i], "optim.safetensors") == 0) continue;
-        if (!with_tokenizer && strcmp(CKPT_FILES[i], "tokenizer.json") == 0) continue;
-        if (!with_meta && strcmp(CKPT_FILES[i], "hf_meta.json") == 0) continue;
-        fs_join(path, sizeof path, tmp, CKPT_FILES[i]);
+    for (int i = 0; i < n_files; i++) {
+        fs_join(path, sizeof path, tmp, files_in[i]);
         uint32_t crc;
         uint64_t size;
         if (fs_crc32_file(path, &crc, &size, e) != 0) {
             cJSON_Delete(root);
             return -1;
         }
-        add_file(files, CKPT_FILES[i], size, crc);
+        add_file(files, files_in[i], size, crc);
     }
     for (int i = 0; i < n_shards; i++) add_file(files, shards[i].name, shards[i].size, shards[i].crc32);
     char *text = cJSON_Print(root);

@@ -17,11 +17,6 @@ static const char *const NAMED_FILE[] = {"model.safetensors", "optim.safetensors
 
 // ---- writing ---------------------------------------------------------------------------------------
 
-ShardLevel ckpt_shard_level(const GPT *m, const AdamW *opt) {
-    if (!opt || !opt->shard) return SHARD_NONE;
-    return m->shard_level == SHARD_NONE ? SHARD_OPTIM : m->shard_level;
-}
-
 // n elements of a backend buffer in host memory: the buffer itself on the CPU backend, else a copy in *owned.
 static const real *host_view(const GPT *m, const real *buf, size_t n, real **owned) {
     *owned = NULL;
@@ -32,14 +27,13 @@ static const real *host_view(const GPT *m, const real *buf, size_t n, real **own
 }
 
 int ckpt_shard_write(const char *dir, const GPT *m, const AdamW *opt, int64_t step, CkErr *e) {
-    const ShardLayout *L = opt->shard;
+    const ShardLayout *L = m->shard;   // the model's, which AdamW's moments share
     bool with_w = m->shard_level == SHARD_PARAMS;
-    if (with_w && (!m->shard || m->shard->ranks != L->ranks || m->shard->rank != L->rank))
-        fail("internal: at --shard params the weights and the moments must share one shard layout");
     real *owned[3] = {NULL, NULL, NULL};
-    // (local_total) each: this rank's slices of the weights (params only), m and v, unit by unit at local_off
-    const real *src[3] = {with_w ? host_view(m, m->params, L->local_total, &owned[0]) : NULL,
-                          host_view(m, opt->m, L->local_total, &owned[1]), host_view(m, opt->v, L->local_total, &owned[2])};
+    size_t n_slices = m->sizes.slices;
+    // (n_slices) each: this rank's slices of the weights (params only), m and v, unit by unit at local_off
+    const real *src[3] = {with_w ? host_view(m, m->params, n_slices, &owned[0]) : NULL,
+                          host_view(m, opt->m, n_slices, &owned[1]), host_view(m, opt->v, n_slices, &owned[2])};
     StOut *outs = xcalloc((size_t)L->n_units * 3, sizeof *outs, "shard tensor list");
     char (*names)[32] = xcalloc((size_t)L->n_units * 3, 32, "shard tensor names");
     int n = 0;
@@ -57,7 +51,7 @@ int ckpt_shard_write(const char *dir, const GPT *m, const AdamW *opt, int64_t st
     snprintf(rank_s, sizeof rank_s, "%d", L->rank);
     snprintf(ranks_s, sizeof ranks_s, "%d", L->ranks);
     const char *meta[] = {"ringgpt", "shard", "step", step_s, "rank", rank_s, "ranks", ranks_s,
-                          "level", shard_level_name(ckpt_shard_level(m, opt))};
+                          "level", shard_level_name(m->shard_level)};
     fs_kill_mid_write_point = 4;
     int rc = st_write(path, outs, n, CKPT_REAL_DTYPE, meta, 5, e);
     free(outs);

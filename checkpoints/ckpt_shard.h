@@ -8,13 +8,9 @@
 #include "model/adamw.h"
 #include "model/gpt.h"
 
-// The level a checkpoint of m and opt records: SHARD_NONE when opt is NULL or unsharded, else m's level (optim when m
-// names none: AdamW's shard alone says the moments are split).
-ShardLevel ckpt_shard_level(const GPT *m, const AdamW *opt);
-
 // Writes this rank's shard file into dir: for every unit u whose slice on this rank is not empty (model/shard.h),
-// m.unit.<u> and v.unit.<u> (the slice of AdamW's moments, opt->shard's layout) and, at SHARD_PARAMS, first w.unit.<u>
-// (of the weights, m->shard's), each 1-D; fsync'd. Returns 0, or -1 with e.
+// m.unit.<u> and v.unit.<u> (the slice of AdamW's moments) and, at SHARD_PARAMS, first w.unit.<u> (of the weights), each
+// 1-D, in m->shard's layout; fsync'd. Returns 0, or -1 with e.
 int ckpt_shard_write(const char *dir, const GPT *m, const AdamW *opt, int64_t step, CkErr *e);
 
 // A checkpoint's three parameter-shaped buffers.

@@ -36,7 +36,7 @@ void ckpt_write_run_config(const char *out, const char *json);
 void ckpt_normalize_resume_flag(int argc, char **argv);
 // Before the loop: resumes (model, AdamW moments and step, data position) from the newest valid
 // checkpoint when asked, or loads --init-from weights; returns the first step index to run. m and opt are loaded as
-// they are: sharded ones (train --shard: gpt_shard and adamw_init before this call) get this rank's slices, from a
+// they are: sharded ones (train --shard: shard_model before this call) get this rank's slices, from a
 // checkpoint of any rank count, layout and shard level (checkpoints/FORMAT.md). Refused (exit 2,
 // nothing written): --steps at or below the checkpoint's step; an explicit older step of --out while a newer
 // valid one exists there (it would be replaced).

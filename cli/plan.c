@@ -117,13 +117,14 @@ static bool host_collectives(const PlanFlags *f) {
     return p && p->host_bytes_per_s > 0;
 }
 
-// The plan of a ring of sp in a job of `ranks` ranks (the shard level splits the model state over all of them).
-static MemPlan mem_of(const ModelConfig *c, const PlanFlags *f, ShardLevel shard, Recompute r, int sp, int ranks, int T) {
-    return memplan(c, f->batch, T / sp, sp, shard, ranks, r, ACT_F32, f->loss_chunk, 0, host_collectives(f));
+// The plan's input for a ring of sp in a job of `ranks` ranks (the shard level splits the model state over all of them).
+static MemPlanInput mem_in(const ModelConfig *c, const PlanFlags *f, ShardLevel shard, Recompute r, int sp, int ranks, int T) {
+    return (MemPlanInput){.model = c, .batch = f->batch, .T_local = T / sp, .sp = sp, .shard = shard, .ranks = ranks,
+                          .recompute = r, .store = ACT_F32, .loss_chunk = f->loss_chunk, .host_collectives = host_collectives(f)};
 }
 
 static bool fits(const ModelConfig *c, const PlanFlags *f, ShardLevel shard, Recompute r, const DeviceSpec *d) {
-    return mem_of(c, f, shard, r, f->sp, f->ranks, f->seq_len).total <= d->mem_bytes;
+    return memplan(mem_in(c, f, shard, r, f->sp, f->ranks, f->seq_len)).total <= d->mem_bytes;
 }
 
 // --shard auto: the least sharding that fits (every level moves more than the one before it); params where none does,
@@ -140,17 +141,16 @@ static void other_layouts(char *buf, size_t size, int len, const ModelConfig *c,
                           Recompute r, const DeviceSpec *d) {
     int dp = f->ranks / f->sp;
     for (int n = 2 * f->ranks; shard != SHARD_NONE && n <= 65536 && len < (int)size - 96; n *= 2)
-        if (mem_of(c, f, shard, r, f->sp, n, f->seq_len).total <= d->mem_bytes) {
+        if (memplan(mem_in(c, f, shard, r, f->sp, n, f->seq_len)).total <= d->mem_bytes) {
             len += snprintf(buf + len, size - len, "--ranks %d (dp %d), ", n, n / f->sp);
             break;
         }
     for (int sp = 2 * f->sp; sp <= 4096 && 2 * sp <= f->seq_len && len < (int)size - 96; sp *= 2)
-        if (f->seq_len % (2 * sp) == 0 && mem_of(c, f, shard, r, sp, dp * sp, f->seq_len).total <= d->mem_bytes) {
+        if (f->seq_len % (2 * sp) == 0 && memplan(mem_in(c, f, shard, r, sp, dp * sp, f->seq_len)).total <= d->mem_bytes) {
             len += snprintf(buf + len, size - len, "--sp %d --ranks %d, ", sp, dp * sp);
             break;
         }
-    long T = memplan_max_seq_len(c, f->batch, f->sp, shard, f->ranks, r, ACT_F32, f->loss_chunk, 0, host_collectives(f),
-                                 d->mem_bytes);
+    long T = memplan_max_seq_len(mem_in(c, f, shard, r, f->sp, f->ranks, f->seq_len), d->mem_bytes);
     if (T > 0) snprintf(buf + len, size - len, "--seq-len %ld or shorter", T);
     else snprintf(buf + len, size - len, "more ranks or a device with more memory (on %d rank%s the model alone does not fit)",
                   f->ranks, plural(f->ranks));
@@ -159,7 +159,7 @@ static void other_layouts(char *buf, size_t size, int len, const ModelConfig *c,
 // Where no shard level and recompute mode fits, what is missing: the model state, at --shard params over these ranks,
 // needs more ranks; or the activations --recompute full keeps (x, O and LSE of every layer) need host memory.
 static void refuse_missing(const ModelConfig *c, const PlanFlags *f, const DeviceSpec *d) {
-    MemPlan p = mem_of(c, f, SHARD_PARAMS, RECOMPUTE_FULL, f->sp, f->ranks, f->seq_len);
+    MemPlan p = memplan(mem_in(c, f, SHARD_PARAMS, RECOMPUTE_FULL, f->sp, f->ranks, f->seq_len));
     char fixes[512];
     other_layouts(fixes, sizeof fixes, 0, c, f, SHARD_PARAMS, RECOMPUTE_FULL, d);
     double left = d->mem_bytes - p.model_state - p.work;
@@ -182,7 +182,7 @@ static void refuse_missing(const ModelConfig *c, const PlanFlags *f, const Devic
 // A plan that does not fit the device is refused with the layouts that would: more sharding, more recompute, a longer
 // ring, a shorter T; where no shard level and recompute mode fits, with what is missing.
 static void check_fits(const ModelConfig *c, const PlanFlags *f, ShardLevel shard, Recompute r, const DeviceSpec *d) {
-    MemPlan p = mem_of(c, f, shard, r, f->sp, f->ranks, f->seq_len);
+    MemPlan p = memplan(mem_in(c, f, shard, r, f->sp, f->ranks, f->seq_len));
     if (p.total <= d->mem_bytes) return;
     char fixes[768] = "";
     int len = 0;
@@ -234,7 +234,7 @@ static void print_memory(const ModelConfig *c, const PlanFlags *f, ShardLevel sh
     printf("memory per rank (model/memplan.c; T/sp = %d tokens per rank, --shard %s over %d rank%s):\n", f->seq_len / f->sp,
            shard_level_name(shard), f->ranks, plural(f->ranks));
     for (int m = RECOMPUTE_NONE; m <= RECOMPUTE_FULL; m++) {
-        MemPlan p = mem_of(c, f, shard, m, f->sp, f->ranks, f->seq_len);
+        MemPlan p = memplan(mem_in(c, f, shard, m, f->sp, f->ranks, f->seq_len));
         printf("  --recompute %-4s %10.1f MiB  (model state %.1f, activations %.1f, ring %.1f%s)%s%s\n",
                recompute_name(m), mib(p.total), mib(p.model_state), mib(p.kept + p.work + p.shared),
                mib(p.ring), ring_zero_why(&p, f->sp), p.total > d->mem_bytes ? "  does not fit" : "",
@@ -248,7 +248,7 @@ static void print_shards(const ModelConfig *c, const PlanFlags *f, ShardLevel sh
     printf("model state per rank by shard level (split over the %d rank%s, --recompute %s):\n", f->ranks, plural(f->ranks),
            recompute_name(r));
     for (int s = SHARD_NONE; s <= SHARD_PARAMS; s++) {
-        MemPlan p = mem_of(c, f, s, r, f->sp, f->ranks, f->seq_len);
+        MemPlan p = memplan(mem_in(c, f, s, r, f->sp, f->ranks, f->seq_len));
         char units[64] = "no unit buffers";
         if (p.gathered > 0) snprintf(units, sizeof units, "unit buffers %.1f", mib(p.gathered));
         printf("  --shard %-6s %10.1f MiB  (weights %.1f, grads %.1f, AdamW %.1f, %s), peak %.1f MiB%s%s\n",
@@ -368,7 +368,7 @@ static void warn_placement(const PlanFlags *f, const DeviceSpec *d) {
 static void print_no_fit_why(const ModelConfig *c, const PlanFlags *f, int sp, ShardLevel shard, Recompute r,
                              const DeviceSpec *d) {
     int T = sp > 1 ? 2 * sp : 1;
-    MemPlan p = mem_of(c, f, shard, r, sp, sp, T);
+    MemPlan p = memplan(mem_in(c, f, shard, r, sp, sp, T));
     if (p.model_state > d->mem_bytes)
         printf("  (0: the model state alone (--shard %s) needs %.4g GiB of %.4g)", shard_level_name(shard), gib(p.model_state),
                gib(d->mem_bytes));
@@ -388,7 +388,7 @@ static void print_table(const ModelConfig *c, const PlanFlags *f, ShardLevel sha
         int sp = (int)counts[i];
         long T[3];
         for (int m = 0; m < 3; m++)
-            T[m] = memplan_max_seq_len(c, f->batch, sp, shard, sp, m, ACT_F32, f->loss_chunk, 0, host_collectives(f), d->mem_bytes);
+            T[m] = memplan_max_seq_len(mem_in(c, f, shard, m, sp, sp, f->seq_len), d->mem_bytes);
         printf("  %8d %14ld %14ld %14ld", sp, T[0], T[1], T[2]);
         if (T[chosen] > 0 && T[chosen] <= (1L << 30)) {
             StepPlan p = stepplan(c, f->batch, f->grad_accum, (int)T[chosen], 1, sp, shard, chosen, d);
@@ -496,7 +496,7 @@ int cmd_plan(int argc, char **argv) {
     StepPlan p = stepplan(&c, f.batch, f.grad_accum, f.seq_len, dp, f.sp, shard, r, &d);
     warn_placement(&f, &d);
     if (f.json) {
-        MemPlan m = mem_of(&c, &f, shard, r, f.sp, f.ranks, f.seq_len);
+        MemPlan m = memplan(mem_in(&c, &f, shard, r, f.sp, f.ranks, f.seq_len));
         RingPlace place = ring_place(dp, f.sp, d.per_node);
         print_json(&p, &m, &d, &place, stepplan_min_hiding_tokens(&c, dp, f.sp, &d), shard, least);
         return 0;

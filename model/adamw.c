@@ -27,7 +27,7 @@ static void shard_spans(AdamW *o, const ParamTable *t, const ShardLayout *s) {
 void adamw_init(AdamW *o, const GPT *model, AdamWConfig cfg) {
     o->shard = model->shard_level >= SHARD_OPTIM ? model->shard : NULL;
     o->unit_spans = NULL;
-    size_t bytes = (o->shard ? o->shard->local_total : model->table.total) * sizeof(real);
+    size_t bytes = model->sizes.moment * sizeof(real);
     o->cfg = cfg;
     o->m = model->be->alloc(bytes, "AdamW first moments");
     o->v = model->be->alloc(bytes, "AdamW second moments");

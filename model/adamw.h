@@ -11,8 +11,8 @@ typedef struct {
 
 typedef struct {
     AdamWConfig cfg;
-    real *m, *v;     // (table.total) first and second moments, same layout as the parameters;
-                     // with shard set: (shard->local_total) this rank's slices, unit by unit (model/shard.h)
+    real *m, *v;     // (model->sizes.moment) first and second moments, same layout as the parameters;
+                     // with shard set: this rank's slices, unit by unit (model/shard.h)
     const ShardLayout *shard;   // NULL: every rank keeps all of the moments (SHARD_NONE)
     int step;        // updates taken so far (bias correction)
     AdamwSpan *spans;   // (n_spans) every tensor of the parameter table: offset, size, weight decay; with shard: the

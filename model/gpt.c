@@ -34,6 +34,20 @@ static ModelTensors unbound(const ModelConfig *c) {
     return (ModelTensors){.n_layer = c->n_layer, .layers = xcalloc((size_t)c->n_layer, sizeof(LayerTensors), "layer pointers")};
 }
 
+// The weights (initialised from m->seed) and zeroed gradients that m->sizes names: whole, or this rank's slices.
+static void state_alloc(GPT *m) {
+    const Backend *be = m->be;
+    size_t w = m->sizes.weights * sizeof(real), g = m->sizes.grads * sizeof(real);
+    bool own_w = m->shard_level >= SHARD_PARAMS, own_g = m->shard_level >= SHARD_GRADS;   // this rank's slices only
+    m->params = be->alloc(w, own_w ? "parameter shard" : "parameters");
+    if (own_w) be->zero(m->params, w);   // the padding past the slices stays zero
+    params_init(&m->table, m->seed, keep_run, &(InitSink){be, m->params, own_w ? m->shard : NULL});
+    m->grads = be->alloc(g, own_g ? "gradient shard" : "gradients");
+    be->zero(m->grads, g);
+    m->w = own_w ? unbound(&m->cfg) : tensors_bind(&m->table, &m->cfg, m->params);
+    m->g = own_g ? unbound(&m->cfg) : tensors_bind(&m->table, &m->cfg, m->grads);
+}
+
 void gpt_init(GPT *m, const ModelConfig *c, const Backend *be, uint64_t seed, GptUse use) {
     memset(m, 0, sizeof *m);
     config_validate(c);
@@ -42,17 +56,14 @@ void gpt_init(GPT *m, const ModelConfig *c, const Backend *be, uint64_t seed, Gp
     m->table = params_build(c);
     m->seed = seed;
     m->loss_chunk = 256;
-    if (use == GPT_SHARDED) return;   // gpt_shard allocates, initialises and binds
-    size_t bytes = m->table.total * sizeof(real);
+    m->sizes = shard_sizes(c, SHARD_NONE, NULL);
+    if (use == GPT_TRAIN) state_alloc(m);
+    if (use != GPT_INFER) return;   // GPT_SHARDED: gpt_shard allocates, initialises and binds
+    size_t bytes = m->sizes.weights * sizeof(real);
     m->params = be->alloc(bytes, "parameters");
-    if (use == GPT_INFER) be->zero(m->params, bytes);   // a load fills them; never garbage
-    if (use == GPT_INFER) m->recompute = RECOMPUTE_FULL;   // no backward: the forward keeps the least (x, O, LSE a layer)
-    else params_init(&m->table, seed, keep_run, &(InitSink){be, m->params, NULL});
+    be->zero(m->params, bytes);   // a load fills them; never garbage
+    m->recompute = RECOMPUTE_FULL;   // no backward: the forward keeps the least (x, O, LSE a layer)
     m->w = tensors_bind(&m->table, c, m->params);
-    if (use == GPT_INFER) return;
-    m->grads = be->alloc(bytes, "gradients");
-    be->zero(m->grads, bytes);
-    m->g = tensors_bind(&m->table, c, m->grads);
 }
 
 static void acts_free(GPT *m) {
@@ -74,35 +85,22 @@ void gpt_free(GPT *m) {
     tensors_free(&m->g);
     params_free(&m->table);
     free(m->rope_inv_freq);
+    if (m->shard) shard_layout_free(m->shard);
+    free(m->shard);
 }
 
-size_t gpt_shard_pad(const ShardLayout *s) {
-    size_t pad = 0;
-    for (int u = 0; u < s->n_units; u++)
-        if (s->per[u] > pad) pad = s->per[u];
-    return pad;
-}
-
-void gpt_shard(GPT *m, ShardLevel level, const ShardLayout *s) {
+void gpt_shard(GPT *m, ShardLevel level, int ranks, int rank) {
     if (m->params || level == SHARD_NONE) fail("internal: gpt_shard builds the state of a model from gpt_init(GPT_SHARDED)");
     m->shard_level = level;
-    m->shard = s;
-    const Backend *be = m->be;
-    size_t full = m->table.total * sizeof(real), local = (s->local_total + gpt_shard_pad(s)) * sizeof(real);
-    bool own_w = level >= SHARD_PARAMS, own_g = level >= SHARD_GRADS;   // this rank's slices only
-    m->params = be->alloc(own_w ? local : full, own_w ? "parameter shard" : "parameters");
-    if (own_w) be->zero(m->params, local);   // the padding past local_total stays zero
-    params_init(&m->table, m->seed, keep_run, &(InitSink){be, m->params, own_w ? s : NULL});
-    m->grads = be->alloc(own_g ? local : full, own_g ? "gradient shard" : "gradients");
-    be->zero(m->grads, own_g ? local : full);
-    m->w = own_w ? unbound(&m->cfg) : tensors_bind(&m->table, &m->cfg, m->params);
-    m->g = own_g ? unbound(&m->cfg) : tensors_bind(&m->table, &m->cfg, m->grads);
+    m->shard = xmalloc(sizeof *m->shard, "shard layout");
+    *m->shard = shard_layout(&m->table, &m->cfg, ranks, rank);
+    m->sizes = shard_sizes(&m->cfg, level, m->shard);
+    state_alloc(m);
 }
 
 void gpt_zero_grad(GPT *m) {
     if (!m->grads) fail("internal: gradients of a model built for inference (GPT_INFER)");
-    size_t n = m->shard_level >= SHARD_GRADS ? m->shard->local_total : m->table.total;
-    m->be->zero(m->grads, n * sizeof(real));
+    m->be->zero(m->grads, m->sizes.grads * sizeof(real));
 }
 
 static void unit_enter(GPT *m, int unit, UnitPhase phase) {

@@ -7,7 +7,6 @@
 #include "data/batch.h"
 #include "model/acts.h"
 #include "model/config.h"
-#include "model/memplan.h"
 #include "model/params.h"
 #include "model/shard.h"
 
@@ -35,8 +34,8 @@ typedef struct {
     float rope_theta_at;              // the base and (dynamic only) the length the table was made for; 0: none yet
     int rope_len_at;
     ShardLevel shard_level;           // train --shard (SHARD_NONE elsewhere)
-    const ShardLayout *shard;         // NULL for SHARD_NONE: the units and this rank's slices (model/shard.h)
-                                      // SHARD_GRADS and SHARD_PARAMS: grads (shard->local_total) holds this rank's slices
+    ShardLayout *shard;               // NULL for SHARD_NONE: the units and this rank's slices (model/shard.h), owned
+    ShardSizes sizes;                 // every buffer of the state at shard_level: params (sizes.weights), grads, ...
     struct GptUnitHook *unit_hook;    // NULL: every unit's weights and gradients are in place (unsharded)
 } GPT;
 
@@ -60,14 +59,10 @@ typedef enum { GPT_TRAIN, GPT_INFER, GPT_SHARDED } GptUse;
 // Builds the table and allocates the parameters (and gradients) on the backend.
 void gpt_init(GPT *m, const ModelConfig *c, const Backend *be, uint64_t seed, GptUse use);
 void gpt_free(GPT *m);
-// Builds the state of a model from gpt_init(GPT_SHARDED) (train --shard; a resume then loads over it): the weights
-// initialised from gpt_init's seed, the same values as GPT_TRAIN's; from SHARD_GRADS on, grads holds only this rank's
-// slices (s->local_total); SHARD_PARAMS the weights too. The
-// local buffers carry max(per) padding elements past local_total, so a rank's slice of any unit can be sent as `per`
-// elements. A unit's weights and gradients are bound by m->unit_hook; s must outlive the model.
-void gpt_shard(GPT *m, ShardLevel level, const ShardLayout *s);
-// max over units of per[u]: the padding past a local buffer's local_total (gpt_shard).
-size_t gpt_shard_pad(const ShardLayout *s);
+// Builds the state of a model from gpt_init(GPT_SHARDED) as rank `rank` of `ranks` (through shard_model): the layout,
+// the weights from gpt_init's seed (GPT_TRAIN's values) and the gradients, sliced as m->sizes says (from SHARD_GRADS on
+// the gradients, at SHARD_PARAMS the weights too). A unit's weights and gradients are bound by m->unit_hook.
+void gpt_shard(GPT *m, ShardLevel level, int ranks, int rank);
 void gpt_zero_grad(GPT *m);
 // Forward over the batch. Returns the sum of per-token losses over rows with a target.
 // With want_grad, the fused head also leaves d(loss_sum·grad_scale)/d(xn_f) for gpt_backward

@@ -15,12 +15,8 @@
 typedef struct {
     double weights, grads, optimizer;   // this rank's parameters (+ their bf16 copies under bf16), their gradients,
                                         // AdamW's moments
-    double gathered;                    // the units' buffers (model/shard_comm.c), each the longest unit's size
-                                        // padded to N equal slices (for a large vocab the embeddings or the LM head):
-                                        // from optim on two units' weights (after the update gathered into them, two
-                                        // in flight; params: the unit computing and the next, gathered ahead) and two
-                                        // slices; from grads on two units' gradients (the one computing, the one
-                                        // reduce-scattering); params under bf16 the bf16 copies of the two units
+    double gathered;                    // the units' buffers (ShardSizes, model/shard.h), but unit 0's own of a tied
+                                        // head; params under bf16 also the units' bf16 copies
     double coll_scratch;                // host collectives (a CPU run), from grads on: Open MPI's non-blocking
                                         // reduce-scatter (coll/libnbc: a binomial reduce, then a scatter) allocates
                                         // two buffers of the whole unit for each call, and two are in flight
@@ -38,17 +34,24 @@ typedef struct {
     double work_per_token;              // bytes per token of the working set
 } MemPlan;
 
-// B sequences of T_local tokens on each of a job's `ranks` ranks (dp × sp), rings of sp, the model state sharded at
-// `shard` over all of them (SHARD_NONE: ranks is not read). host_collectives: the collectives are MPI's in the memory
-// planned (a CPU run); a GPU's NCCL collectives work in place.
-MemPlan memplan(const ModelConfig *c, int B, int T_local, int sp, ShardLevel shard, int ranks, Recompute r,
-                ActStore store, int loss_chunk, double runtime_bytes, bool host_collectives);
+// What a plan is of: B sequences of T_local tokens on each of a job's `ranks` ranks (dp × sp), rings of sp, the model
+// state sharded at `shard` over all of them (SHARD_NONE: ranks is not read).
+typedef struct {
+    const ModelConfig *model;
+    int batch, T_local, sp, ranks;
+    ShardLevel shard;
+    Recompute recompute;
+    ActStore store;
+    int loss_chunk;           // rows per chunk of the fused LM head
+    double runtime_bytes;     // the process before the model (MemPlan.runtime)
+    bool host_collectives;    // the collectives are MPI's in the memory planned (a CPU run); a GPU's NCCL ones work in place
+} MemPlanInput;
+
+MemPlan memplan(MemPlanInput in);
 // Prints the plan (rank 0): one line per part, then the predicted peak.
-void memplan_print(const MemPlan *p, const ModelConfig *c, Recompute r, int B, int T, int sp, ShardLevel shard,
-                   int ranks);
-// The longest T (a multiple of 2·sp, or any T ≥ 1 for sp = 1) whose plan fits in budget bytes; 0 if none.
-long memplan_max_seq_len(const ModelConfig *c, int B, int sp, ShardLevel shard, int ranks, Recompute r, ActStore store,
-                         int loss_chunk, double runtime_bytes, bool host_collectives, double budget);
+void memplan_print(const MemPlan *p, MemPlanInput in);
+// The longest T (a multiple of 2·sp, any T ≥ 1 at sp = 1) whose plan fits in budget bytes; 0 if none (in.T_local unread).
+long memplan_max_seq_len(MemPlanInput in, double budget);
 
 // This process's resident set now (/proc/self/status VmRSS) and the machine's available memory
 // (/proc/meminfo MemAvailable), in bytes; 0 when the file cannot be read.

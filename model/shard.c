@@ -56,6 +56,22 @@ ShardLayout shard_layout(const ParamTable *t, const ModelConfig *c, int ranks, i
     return s;
 }
 
+ShardSizes shard_sizes(const ModelConfig *c, ShardLevel level, const ShardLayout *s) {
+    size_t all = (size_t)config_num_params(c);
+    ShardSizes z = {.weights = all, .grads = all, .moment = all, .state = 4 * all, .shadow = all};
+    if (level == SHARD_NONE) return z;
+    z.pad = (s->max_unit + (size_t)s->ranks - 1) / (size_t)s->ranks;   // the longest unit's per
+    size_t span = z.pad * (size_t)s->ranks, local = s->local_total + z.pad;
+    size_t own0 = c->tie_embeddings ? s->per[0] * (size_t)s->ranks : 0;   // unit 0's own, held from the head on
+    z.slices = z.moment = s->local_total;
+    z.unit_weights[0] = z.unit_weights[1] = span;
+    if (level >= SHARD_GRADS) z.grads = local, z.unit_grads[0] = z.unit_grads[1] = span, z.unit_grads[2] = own0;
+    if (level >= SHARD_PARAMS) z.weights = local, z.unit_weights[2] = own0, z.shadow = 0, z.unit_shadow = 2 * span;
+    z.units = 2 * (span + z.pad) + z.unit_weights[2] + z.unit_grads[0] + z.unit_grads[1] + z.unit_grads[2];
+    z.state = z.weights + z.grads + 2 * z.moment;
+    return z;
+}
+
 void shard_layout_free(ShardLayout *s) {
     free(s->unit_off), free(s->unit_len), free(s->per), free(s->own), free(s->local_off);
     *s = (ShardLayout){0};

@@ -33,8 +33,28 @@ typedef struct {
     size_t *own;         // (n_units) this rank's slice length (per, shorter or 0 at the unit's end)
     size_t *local_off;   // (n_units) where this rank's slice of unit u sits in its local buffers
     size_t local_total;  // sum of own: the elements of this rank's shard
-    size_t max_unit;     // the longest unit_len: a gathered unit's buffer
+    size_t max_unit;     // the longest unit_len
 } ShardLayout;
+
+// Every buffer of the model state a rank holds at a shard level, in elements (`real`; the shadows bf16; 0: none), sized
+// here alone: model/gpt.c, adamw.c and shard_comm.c allocate them, memplan.c plans them, the checkpoint writer stages
+// them, train reports them.
+typedef struct {
+    size_t weights, grads;   // every weight, its gradient; sliced (this rank's slices and pad, so that its slice of any
+                             // unit can be sent as `per` elements): the gradients from grads on, the weights at params
+    size_t moment;           // each of AdamW's two moments: every weight's; from optim on this rank's slices
+    size_t slices, pad;      // this rank's slices of every unit (local_total; 0 unsharded); the longest (max per): each
+                             // of the two slice buffers from optim on (a reduce-scatter's slice, an update's padded send)
+    size_t unit_weights[3];  // the units' gathered weights, pad·ranks each, two from optim on (after the update gathered
+                             // into them; params: the unit computing and the next); [2] unit 0's own (params, tied head)
+    size_t unit_grads[3];    // two units' gradients from grads on (one written, one reduce-scattered); [2] tied: unit 0's
+    size_t units, state;     // the unit buffers' sum; weights + grads + both moments
+    size_t shadow;           // the bf16 copy of the weights the bf16 matmuls read (none at params)
+    size_t unit_shadow;      // params: the units' weights converted as the bf16 matmuls read them, two units' worth
+} ShardSizes;
+
+// The buffers of model c at `level` split by layout s, for s's rank (s is not read at SHARD_NONE: NULL will do).
+ShardSizes shard_sizes(const ModelConfig *c, ShardLevel level, const ShardLayout *s);
 
 // The layout of table t (built by params_build for c) over `ranks` ranks, as seen by `rank`.
 ShardLayout shard_layout(const ParamTable *t, const ModelConfig *c, int ranks, int rank);

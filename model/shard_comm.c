@@ -89,7 +89,7 @@ static void tied_grads(ShardComm *sc) {
             finish(sc, &sc->greq[k], true);
             grads_done(sc, k);
         }
-    sc->m->be->zero(sc->gbuf[2], sc->s->per[0] * (size_t)sc->s->ranks * sizeof(real));
+    sc->m->be->zero(sc->gbuf[2], sc->m->sizes.unit_grads[2] * sizeof(real));
     tensors_bind_unit(&sc->m->g, &sc->m->table, &sc->m->cfg, 0, sc->gbuf[2], sc->s->unit_off[0]);
 }
 
@@ -134,26 +134,29 @@ static void unit_leave(GptUnitHook *h, GPT *m, int u, UnitPhase phase) {
     sc->gnext = k ^ 1;
 }
 
-void shard_comm_init(ShardComm *sc, GPT *m, Comm *world) {
+// n elements on the backend, or NULL for none.
+static real *buffer(const Backend *be, size_t n, const char *what) { return n ? be->alloc(n * sizeof(real), what) : NULL; }
+
+// The unit buffers m->sizes names: two slots, each with its slice and gradient buffer, then unit 0's own when tied.
+static void buffers_init(ShardComm *sc, GPT *m, Comm *world) {
     memset(sc, 0, sizeof *sc);
-    const ShardLayout *s = m->shard;
-    if (!s) return;
-    sc->m = m, sc->comm = world, sc->s = s;
-    sc->pad = gpt_shard_pad(s);
-    sc->span = sc->pad * (size_t)s->ranks;
-    const Backend *be = m->be;
-    for (int k = 0; k < 2; k++) {
-        sc->wbuf[k] = be->alloc(sc->span * sizeof(real), "gathered unit weights");
-        sc->slice[k] = be->alloc(sc->pad * sizeof(real), "reduce-scattered slice");
-        if (m->shard_level >= SHARD_GRADS) sc->gbuf[k] = be->alloc(sc->span * sizeof(real), "unit gradients");
-        sc->gunit[k] = -1;
+    if (!m->shard) return;
+    sc->m = m, sc->comm = world, sc->s = m->shard;
+    const ShardSizes *z = &m->sizes;
+    for (int k = 0; k < 3; k++) {
+        sc->wbuf[k] = buffer(m->be, z->unit_weights[k], k < 2 ? "gathered unit weights" : "gathered embeddings");
+        if (k < 2) sc->slice[k] = buffer(m->be, z->pad, "reduce-scattered slice");
+        sc->gbuf[k] = buffer(m->be, z->unit_grads[k], k < 2 ? "unit gradients" : "embedding gradients");
     }
-    size_t emb = s->per[0] * (size_t)s->ranks;   // tied: unit 0's own slot and gradient buffer
-    if (m->cfg.tie_embeddings && m->shard_level >= SHARD_PARAMS) sc->wbuf[2] = be->alloc(emb * sizeof(real), "gathered embeddings");
-    if (m->cfg.tie_embeddings && m->shard_level >= SHARD_GRADS) sc->gbuf[2] = be->alloc(emb * sizeof(real), "embedding gradients");
-    for (int k = 0; k < 3; k++) sc->wunit[k] = -1;
+    memset(sc->wunit, -1, sizeof sc->wunit), memset(sc->gunit, -1, sizeof sc->gunit);   // -1: no unit
     sc->hook = (GptUnitHook){unit_enter, unit_leave};
     if (m->shard_level >= SHARD_GRADS) m->unit_hook = &sc->hook;
+}
+
+void shard_model(ShardComm *sc, GPT *m, AdamW *opt, AdamWConfig cfg, ShardLevel level, Comm *world) {
+    if (level != SHARD_NONE) gpt_shard(m, level, comm_size(world), comm_rank(world));
+    adamw_init(opt, m, cfg);
+    buffers_init(sc, m, world);
 }
 
 void shard_comm_free(ShardComm *sc) {
@@ -224,3 +227,5 @@ ShardTimes shard_comm_take_times(ShardComm *sc) {
     sc->times = (ShardTimes){0};
     return t;
 }
+
+double shard_comm_waited(const ShardComm *sc) { return sc->times.wait_s; }

@@ -320,31 +320,30 @@ static void device_comm_free(Comm *c) {
 #endif
 }
 
-// What would fit instead of a plan over the budget: a higher shard level, more recompute, more ranks in the ring, a
-// shorter T (ranks: the job's, over which the model state is sharded).
-static void fitting_options(const TrainConfig *t, int ranks, double budget, double runtime, bool host, char *buf, size_t n) {
-    const ModelConfig *c = &t->model_cfg;
+// What would fit instead of the run's plan `in` over the budget: a higher shard level, more recompute, more ranks in
+// the ring, a shorter T (in.ranks: the job's, over which the model state is sharded).
+static void fitting_options(MemPlanInput in, int seq_len, double budget, char *buf, size_t n) {
     int len = 0;
-    for (int l = t->shard_level + 1; l <= SHARD_PARAMS && ranks > 1; l++) {
-        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, l, ranks, t->recompute_mode, train_act_store(t), t->loss_chunk, runtime, host);
-        if (p.total > budget) continue;
-        if (len < (int)n) len += snprintf(buf + len, n - len, "--shard %s (%.0f MiB), ", shard_level_name(l), p.total / 1048576);
+    MemPlanInput at = in;
+    for (at.shard = in.shard + 1; at.shard <= SHARD_PARAMS && in.ranks > 1; at.shard++) {
+        double total = memplan(at).total;
+        if (total > budget) continue;
+        if (len < (int)n) len += snprintf(buf + len, n - len, "--shard %s (%.0f MiB), ", shard_level_name(at.shard), total / 1048576);
         break;
     }
-    for (int r = t->recompute_mode + 1; r <= RECOMPUTE_FULL; r++) {
-        MemPlan p = memplan(c, t->batch, t->seq_len / t->sp, t->sp, t->shard_level, ranks, r, train_act_store(t), t->loss_chunk, runtime, host);
-        if (p.total <= budget && len < (int)n)
-            len += snprintf(buf + len, n - len, "--recompute %s (%.0f MiB), ", recompute_name(r), p.total / 1048576);
+    for (at = in, at.recompute = in.recompute + 1; at.recompute <= RECOMPUTE_FULL; at.recompute++) {
+        double total = memplan(at).total;
+        if (total <= budget && len < (int)n)
+            len += snprintf(buf + len, n - len, "--recompute %s (%.0f MiB), ", recompute_name(at.recompute), total / 1048576);
     }
-    for (int sp = 2 * t->sp; sp <= 1024 && 2 * sp <= t->seq_len; sp *= 2) {
-        MemPlan p = memplan(c, t->batch, t->seq_len / sp, sp, t->shard_level, ranks, t->recompute_mode, train_act_store(t),
-                            t->loss_chunk, runtime, host);
-        if (p.total > budget) continue;
-        if (len < (int)n) len += snprintf(buf + len, n - len, "--sp %d (%.0f MiB per rank), ", sp, p.total / 1048576);
+    for (at = in, at.sp = 2 * in.sp; at.sp <= 1024 && 2 * at.sp <= seq_len; at.sp *= 2) {
+        at.T_local = seq_len / at.sp;
+        double total = memplan(at).total;
+        if (total > budget) continue;
+        if (len < (int)n) len += snprintf(buf + len, n - len, "--sp %d (%.0f MiB per rank), ", at.sp, total / 1048576);
         break;
     }
-    long T = memplan_max_seq_len(c, t->batch, t->sp, t->shard_level, ranks, t->recompute_mode, train_act_store(t), t->loss_chunk,
-                                 runtime, host, budget);
+    long T = memplan_max_seq_len(in, budget);
     if (len < (int)n) {
         if (T > 0) snprintf(buf + len, n - len, "--seq-len %ld or shorter", T);
         else snprintf(buf + len, n - len, "no shorter --seq-len (the model alone does not fit)");
@@ -355,12 +354,14 @@ static void fitting_options(const TrainConfig *t, int ranks, double budget, doub
 // cannot fit is refused here with the options that would; the budget is --mem-budget, else the
 // device's free memory, else the host's MemAvailable shared among this node's ranks.
 static MemPlan plan_memory(const TrainConfig *t, const Backend *be, Comm *world) {
-    bool device = be->mem_free != NULL, host = !device;   // host: the plan is of host memory, where MPI's collectives work
+    bool device = be->mem_free != NULL;   // else the plan is of host memory, where MPI's collectives work
     double runtime = device ? 0 : mem_rss_now_bytes();   // a device starts empty; the host holds libraries, data
-    int ranks = comm_size(world);
-    MemPlan p = memplan(&t->model_cfg, t->batch, t->seq_len / t->sp, t->sp, t->shard_level, ranks, t->recompute_mode,
-                        train_act_store(t), t->loss_chunk, runtime, host);
-    memplan_print(&p, &t->model_cfg, t->recompute_mode, t->batch, t->seq_len, t->sp, t->shard_level, ranks);
+    MemPlanInput in = {.model = &t->model_cfg, .batch = t->batch, .T_local = t->seq_len / t->sp, .sp = t->sp,
+                       .shard = t->shard_level, .ranks = comm_size(world), .recompute = t->recompute_mode,
+                       .store = train_act_store(t), .loss_chunk = t->loss_chunk, .runtime_bytes = runtime,
+                       .host_collectives = !device};
+    MemPlan p = memplan(in);
+    memplan_print(&p, in);
     const char *source = "--mem-budget";
     double avail = t->mem_budget * 1048576.0, need = p.total;
     if (!(t->mem_budget > 0) && device) avail = (double)be->mem_free(), source = "free on the device";
@@ -372,7 +373,7 @@ static MemPlan plan_memory(const TrainConfig *t, const Backend *be, Comm *world)
     comm_allreduce(world, &need, 1, COMM_F64, COMM_MAX, "planned memory");
     if (avail <= 0 || need <= avail) return p;   // 0: unknown (no /proc/meminfo): let the allocator decide
     char options[512];
-    fitting_options(t, ranks, avail, runtime, host, options, sizeof options);
+    fitting_options(in, t->seq_len, avail, options, sizeof options);
     comm_fail_usage_all("--seq-len %d does not fit: the memory plan needs %.0f MiB per rank (--recompute %s, --sp %d, "
                         "--batch %d) and %.0f MiB is available (%s); would fit: %s",
                         t->seq_len, need / 1048576, recompute_name(t->recompute_mode), t->sp, t->batch,
@@ -394,8 +395,7 @@ typedef struct {
     DataSource *train, *val;
     GPT model;
     AdamW opt;
-    ShardLayout layout;            // --shard: every rank's slice of each unit (the model and AdamW point at it)
-    ShardComm shard;               // --shard: the gathers and reduce-scatters
+    ShardComm shard;               // --shard: the gathers and reduce-scatters of the sharded model and AdamW
     Schedule sched;
     MetricsLog log;
     RankTimesLog rank_times;       // every rank's step times (metrics.jsonl) and the straggler check
@@ -409,38 +409,17 @@ typedef struct {
     double flops_per_token;        // training FLOPs per token (for MFU)
 } Run;
 
-// Bytes of a rank's weights, gradients and AdamW moments as allocated, and of the gathered units' buffers.
-static void state_bytes(const Run *r, double *state, double *gathered) {
-    const ShardLayout *s = r->model.shard;
-    size_t total = r->model.table.total, local = s ? s->local_total + gpt_shard_pad(s) : total;
-    ShardLevel level = r->model.shard_level;
-    size_t w = level >= SHARD_PARAMS ? local : total, g = level >= SHARD_GRADS ? local : total;
-    size_t mv = level >= SHARD_OPTIM ? s->local_total : total;
-    *state = (double)(w + g + 2 * mv) * sizeof(real);
-    size_t units = level == SHARD_NONE ? 0 : 2 * (r->shard.span + r->shard.pad) + (level >= SHARD_GRADS ? 2 * r->shard.span : 0);
-    if (s && r->model.cfg.tie_embeddings)   // unit 0's own slot and gradient buffer
-        units += (size_t)((r->shard.wbuf[2] != NULL) + (r->shard.gbuf[2] != NULL)) * s->per[0] * s->ranks;
-    *gathered = (double)units * sizeof(real);
-}
-
-// --shard: the state split over every rank of the job (before a resume or --init-from fills the slices), AdamW on them.
-static void shard_model(Run *r, AdamWConfig opt_cfg) {
-    const TrainConfig *t = &r->t;
-    r->layout = shard_layout(&r->model.table, &r->model.cfg, r->grid.world_size, r->grid.rank);
-    gpt_shard(&r->model, t->shard_level, &r->layout);
-    adamw_init(&r->opt, &r->model, opt_cfg);
-    shard_comm_init(&r->shard, &r->model, r->grad_comm);
-    double state, gathered, full = 4.0 * r->model.table.total * sizeof(real);
-    state_bytes(r, &state, &gathered);
+// --shard: this rank's model state (weights, gradients, AdamW moments) and unit buffers, as allocated (model/shard.h).
+static void report_shard(const Run *r) {
+    double mib = sizeof(real) / 1048576.0, state = mib * r->model.sizes.state;
+    double full = mib * shard_sizes(&r->model.cfg, SHARD_NONE, NULL).state;   // unsharded
     log_info("shard %s over %d ranks: model state %.1f MiB per rank (weights, gradients, AdamW moments; %.3fx of "
-             "unsharded %.1f MiB) + %.1f MiB of gathered-unit buffers\n", shard_level_name(t->shard_level),
-             r->grid.world_size, state / 1048576, state / full, full / 1048576, gathered / 1048576);
+             "unsharded %.1f MiB) + %.1f MiB of gathered-unit buffers\n", shard_level_name(r->model.shard_level),
+             r->grid.world_size, state, state / full, full, mib * r->model.sizes.units);
 }
 
 static void run_open(Run *r, const TrainConfig *cfg) {
     r->t = *cfg;
-    r->layout = (ShardLayout){0};   // unsharded: no layout, no collectives
-    r->shard = (ShardComm){0};
     TrainConfig *t = &r->t;
     train_check_config(t);   // before the layout, which divides by --sp
     r->grid = setup_layout(t);
@@ -477,8 +456,8 @@ static void run_open(Run *r, const TrainConfig *cfg) {
                          .keep = t->keep, .base = ckpt_base(t), .world = r->grid.world, .rank = r->grid.rank,
                          .theta_from = t->rope_theta_from, .theta_to = t->model_cfg.rope_theta, .theta_ramp = t->rope_theta_ramp};
     r->ckpt.base.tok = model_tokenizer_record(data_tokenizer(r->train));   // checkpoints carry the data's tokenizer
-    if (t->shard_level == SHARD_NONE) adamw_init(&r->opt, &r->model, opt_cfg);
-    else shard_model(r, opt_cfg);   // the rank's slices (and AdamW's), which a resume then fills
+    shard_model(&r->shard, &r->model, &r->opt, opt_cfg, t->shard_level, r->grad_comm);   // --shard: slices a resume fills
+    if (t->shard_level != SHARD_NONE) report_shard(r);
     r->start = ckpt_train_begin(&r->ckpt, &r->model, &r->opt, r->train);   // resume: weights, AdamW, data position
     if (r->grid.rank == 0) ckpt_write_run_config(t->out, t->config_json);   // after the checks: a refused run leaves it
     r->log = (MetricsLog){0};
@@ -525,7 +504,6 @@ static void run_close(Run *r) {
     ring_free(r->model.ring);
     r->model.ring = NULL;
     gpt_free(&r->model);
-    if (r->layout.n_units) shard_layout_free(&r->layout);
     data_close(r->train);
     data_close(r->val);
     if (r->grad_comm != r->grid.world) device_comm_free(r->grad_comm);
@@ -584,14 +562,14 @@ static double ring_waited(const Run *r) {
 // accumulate_gradients, timed: compute is its time less the ring's waiting and (--shard) the waits for gathers and
 // reduce-scatters. The RINGGPT_DEBUG_SLOW rank sleeps inside it, as a rank on a slower or busier device would compute longer.
 static double timed_gradients(Run *r, double count, RankTimes *times) {
-    double ring0 = ring_waited(r), shard0 = r->shard.times.wait_s, t0 = now_seconds();
+    double ring0 = ring_waited(r), shard0 = shard_comm_waited(&r->shard), t0 = now_seconds();
     if (r->grid.rank == r->debug.slow_rank) {
         struct timespec pause = {r->debug.slow_ms / 1000, (long)(r->debug.slow_ms % 1000) * 1000000};
         nanosleep(&pause, NULL);
     }
     double loss_sum = accumulate_gradients(r, count);
     times->ring_wait_s = ring_waited(r) - ring0;
-    times->compute_s = now_seconds() - t0 - times->ring_wait_s - (r->shard.times.wait_s - shard0);
+    times->compute_s = now_seconds() - t0 - times->ring_wait_s - (shard_comm_waited(&r->shard) - shard0);
     return loss_sum;
 }
 

@@ -70,9 +70,10 @@ static CkptState state_for(const ModelConfig *c, int dp) {
 }
 
 // A GPT and AdamW view of buffers for the checkpoint code (no forward ever runs on them).
-static GPT gpt_view(const ModelConfig *c, const ParamTable *t, real *params, ShardLevel level, const ShardLayout *L) {
+static GPT gpt_view(const ModelConfig *c, const ParamTable *t, real *params, ShardLevel level, ShardLayout *L) {
     GPT m = {.cfg = *c, .be = &BACKEND_CPU, .table = *t, .params = params, .shard_level = level};
     m.shard = level == SHARD_NONE ? NULL : L;
+    m.sizes = shard_sizes(c, level, m.shard);
     return m;
 }
 

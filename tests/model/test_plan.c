@@ -1,6 +1,7 @@
-// tests/model/test_plan.c — the presets of released models against their HF configs' parameter counts; the memory plan's
-// shard arithmetic (what each level divides, the gathered units' buffers); the step plan's shard traffic (its volume
-// against the all-reduce, what the units' compute hides, the step as the sum of its parts).
+// tests/model/test_plan.c — the presets of released models against their HF configs' parameter counts; the model state's
+// buffers per shard level (shard_sizes) against the layout; the memory plan's shard arithmetic (what each level divides,
+// the gathered units' buffers); the step plan's shard traffic (its volume against the all-reduce, what the units' compute
+// hides, the step as the sum of its parts).
 #include <string.h>
 
 #include "core/common.h"
@@ -50,9 +51,13 @@ static void test_presets(void) {
     CHECK(!c.tie_embeddings && c.vocab_size == 32000 && config_num_params(&c) == 134105856, "125m changed");
 }
 
-static MemPlan plan_at(const ModelConfig *c, ShardLevel s, int ranks) {
-    return memplan(c, 1, 4096, 8, s, ranks, RECOMPUTE_FULL, ACT_F32, 256, 0, false);
+// T = 32768 over a ring of 8, at shard level s over `ranks` ranks (ACT_F32 on a device: no host collectives).
+static MemPlanInput input_at(const ModelConfig *c, ShardLevel s, int ranks) {
+    return (MemPlanInput){.model = c, .batch = 1, .T_local = 4096, .sp = 8, .shard = s, .ranks = ranks,
+                          .recompute = RECOMPUTE_FULL, .store = ACT_F32, .loss_chunk = 256};
 }
+
+static MemPlan plan_at(const ModelConfig *c, ShardLevel s, int ranks) { return memplan(input_at(c, s, ranks)); }
 
 // The longest unit, from the shape alone: the embeddings (V·C), a layer, or the untied LM head with the final norm.
 static double longest_unit(const ModelConfig *c) {
@@ -98,21 +103,65 @@ static void test_memplan_shards(const char *preset) {
           params.total);
     // On the host (MPI's collectives), from grads on Open MPI's reduce-scatter scratch: two buffers of a unit, two in flight.
     for (ShardLevel l = SHARD_NONE; l <= SHARD_PARAMS; l++) {
-        MemPlan h = memplan(&c, 1, 4096, 8, l, N, RECOMPUTE_FULL, ACT_F32, 256, 0, true), d = plan_at(&c, l, N);
+        MemPlanInput host = input_at(&c, l, N);
+        host.host_collectives = true;
+        MemPlan h = memplan(host), d = plan_at(&c, l, N);
         double want = l >= SHARD_GRADS ? 4 * span : 0;
         CHECK(fabs(h.coll_scratch - want) <= 1e-12 * want && h.total == d.total + want && d.coll_scratch == 0,
               "%s %s on the host: reduce-scatter scratch %.0f (want %.0f), total %.0f vs %.0f on a device", preset,
               shard_level_name(l), h.coll_scratch, want, h.total, d.total);
     }
     // Under bf16 the copies: whole weights at none, the gathered units' at params.
-    MemPlan nb = memplan(&c, 1, 4096, 8, SHARD_NONE, N, RECOMPUTE_FULL, ACT_BF16, 256, 0, false);
-    MemPlan pb = memplan(&c, 1, 4096, 8, SHARD_PARAMS, N, RECOMPUTE_FULL, ACT_BF16, 256, 0, false);
+    MemPlanInput none_bf16 = input_at(&c, SHARD_NONE, N), params_bf16 = input_at(&c, SHARD_PARAMS, N);
+    none_bf16.store = params_bf16.store = ACT_BF16;
+    MemPlan nb = memplan(none_bf16), pb = memplan(params_bf16);
     CHECK(nb.weights == all * 1.5 && pb.weights == params.weights && rel_err(pb.gathered, params.gathered + span, 0) < 1e-12,
           "%s bf16: the weights' copies", preset);
-    long T_none = memplan_max_seq_len(&c, 1, 8, SHARD_NONE, N, RECOMPUTE_FULL, ACT_F32, 256, 0, false, 80e9);
-    long T_params = memplan_max_seq_len(&c, 1, 8, SHARD_PARAMS, N, RECOMPUTE_FULL, ACT_F32, 256, 0, false, 80e9);
+    long T_none = memplan_max_seq_len(input_at(&c, SHARD_NONE, N), 80e9);
+    long T_params = memplan_max_seq_len(input_at(&c, SHARD_PARAMS, N), 80e9);
     CHECK(T_params > T_none && T_params % 16 == 0, "%s: params holds a longer T (%ld) than none (%ld)", preset, T_params,
           T_none);
+}
+
+// shard_sizes against the layout it reads, at every level, tied and untied, over 1..5 ranks: the ranks' slices of the
+// moments add up to the model, the sliced buffers carry one longest slice of padding, the unit buffers are the longest
+// unit padded to N slices, and unit 0's own buffers are there for a tied head alone.
+static void test_shard_sizes(void) {
+    ModelConfig c;
+    config_preset(&c, "tiny");
+    for (int tie = 0; tie < 2; tie++)
+        for (int n = 1; n <= 5; n++) {
+            c.tie_embeddings = tie;
+            ParamTable t = params_build(&c);
+            ShardSizes none = shard_sizes(&c, SHARD_NONE, NULL);
+            CHECK(none.weights == t.total && none.grads == t.total && none.moment == t.total && none.units == 0 &&
+                  none.state == 4 * t.total && none.shadow == t.total, "tie %d: unsharded, every buffer whole", tie);
+            for (ShardLevel l = SHARD_OPTIM; l <= SHARD_PARAMS; l++) {
+                size_t moments = 0;
+                for (int r = 0; r < n; r++) {
+                    ShardLayout s = shard_layout(&t, &c, n, r);
+                    ShardSizes z = shard_sizes(&c, l, &s);
+                    size_t pad = 0, local, own0 = tie ? s.per[0] * n : 0;
+                    for (int u = 0; u < s.n_units; u++) pad = s.per[u] > pad ? s.per[u] : pad;
+                    local = s.local_total + pad;
+                    moments += z.moment;
+                    CHECK(z.pad == pad && z.slices == s.local_total && z.moment == s.local_total &&
+                          z.grads == (l >= SHARD_GRADS ? local : t.total) && z.weights == (l >= SHARD_PARAMS ? local : t.total) &&
+                          z.state == z.weights + z.grads + 2 * z.moment, "%s tie %d rank %d of %d: the state's buffers",
+                          shard_level_name(l), tie, r, n);
+                    CHECK(z.unit_weights[0] == pad * n && z.unit_weights[1] == pad * n &&
+                          z.unit_weights[2] == (l >= SHARD_PARAMS ? own0 : 0) && z.unit_grads[0] == (l >= SHARD_GRADS ? pad * n : 0) &&
+                          z.unit_grads[2] == (l >= SHARD_GRADS ? own0 : 0) &&
+                          z.units == 2 * pad + z.unit_weights[0] + z.unit_weights[1] + z.unit_weights[2] + z.unit_grads[0] +
+                                         z.unit_grads[1] + z.unit_grads[2],
+                          "%s tie %d rank %d of %d: the unit buffers", shard_level_name(l), tie, r, n);
+                    shard_layout_free(&s);
+                }
+                CHECK(moments == t.total, "%s tie %d over %d: the slices hold %zu of %zu weights", shard_level_name(l), tie, n,
+                      moments, t.total);
+            }
+            params_free(&t);
+        }
 }
 
 // One node, no latency, the whole link while computing: collectives cost bytes / rate alone.
@@ -176,6 +225,7 @@ static void test_stepplan_shards(void) {
 
 int main(void) {
     test_presets();
+    test_shard_sizes();
     test_memplan_shards("llama3-8b");    // untied: the embeddings and the head are the longest units
     test_memplan_shards("llama3.2-1b");  // tied: the embeddings
     test_memplan_shards("base");         // byte-level: a layer
