@@ -81,7 +81,7 @@ static double pair_seconds(Comm *ring, size_t bytes, int reps) {
         double t0 = now_seconds();
         for (int i = 0; i < reps; i++) {
             CommRequest q;
-            comm_sendrecv_start(ring, &q, buf, buf + bytes, bytes, (r + 1) % W, (r - 1 + W) % W, "link pair");
+            comm_sendrecv_start(ring, &q, buf, bytes, (r + 1) % W, buf + bytes, bytes, (r - 1 + W) % W, "link pair");
             comm_wait(&q);
         }
         dt = (now_seconds() - t0) / reps;
@@ -116,9 +116,9 @@ static void ring_rep(AttnRing *ring, const AttnShape *s, Comm *world, Tensors *t
     ring_stats_reset(ring);
     comm_barrier(world, "repetition start");
     double t0 = now_seconds();
-    ring_attention_forward(ring, &BACKEND_CPU, s, t->out, t->lse, t->tmp, t->q, t->k, t->v, L, NULL, NULL);
+    ring_attention_forward(ring, &BACKEND_CPU, s, t->out, t->lse, t->tmp, t->q, t->k, t->v, L, NULL);
     ring_attention_backward(ring, &BACKEND_CPU, s, t->dq, t->dk, t->dv, t->tmp, t->q, t->k, t->v, t->out, t->lse, t->dout, L,
-                            NULL, NULL);
+                            NULL);
     RingStats st = ring_stats(ring);
     double r[5] = {now_seconds() - t0, st.compute_s, st.wait_s, st.bytes, st.lag_s};
     memcpy(v, r, sizeof r);

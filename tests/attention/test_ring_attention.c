@@ -50,8 +50,8 @@ static bool serial_identical(AttnRing *serial, const AttnShape *s, int L, const 
     size_t qn = (size_t)L * s->n_head * s->head_dim, kn = (size_t)L * s->n_kv_head * s->head_dim, ln = (size_t)L * s->n_head;
     real *o = xmalloc(qn * sizeof(real), "o"), *lse = xmalloc(ln * sizeof(real), "lse"), *tmp = xmalloc(ln * sizeof(real), "tmp");
     real *dq = xmalloc(qn * sizeof(real), "dq"), *dk = xmalloc(kn * sizeof(real), "dk"), *dv = xmalloc(kn * sizeof(real), "dv");
-    ring_attention_forward(serial, be, s, o, lse, tmp, lq, lk, lv, L, NULL, NULL);
-    ring_attention_backward(serial, be, s, dq, dk, dv, tmp, lq, lk, lv, o, lse, ldo, L, NULL, NULL);
+    ring_attention_forward(serial, be, s, o, lse, tmp, lq, lk, lv, L, NULL);
+    ring_attention_backward(serial, be, s, dq, dk, dv, tmp, lq, lk, lv, o, lse, ldo, L, NULL);
     bool same = !memcmp(o, ro, qn * sizeof(real)) && !memcmp(dq, rdq, qn * sizeof(real)) && !memcmp(dk, rdk, kn * sizeof(real)) &&
                 !memcmp(dv, rdv, kn * sizeof(real));
     free(o), free(lse), free(tmp), free(dq), free(dk), free(dv);
@@ -82,8 +82,8 @@ static double run_case(AttnRing *ring, AttnRing *serial, int W, int r, int H, in
     real *rtmp = xmalloc((size_t)L * H * sizeof(real), "rtmp");
     real *rdq = xmalloc((size_t)L * qw * sizeof(real), "rdq"), *rdk = xmalloc((size_t)L * kw * sizeof(real), "rdk");
     real *rdv = xmalloc((size_t)L * kw * sizeof(real), "rdv");
-    ring_attention_forward(ring, be, &s, ro, rlse, rtmp, lq, lk, lv, L, NULL, NULL);
-    ring_attention_backward(ring, be, &s, rdq, rdk, rdv, rtmp, lq, lk, lv, ro, rlse, ldo, L, NULL, NULL);
+    ring_attention_forward(ring, be, &s, ro, rlse, rtmp, lq, lk, lv, L, NULL);
+    ring_attention_backward(ring, be, &s, rdq, rdk, rdv, rtmp, lq, lk, lv, ro, rlse, ldo, L, NULL);
     real *eo = zigzag_rows(o, qw, c, W, r), *else_ = zigzag_rows(lse, H, c, W, r);
     real *edq = zigzag_rows(dq, qw, c, W, r), *edk = zigzag_rows(dk, kw, c, W, r), *edv = zigzag_rows(dv, kw, c, W, r);
     double errs[5] = {rel_err(ro, eo, (size_t)L * qw), rel_err(rlse, else_, (size_t)L * H),
