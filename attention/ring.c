@@ -354,24 +354,13 @@ static void ex_open(ExRun *u, AttnRing *R, const AttnShape *s, int L, RunIO io, 
 
 // ---- the calls ----
 
-// True when the layout is the zigzag (rank j: chunk j, then chunk 2·sp−1−j, of L/2 positions each), which the ring runs.
-static bool is_zigzag(const int32_t *pos, int W, int L) {
-    if (!pos) return true;
-    if (W > 1 && L % 2) return false;
-    int c = L / 2;
-    for (int j = 0; j < W; j++)
-        for (int i = 0; i < L; i++)
-            if (pos[(size_t)j * L + i] != (i < c ? j * c + i : (2 * W - 1 - j) * c + i - c)) return false;
-    return true;
-}
-
 void ring_attention_forward(AttnRing *R, const Backend *be, const AttnShape *s, real *out, real *lse,
                             real *scratch_l, const real *q, const real *k, const real *v, int L, const RingLayout *lay) {
     if (be != R->be) fail("internal: ring attention called on the %s backend, created on %s", be->name, R->be->name);
     // fp32 state across all steps, normalised once at the end; out and lse double as acc and m.
     RunIO io = {.q = q, .k = k, .v = v, .st = {.acc = out, .m = lse, .l = scratch_l}};
     be->attn_state_reset(s, io.st, L);
-    if (lay && !is_zigzag(lay->pos, R->size, L)) {
+    if (lay && !ex_is_zigzag(lay->pos, R->size, L)) {
         ExRun u;
         ex_open(&u, R, s, L, io, lay, false);
         ex_forward_schedule(&u.x);
@@ -392,7 +381,7 @@ void ring_attention_backward(AttnRing *R, const Backend *be, const AttnShape *s,
     be->zero(dq, (size_t)L * s->n_head * s->head_dim * sizeof(real));
     be->zero(dk, (size_t)L * s->n_kv_head * s->head_dim * sizeof(real));
     be->zero(dv, (size_t)L * s->n_kv_head * s->head_dim * sizeof(real));
-    if (lay && !is_zigzag(lay->pos, R->size, L)) {
+    if (lay && !ex_is_zigzag(lay->pos, R->size, L)) {
         ExRun u;
         ex_open(&u, R, s, L, io, lay, true);
         ex_backward_schedule(&u.x);

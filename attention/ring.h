@@ -96,3 +96,10 @@ typedef struct {
 } RingTiming;
 // One ring forward (backward = false) or backward of one sequence and one layer: W ranks of L tokens.
 RingTiming ring_model(int W, int L, const AttnShape *s, const RingCosts *c, bool overlap, bool backward);
+// The same under a layout (ring_attention_forward's choice: the zigzag's ring, or any other layout's pairwise exchange,
+// whose messages are the rows each step reads: their bytes differ per rank and step, and an empty one costs nothing).
+// With document ids (layout->docs_host) a block call costs its visible pairs, counted exactly (keys of the query's
+// document, at or before it; the kernels skip the rest by tiles). The figures are the most of any rank; bytes the most
+// a rank sends. layout NULL: ring_model.
+RingTiming ring_layout_model(int W, int L, const AttnShape *s, const RingCosts *c, bool overlap, bool backward,
+                             const RingLayout *layout);

@@ -102,6 +102,16 @@ static void plan_step(ExPlan *p, const int32_t *pos, const int32_t *docs, int s)
     st->n_tasks = p->n_tasks - st->task0;
 }
 
+bool ex_is_zigzag(const int32_t *pos, int W, int L) {
+    if (!pos) return true;
+    if (W > 1 && L % 2) return false;
+    int c = L / 2;
+    for (int j = 0; j < W; j++)
+        for (int i = 0; i < L; i++)
+            if (pos[(size_t)j * L + i] != (i < c ? j * c + i : (2 * W - 1 - j) * c + i - c)) return false;
+    return true;
+}
+
 void ex_plan(ExPlan *p, const int32_t *pos, const int32_t *docs, int W, int r, int L) {
     plan_reserve(p, W, L);
     p->W = W, p->r = r, p->L = L, p->n_runs = p->n_tasks = 0;

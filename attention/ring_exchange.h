@@ -41,6 +41,10 @@ typedef struct {
     int cap_W, cap_L;
 } ExPlan;
 
+// True when pos (W, L) is the zigzag (rank j: chunk j, then chunk 2·W−1−j, of L/2 positions each; NULL is the zigzag):
+// the layout the ring runs instead of the exchange.
+bool ex_is_zigzag(const int32_t *pos, int W, int L);
+
 // Rank r's plan: pos (W, L) the global positions each rank holds, ascending, at pos + j·L; docs (W, L) their document
 // ids in the same order (non-decreasing with position: ids of document starts), NULL for one document. Fails with a
 // message when pos is not a permutation of 0..W·L−1 ascending per rank or the ids fall with position. The plan's
