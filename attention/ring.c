@@ -354,21 +354,27 @@ static void ex_open(ExRun *u, AttnRing *R, const AttnShape *s, int L, RunIO io, 
 
 // ---- the calls ----
 
+// One call's schedule: the exchange under a layout other than the zigzag, else the ring.
+static void run_call(AttnRing *R, const AttnShape *s, int L, RunIO io, const RingLayout *lay, bool backward) {
+    if (lay && !ex_is_zigzag(lay->pos, R->size, L)) {
+        ExRun u;
+        ex_open(&u, R, s, L, io, lay, backward);
+        ex_schedule(&u.x, backward);
+        return;
+    }
+    RingRun u;
+    run_open(&u, R, s, L, io, lay && lay->docs ? (RingDocs){lay->docs, lay->docs_host} : (RingDocs){0});
+    if (backward) ring_backward_schedule(&u.x);
+    else ring_forward_schedule(&u.x);
+}
+
 void ring_attention_forward(AttnRing *R, const Backend *be, const AttnShape *s, real *out, real *lse,
                             real *scratch_l, const real *q, const real *k, const real *v, int L, const RingLayout *lay) {
     if (be != R->be) fail("internal: ring attention called on the %s backend, created on %s", be->name, R->be->name);
     // fp32 state across all steps, normalised once at the end; out and lse double as acc and m.
     RunIO io = {.q = q, .k = k, .v = v, .st = {.acc = out, .m = lse, .l = scratch_l}};
     be->attn_state_reset(s, io.st, L);
-    if (lay && !ex_is_zigzag(lay->pos, R->size, L)) {
-        ExRun u;
-        ex_open(&u, R, s, L, io, lay, false);
-        ex_forward_schedule(&u.x);
-    } else {
-        RingRun u;
-        run_open(&u, R, s, L, io, lay && lay->docs ? (RingDocs){lay->docs, lay->docs_host} : (RingDocs){0});
-        ring_forward_schedule(&u.x);
-    }
+    run_call(R, s, L, io, lay, false);
     be->attn_finalize(s, io.st, out, lse, L);
 }
 
@@ -381,15 +387,7 @@ void ring_attention_backward(AttnRing *R, const Backend *be, const AttnShape *s,
     be->zero(dq, (size_t)L * s->n_head * s->head_dim * sizeof(real));
     be->zero(dk, (size_t)L * s->n_kv_head * s->head_dim * sizeof(real));
     be->zero(dv, (size_t)L * s->n_kv_head * s->head_dim * sizeof(real));
-    if (lay && !ex_is_zigzag(lay->pos, R->size, L)) {
-        ExRun u;
-        ex_open(&u, R, s, L, io, lay, true);
-        ex_backward_schedule(&u.x);
-    } else {
-        RingRun u;
-        run_open(&u, R, s, L, io, lay && lay->docs ? (RingDocs){lay->docs, lay->docs_host} : (RingDocs){0});
-        ring_backward_schedule(&u.x);
-    }
+    run_call(R, s, L, io, lay, true);
 }
 
 // ---- the schedule (attention/ring_schedule.h), written once for the run above and the timing model ----

@@ -136,27 +136,16 @@ static void step_tasks(ExSched *x, int s, bool backward) {
     for (int i = 0; i < st->n_tasks; i++) x->task(x, s, &x->plan->tasks[st->task0 + i], backward);
 }
 
-void ex_forward_schedule(ExSched *x) {
+void ex_schedule(ExSched *x, bool backward) {
     int W = x->plan->W;
     if (W > 1) exchange(x, PIECE_KV, 1);
-    own_block(x, false);
+    own_block(x, backward);
     for (int s = 1; s < W; s++) {
         if (x->overlap) x->wait(x, PIECE_KV, s);
         if (s + 1 < W) exchange(x, PIECE_KV, s + 1);
-        step_tasks(x, s, false);
+        step_tasks(x, s, backward);
+        if (backward && s > 1 && x->overlap) x->wait(x, PIECE_ACC, s - 1);
+        if (backward) exchange(x, PIECE_ACC, s);
     }
-}
-
-void ex_backward_schedule(ExSched *x) {
-    int W = x->plan->W;
-    if (W > 1) exchange(x, PIECE_KV, 1);
-    own_block(x, true);
-    for (int s = 1; s < W; s++) {
-        if (x->overlap) x->wait(x, PIECE_KV, s);
-        if (s + 1 < W) exchange(x, PIECE_KV, s + 1);
-        step_tasks(x, s, true);
-        if (s > 1 && x->overlap) x->wait(x, PIECE_ACC, s - 1);
-        exchange(x, PIECE_ACC, s);
-    }
-    if (W > 1 && x->overlap) x->wait(x, PIECE_ACC, W - 1);
+    if (backward && W > 1 && x->overlap) x->wait(x, PIECE_ACC, W - 1);
 }

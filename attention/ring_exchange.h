@@ -66,8 +66,7 @@ struct ExSched {
     void (*task)(ExSched *x, int s, const ExTask *t, bool backward);
 };
 
-// Forward: the own block while step 1's rows move; at each step, the next step's rows start before this one's blocks.
-void ex_forward_schedule(ExSched *x);
-// Backward: the same, and after a step's blocks its dK/dV start back while the previous step's, waited for then, join
-// this rank's dk, dv in step order (a fixed order: deterministic sums).
-void ex_backward_schedule(ExSched *x);
+// The own block while step 1's rows move; at each step, the next step's rows start before this one's blocks. Backward:
+// the same, and after a step's blocks its dK/dV start back while the previous step's, waited for then, join this
+// rank's dk, dv in step order (a fixed order: deterministic sums).
+void ex_schedule(ExSched *x, bool backward);

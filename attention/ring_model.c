@@ -149,8 +149,7 @@ static Ops record_exchange(const ExPlan *p, const AttnShape *s, const RingCosts 
                            const int32_t *docs) {
     ExRecorder rec = {.x = {.plan = p, .overlap = overlap, .start = exrec_start, .wait = exrec_wait, .task = exrec_task},
                       .s = s, .costs = *c, .docs = docs};
-    if (backward) ex_backward_schedule(&rec.x);
-    else ex_forward_schedule(&rec.x);
+    ex_schedule(&rec.x, backward);
     ex_flush(&rec);
     return rec.o;
 }
