@@ -69,7 +69,9 @@ size_t ring_workspace_bytes(size_t kvn, ActStore store) {
     return 2 * packet_bytes(kvn, store) + 2 * kvn * sizeof(real);
 }
 // The exchange's six slots (ExRun): one K|V slot of L rows more than the ring's (fp32: 12·kvn elements).
-static size_t exchange_bytes(size_t kvn, ActStore store) { return ring_workspace_bytes(kvn, store) + 2 * kvn * act_elem_bytes(store); }
+static size_t exchange_bytes(size_t kvn, ActStore store) {
+    return ring_workspace_bytes(kvn, store) + 2 * kvn * act_elem_bytes(store);
+}
 
 void ring_set_workspace(AttnRing *R, void *buf, size_t bytes) {
     if (buf == R->ws && bytes == R->ws_bytes) return;

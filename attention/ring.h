@@ -92,7 +92,7 @@ typedef struct {
     double compute_s;   // the most block compute of a rank
     double wait_s;      // the most exposed waiting of a rank (the serial baseline: the transfers alone)
     double lag_s;       // the serial baseline: the most waiting of a rank for its neighbours before the hops
-    double bytes;       // bytes each rank sends
+    double bytes;       // bytes each rank sends (under a layout: the most a rank sends)
 } RingTiming;
 // One ring forward (backward = false) or backward of one sequence and one layer: W ranks of L tokens.
 RingTiming ring_model(int W, int L, const AttnShape *s, const RingCosts *c, bool overlap, bool backward);
