@@ -114,8 +114,9 @@ static bool task_hidden(RingDocs d, int L, int r, const RingTask *t) {
     return qhi < klo || khi < qlo;
 }
 
-// This rank's tensors in one call (the ring's and the exchange's).
+// This rank's tensors in one call (the ring's and the exchange's), and the backend that runs its ops.
 typedef struct {
+    const Backend *be;
     const real *q, *k, *v;   // this rank's q (L, H, hd), k, v (L, Hkv, hd) [act s->qkv]
     AttnState st;            // forward: the running state of all L rows
     real *dq, *dk, *dv;      // backward outputs: dq (L, H, hd), dk, dv (L, Hkv, hd)
@@ -133,7 +134,7 @@ typedef struct {
 } Block;
 
 static void run_block(AttnRing *R, const AttnShape *s, const RunIO *io, const Block *b, bool backward) {
-    const Backend *be = R->be;
+    const Backend *be = io->be;
     size_t qo = (size_t)b->q0 * s->n_head * s->head_dim, so = (size_t)b->q0 * s->n_head;
     const AttnDocs *dp = b->docs.q ? &b->docs : NULL;
     double t0 = now_seconds();
@@ -151,7 +152,6 @@ static void run_block(AttnRing *R, const AttnShape *s, const RunIO *io, const Bl
 typedef struct {
     RingSched x;             // first: the schedule calls back with &run->x
     AttnRing *R;
-    const Backend *be;
     const AttnShape *s;
     RingDocs docs;
     size_t kvn, hn;          // elements of one block's K and of one chunk's
@@ -220,7 +220,7 @@ static void run_task(RingSched *x, const RingTask *t, bool backward) {
     if (backward && own) b.dk = u->io.dk + t->k0 * kw, b.dv = u->io.dv + t->k0 * kw;
     if (backward && !own) {
         b.dk = u->dkv_step + (size_t)(t->k0 / (x->L / 2)) * u->kvn, b.dv = b.dk + u->hn;
-        u->be->zero(b.dk, u->kvn * sizeof(real));
+        u->io.be->zero(b.dk, u->kvn * sizeof(real));
     }
     if (t->nk == 0) return;
     if (task_hidden(u->docs, x->L, x->r, t)) {
@@ -236,23 +236,23 @@ static void run_task(RingSched *x, const RingTask *t, bool backward) {
 static void run_join(RingSched *x, int piece) {
     RingRun *u = (RingRun *)x;
     real *acc = acc_of(u, x->step % 2, piece), *mine = u->dkv_step + (size_t)piece * u->kvn;
-    if (x->step == 1) u->be->copy(acc, mine, u->kvn * sizeof(real));
-    else u->be->add_inplace(acc, mine, u->kvn);
+    if (x->step == 1) u->io.be->copy(acc, mine, u->kvn * sizeof(real));
+    else u->io.be->add_inplace(acc, mine, u->kvn);
 }
 
 // The own block's accumulator piece, home after the full ring, joins this rank's own part in dk, dv.
 static void run_home(RingSched *x, int piece) {
     RingRun *u = (RingRun *)x;
     const real *acc = acc_of(u, x->W % 2, piece);
-    u->be->add_inplace(u->io.dk + (size_t)piece * u->hn, acc, u->hn);
-    u->be->add_inplace(u->io.dv + (size_t)piece * u->hn, acc + u->hn, u->hn);
+    u->io.be->add_inplace(u->io.dk + (size_t)piece * u->hn, acc, u->hn);
+    u->io.be->add_inplace(u->io.dv + (size_t)piece * u->hn, acc + u->hn, u->hn);
 }
 
 // Sets up one call: buffers, and this rank's K, V copied into packet 0 as its two kv pieces.
 static void run_open(RingRun *u, AttnRing *R, const AttnShape *s, int L, RunIO io, RingDocs docs) {
     *u = (RingRun){.x = {.W = R->size, .r = R->rank, .L = L, .overlap = R->overlap, .meet = run_meet,
                          .start = run_start, .wait = run_wait, .task = run_task, .join = run_join, .home = run_home},
-                   .R = R, .be = R->be, .s = s, .docs = docs, .io = io};
+                   .R = R, .s = s, .docs = docs, .io = io};
     u->kvn = (size_t)L * s->n_kv_head * s->head_dim;
     u->hn = u->kvn / 2;
     check_local_len(R, L);
@@ -261,8 +261,8 @@ static void run_open(RingRun *u, AttnRing *R, const AttnShape *s, int L, RunIO i
     u->pkt[0] = R->buf, u->pkt[1] = R->buf + pb, u->dkv_step = (real *)(R->buf + 2 * pb);
     for (int c = 0; c < 2 && R->size > 1; c++) {
         real *p = (real *)piece_of(u, 0, PIECE_KV, c);
-        R->be->copy(p, act_at(io.k, s->qkv, c * u->hn), u->hn * eb);
-        R->be->copy(act_at(p, s->qkv, u->hn), act_at(io.v, s->qkv, c * u->hn), u->hn * eb);
+        io.be->copy(p, act_at(io.k, s->qkv, c * u->hn), u->hn * eb);
+        io.be->copy(act_at(p, s->qkv, u->hn), act_at(io.v, s->qkv, c * u->hn), u->hn * eb);
     }
 }
 
@@ -288,7 +288,7 @@ typedef struct {
 // Our rows of step st's runs between a slot (a K half, then a V half, of n_send rows of eb-byte elements) and t, t2:
 // gathered from k, v into the slot (gather), or the slot's dK|dV added onto dk, dv.
 static void ex_pack(ExRun *u, const ExStep *st, bool gather, char *slot, size_t eb, const real *t, const real *t2) {
-    const Backend *be = u->R->be;
+    const Backend *be = u->io.be;
     int off = 0;
     for (const ExRows *g = u->x.plan->runs + st->run0; g < u->x.plan->runs + st->run0 + st->n_runs; off += g->n, g++) {
         size_t at = (size_t)off * u->kw * eb, from = (size_t)g->a * u->kw * eb, n = (size_t)g->n * u->kw;
@@ -323,7 +323,7 @@ static void ex_wait(ExSched *x, PieceKind kind, int s) {
     ExRun *u = (ExRun *)x;
     const ExStep *st = &x->plan->steps[s];
     u->R->stats.wait_s += comm_wait(&u->ex[kind]);
-    if (kind == PIECE_KV && u->backward) u->R->be->zero(u->dkv[s % 2], 2 * (size_t)st->n_recv * u->kw * sizeof(real));
+    if (kind == PIECE_KV && u->backward) u->io.be->zero(u->dkv[s % 2], 2 * (size_t)st->n_recv * u->kw * sizeof(real));
     if (kind == PIECE_ACC) ex_pack(u, st, false, (char *)u->dkv[2], sizeof(real), u->io.dk, u->io.dv);
 }
 
@@ -372,9 +372,8 @@ static void run_call(AttnRing *R, const AttnShape *s, int L, RunIO io, const Rin
 
 void ring_attention_forward(AttnRing *R, const Backend *be, const AttnShape *s, real *out, real *lse,
                             real *scratch_l, const real *q, const real *k, const real *v, int L, const RingLayout *lay) {
-    if (be != R->be) fail("internal: ring attention called on the %s backend, created on %s", be->name, R->be->name);
     // fp32 state across all steps, normalised once at the end; out and lse double as acc and m.
-    RunIO io = {.q = q, .k = k, .v = v, .st = {.acc = out, .m = lse, .l = scratch_l}};
+    RunIO io = {.be = be, .q = q, .k = k, .v = v, .st = {.acc = out, .m = lse, .l = scratch_l}};
     be->attn_state_reset(s, io.st, L);
     run_call(R, s, L, io, lay, false);
     be->attn_finalize(s, io.st, out, lse, L);
@@ -383,8 +382,7 @@ void ring_attention_forward(AttnRing *R, const Backend *be, const AttnShape *s, 
 void ring_attention_backward(AttnRing *R, const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv,
                              real *scratch_D, const real *q, const real *k, const real *v, const real *out,
                              const real *lse, const real *dout, int L, const RingLayout *lay) {
-    if (be != R->be) fail("internal: ring attention called on the %s backend, created on %s", be->name, R->be->name);
-    RunIO io = {.q = q, .k = k, .v = v, .dq = dq, .dk = dk, .dv = dv, .out = out, .dout = dout, .lse = lse, .D = scratch_D};
+    RunIO io = {.be = be, .q = q, .k = k, .v = v, .dq = dq, .dk = dk, .dv = dv, .out = out, .dout = dout, .lse = lse, .D = scratch_D};
     be->attn_backward_prep(s, scratch_D, dout, out, L);   // D = rowsum(dO ∘ O), once, from the final O
     be->zero(dq, (size_t)L * s->n_head * s->head_dim * sizeof(real));
     be->zero(dk, (size_t)L * s->n_kv_head * s->head_dim * sizeof(real));
