@@ -1,4 +1,5 @@
-// attention/ring.h — ring attention across the sp ranks of a sequence: zigzag blocks, KV passed around the ring; its timing model.
+// attention/ring.h — attention across the sp ranks of a sequence: the zigzag's KV passed around the ring, any other layout's
+// read rows exchanged pairwise; their timing model.
 #pragma once
 #include <stddef.h>
 
@@ -6,22 +7,32 @@
 
 typedef struct AttnRing AttnRing;   // defined in attention/ring.c
 
-// Causal attention of this rank's zigzag slice (T_local = T/sp tokens: chunk r then chunk
-// 2·sp−1−r) against the whole sequence, same contract as attention_causal_forward:
-// out (T_local, H, hd), lse (T_local, H), scratch_l (T_local, H).
-// Document masking (optional, NULL = none): docs holds the document id of every position of the whole
-// sequence in zigzag rank order (rank j's T_local ids, in its local order, at docs + j·T_local), the same
-// on every rank: each computes it from its batch, so no id travels. docs is in backend memory (for the
-// kernels), docs_host the same ids in host memory (to skip whole steps whose block no Q row may see:
-// counted in RingStats.blocks_skipped).
+// Where one sequence's T = sp·T_local tokens sit on the ranks of the ring, and their documents. The same on every rank:
+// each computes it from its batch, so no position or id travels.
+typedef struct {
+    // (sp, T_local) host: the global positions rank j holds, ascending, at pos + j·T_local (a permutation of 0..T−1).
+    // NULL: the zigzag, rank j holding chunk j then chunk 2·sp−1−j of T/(2·sp) positions each.
+    const int32_t *pos;
+    // Document masking, NULL = none: (sp, T_local) the document id of every row, in the order of pos, never falling
+    // with position (ids of the document starts); docs in backend memory (for the kernels), docs_host the same in host
+    // memory (for the lists of what is read and to skip whole blocks no Q row may see: RingStats.blocks_skipped).
+    const int32_t *docs, *docs_host;
+} RingLayout;
+
+// Causal attention of this rank's rows (T_local tokens at the positions the layout gives it) against the whole sequence,
+// same contract as attention_causal_forward: out (T_local, H, hd), lse (T_local, H), scratch_l (T_local, H).
+// layout NULL: the zigzag without documents. The zigzag runs the ring: every rank's K/V block passes every rank.
+// Any other layout runs the pairwise exchange: at step s = 1..sp−1 rank r sends r + s the K/V rows of its own that r + s
+// reads (a key of document d at position p is read by a rank holding a row of d after p) and receives those of r − s it
+// reads; nothing unread moves, and a step with nothing either way posts nothing.
 void ring_attention_forward(AttnRing *ring, const Backend *be, const AttnShape *s, real *out, real *lse,
                             real *scratch_l, const real *q, const real *k, const real *v, int T_local,
-                            const int32_t *docs, const int32_t *docs_host);
-// Same contract as attention_causal_backward: dq, dk, dv overwritten with this rank's gradients.
+                            const RingLayout *layout);
+// Same contract as attention_causal_backward: dq, dk, dv overwritten with this rank's gradients. Under the exchange the
+// received rows' dK/dV go back to their owner, which adds them in step order.
 void ring_attention_backward(AttnRing *ring, const Backend *be, const AttnShape *s, real *dq, real *dk,
                              real *dv, real *scratch_D, const real *q, const real *k, const real *v, const real *out,
-                             const real *lse, const real *dout, int T_local, const int32_t *docs,
-                             const int32_t *docs_host);
+                             const real *lse, const real *dout, int T_local, const RingLayout *layout);
 
 // ---- the ring object (attention/ring.c) ----
 struct Comm;
@@ -35,19 +46,23 @@ typedef struct {
     double lag_s;        // serial baseline only: waiting for a neighbour to reach the hop (with 2 ranks exact)
     double compute_s;    // attention block kernels
     double bytes;        // bytes sent
-    long exchanges;      // pieces sent (two per hop: each zigzag chunk's K and V, or its dK and dV)
-    long blocks_skipped; // block calls (forward and backward) skipped because the document mask hides the whole block
+    long exchanges;      // pieces sent (the ring: two per hop, each zigzag chunk's K and V, or its dK and dV; the
+                         // exchange: one per step with rows to send, their K|V, or their dK|dV back)
+    long blocks_skipped; // block calls (forward and backward) skipped because the document mask hides the whole block;
+                         // the exchange: steps that receive nothing
 } RingStats;
 
 // The ring of `ring_comm` (its size is sp, its rank this rank's sp_index). Buffers (two packets
-// of K, V and their dK, dV accumulators) are allocated on the backend at first use, O(T_local).
+// of K, V and their dK, dV accumulators; the exchange's six K|V and dK|dV slots) are allocated on the
+// backend at first use, O(T_local).
 // overlap false waits for each exchange right after starting it (train --ring-overlap=false: the serial
 // baseline of the overlap measurement).
 AttnRing *ring_create(struct Comm *ring_comm, const Backend *be, bool overlap);
 // Lends the ring `bytes` of backend memory for its packets instead of its own, memory the caller knows
 // is dead while attention runs (model/gpt.c's recompute arena); NULL returns to its own buffers. Used
 // when it holds ring_workspace_bytes(kvn, store) for blocks of kvn = T_local·Hkv·hd with k, v stored as
-// `store` (AttnShape.qkv).
+// `store` (AttnShape.qkv); the exchange of a layout other than the zigzag needs 2·kvn·act_elem_bytes(store)
+// bytes more (one more K|V slot), and uses its own buffers when the workspace is smaller.
 void ring_set_workspace(AttnRing *ring, void *buf, size_t bytes);
 size_t ring_workspace_bytes(size_t kvn, ActStore store);
 void ring_free(AttnRing *ring);
@@ -77,7 +92,14 @@ typedef struct {
     double compute_s;   // the most block compute of a rank
     double wait_s;      // the most exposed waiting of a rank (the serial baseline: the transfers alone)
     double lag_s;       // the serial baseline: the most waiting of a rank for its neighbours before the hops
-    double bytes;       // bytes each rank sends
+    double bytes;       // bytes each rank sends (under a layout: the most a rank sends)
 } RingTiming;
 // One ring forward (backward = false) or backward of one sequence and one layer: W ranks of L tokens.
 RingTiming ring_model(int W, int L, const AttnShape *s, const RingCosts *c, bool overlap, bool backward);
+// The same under a layout (ring_attention_forward's choice: the zigzag's ring, or any other layout's pairwise exchange,
+// whose messages are the rows each step reads: their bytes differ per rank and step, and an empty one costs nothing).
+// With document ids (layout->docs_host) a block call costs its visible pairs, counted exactly (keys of the query's
+// document, at or before it; the kernels skip the rest by tiles). The figures are the most of any rank; bytes the most
+// a rank sends. layout NULL: ring_model.
+RingTiming ring_layout_model(int W, int L, const AttnShape *s, const RingCosts *c, bool overlap, bool backward,
+                             const RingLayout *layout);

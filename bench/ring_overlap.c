@@ -2,13 +2,16 @@
 // wall time, block compute and exposed ring wait; with --calibrate, the CPU block kernels' FLOP/s and the link's message latency.
 // Usage: mpirun -np W ring_overlap [--tokens L] [--reps R] [--ring-overlap=false | --paired] [--comm-progress compute|thread|off]
 //        [--heads H --kv-heads K --head-dim D]                       (the `small` model's attention by default)
+//        mpirun -np W ring_overlap --doc-mean N [--tokens L] ...     (documents of N tokens on average, masked: the zigzag's
+//                                                                     ring against the exchange of a layout keeping them whole)
 //        ring_overlap --calibrate attn --tokens T                     (one rank: causal forward + backward of T tokens)
 //        mpirun -np 2 ring_overlap --calibrate link                   (sendrecv pairs between two ranks: latency, bandwidth)
 //        ring_overlap --predict --ranks W --tokens L --attn-gflops F --link-gbps B --latency-us U [--host-gbps H]
 //                                                                     (attention/ring.h's model of the same ring, no MPI)
 // Rank 0 prints one line of key=value figures per ring (bench/ring_overlap.sh reads them), per repetition (the mean over
 // --reps after one warm-up, and med_*: the median): each time as its slowest rank's, and the critical rank's (crit_*: the
-// most block compute); with --paired, paired_saved_s: the median of serial - crit lag - overlap over the pairs.
+// most block compute); with --paired, paired_saved_s: the median of serial - crit lag - overlap over the pairs; with
+// --doc-mean, layout= and its attention pairs per rank, pairs_max_mean= (max / mean).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +84,7 @@ static double pair_seconds(Comm *ring, size_t bytes, int reps) {
         double t0 = now_seconds();
         for (int i = 0; i < reps; i++) {
             CommRequest q;
-            comm_sendrecv_start(ring, &q, buf, buf + bytes, bytes, (r + 1) % W, (r - 1 + W) % W, "link pair");
+            comm_sendrecv_start(ring, &q, buf, bytes, (r + 1) % W, buf + bytes, bytes, (r - 1 + W) % W, "link pair");
             comm_wait(&q);
         }
         dt = (now_seconds() - t0) / reps;
@@ -111,14 +114,87 @@ static void predict(const AttnShape *s, int W, int L, double gflops, double gbps
              off_f.wait_s + off_b.wait_s, off_f.lag_s + off_b.lag_s, on_f.wait_s + on_b.wait_s, on_f.bytes + on_b.bytes);
 }
 
+// --doc-mean: one sequence of W·L tokens packed with documents (lengths uniform in 1..2·mean, the last cut at the end)
+// under two layouts: the zigzag (the ring) and one that keeps documents whole (the exchange; a document no rank has room
+// for is cut at the roomiest rank, as a placement by cost does), largest first onto the rank with the fewest pairs.
+typedef struct {
+    const char *name;
+    int32_t *pos;   // (W, L) ascending per rank; NULL: the zigzag
+    int32_t *ids;   // (W, L) document ids in layout order
+    double pairs_max_mean;
+    RingLayout lay;
+} DocLayout;
+
+// Document starts of the packed sequence (n of them, starts[n] = T) from a fixed seed.
+static int *pack_docs(int T, int mean, int *n) {
+    int *starts = xmalloc(((size_t)T + 1) * sizeof(int), "documents");
+    Rng g;
+    rng_seed(&g, 5);
+    *n = 0;
+    for (int p = 0; p < T; p += 1 + (int)rng_below(&g, 2 * (uint64_t)mean)) starts[(*n)++] = p;
+    starts[*n] = T;
+    return starts;
+}
+
+// Rank j's pairs: each row sees the keys of its document at or before it.
+static void layout_figures(DocLayout *d, const int *starts, int n, int W, int L) {
+    int T = W * L, *doc = xmalloc((size_t)T * sizeof(int), "documents");
+    for (int i = 0; i < n; i++)
+        for (int p = starts[i]; p < starts[i + 1]; p++) doc[p] = i;
+    double most = 0, sum = 0;
+    for (int j = 0; j < W; j++) {
+        double pairs = 0;
+        for (int i = 0; i < L; i++) {
+            int h = L / 2, p = d->pos ? d->pos[(size_t)j * L + i] : i < h ? j * h + i : (2 * W - 1 - j) * h + i - h;
+            d->ids[(size_t)j * L + i] = doc[p];
+            pairs += p - starts[doc[p]] + 1;
+        }
+        most = pairs > most ? pairs : most, sum += pairs;
+    }
+    d->pairs_max_mean = most / (sum / W);
+    d->lay = (RingLayout){.pos = d->pos, .docs = d->ids, .docs_host = d->ids};
+    free(doc);
+}
+
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+// The layout keeping documents whole: longest first, each onto the rank with the fewest pairs that has room for it;
+// where none has, the roomiest takes what fits and the rest goes on the next pick.
+static int32_t *whole_docs(const int *starts, int n, int W, int L) {
+    int32_t *pos = xmalloc((size_t)W * L * sizeof(int32_t), "layout");
+    int *fill = xcalloc((size_t)W, sizeof(int), "layout"), *order = xmalloc((size_t)n * 2 * sizeof(int), "layout");
+    double *cost = xcalloc((size_t)W, sizeof(double), "layout");
+    for (int i = 0; i < n; i++) order[2 * i] = -(starts[i + 1] - starts[i]), order[2 * i + 1] = i;
+    qsort(order, (size_t)n, 2 * sizeof(int), cmp_int);   // longest first (by the negated length)
+    for (int i = 0; i < n; i++) {
+        int d = order[2 * i + 1], p = starts[d];
+        while (p < starts[d + 1]) {
+            int best = -1, room = 0;
+            for (int j = 0; j < W; j++)
+                if (L - fill[j] >= starts[d + 1] - p && (best < 0 || cost[j] < cost[best])) best = j;
+            for (int j = 0; j < W && best < 0; j++) room = L - fill[j] > room ? L - fill[j] : room;
+            for (int j = 0; j < W && best < 0; j++) best = L - fill[j] == room ? j : best;
+            int take = starts[d + 1] - p < L - fill[best] ? starts[d + 1] - p : L - fill[best];
+            for (int t = 0; t < take; t++) pos[(size_t)best * L + fill[best]++] = p + t;
+            cost[best] += (double)take * (take + 1) / 2, p += take;
+        }
+    }
+    for (int j = 0; j < W; j++) qsort(pos + (size_t)j * L, (size_t)L, sizeof(int32_t), cmp_int);
+    free(fill), free(order), free(cost);
+    return pos;
+}
+
 // One repetition on one ring: a forward + backward pass; v = {wall, compute, wait, bytes, lag} of this rank.
-static void ring_rep(AttnRing *ring, const AttnShape *s, Comm *world, Tensors *t, int L, double v[5]) {
+static void ring_rep(AttnRing *ring, const AttnShape *s, Comm *world, Tensors *t, int L, const RingLayout *lay, double v[5]) {
     ring_stats_reset(ring);
     comm_barrier(world, "repetition start");
     double t0 = now_seconds();
-    ring_attention_forward(ring, &BACKEND_CPU, s, t->out, t->lse, t->tmp, t->q, t->k, t->v, L, NULL, NULL);
+    ring_attention_forward(ring, &BACKEND_CPU, s, t->out, t->lse, t->tmp, t->q, t->k, t->v, L, lay);
     ring_attention_backward(ring, &BACKEND_CPU, s, t->dq, t->dk, t->dv, t->tmp, t->q, t->k, t->v, t->out, t->lse, t->dout, L,
-                            NULL, NULL);
+                            lay);
     RingStats st = ring_stats(ring);
     double r[5] = {now_seconds() - t0, st.compute_s, st.wait_s, st.bytes, st.lag_s};
     memcpy(v, r, sizeof r);
@@ -185,10 +261,9 @@ static double paired_saved(const RingFigures *on, const RingFigures *off) {
     return r;
 }
 
+// extra: the line's last fields (paired_saved_s=, layout=), or "".
 static void figures_print(const RingFigures *f, const AttnShape *s, Comm *ring_comm, int L, bool overlap, bool paired,
-                          const char *progress, double saved) {
-    char extra[64] = "";
-    if (paired && !overlap) snprintf(extra, sizeof extra, " paired_saved_s=%.5f", saved);
+                          const char *progress, const char *extra) {
     log_info("ranks=%d tokens=%d heads=%d kv_heads=%d head_dim=%d overlap=%d paired=%d progress=%s progress_thread=%d "
              "reps=%d attn_s=%.5f compute_s=%.5f wait_s=%.5f lag_s=%.5f bytes=%.0f crit_compute_s=%.5f crit_wait_s=%.5f "
              "crit_lag_s=%.5f med_attn_s=%.5f med_crit_compute_s=%.5f med_crit_wait_s=%.5f med_crit_lag_s=%.5f%s\n",
@@ -200,13 +275,15 @@ static void figures_print(const RingFigures *f, const AttnShape *s, Comm *ring_c
              figure(f, FIG_CRIT_LAG, true), extra);
 }
 
-// The ring: --reps forward + backward passes after one warm-up. With paired, the overlapped ring and the serial
-// baseline take turns (ABBA: on, off, off, on, ...) in one run, so that both see the same drift of a shared machine.
-static void run_ring(const AttnShape *s, Comm *ring_comm, Comm *world, int L, int reps, bool overlap, bool paired,
-                     const char *progress) {
-    int n = paired ? 2 : 1;
+// The ring: --reps forward + backward passes after one warm-up. Two variants take turns (ABBA: A, B, B, A, ...) in one
+// run, so that both see the same drift of a shared machine: with paired the overlapped ring and the serial baseline,
+// with docs (two layouts, else NULL) the zigzag and the layout keeping documents whole.
+static void run_ring(const AttnShape *s, const CommGrid *g, int L, int reps, bool overlap, bool paired, const char *progress,
+                     const DocLayout *docs) {
+    Comm *ring_comm = g->ring, *world = g->world;
+    int n = paired || docs ? 2 : 1;
     AttnRing *ring[2] = {ring_create(ring_comm, &BACKEND_CPU, paired ? true : overlap),
-                         paired ? ring_create(ring_comm, &BACKEND_CPU, false) : NULL};
+                         n == 2 ? ring_create(ring_comm, &BACKEND_CPU, paired ? false : overlap) : NULL};
     Tensors t = tensors(s, L, 11 + (uint64_t)comm_rank(ring_comm));
     RingFigures f[2] = {0};
     for (int m = 0; m < n; m++) f[m].rep = xmalloc((size_t)reps * N_FIG * sizeof(double), "repetition figures");
@@ -214,21 +291,42 @@ static void run_ring(const AttnShape *s, Comm *ring_comm, Comm *world, int L, in
         for (int j = 0; j < n; j++) {
             int m = (n == 2 && i % 2) ? 1 - j : j;   // the order turns every repetition
             double v[5];
-            ring_rep(ring[m], s, world, &t, L, v);
+            ring_rep(ring[m], s, world, &t, L, docs ? &docs[m].lay : NULL, v);
             if (i > 0) figures_add(&f[m], world, v);
         }
     }
     double saved = paired ? paired_saved(&f[0], &f[1]) : 0;
-    for (int m = 0; m < n; m++) figures_print(&f[m], s, ring_comm, L, paired ? m == 0 : overlap, paired, progress, saved);
+    for (int m = 0; m < n; m++) {
+        char extra[96] = "";
+        if (paired && m == 1) snprintf(extra, sizeof extra, " paired_saved_s=%.5f", saved);
+        if (docs) snprintf(extra, sizeof extra, " layout=%s pairs_max_mean=%.3f", docs[m].name, docs[m].pairs_max_mean);
+        figures_print(&f[m], s, ring_comm, L, paired ? m == 0 : overlap, paired, progress, extra);
+    }
     for (int m = 0; m < n; m++) free(f[m].rep);
     tensors_free(&t);
     for (int m = 0; m < n; m++) ring_free(ring[m]);
 }
 
+// --doc-mean: the zigzag and the layout keeping documents whole, timed in turns.
+static void run_documents(const AttnShape *s, const CommGrid *g, int L, int reps, bool overlap, const char *progress,
+                          int doc_mean) {
+    int W = g->sp, T = W * L, n;
+    int *starts = pack_docs(T, doc_mean, &n);
+    DocLayout d[2] = {{.name = "zigzag"}, {.name = "whole-docs", .pos = whole_docs(starts, n, W, L)}};
+    for (int m = 0; m < 2; m++) {
+        d[m].ids = xmalloc((size_t)T * sizeof(int32_t), "document ids");
+        layout_figures(&d[m], starts, n, W, L);
+    }
+    log_info("documents=%d tokens=%d mean_length=%.1f\n", n, T, (double)T / n);
+    run_ring(s, g, L, reps, overlap, false, progress, d);
+    for (int m = 0; m < 2; m++) free(d[m].pos), free(d[m].ids);
+    free(starts);
+}
+
 int main(int argc, char **argv) {
     cpu_exec_setup(argv);
     comm_init(&argc, &argv);
-    int L = 1024, reps = 3, heads = 4, kv_heads = 4, head_dim = 64, ranks = 2;
+    int L = 1024, reps = 3, heads = 4, kv_heads = 4, head_dim = 64, ranks = 2, doc_mean = 0;
     bool overlap = true, paired = false, predict_only = false;
     const char *progress = "compute";
     double gflops = 0, gbps = 0, latency_us = 0, busy_share = 1, host_gbps = 0;
@@ -241,6 +339,8 @@ int main(int argc, char **argv) {
         {"--head-dim", ARG_INT, &head_dim, "head dimension"},
         {"--ring-overlap", ARG_BOOL, &overlap, "start each hop before computing (=false: the serial baseline)"},
         {"--paired", ARG_BOOL, &paired, "time the overlapped ring and the serial baseline in turns, in one run (two lines)"},
+        {"--doc-mean", ARG_INT, &doc_mean, "documents of this many tokens on average, masked: the zigzag's ring and the "
+                                            "exchange of a layout keeping them whole, in turns (two lines); 0: one document"},
         {"--comm-progress", ARG_STRING, &progress, "what moves a hop while the block computes: compute, thread or off "
                                                     "(core/comm.h)"},
         {"--calibrate", ARG_STRING, &calibrate, "attn (one rank) or link (two ranks) instead of the ring", .dflt = "off"},
@@ -254,8 +354,10 @@ int main(int argc, char **argv) {
     };
     ArgCommand cmd = {"ring_overlap", "mpirun -np W ring_overlap [flags]", "Ring attention time, compute and exposed wait."};
     args_parse(&cmd, specs, sizeof specs / sizeof specs[0], argc, argv, NULL, 0);
-    if (L < 2 || L % 2 || reps < 1 || heads < 1 || kv_heads < 1 || heads % kv_heads || head_dim < 1)
-        comm_fail_usage_all("ring_overlap: --tokens must be even and >= 2, --reps >= 1, --kv-heads must divide --heads");
+    if (L < 2 || L % 2 || reps < 1 || heads < 1 || kv_heads < 1 || heads % kv_heads || head_dim < 1 || doc_mean < 0)
+        comm_fail_usage_all("ring_overlap: --tokens must be even and >= 2, --reps >= 1, --kv-heads must divide --heads, "
+                            "--doc-mean >= 0");
+    if (doc_mean > 0 && paired) comm_fail_usage_all("ring_overlap: --doc-mean and --paired each take both turns; give one");
     AttnShape s = {.n_head = heads, .n_kv_head = kv_heads, .head_dim = head_dim};
     if (predict_only) {
         if (!(gflops > 0) || !(gbps > 0) || ranks < 1) fail_usage("--predict needs --attn-gflops, --link-gbps > 0 and --ranks >= 1");
@@ -272,7 +374,8 @@ int main(int argc, char **argv) {
     if (calibrate && !strcmp(calibrate, "attn")) calibrate_attention(&s, L, reps);
     else if (calibrate && !strcmp(calibrate, "link")) calibrate_link(g.ring);
     else if (calibrate) comm_fail_usage_all("--calibrate %s: use attn or latency", calibrate);
-    else run_ring(&s, g.ring, g.world, L, reps, overlap, paired, progress);
+    else if (doc_mean == 0) run_ring(&s, &g, L, reps, overlap, paired, progress, NULL);
+    else run_documents(&s, &g, L, reps, overlap, progress, doc_mean);
     comm_grid_free(&g);
     comm_finalize();
     return 0;

@@ -134,10 +134,10 @@ bool comm_progress_running(void) { return g_mpi && comm_mpi_progress_running(); 
 void comm_set_timeout(double seconds) { g_timeout = seconds > 0 ? seconds : 600.0; }
 double comm_timeout(void) { return g_timeout; }
 
-void comm_sendrecv_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t bytes, int to, int from,
-                         const char *what) {
-    *r = (CommRequest){.comm = c, .what = what, .to = to, .from = from, .active = bytes > 0};
-    if (bytes) c->be->sendrecv_start(c, r, send, recv, bytes, to, from);
+void comm_sendrecv_start(Comm *c, CommRequest *r, const void *send, size_t send_bytes, int to, void *recv,
+                         size_t recv_bytes, int from, const char *what) {
+    *r = (CommRequest){.comm = c, .what = what, .to = to, .from = from, .active = send_bytes || recv_bytes};
+    if (r->active) c->be->sendrecv_start(c, r, send, send_bytes, to, recv, recv_bytes, from);
 }
 
 // MPI counts are int: a slice of more elements is refused (a unit of a model is far below 2^31 elements per rank).

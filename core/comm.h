@@ -64,10 +64,11 @@ void comm_poke(void);
 void comm_set_timeout(double seconds);
 double comm_timeout(void);
 
-// Starts sending `bytes` from send to rank `to` while receiving as many into recv from `from`.
-// Buffers must stay untouched until comm_wait returns. bytes == 0 starts nothing.
-void comm_sendrecv_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t bytes, int to, int from,
-                         const char *what);
+// Starts sending `send_bytes` from send to rank `to` while receiving `recv_bytes` into recv from `from` (each
+// pair of peers agrees on the sizes: the ring's pieces are equal, the layout exchange's differ per direction).
+// Buffers must stay untouched until comm_wait returns. A side of 0 bytes posts nothing; both 0 starts nothing.
+void comm_sendrecv_start(Comm *c, CommRequest *r, const void *send, size_t send_bytes, int to, void *recv,
+                         size_t recv_bytes, int from, const char *what);
 // Starts gathering: every rank's `count` elements of send land at recv + rank·count on every rank (recv holds
 // size·count elements). Equal slices: a caller whose pieces differ pads them to the longest. Buffers stay
 // untouched until comm_wait returns; count == 0 starts nothing.

@@ -6,7 +6,8 @@
 // every backend gets the same deadline and the same message when a peer is gone.
 typedef struct CommBackend {
     const char *name;
-    void (*sendrecv_start)(Comm *c, CommRequest *r, const void *send, void *recv, size_t bytes, int to, int from);
+    void (*sendrecv_start)(Comm *c, CommRequest *r, const void *send, size_t send_bytes, int to, void *recv,
+                           size_t recv_bytes, int from);
     void (*allreduce_start)(Comm *c, CommRequest *r, void *buf, size_t count, CommType t, CommOp op);
     void (*barrier_start)(Comm *c, CommRequest *r);
     void (*allgather_start)(Comm *c, CommRequest *r, const void *send, void *recv, size_t count, CommType t);

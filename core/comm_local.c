@@ -6,10 +6,11 @@
 #include "core/common.h"
 
 // Sending to oneself is a copy: a ring of one rank passes its own block to itself.
-static void local_sendrecv_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t bytes, int to,
-                                 int from) {
+static void local_sendrecv_start(Comm *c, CommRequest *r, const void *send, size_t send_bytes, int to, void *recv,
+                                 size_t recv_bytes, int from) {
     if (to != 0 || from != 0) fail("comm: a single-process job has no rank %d to exchange with", to ? to : from);
-    if (recv != send) memmove(recv, send, bytes);
+    if (send_bytes != recv_bytes) fail("comm: a rank sends itself %zu bytes but expects %zu", send_bytes, recv_bytes);
+    if (recv != send) memmove(recv, send, recv_bytes);
 }
 
 // A sum, min or max over one rank is the value itself.

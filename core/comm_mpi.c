@@ -65,6 +65,7 @@ enum { CHUNK = 1 << 16, TAG_CHUNKS = 7001, TAG_REST = 7002 };
 typedef struct {
     MPI_Request req[4];
     int n;
+    int n_recv;   // a send/receive pair: its first n_recv requests are the receives
 } MpiRequest;
 _Static_assert(sizeof(MpiRequest) <= sizeof(((CommRequest *)0)->handle), "CommRequest.handle too small for MPI");
 
@@ -172,21 +173,26 @@ static MPI_Datatype mpi_type(CommType t) {
 
 static MPI_Op mpi_op(CommOp op) { return op == COMM_SUM ? MPI_SUM : op == COMM_MIN ? MPI_MIN : MPI_MAX; }
 
-static void mpi_sendrecv_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t bytes, int to,
-                               int from) {
-    MpiRequest *q = (MpiRequest *)r->handle;
-    MPI_Comm comm = mpi_comm(c);
+// Posts one direction of a pair: `bytes` as whole chunks and a remainder (the peer, knowing the size, posts the same).
+static void mpi_post(MpiRequest *q, MPI_Comm comm, bool recv, void *buf, size_t bytes, int peer) {
     size_t chunks = bytes / CHUNK, rest = bytes % CHUNK;
     if (chunks > INT_MAX) fail("comm: a %zu-byte message is too large for one MPI exchange", bytes);
+    if (chunks && recv) MPI_CHECK(MPI_Irecv(buf, (int)chunks, g_chunk_type, peer, TAG_CHUNKS, comm, &q->req[q->n++]));
+    if (chunks && !recv) MPI_CHECK(MPI_Isend(buf, (int)chunks, g_chunk_type, peer, TAG_CHUNKS, comm, &q->req[q->n++]));
+    char *tail = (char *)buf + chunks * CHUNK;
+    if (rest && recv) MPI_CHECK(MPI_Irecv(tail, (int)rest, MPI_BYTE, peer, TAG_REST, comm, &q->req[q->n++]));
+    if (rest && !recv) MPI_CHECK(MPI_Isend(tail, (int)rest, MPI_BYTE, peer, TAG_REST, comm, &q->req[q->n++]));
+}
+
+static void mpi_sendrecv_start(Comm *c, CommRequest *r, const void *send, size_t send_bytes, int to, void *recv,
+                               size_t recv_bytes, int from) {
+    MpiRequest *q = (MpiRequest *)r->handle;
+    MPI_Comm comm = mpi_comm(c);
     q->n = 0;
     // Receives first, so that an eager message from the peer finds its buffer posted.
-    if (chunks) MPI_CHECK(MPI_Irecv(recv, (int)chunks, g_chunk_type, from, TAG_CHUNKS, comm, &q->req[q->n++]));
-    if (rest)
-        MPI_CHECK(MPI_Irecv((char *)recv + chunks * CHUNK, (int)rest, MPI_BYTE, from, TAG_REST, comm, &q->req[q->n++]));
-    if (chunks) MPI_CHECK(MPI_Isend(send, (int)chunks, g_chunk_type, to, TAG_CHUNKS, comm, &q->req[q->n++]));
-    if (rest)
-        MPI_CHECK(MPI_Isend((const char *)send + chunks * CHUNK, (int)rest, MPI_BYTE, to, TAG_REST, comm,
-                            &q->req[q->n++]));
+    mpi_post(q, comm, true, recv, recv_bytes, from);
+    q->n_recv = q->n;
+    mpi_post(q, comm, false, (void *)send, send_bytes, to);
     progress_started();
 }
 
@@ -241,14 +247,14 @@ static bool mpi_test(Comm *c, CommRequest *r) {
     return done != 0;
 }
 
-// A pair's receives come first in its requests, then as many sends (mpi_sendrecv_start).
+// A pair's receives come first in its requests, then its sends (mpi_sendrecv_start).
 static void mpi_pending(Comm *c, CommRequest *r, bool *send, bool *recv) {
     MpiRequest *q = (MpiRequest *)r->handle;
     *send = *recv = false;
     for (int i = 0; i < q->n; i++) {
         int done = 0;
         MPI_CHECK(MPI_Request_get_status(q->req[i], &done, MPI_STATUS_IGNORE));
-        if (!done) *(i < q->n / 2 ? recv : send) = true;
+        if (!done) *(i < q->n_recv ? recv : send) = true;
     }
 }
 

@@ -114,12 +114,27 @@ static void record_done(CudaComm *cc, CudaReq *q) {
 }
 #endif
 
-static void cc_sendrecv_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t bytes, int to, int from) {
+// Staged: the device's send bytes to a pinned slot, the parent's collective between slots, and (cc_test) the result's
+// `recv_bytes` back to the device.
+static CudaReq *staged_start(CudaComm *cc, CommRequest *r, const void *send, size_t send_bytes, void *recv,
+                             size_t recv_bytes) {
+    CudaReq *q = new_req(r, PATH_STAGED);
+    q->slot = take_staging(cc, send_bytes > recv_bytes ? send_bytes : recv_bytes);
+    CUDA_CHECK(cudaMemcpyAsync(q->slot->send, send, send_bytes, cudaMemcpyDeviceToHost, compute_stream()));
+    CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
+    q->dev_dst = recv;
+    q->bytes = recv_bytes;
+    q->inner = inner_of(cc, r);
+    return q;
+}
+
+static void cc_sendrecv_start(Comm *c, CommRequest *r, const void *send, size_t send_bytes, int to, void *recv,
+                              size_t recv_bytes, int from) {
     CudaComm *cc = impl_of(c);
     if (!on_device(send) && !on_device(recv)) {
         CudaReq *q = new_req(r, PATH_PARENT);
         q->inner = inner_of(cc, r);
-        cc->parent->be->sendrecv_start(cc->parent, &q->inner, send, recv, bytes, to, from);
+        cc->parent->be->sendrecv_start(cc->parent, &q->inner, send, send_bytes, to, recv, recv_bytes, from);
         return;
     }
 #ifdef RINGGPT_HAVE_NCCL
@@ -128,21 +143,15 @@ static void cc_sendrecv_start(Comm *c, CommRequest *r, const void *send, void *r
         order_after_compute(cc);
         // One group: send and receive progress together, so a ring of blocking sends cannot deadlock.
         NCCL_CHECK(ncclGroupStart());
-        NCCL_CHECK(ncclSend(send, bytes, ncclUint8, to, cc->nc, cc->comm_stream));
-        NCCL_CHECK(ncclRecv(recv, bytes, ncclUint8, from, cc->nc, cc->comm_stream));
+        if (send_bytes) NCCL_CHECK(ncclSend(send, send_bytes, ncclUint8, to, cc->nc, cc->comm_stream));
+        if (recv_bytes) NCCL_CHECK(ncclRecv(recv, recv_bytes, ncclUint8, from, cc->nc, cc->comm_stream));
         NCCL_CHECK(ncclGroupEnd());
         record_done(cc, q);
         return;
     }
 #endif
-    CudaReq *q = new_req(r, PATH_STAGED);
-    q->slot = take_staging(cc, bytes);
-    CUDA_CHECK(cudaMemcpyAsync(q->slot->send, send, bytes, cudaMemcpyDeviceToHost, compute_stream()));
-    CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
-    q->dev_dst = recv;
-    q->bytes = bytes;
-    q->inner = inner_of(cc, r);
-    cc->parent->be->sendrecv_start(cc->parent, &q->inner, q->slot->send, q->slot->recv, bytes, to, from);
+    CudaReq *q = staged_start(cc, r, send, send_bytes, recv, recv_bytes);
+    cc->parent->be->sendrecv_start(cc->parent, &q->inner, q->slot->send, send_bytes, to, q->slot->recv, recv_bytes, from);
 }
 
 static void cc_allreduce_start(Comm *c, CommRequest *r, void *buf, size_t count, CommType t, CommOp op) {
@@ -171,20 +180,6 @@ static void cc_allreduce_start(Comm *c, CommRequest *r, void *buf, size_t count,
     q->bytes = bytes;
     q->inner = inner_of(cc, r);
     cc->parent->be->allreduce_start(cc->parent, &q->inner, q->slot->recv, count, t, op);
-}
-
-// Staged: the device's send bytes to a pinned slot, the parent's collective between slots, and (cc_test) the result's
-// `recv_bytes` back to the device.
-static CudaReq *staged_start(CudaComm *cc, CommRequest *r, const void *send, size_t send_bytes, void *recv,
-                             size_t recv_bytes) {
-    CudaReq *q = new_req(r, PATH_STAGED);
-    q->slot = take_staging(cc, send_bytes > recv_bytes ? send_bytes : recv_bytes);
-    CUDA_CHECK(cudaMemcpyAsync(q->slot->send, send, send_bytes, cudaMemcpyDeviceToHost, compute_stream()));
-    CUDA_CHECK(cudaStreamSynchronize(compute_stream()));
-    q->dev_dst = recv;
-    q->bytes = recv_bytes;
-    q->inner = inner_of(cc, r);
-    return q;
 }
 
 static void cc_allgather_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t count, CommType t) {
@@ -345,8 +340,8 @@ static void warm_up(Comm *c, const char *what) {
     float *buf = cuda_mem_alloc(2 * sizeof(float), "comm warm-up");
     cuda_mem_zero(buf, 2 * sizeof(float));
     CommRequest r;
-    comm_sendrecv_start(c, &r, buf, buf + 1, sizeof(float), (c->rank + 1) % c->size, (c->rank - 1 + c->size) % c->size,
-                        what);
+    comm_sendrecv_start(c, &r, buf, sizeof(float), (c->rank + 1) % c->size, buf + 1, sizeof(float),
+                        (c->rank - 1 + c->size) % c->size, what);
     comm_wait(&r);
     comm_allreduce(c, buf, 1, COMM_F32, COMM_SUM, what);
     cuda_mem_release(buf);

@@ -213,7 +213,8 @@ static void whole_sequence_attention(AttnStep *self, GPT *m, int layer, LayerAct
         real *att = L->att + b * qs, *lse = L->lse + b * hs, *tmp = m->act.attn_tmp + b * hs;
         const real *q = act_at(L->q, s.qkv, b * qs), *k = act_at(L->k, s.qkv, b * kvs), *v = act_at(L->v, s.qkv, b * kvs);
         const int32_t *docs = sample_docs(m, b, r.T, false), *docs_host = sample_docs(m, b, r.T, true);
-        if (m->ring) ring_attention_forward(m->ring, m->be, &s, att, lse, tmp, q, k, v, r.T, docs, docs_host);
+        RingLayout lay = {.docs = docs, .docs_host = docs_host};   // the zigzag
+        if (m->ring) ring_attention_forward(m->ring, m->be, &s, att, lse, tmp, q, k, v, r.T, &lay);
         else attention_causal_forward(m->be, &s, att, lse, tmp, q, k, v, r.T, docs);
     }
 }
@@ -229,7 +230,8 @@ static void attention_backward(GPT *m, LayerActs *L, const real *datt, int B, in
         const real *q = act_at(L->q, s.qkv, b * qs), *k = act_at(L->k, s.qkv, b * kvs), *v = act_at(L->v, s.qkv, b * kvs);
         const real *o = L->att + b * qs, *lse = L->lse + b * hs, *dout = datt + b * qs;
         const int32_t *docs = sample_docs(m, b, T, false), *docs_host = sample_docs(m, b, T, true);
-        if (m->ring) ring_attention_backward(m->ring, m->be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, docs, docs_host);
+        RingLayout lay = {.docs = docs, .docs_host = docs_host};   // the zigzag
+        if (m->ring) ring_attention_backward(m->ring, m->be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, &lay);
         else attention_causal_backward(m->be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, docs);
     }
 }

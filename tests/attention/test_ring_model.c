@@ -2,7 +2,8 @@
 // bytes and block work of ring.c's schedule, compute independent of the overlap, the serial baseline = compute + transfer
 // + lag (two ranks: the transfer alone, and lag in the backward),
 // no waiting on an infinitely fast link, a link-bound ring no faster than its bytes, hiding once compute dominates, a
-// slower share of the link while computing, and the host's network stack.
+// slower share of the link while computing, and the host's network stack; under a layout (ring_layout_model), each rank's
+// visible pairs and the rows it must send.
 #include <math.h>
 #include <stdio.h>
 
@@ -143,6 +144,100 @@ static void check_host_cost(void) {
     printf("  compute = 4 x transfer, host = 4 x link: %.3f of the transfer hidden (1 - link / host = 0.75)\n", hidden);
 }
 
+// ---- layouts (ring_layout_model) ----
+
+enum { LW = 4, LL = 64, LT = LW * LL };   // 4 ranks of 64 rows
+
+// Documents of the layout checks: one token, one across every rank's share in every layout below, then short ones of
+// 1..24 tokens (a fixed pattern).
+static void make_docs(int32_t *doc) {
+    int d = 0, left = 1;
+    for (int p = 0; p < LT; p++, left--) {
+        if (left == 0) left = p == 1 ? LT / 2 + 40 : 1 + (p * 7) % 24, d++;
+        doc[p] = d;
+    }
+}
+
+// Positions of rank j (ascending): 0 the zigzag, 1 contiguous, 2 round-robin, 3 the short documents' tokens kept whole
+// on a rank (the positions in order of document, short ones first, filled rank after rank).
+static void make_layout(int kind, const int32_t *doc, int32_t *pos) {
+    int at = 0, h = LL / 2;
+    for (int pass = 0; pass < 2 && kind == 3; pass++)   // short documents (not 1), then the long one (1)
+        for (int p = 0; p < LT; p++)
+            if ((doc[p] == 1) == (pass == 1)) pos[at++] = p;
+    for (int j = 0; j < LW; j++)
+        for (int i = 0; i < LL; i++) {
+            int32_t *x = &pos[j * LL + i];
+            if (kind == 0) *x = i < h ? j * h + i : (2 * LW - 1 - j) * h + i - h;
+            if (kind == 1) *x = j * LL + i;
+            if (kind == 2) *x = i * LW + j;
+        }
+    for (int j = 0; j < LW; j++)   // ascending per rank (insertion sort: 64 rows)
+        for (int i = 1; i < LL; i++)
+            for (int t = j * LL + i; t > j * LL && pos[t - 1] > pos[t]; t--) {
+                int32_t y = pos[t];
+                pos[t] = pos[t - 1], pos[t - 1] = y;
+            }
+}
+
+// Rank r's figures counted the slow way: its visible pairs (every key of a query's document at or before it), the
+// rows of its own others read (sent) and the rows of others it reads (received).
+static void slow_counts(const int32_t *pos, const int32_t *doc, int r, double *pairs, double *sent, double *recv) {
+    *pairs = *sent = *recv = 0;
+    for (int i = 0; i < LL; i++) {
+        int p = pos[r * LL + i];
+        for (int x = 0; x <= p; x++) *pairs += doc[x] == doc[p];
+    }
+    for (int q = 0; q < LW; q++)
+        for (int i = 0; i < LL && q != r; i++)
+            for (int dir = 0; dir < 2; dir++) {   // dir 0: our row i read by q; 1: q's row i read by us
+                int owner = dir ? q : r, reader = dir ? r : q, p = pos[owner * LL + i];
+                bool read = false;
+                for (int t = 0; t < LL && !read; t++) read = pos[reader * LL + t] > p && doc[pos[reader * LL + t]] == doc[p];
+                *(dir ? recv : sent) += read;
+            }
+}
+
+// Under every layout: the zigzag without documents is ring_model bit for bit; a block call costs its visible pairs,
+// so each rank's compute is its pairs (the calls cover every visible pair once) and the most of any rank is the figure;
+// the exchange sends the rows read (K|V out in each pass, their dK|dV back in the backward), the zigzag's ring every
+// block; no call is faster than its busiest rank's compute, and the overlap is never slower than the serial baseline.
+static void check_layouts(void) {
+    int32_t doc[LT], pos[LT], ids[LT];
+    make_docs(doc);
+    RingCosts slow = costs(0.1, 50e-6);
+    for (int kind = 0; kind < 4; kind++) {
+        make_layout(kind, doc, pos);
+        for (int i = 0; i < LT; i++) ids[i] = doc[pos[i]];
+        RingLayout lay = {.pos = pos, .docs_host = ids};
+        double pairs = 0, fwd = 0, bwd = 0, row = 2.0 * SHAPE.n_kv_head * SHAPE.head_dim * sizeof(real);
+        for (int r = 0; r < LW; r++) {
+            double p, sent, recv;
+            slow_counts(pos, doc, r, &p, &sent, &recv);
+            if (kind == 0) sent = recv = (LW - 1) * LL;   // the ring passes every block on
+            pairs = fmax(pairs, p), fwd = fmax(fwd, sent * row), bwd = fmax(bwd, (sent + recv) * row);
+        }
+        RingTiming f = ring_layout_model(LW, LL, &SHAPE, &slow, true, false, &lay);
+        RingTiming b = ring_layout_model(LW, LL, &SHAPE, &slow, true, true, &lay);
+        RingTiming f0 = ring_layout_model(LW, LL, &SHAPE, &slow, false, false, &lay);
+        RingTiming b0 = ring_layout_model(LW, LL, &SHAPE, &slow, false, true, &lay);
+        double want = pairs * SHAPE.n_head * SHAPE.head_dim * 4.0 / slow.attn_flops;
+        CHECK(fabs(f.compute_s - want) <= 1e-12 * want && fabs(b.compute_s - 2.5 * want) <= 1e-12 * want,
+              "layout %d: compute %.6g + %.6g s, the most pairs of a rank need %.6g + %.6g s", kind, f.compute_s, b.compute_s,
+              want, 2.5 * want);
+        CHECK(f.bytes == fwd && b.bytes == bwd, "layout %d: %.0f + %.0f bytes sent, the rows read need %.0f + %.0f", kind,
+              f.bytes, b.bytes, fwd, bwd);
+        CHECK(f.seconds >= f.compute_s && b.seconds >= b.compute_s, "layout %d: faster than its busiest rank's compute", kind);
+        CHECK(f.seconds + b.seconds <= (f0.seconds + b0.seconds) * (1 + 1e-12), "layout %d: overlap slower than serial", kind);
+        printf("  layout %d: %.0f pairs on the busiest rank, %.0f bytes sent, overlapped %.5f s, serial %.5f s\n", kind, pairs,
+               f.bytes + b.bytes, f.seconds + b.seconds, f0.seconds + b0.seconds);
+    }
+    make_layout(0, doc, pos);
+    RingLayout zigzag = {.pos = pos};
+    RingTiming a = ring_layout_model(LW, LL, &SHAPE, &slow, true, true, &zigzag), z = ring_model(LW, LL, &SHAPE, &slow, true, true);
+    CHECK(a.seconds == z.seconds && a.bytes == z.bytes && a.compute_s == z.compute_s, "the zigzag's layout is not ring_model");
+}
+
 int main(void) {
     const int Ws[] = {1, 2, 3, 4, 8}, Ls[] = {64, 1024};
     for (size_t w = 0; w < 5; w++)
@@ -150,6 +245,7 @@ int main(void) {
     check_hiding();
     check_busy_share();
     check_host_cost();
+    check_layouts();
     printf("%d passed, %d failed\n", check_passed, check_failed);
     return check_failed ? 1 : 0;
 }

@@ -4,8 +4,9 @@ target_link_libraries(test_attention PRIVATE ringgpt_lib)
 add_test(NAME attention_vs_naive COMMAND test_attention)
 set_tests_properties(attention_vs_naive PROPERTIES LABELS attention ENVIRONMENT "OMP_NUM_THREADS=2")
 
-# The ring (label mpi): per-rank O, LSE, dQ, dK, dV equal single-rank attention for sp ∈ {1,2,3,4,5,8}, the
-# double build for exactness and the float (product) build at fp32 tolerance.
+# The ring (label mpi): per-rank O, LSE, dQ, dK, dV equal single-rank attention for sp ∈ {1,2,3,4,5,8}, under the
+# zigzag and other layouts (the pairwise exchange), the double build for exactness and the float (product) build at
+# fp32 tolerance.
 foreach(prec f32 f64)
   add_executable(test_ring_attention_${prec} ${CMAKE_SOURCE_DIR}/tests/attention/test_ring_attention.c)
   target_link_libraries(test_ring_attention_${prec} PRIVATE ${RINGGPT_LIB_${prec}})

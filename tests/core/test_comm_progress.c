@@ -34,7 +34,7 @@ static bool exchange(Comm *w, CommProgress mode, bool poke, double seconds) {
     for (size_t i = 0; i < BYTES; i++) send[i] = pattern(r, i);
     comm_barrier(w, "exchange start");
     CommRequest q;
-    comm_sendrecv_start(w, &q, send, recv, BYTES, peer, peer, "progress test exchange");
+    comm_sendrecv_start(w, &q, send, BYTES, peer, recv, BYTES, peer, "progress test exchange");
     double t0 = now_seconds();
     bool filled = false;
     while (!(filled = arrived(recv, peer)) && now_seconds() - t0 < seconds) {
