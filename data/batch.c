@@ -1,4 +1,4 @@
-// data/batch.c — batch buffers and the zigzag slicing that gives every ring rank its two chunks (and their documents).
+// data/batch.c — batch buffers and the slicing that gives every ring rank its positions of a sample under a layout (and their documents).
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +25,7 @@ void batch_free(Batch *b) {
     free(b->seg);
     free(b->n_docs);
     free(b->doc_start);
+    free(b->layout);
     *b = (Batch){0};
 }
 
@@ -32,7 +33,9 @@ void batch_free(Batch *b) {
 static void find_docs(Batch *b, int row, const int32_t *sample, int T, int32_t eos) {
     if (b->doc_cap < T) {
         free(b->doc_start);
+        free(b->layout);
         b->doc_start = xmalloc((size_t)b->B * T * sizeof(int32_t), "batch document starts");
+        b->layout = xmalloc((size_t)b->B * T * sizeof(int32_t), "batch layouts");
         b->doc_cap = T;
     }
     int32_t *ds = b->doc_start + (size_t)row * b->doc_cap, n = 0;
@@ -43,33 +46,24 @@ static void find_docs(Batch *b, int row, const int32_t *sample, int T, int32_t e
     b->n_docs[row] = n;
 }
 
-void batch_put_sample_docs(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos) {
+void batch_put_sample_docs(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos, Placement p) {
     find_docs(b, row, sample, T, eos);
     const int32_t *ds = b->doc_start + (size_t)row * b->doc_cap;
-    int nd = b->n_docs[row], chunk = T / (2 * sp);
-    int starts[2] = {sp_index * chunk, (2 * sp - 1 - sp_index) * chunk};
+    int nd = b->n_docs[row];
+    int32_t *layout = b->layout + (size_t)row * b->doc_cap;
+    place_sample(p, ds, nd, T, sp, layout);
+    const int32_t *mine = layout + (size_t)sp_index * b->T;
     size_t base = (size_t)row * b->T;
     int32_t *tok = b->tokens + base, *tgt = b->targets + base, *pos = b->pos + base, *seg = b->seg + base;
-    int o = 0;
-    for (int c = 0; c < (sp == 1 ? 1 : 2); c++) {
-        int start = sp == 1 ? 0 : starts[c], len = sp == 1 ? T : chunk;
-        int d = 0;   // the document holding `start`: the last start <= it
-        while (d + 1 < nd && ds[d + 1] <= start) d++;
-        memcpy(tok + o, sample + start, (size_t)len * sizeof(int32_t));
-        memcpy(tgt + o, sample + start + 1, (size_t)len * sizeof(int32_t));
-        for (int i = 0; i < len; i++) pos[o + i] = start + i;
-        // seg is constant between document starts: fill it run by run.
-        for (int t = start; t < start + len; d++) {
-            int end = d + 1 < nd && ds[d + 1] < start + len ? ds[d + 1] : start + len;
-            for (int i = t; i < end; i++) seg[o + i - start] = d;
-            t = end;
-        }
-        o += len;
+    for (int i = 0, d = 0; i < b->T; i++) {   // positions ascend, so the document only moves forward
+        int32_t t = mine[i];
+        while (d + 1 < nd && ds[d + 1] <= t) d++;
+        tok[i] = sample[t], tgt[i] = sample[t + 1], pos[i] = t, seg[i] = d;
     }
 }
 
 void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index) {
-    batch_put_sample_docs(b, row, sample, T, sp, sp_index, -1);
+    batch_put_sample_docs(b, row, sample, T, sp, sp_index, -1, PLACE_ZIGZAG);
 }
 
 void batch_mask_targets(Batch *b, int row, const uint8_t *weight) {
@@ -105,4 +99,10 @@ void batch_zigzag_docs(const Batch *b, int row, int sp, int32_t *out) {
             int p = sp == 1 ? i : i < chunk ? j * chunk + i : (2 * sp - 1 - j) * chunk + i - chunk;
             out[(size_t)j * L + i] = doc_of(ds, nd, p);
         }
+}
+
+void batch_layout_docs(const Batch *b, int row, int sp, int32_t *out) {
+    const int32_t *ds = b->doc_start + (size_t)row * b->doc_cap, *layout = b->layout + (size_t)row * b->doc_cap;
+    int nd = b->n_docs[row];
+    for (size_t i = 0; i < (size_t)b->T * sp; i++) out[i] = doc_of(ds, nd, layout[i]);
 }

@@ -16,6 +16,8 @@ typedef struct {
     int32_t *seg;       // (B, T) document number within the full sample of each token (0, 1, ...)
     int32_t *n_docs;    // (B) documents in each full sample
     int32_t *doc_start; // (B, doc_cap) start positions of those documents, ascending, first = 0
+    int32_t *layout;    // (B, doc_cap) the row's layout (data/placement.h): rank j's T global positions at
+                        // layout + row·doc_cap + j·T, ascending; this rank's are its `pos`
     int doc_cap;        // full seq-len once a source has filled the batch (0 before)
 } Batch;
 
@@ -23,3 +25,6 @@ typedef struct {
 // order: rank j's b->T ids, in its local order, at out + j·b->T (sp = 1: position order). Every sp
 // rank computes the same array from its batch's document starts (ring.h, ring_attention_forward_docs).
 void batch_zigzag_docs(const Batch *b, int row, int sp, int32_t *out);
+// The document number of every position of row `row`'s full sample in the row's layout order: rank j's
+// b->T ids at out + j·b->T (the zigzag layout: what batch_zigzag_docs gives).
+void batch_layout_docs(const Batch *b, int row, int sp, int32_t *out);

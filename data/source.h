@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "data/batch.h"
+#include "data/placement.h"
 #include "data/tokenizer.h"
 
 typedef struct {
@@ -11,7 +12,8 @@ typedef struct {
     int batch;            // B: sequences per data-parallel group per micro-step
     uint64_t seed;        // shuffles the sample order per epoch
     int dp, dp_index;     // data-parallel groups and this rank's group
-    int sp, sp_index;     // ring size and this rank's place in it (zigzag slices)
+    int sp, sp_index;     // ring size and this rank's place in it
+    Placement placement;  // how a sample's tokens go to the sp ranks (--placement; default the zigzag)
     double val_fraction;  // text files without --val-data: the held-out tail used for validation
     bool no_shuffle;      // samples in stream order every epoch (--no-shuffle), for debugging and tests
     bool loss_on_all;     // --loss-on all: ignore the data's per-token loss weights (every target counts)
@@ -54,8 +56,9 @@ void batch_free(Batch *b);
 // the sample is cut into 2·sp chunks of T/(2·sp) and rank r keeps chunks r and 2·sp−1−r
 // (tokens, their next-token targets and their global positions). sp = 1 keeps the whole sample.
 void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index);
-// The same, and fills b's document fields: a document starts at 0 and after every `eos` (-1: none).
-void batch_put_sample_docs(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos);
+// The same under placement p, and fills b's document fields and the row's layout: a document starts at 0
+// and after every `eos` (-1: none); rank r keeps the positions layout + r·T/sp.
+void batch_put_sample_docs(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos, Placement p);
 // After batch_put_sample*: the loss weights of the same sample's T+1 tokens mask row `row`'s targets: a
 // target whose token has weight 0 becomes -1. Uses the row's global positions, so it works on any slice.
 void batch_mask_targets(Batch *b, int row, const uint8_t *weight);

@@ -1,6 +1,6 @@
-# tests/data/tests.cmake — data/: shard format and corruption, loader layouts and resume, prepare (its command and its library, mix files), synthetic tasks, loss masks,
+# tests/data/tests.cmake — data/: shard format and corruption, loader layouts and resume, placements of a window, prepare (its command and its library, mix files), synthetic tasks, loss masks,
 # tokenizers (ids = HF tokenizers), and libFuzzer on the shard reader, the manifest reader and the tokenizer.json parser.
-foreach(t shard loader prepare prepare_api synthetic loss_mask)
+foreach(t shard loader prepare prepare_api synthetic loss_mask placement)
   add_executable(test_${t} ${CMAKE_SOURCE_DIR}/tests/data/test_${t}.c)
   target_link_libraries(test_${t} PRIVATE ringgpt_lib)
   add_test(NAME data_${t} COMMAND test_${t})
