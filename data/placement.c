@@ -43,11 +43,16 @@ typedef struct {
 } Item;
 
 typedef struct {
+    int32_t rank, a, b;   // positions [a, b) go to rank
+} Run;
+
+typedef struct {
     int sp;
     int64_t *cost;        // (sp) pairs placed on each rank
     int32_t *room;        // (sp) positions each rank still takes
     int64_t left_cost, left_tokens;   // not placed yet
-    int32_t *owner;       // (T) the rank of each position; NULL while a trial only measures
+    Run *runs;            // where the positions went; NULL while a trial only measures
+    int n_runs;
 } Fill;
 
 // The rank with room for `need` positions whose projected final cost is lowest (the lower rank on a tie); -1: none.
@@ -68,10 +73,15 @@ static void give(Fill *f, int r, Item *it, int32_t n) {
         int32_t take = it->b[k] - it->a[k] < n ? it->b[k] - it->a[k] : n;
         int64_t c = run_cost(it->start, it->a[k], it->a[k] + take);
         f->cost[r] += c, f->left_cost -= c, it->cost -= c;
-        if (f->owner)
-            for (int32_t t = it->a[k]; t < it->a[k] + take; t++) f->owner[t] = r;
+        if (f->runs && take > 0) f->runs[f->n_runs++] = (Run){r, it->a[k], it->a[k] + take};
         it->a[k] += take, n -= take;
     }
+}
+
+static int by_place(const void *x, const void *y) {
+    const Run *a = x, *b = y;
+    if (a->rank != b->rank) return a->rank - b->rank;
+    return (a->a > b->a) - (a->a < b->a);
 }
 
 static int by_cost(const void *x, const void *y) {
@@ -162,8 +172,8 @@ static void fill(Fill *f, Item *it, int n) {
 }
 
 // One placement with the documents dearer than `limit` pairs split; returns the largest rank's pairs.
-// owner (T): where every position went (NULL: only measure).
-static int64_t trial(Work *w, const int64_t limit[2], int32_t *owner) {
+// runs: where the positions went (NULL: only measure), *n_runs of them.
+static int64_t trial(Work *w, const int64_t limit[2], Run *runs, int *n_runs) {
     int L = w->T / w->sp, n = 0, whole;
     for (int d = 0; d < w->nd; d++) {   // the split documents' pairs, then the whole documents
         int32_t s = w->ds[d], e = d + 1 < w->nd ? w->ds[d + 1] : w->T;
@@ -179,7 +189,7 @@ static int64_t trial(Work *w, const int64_t limit[2], int32_t *owner) {
     }
     qsort(w->items, (size_t)whole, sizeof(Item), by_cost);
     qsort(w->items + whole, (size_t)(n - whole), sizeof(Item), by_cost);
-    Fill f = {.sp = w->sp, .cost = w->cost, .room = w->room, .left_cost = w->total, .left_tokens = w->T, .owner = owner};
+    Fill f = {.sp = w->sp, .cost = w->cost, .room = w->room, .left_cost = w->total, .left_tokens = w->T, .runs = runs};
     for (int r = 0; r < w->sp; r++) f.cost[r] = 0, f.room[r] = L;
     for (Item *it = w->items; it < w->items + whole; it++)
         while (it->tokens > 0) {
@@ -188,6 +198,7 @@ static int64_t trial(Work *w, const int64_t limit[2], int32_t *owner) {
             else r = best_rank(&f, 1), give(&f, r, it, f.room[r]);   // no room for all of it: cut
         }
     fill(&f, w->items + whole, n - whole);
+    if (n_runs) *n_runs = f.n_runs;
     int64_t max = 0;
     for (int r = 0; r < w->sp; r++) max = f.cost[r] > max ? f.cost[r] : max;
     return max;
@@ -207,19 +218,20 @@ static void place_cost(const int32_t *ds, int nd, int T, int sp, int32_t *layout
     w.items = xmalloc(n_items * sizeof(Item), "placement items");
     w.cost = xmalloc((size_t)sp * sizeof(int64_t), "placement costs");
     w.room = xmalloc((size_t)sp * sizeof(int32_t), "placement rooms");
-    int32_t *owner = xmalloc((size_t)T * sizeof(int32_t), "placement owners");
-    int best = 0;
+    int best = 0, n_runs = 0;
     int64_t best_max = 0, good = fair + fair / GOOD_ENOUGH;
     for (int s = 0; s < SPLIT_TRIALS; s++) {
-        int64_t m = trial(&w, limit[s], NULL);
+        int64_t m = trial(&w, limit[s], NULL, NULL);
         if (s == 0 || m < best_max) best = s, best_max = m;
         if (m <= good) break;
     }
-    trial(&w, limit[best], owner);
-    int L = T / sp;
-    for (int r = 0; r < sp; r++) w.room[r] = 0;   // now: positions written per rank
-    for (int t = 0; t < T; t++) layout[(size_t)owner[t] * L + w.room[owner[t]]++] = t;
-    free(owner);
+    // Each give places at most two runs; it either uses up an item or fills a rank (at most sp per phase).
+    Run *runs = xmalloc((2 * n_items + 4 * (size_t)sp) * sizeof(Run), "placement runs");
+    trial(&w, limit[best], runs, &n_runs);
+    qsort(runs, (size_t)n_runs, sizeof(Run), by_place);
+    for (Run *r = runs; r < runs + n_runs; r++)
+        for (int32_t t = r->a; t < r->b; t++) *layout++ = t;
+    free(runs);
     free(w.room);
     free(w.cost);
     free(w.items);
