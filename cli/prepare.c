@@ -97,10 +97,12 @@ static const char *mix_key_moved(const char *name) {
 
 static const ArgCommand CMD = {
     "prepare", "ringgpt prepare --out DIR [flags] INPUT... | ringgpt prepare --out DIR --synthetic passkey|recall [--mix FILE] [flags]",
-    "Turns text files (one document per file; directories are read recursively), JSONL prompt/completion records\n"
-    "(one document each, loss on the completion only), raw uint16/uint32 token files (documents end at --eos) or\n"
-    "llm.c .bin shards into a dataset of zlib-compressed, checksummed shards with a\n"
-    "manifest, or generates a synthetic long-context task. Files are written under .tmp names and renamed when complete.\n"
+    "Turns text files (one document per file, or per directory with --doc-per dir; directories are read recursively),\n"
+    "JSONL text records (one document each: --text-field), JSONL prompt/completion records (one document each, loss\n"
+    "on the completion only), raw uint16/uint32 token files (documents end at --eos) or llm.c .bin shards into a\n"
+    "dataset of zlib-compressed, checksummed shards with a manifest, or generates a synthetic long-context task.\n"
+    "Text and JSONL files may be gzip or zstd compressed (told by their first bytes). Files are written under .tmp\n"
+    "names and renamed when complete; a prepare that fails (a bad record, a truncated file) leaves no dataset.\n"
     "A mix file (--mix) is a JSON object of the synthetic documents' variations: depth, edge-frac, edge-span, edge-far,\n"
     "long-frac, key-max, distractor-frac, distractors, distractor-alike, ask, recall-frac, pairs, queries, haystack,\n"
     "haystack-frac, held-out, text, text-frac (docs/data.md says what each does; a key left out keeps its default).",
@@ -117,7 +119,15 @@ static int parse_flags(PrepareArgs *a, int argc, char **argv, const char **input
         {"--config", ARG_STRING, &a->config, "flags as a JSON object {\"synthetic\": \"passkey\", ...}; the command line overrides it"},
         {"--quiet", ARG_BOOL, &a->quiet, "no progress lines"},
         ARG_GROUP("inputs (files and directories)"),
-        {"--input-kind", ARG_STRING, &s->input_kind, "auto (llm.c .bin by magic, *.jsonl JSONL, else text), text, u16, u32, llmc or jsonl"},
+        {"--input-kind", ARG_STRING, &s->input_kind, "auto, text, u16, u32, llmc, jsonl (prompt/completion records) or jsonl-text; auto: "
+                                                     "llm.c .bin by magic, *.jsonl (and *.jsonl, *.json .gz/.zst) JSONL, jsonl when the "
+                                                     "first record has prompt and completion, else jsonl-text; text otherwise"},
+        {"--text-field", ARG_STRING, &s->text_field, "the field of JSONL text records that holds the document's text; a record "
+                                                     "without it (as a string) stops prepare naming the file and line (exit 2)"},
+        {"--doc-per", ARG_STRING, &s->doc_per, "text: a document per file, or per dir: each directory inside an input directory "
+                                               "is one document, its files in name order, each after a line '==> PATH <=='"},
+        {"--shuffle-docs", ARG_BOOL, &s->shuffle_docs, "write the documents of all inputs in a random order drawn from --seed "
+                                                       "(then the val split); holds a copy of the tokens in a temporary file in --out"},
         {"--include", ARG_STRING, &s->include, "comma-separated globs of the file names to read in input directories ('*.txt,*.md')",
          .dflt = "every file but dotfiles and binary files"},
         {"--tokenizer", ARG_STRING, &s->tokenizer, "a tokenizer.json (a BPE: byte-level or SentencePiece-style) to encode text and JSONL with, copied into the "
@@ -132,7 +142,7 @@ static int parse_flags(PrepareArgs *a, int argc, char **argv, const char **input
                                                "window); a comma list (K = 1024) is cycled through"},
         {"--mix", ARG_STRING, &a->mix, "a mix file: the documents' variations (its keys above; docs/data.md)",
          .dflt = "none: the plain task"},
-        {"--seed", ARG_I64, &s->seed, "seed of the documents"},
+        {"--seed", ARG_I64, &s->seed, "seed of the synthetic documents, and of --shuffle-docs' order"},
         ARG_GROUP("shards"),
         {"--shard-tokens", ARG_I64, &s->shard_tokens, "tokens per shard"},
         {"--block-tokens", ARG_I64, &s->block_tokens, "tokens per independently compressed block"},

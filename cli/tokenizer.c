@@ -136,7 +136,7 @@ static InputFiles find_text(const char *const *in, int n_in, const char *include
     for (int i = 0; i < n_in; i++) input_files_add(&l, in[i], include);
     if (!l.n) fail_usage("no input files found under the given paths%s", include ? " that match --include" : "");
     InputSkips k;
-    input_files_drop_unreadable(&l, true, &k);
+    input_files_drop_unreadable(&l, INPUT_TEXT, &k);
     char skipped[9000] = "";
     describe_skips(&k, skipped, sizeof skipped);
     if (!l.n) fail_usage("no text to learn from: %s; give text files, or --include GLOBS to pick them", skipped);

@@ -12,12 +12,12 @@
 #include "data/dataset_tokenizer.h"
 #include "data/prepare_impl.h"
 
-const char *const PREPARE_KIND_NAMES[] = {"text", "u16", "u32", "llmc", "synthetic", "jsonl"};
+const char *const PREPARE_KIND_NAMES[] = {"text", "u16", "u32", "llmc", "synthetic", "jsonl", "jsonl-text"};
 
 PrepareSpec prepare_spec_defaults(void) {
-    return (PrepareSpec){.input_kind = "auto", .eos = -1, .vocab = -1, .shard_tokens = 1 << 26, .block_tokens = SHARD_DEFAULT_BLOCK_TOKENS,
-                         .level = 6, .threads = 1, .byte_planes = true, .val_fraction = 0.1, .docs = 100, .seed = 1337, .doc_len = "4096",
-                         .mix = prepare_mix_defaults()};
+    return (PrepareSpec){.input_kind = "auto", .text_field = "text", .doc_per = "file", .eos = -1, .vocab = -1, .shard_tokens = 1 << 26,
+                         .block_tokens = SHARD_DEFAULT_BLOCK_TOKENS, .level = 6, .threads = 1, .byte_planes = true, .val_fraction = 0.1,
+                         .docs = 100, .seed = 1337, .doc_len = "4096", .mix = prepare_mix_defaults()};
 }
 
 // The checks that need no file: ranges, and inputs or a synthetic task (not both).
@@ -28,11 +28,17 @@ static void check_spec(const PrepareSpec *s) {
     if (s->synthetic && s->n_inputs) fail_usage("--synthetic generates its data; give no input files");
     if (!s->synthetic && !s->n_inputs) fail_usage("prepare needs input files or directories, or --synthetic (see `ringgpt prepare --help`)");
     if (!s->synthetic && s->mix.path) fail_usage("--mix %s shapes synthetic documents; give --synthetic passkey|recall, or drop --mix", s->mix.path);
+    if (s->synthetic && s->shuffle_docs) fail_usage("--shuffle-docs orders the documents of input files; synthetic ones are drawn at random already");
+    if (strcmp(s->doc_per, "file") != 0 && strcmp(s->doc_per, "dir") != 0) fail_usage("--doc-per must be file or dir, not '%s'", s->doc_per);
+    if (!s->text_field[0]) fail_usage("--text-field needs a name: the JSONL field that holds a document's text");
     args_check_threads(s->threads);
     if (s->level < 0 || s->level > 9) fail_usage("--level must be 0..9 (zlib), not %d", s->level);
     if (s->block_tokens < 1 || s->block_tokens > (1 << 28)) fail_usage("--block-tokens must be in 1..2^28");
     if (s->token_bytes != 0 && s->token_bytes != 2 && s->token_bytes != 4) fail_usage("--token-bytes must be 0 (auto), 2 or 4");
 }
+
+// Kinds whose documents are text: encoded with the byte tokenizer or a tokenizer.json.
+static bool text_kind(PrepareKind k) { return k == PREPARE_TEXT || k == PREPARE_SYNTHETIC || k == PREPARE_JSONL || k == PREPARE_JSONL_TEXT; }
 
 // A tokenizer.json (a path that exists, or one that says .json); with token files a bare id is only recorded.
 static void load_tokenizer(PreparePlan *plan) {
@@ -41,7 +47,7 @@ static void load_tokenizer(PreparePlan *plan) {
     if (path && (stat(path, &st) == 0 || strstr(path, ".json"))) {
         char err[600];
         if (tokenizer_load(path, &plan->tok, err, sizeof err) != 0) fail_usage("%s", err);
-    } else if (path && (plan->kind == PREPARE_TEXT || plan->kind == PREPARE_SYNTHETIC || plan->kind == PREPARE_JSONL)) {
+    } else if (path && text_kind(plan->kind)) {
         fail_usage("--tokenizer %s: no such file; text needs a tokenizer.json (or no --tokenizer for the byte tokenizer)", path);
     }
 }
@@ -59,7 +65,7 @@ static void bpe_vocab(const PreparePlan *plan, int64_t *vocab, int64_t *eos) {
 // The dataset's vocab, EOS and tokenizer id from the input kind and the flags.
 static const char *input_vocab(const PreparePlan *plan, int64_t *vocab, int64_t *eos) {
     PrepareKind kind = plan->kind;
-    if (kind == PREPARE_TEXT || kind == PREPARE_SYNTHETIC || kind == PREPARE_JSONL) {
+    if (text_kind(kind)) {
         if (*vocab < 0) *vocab = TOK_VOCAB_SIZE;
         if (*eos < 0) *eos = TOK_EOS;
         return TOKENIZER_ID;
@@ -110,6 +116,8 @@ void prepare_plan(const PrepareSpec *spec, PreparePlan *plan) {
 void prepare_plan_free(PreparePlan *plan) {
     for (size_t i = 0; i < plan->n_files; i++) free(plan->files[i]);
     free(plan->files);
+    free(plan->label_at);
+    free(plan->joins);
     free(plan->binary_example);
     free(plan->empty_example);
     tokenizer_free(&plan->tok);
@@ -162,12 +170,21 @@ static void synthetic_source(cJSON *o, const PrepareSpec *s) {
     }
 }
 
+// The input files as the manifest's "source" records them (a choice left at its default is left out).
+static void inputs_source(cJSON *o, const PreparePlan *plan) {
+    const PrepareSpec *s = &plan->spec;
+    cJSON_AddNumberToObject(o, "files", (double)plan->n_files);
+    if (plan->kind == PREPARE_JSONL_TEXT) cJSON_AddStringToObject(o, "text_field", s->text_field);
+    if (plan->joins) cJSON_AddStringToObject(o, "doc_per", s->doc_per);
+    if (s->shuffle_docs) cJSON_AddNumberToObject(o, "shuffle_seed", (double)s->seed);
+}
+
 // The manifest's "source": what the data was made from (malloc'ed JSON text).
 static char *source_json(const PreparePlan *plan) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "kind", PREPARE_KIND_NAMES[plan->kind]);
     if (plan->kind == PREPARE_SYNTHETIC) synthetic_source(o, &plan->spec);
-    else cJSON_AddNumberToObject(o, "files", (double)plan->n_files);
+    else inputs_source(o, plan);
     cJSON_AddNumberToObject(o, "val_fraction", plan->spec.val_fraction);
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
@@ -193,8 +210,10 @@ void prepare_write(PreparePlan *plan, PrepareProgressFn progress, void *ctx, Pre
     p.buf = xmalloc(PREP_CHUNK_BYTES * sizeof(uint32_t), "a token buffer");
     p.w = dataset_writer_open(plan->spec.out, &plan->shard, (uint64_t)plan->spec.shard_tokens);
     write_header(&p, plan);
+    if (plan->spec.shuffle_docs) p.spool = spool_open(plan->spec.out, plan->shard.token_bytes, plan->shard.weights);
     if (plan->kind == PREPARE_SYNTHETIC) prep_synthesize(&p, plan, r);
     else prep_read_inputs(&p, plan);
+    if (p.spool) spool_write(&p, (uint64_t)plan->spec.seed);
     dataset_writer_close(p.w, r->splits);   // refuses a dataset whose training split is empty (and removes its shards)
     r->in_bytes = p.in_bytes;
     r->seconds = now_seconds() - p.t0;

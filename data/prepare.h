@@ -10,17 +10,21 @@
 #include "data/tokenizer.h"
 
 // What prepare reads: every input the same kind. Auto (the spec's "auto") picks llm.c for files with its
-// magic, JSONL for *.jsonl and text otherwise.
-typedef enum { PREPARE_TEXT, PREPARE_U16, PREPARE_U32, PREPARE_LLMC, PREPARE_SYNTHETIC, PREPARE_JSONL } PrepareKind;
-extern const char *const PREPARE_KIND_NAMES[];   // "text", "u16", "u32", "llmc", "synthetic", "jsonl"
+// magic, JSONL for *.jsonl (and *.jsonl or *.json compressed: .gz, .zst) and text otherwise; a JSONL file
+// whose first record has string fields prompt and completion is prompt/completion records, else text records.
+typedef enum { PREPARE_TEXT, PREPARE_U16, PREPARE_U32, PREPARE_LLMC, PREPARE_SYNTHETIC, PREPARE_JSONL, PREPARE_JSONL_TEXT } PrepareKind;
+extern const char *const PREPARE_KIND_NAMES[];   // "text", "u16", "u32", "llmc", "synthetic", "jsonl", "jsonl-text"
 
 // A dataset to make: what each flag of `ringgpt prepare` says (docs/data.md); prepare_spec_defaults gives the defaults.
 typedef struct {
     const char *out;                 // the dataset directory, claimed by the caller before prepare_write (core/outdir.h)
     const char *const *inputs;       // (n_inputs) files and directories (read recursively, in name order); none for synthetic
     int n_inputs;
-    const char *input_kind;          // "auto", "text", "u16", "u32", "llmc" or "jsonl"
+    const char *input_kind;          // "auto", "text", "u16", "u32", "llmc", "jsonl" (prompt/completion) or "jsonl-text"
     const char *include;             // comma-separated globs of the file names to read in directories, or NULL: every one
+    const char *text_field;          // the field of JSONL text records that holds a document's text
+    const char *doc_per;             // text: "file" (a document each) or "dir" (a directory of an input directory, its files joined)
+    bool shuffle_docs;               // documents written in an order drawn from seed, not in the order they are read
     const char *tokenizer;           // a tokenizer.json to encode text with, or with token files an id to record; or NULL
     int64_t eos, vocab;              // -1: the input's (text 256 and 260, llm.c's, u16 needs eos)
     int64_t shard_tokens, block_tokens;
@@ -28,7 +32,7 @@ typedef struct {
     bool byte_planes;
     double val_fraction;             // documents sent to the val split, spread evenly
     const char *synthetic;           // "passkey" or "recall": generate documents instead of reading inputs; or NULL
-    int64_t docs, seed;
+    int64_t docs, seed;              // seed: the synthetic documents', and the order of --shuffle-docs
     const char *doc_len;             // synthetic document lengths, the EOS included: "4096" or a list cycled through
     PrepareMix mix;                  // how synthetic documents vary (prepare_mix_defaults, or a mix file)
 } PrepareSpec;
@@ -42,6 +46,8 @@ typedef struct {
     PrepareKind kind;
     char **files;                    // (n_files) the inputs, binary and empty files left out
     size_t n_files;
+    size_t *label_at;                // (n_files) doc_per dir: where each path's part below its input directory starts
+    bool *joins;                     // (n_files) doc_per dir: the file continues the document of the one before
     uint32_t llmc_magic;             // the llm.c inputs' magic (0 for other kinds)
     Tokenizer tok;                   // spec.tokenizer's tokenizer.json (tok.bpe NULL without one)
     ShardParams shard;               // vocab, EOS, token width, codec, threads of the shards

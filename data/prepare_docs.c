@@ -1,5 +1,4 @@
-// data/prepare_docs.c — prepare's documents: each one's split, and the readers of text, JSONL, raw token and llm.c inputs.
-#include <cjson/cJSON.h>
+// data/prepare_docs.c — prepare's documents: each one's split, into the writer or the spool, and the readers of raw token and llm.c inputs.
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -10,7 +9,6 @@
 
 #include "core/common.h"
 #include "data/prepare_impl.h"
-#include "data/text_encode.h"
 
 
 void prep_progress(Prep *p) {
@@ -23,29 +21,25 @@ void prep_progress(Prep *p) {
 // Documents go to the val split at an even spacing: document i when floor((i+1)·f) > floor(i·f).
 static void doc_begin(Prep *p) {
     uint64_t i = p->doc_index++;
+    p->in_doc = true;
+    if (p->spool) return;   // spooled: the split follows the order the documents are written in at the end
     bool val = floor((double)(i + 1) * p->val_fraction) > floor((double)i * p->val_fraction);
     dataset_doc_begin(p->w, val ? SPLIT_VAL : SPLIT_TRAIN);
-    p->in_doc = true;
 }
 
-static void doc_end(Prep *p) {
-    dataset_doc_end(p->w);
-    p->tokens++;
-    p->in_doc = false;
-}
-
-static void doc_tokens(Prep *p, const uint32_t *t, size_t n) {
+void prep_doc_tokens(Prep *p, const uint32_t *t, const uint8_t *weight, size_t n) {
     if (!n) return;
     if (!p->in_doc) doc_begin(p);
-    dataset_doc_tokens(p->w, t, n);
+    if (p->spool) spool_tokens(p->spool, t, weight, n);
+    else dataset_doc_tokens_weighted(p->w, t, weight, n);
     p->tokens += n;
 }
 
-void prep_weighted_doc(Prep *p, const uint32_t *t, const uint8_t *weight, size_t n, uint8_t eos_weight) {
-    doc_begin(p);
-    dataset_doc_tokens_weighted(p->w, t, weight, n);
-    dataset_doc_end_weighted(p->w, eos_weight);
-    p->tokens += n + 1;
+void prep_doc_end(Prep *p, uint8_t eos_weight) {
+    if (!p->in_doc) doc_begin(p);
+    if (p->spool) spool_doc_end(p->spool, p->eos, eos_weight);
+    else dataset_doc_end_weighted(p->w, eos_weight);
+    p->tokens++;
     p->in_doc = false;
 }
 
@@ -54,59 +48,16 @@ static void delimited_tokens(Prep *p, const uint32_t *t, size_t n, bool eos_firs
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         if (t[i] != p->eos) continue;
-        doc_tokens(p, t + run, i - run);
+        prep_doc_tokens(p, t + run, NULL, i - run);
         if (eos_first) {
-            if (p->in_doc) doc_end(p);
+            if (p->in_doc) prep_doc_end(p, 1);
             doc_begin(p);
         } else {
-            if (!p->in_doc) doc_begin(p);
-            doc_end(p);
+            prep_doc_end(p, 1);
         }
         run = i + 1;
     }
-    doc_tokens(p, t + run, n - run);
-}
-
-// A text file as one document of byte tokens.
-static void read_text(Prep *p, const char *path) {
-    FILE *f = xfopen(path, "rb");
-    unsigned char *chunk = xmalloc(PREP_CHUNK_BYTES, "a read buffer");
-    doc_begin(p);
-    size_t n;
-    while ((n = fread(chunk, 1, PREP_CHUNK_BYTES, f)) > 0) {
-        for (size_t i = 0; i < n; i++) p->buf[i] = chunk[i];
-        doc_tokens(p, p->buf, n);
-        p->in_bytes += n;
-        prep_progress(p);
-    }
-    if (ferror(f)) fail_io(path, errno, "read failed");
-    doc_end(p);
-    fclose(f);
-    free(chunk);
-}
-
-// Text through a tokenizer.json: a file is a document unless its text holds the EOS token's text
-// (<|endoftext|>), which ends one document and starts the next, as in raw token files.
-static void bpe_text_piece(void *ctx, size_t file, const uint32_t *ids, size_t n, uint64_t bytes, bool first, bool last) {
-    (void)file, (void)first;
-    Prep *p = ctx;
-    size_t run = 0;
-    for (size_t i = 0; i <= n; i++) {
-        if (i < n && ids[i] != p->eos) continue;
-        if (i > run && !p->in_doc && p->bos >= 0) {   // a document's first tokens: BOS first
-            uint32_t bos = (uint32_t)p->bos;
-            doc_tokens(p, &bos, 1);
-        }
-        doc_tokens(p, ids + run, i - run);
-        if (i < n) {
-            if (!p->in_doc) doc_begin(p);
-            doc_end(p);
-        }
-        run = i + 1;
-    }
-    if (last && p->in_doc) doc_end(p);
-    p->in_bytes += bytes;
-    prep_progress(p);
+    prep_doc_tokens(p, t + run, NULL, n - run);
 }
 
 // Raw little-endian tokens of width w from byte `from` to the end; each id checked against vocab.
@@ -132,7 +83,7 @@ static void read_tokens(Prep *p, const char *path, int w, uint64_t from, uint32_
         prep_progress(p);
     }
     if (ferror(f)) fail_io(path, errno, "read failed");
-    if (p->in_doc) doc_end(p);
+    if (p->in_doc) prep_doc_end(p, 1);
     fclose(f);
     free(chunk);
 }
@@ -158,75 +109,14 @@ static void read_llmc(Prep *p, const char *path, uint32_t vocab) {
     p->in_bytes += LLMC_HEADER_BYTES;
 }
 
-static void push_id(uint32_t **ids, size_t *n, size_t *cap, uint32_t id) {
-    if (*n == *cap) *ids = xrealloc(*ids, (*cap = *cap ? 2 * *cap : 256) * sizeof **ids, "a JSONL record");
-    (*ids)[(*n)++] = id;
-}
-
-// Appends the ids of a NUL-terminated string: the tokenizer's (BPE), or one per byte (byte260).
-static void encode_text(TokEncoder *enc, const char *text, uint32_t **ids, size_t *n, size_t *cap) {
-    size_t len = strlen(text);
-    if (enc->tok->bpe) tokenizer_encode(enc, (const unsigned char *)text, len, ids, n, cap);
-    else
-        for (size_t i = 0; i < len; i++) push_id(ids, n, cap, (unsigned char)text[i]);
-}
-
-// One prompt/completion record: prompt and completion are encoded apart (the boundary is a token
-// boundary), so the mask is exact: the prompt's tokens have loss weight 0, the completion's and the EOS 1.
-static void jsonl_record(Prep *p, TokEncoder *enc, const char *prompt, const char *completion) {
-    size_t np = 0, nc = 0, id_cap = 0;
-    uint32_t *tok = NULL;   // (np + nc) the prompt's ids (BOS first where the tokenizer adds one), then the completion's
-    if (p->bos >= 0) push_id(&tok, &np, &id_cap, (uint32_t)p->bos);
-    encode_text(enc, prompt, &tok, &np, &id_cap);
-    nc = np;
-    encode_text(enc, completion, &tok, &nc, &id_cap);
-    nc -= np;
-    uint8_t *weight = xmalloc(np + nc + 1, "a JSONL record");
-    memset(weight, 0, np);
-    memset(weight + np, 1, nc);
-    prep_weighted_doc(p, tok, weight, np + nc, 1);
-    free(tok);
-    free(weight);
-}
-
-// JSONL prompt/completion records (the fine-tuning case), one document each. Blank lines are skipped.
-static void read_jsonl(Prep *p, const char *path, const Tokenizer *t) {
-    TokEncoder enc = tokenizer_encoder(t);
-    FILE *f = xfopen(path, "rb");
-    char *line = NULL;
-    size_t cap = 0, line_no = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, f)) > 0) {
-        line_no++;
-        p->in_bytes += (uint64_t)n;
-        if (strspn(line, " \t\r\n") == (size_t)n) continue;
-        cJSON *rec = cJSON_ParseWithLength(line, (size_t)n);
-        if (!rec) fail_usage("%s: line %zu: not valid JSON; each line must be one {\"prompt\": ..., \"completion\": ...} object", path, line_no);
-        const cJSON *pr = cJSON_GetObjectItemCaseSensitive(rec, "prompt"), *co = cJSON_GetObjectItemCaseSensitive(rec, "completion");
-        if (!cJSON_IsString(pr) || !cJSON_IsString(co))
-            fail_usage("%s: line %zu: the record needs string fields \"prompt\" and \"completion\" (missing or not strings);"
-                       " fix the line or remove it", path, line_no);
-        jsonl_record(p, &enc, pr->valuestring, co->valuestring);
-        cJSON_Delete(rec);
-        prep_progress(p);
-    }
-    if (ferror(f)) fail_io(path, errno, "read failed");
-    free(line);
-    fclose(f);
-    tokenizer_encoder_free(&enc);
-}
-
 void prep_read_inputs(Prep *p, const PreparePlan *plan) {
     PrepareKind kind = plan->kind;
-    if (kind == PREPARE_TEXT && plan->tok.bpe) {   // on several threads, handed over in order
-        encode_files((const char *const *)plan->files, plan->n_files, &plan->tok, plan->spec.threads, (TextSink){bpe_text_piece, p});
-        return;
-    }
-    for (size_t i = 0; i < plan->n_files; i++) {
-        const char *path = plan->files[i];
-        if (kind == PREPARE_TEXT) read_text(p, path);
-        else if (kind == PREPARE_JSONL) read_jsonl(p, path, &plan->tok);
-        else if (kind == PREPARE_LLMC) read_llmc(p, path, plan->shard.vocab_size);
-        else read_tokens(p, path, kind == PREPARE_U16 ? 2 : 4, 0, plan->shard.vocab_size, false);
-    }
+    if (kind == PREPARE_TEXT || kind == PREPARE_JSONL_TEXT) prep_read_text(p, plan);
+    else if (kind == PREPARE_JSONL) prep_read_jsonl(p, plan);
+    else
+        for (size_t i = 0; i < plan->n_files; i++) {
+            const char *path = plan->files[i];
+            if (kind == PREPARE_LLMC) read_llmc(p, path, plan->shard.vocab_size);
+            else read_tokens(p, path, kind == PREPARE_U16 ? 2 : 4, 0, plan->shard.vocab_size, false);
+        }
 }

@@ -6,6 +6,7 @@
 // The input files found so far, in the order they are read.
 typedef struct {
     char **paths;
+    size_t *root;       // (n) the length of the path given to input_files_add that each was found under
     size_t n, cap;
 } InputFiles;
 
@@ -22,8 +23,11 @@ typedef struct {
     char *binary_example, *empty_example;
 } InputSkips;
 
-// Leaves out the binary files of l (when text is true: token files are binary) and then the empty ones,
-// counted in *skips (free its examples with input_skips_free). Whatever is left may be nothing.
-void input_files_drop_unreadable(InputFiles *l, bool text, InputSkips *skips);
+// What the files hold: tokens (binary: none is left out as binary), text read as it is (tokenizer train), or text
+// that may be compressed (prepare: gzip and zstd files are looked at decompressed).
+typedef enum { INPUT_TOKENS, INPUT_TEXT, INPUT_TEXT_COMPRESSED } InputContent;
+// Leaves out the binary files of l (text only) and then the empty ones, counted in *skips (free its examples with
+// input_skips_free). Whatever is left may be nothing.
+void input_files_drop_unreadable(InputFiles *l, InputContent content, InputSkips *skips);
 void input_skips_free(InputSkips *skips);
 void input_files_free(InputFiles *l);

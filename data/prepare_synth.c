@@ -101,7 +101,8 @@ static void text_record(Prep *p, const PreparePlan *plan, Rng *rng, TokEncoder *
         for (size_t i = 0; i < n; i++) tok[i] = plan->text[at + i];
     }
     memset(weight, 1, m);
-    prep_weighted_doc(p, ids, weight, m, 1);
+    prep_doc_tokens(p, ids, weight, m);
+    prep_doc_end(p, 1);
     if (ids != tok) free(ids);
     p->in_bytes += n;
 }
@@ -146,7 +147,8 @@ void prep_synthesize(Prep *p, const PreparePlan *plan, PrepareResult *r) {
     rng_seed(&text_rng, (uint64_t)s->seed * 0x9E6C63D0676A9A99ull ^ 0x5851F42D4C957F2Dull);
     for (int64_t i = 0; i < s->docs; i++) {
         uint64_t n = synth_doc(plan, &mix, i, doc, weight, r);
-        prep_weighted_doc(p, doc, weight, n, is_passkey(plan));
+        prep_doc_tokens(p, doc, weight, n);
+        prep_doc_end(p, is_passkey(plan));
         p->in_bytes += n;
         text_record(p, plan, &text_rng, &enc);
         prep_progress(p);

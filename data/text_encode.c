@@ -1,7 +1,6 @@
-// data/text_encode.c — parallel text encoding for prepare: pieces cut at line cuts, a batch encoded while the last is written.
+// data/text_encode.c — parallel text encoding for prepare: documents cut in pieces at line cuts, a batch encoded while the last is written.
 #include "data/text_encode.h"
 
-#include <errno.h>
 #include <omp.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,7 +16,6 @@ typedef struct {
     size_t len, cap;
     uint32_t *ids;
     size_t n_ids, ids_cap;
-    size_t file;
     bool first, last;
 } Piece;
 
@@ -27,9 +25,8 @@ typedef struct {
 } Batch;
 
 typedef struct {
-    const char *const *paths;
-    size_t n_paths, i;          // the file being read
-    FILE *f;
+    TextSource src;
+    bool open;                  // a document is being read
     bool cuts, first;
     unsigned char *carry;       // bytes after the last cut, for the next piece
     size_t carry_len, carry_cap;
@@ -41,20 +38,19 @@ static void reserve(unsigned char **buf, size_t *cap, size_t n) {
     *buf = xrealloc(*buf, *cap, "a text piece");
 }
 
-// Reads up to `want` more bytes of the open file into p; returns true at end of file.
+// Reads up to `want` more bytes of the open document into p; returns true at its end.
 static bool read_more(Reader *r, Piece *p, size_t want) {
     reserve(&p->text, &p->cap, p->len + want);
-    size_t k = fread(p->text + p->len, 1, want, r->f);
+    size_t k = r->src.read(r->src.ctx, p->text + p->len, want);
     p->len += k;
-    if (k < want && ferror(r->f)) fail_io(r->paths[r->i], errno, "read failed");
     return k < want;
 }
 
-// The next piece of input, false when all files are read.
+// The next piece of input, false when all documents are read.
 static bool next_piece(Reader *r, Piece *p) {
-    if (!r->f) {
-        if (r->i == r->n_paths) return false;
-        r->f = xfopen(r->paths[r->i], "rb");
+    if (!r->open) {
+        if (!r->src.next(r->src.ctx)) return false;
+        r->open = true;
         r->first = true;
     }
     p->len = 0;
@@ -74,15 +70,10 @@ static bool next_piece(Reader *r, Piece *p) {
         r->carry_len = p->len - cut;
         p->len = cut;
     }
-    p->file = r->i;
     p->first = r->first;
     p->last = eof;
     r->first = false;
-    if (eof) {
-        fclose(r->f);
-        r->f = NULL;
-        r->i++;
-    }
+    r->open = !eof;
     return true;
 }
 
@@ -94,7 +85,7 @@ static void fill(Reader *r, Batch *b) {
 static void emit_batch(const Batch *b, TextSink s) {
     for (int i = 0; i < b->n; i++) {
         const Piece *p = &b->p[i];
-        s.emit(s.ctx, p->file, p->ids, p->n_ids, p->len, p->first, p->last);
+        s.emit(s.ctx, p->ids, p->n_ids, p->first, p->last);
     }
 }
 
@@ -103,9 +94,9 @@ static void encode_piece(TokEncoder *e, Piece *p) {
     tokenizer_encode(e, p->text, p->len, &p->ids, &p->n_ids, &p->ids_cap);
 }
 
-void encode_files(const char *const *paths, size_t n_paths, const Tokenizer *t, int threads, TextSink sink) {
+void encode_text(TextSource src, const Tokenizer *t, int threads, TextSink sink) {
     if (threads < 1) threads = 1;
-    Reader r = {.paths = paths, .n_paths = n_paths, .cuts = tokenizer_cuts_at_lines(t)};
+    Reader r = {.src = src, .cuts = tokenizer_cuts_at_lines(t)};
     Batch *b = xcalloc(3, sizeof *b, "text batches");
     TokEncoder *enc = xmalloc((size_t)threads * sizeof *enc, "encoders");
     for (int i = 0; i < threads; i++) enc[i] = tokenizer_encoder(t);

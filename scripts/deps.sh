@@ -1,6 +1,6 @@
 # scripts/deps.sh — sourced by demo.sh and test.sh: installs the Debian packages and Python modules that are missing.
 RINGGPT_PACKAGES=(build-essential cmake pkg-config libopenblas-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin
-                  libcjson-dev libpcre2-dev zlib1g-dev python3 python3-numpy python3-matplotlib python3-pip clang libclang-rt-14-dev)
+                  libcjson-dev libpcre2-dev zlib1g-dev libzstd-dev zstd python3 python3-numpy python3-matplotlib python3-pip clang libclang-rt-14-dev)
 
 # tests/cli/slurm.sh starts a one-node Slurm from these (and SKIPs without them): scripts/test.sh installs
 # them (RINGGPT_WITH_SLURM=0 to skip), scripts/demo.sh does not.
@@ -38,6 +38,8 @@ ensure_deps() {
     "$PY" -m pip install -q --break-system-packages tokenizers >/dev/null 2>&1 || "$PY" -m pip install -q tokenizers >/dev/null 2>&1 ||
       echo "ringgpt: pip could not install the Python package tokenizers; the tokenizer compatibility tests will SKIP" >&2
   fi
+  # pyarrow reads parquet for scripts/parquet_to_jsonl.py (its test SKIPs without it); optional.
+  "$PY" -c "import pyarrow" 2>/dev/null || "$PY" -m pip install -q --break-system-packages pyarrow >/dev/null 2>&1 || true
   # transformers (without torch) lets a test load an export with AutoTokenizer; optional.
   "$PY" -c "import transformers" 2>/dev/null || "$PY" -m pip install -q --break-system-packages transformers >/dev/null 2>&1 || true
   ensure_cuda_deps

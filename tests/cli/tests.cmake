@@ -31,6 +31,8 @@ file(WRITE ${BAD_DIR}/empty.txt "")
 file(WRITE ${BAD_DIR}/short.txt "only a few bytes of text")
 file(WRITE ${BAD_DIR}/ok.txt "some text that is long enough for a sequence of thirty-two tokens or so, and more")
 set(OK ${BAD_DIR}/ok.txt)
+file(WRITE ${BAD_DIR}/no_field.jsonl "{\"text\": \"a record\"}\n{\"id\": 2}\n")
+file(WRITE ${BAD_DIR}/malformed.jsonl "{\"text\": \"a record\"}\n{\"text\": \"cut\n")
 # Each case runs in a directory of its own: cases that get as far as claiming the default --out would otherwise
 # meet each other's run lock under ctest -j ("--out out is being written by another ringgpt process").
 function(bad_input name pattern)
@@ -65,3 +67,8 @@ bad_input(activations_bf16_tf32 "--activations bf16 runs the matmuls on bf16 ope
 bad_input(activations_bf16_cpu "--activations bf16 is a GPU setting" train --data ${OK} --model tiny --device cpu
           --activations bf16)
 bad_input(unknown_comm "--comm tcp: use auto, nccl or mpi" train --data ${OK} --model tiny --comm tcp)
+# prepare's corpora (tests/data/corpora.sh has the compressed ones: truncated and damaged gzip and zstd).
+bad_input(prepare_jsonl_no_field "no_field.jsonl: line 2: the record needs a string field \"text\"" prepare --out out ${BAD_DIR}/no_field.jsonl)
+bad_input(prepare_jsonl_malformed "malformed.jsonl: line 2: not valid JSON" prepare --out out ${BAD_DIR}/malformed.jsonl)
+bad_input(prepare_doc_per "--doc-per must be file or dir, not 'repo'" prepare --out out --doc-per repo ${OK})
+bad_input(prepare_shuffle_synthetic "--shuffle-docs orders the documents of input files" prepare --out out --synthetic passkey --shuffle-docs)

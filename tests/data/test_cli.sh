@@ -100,8 +100,8 @@ expect_fail "prepare --config with a mix key" 'old.data.json: "edge-far" is not 
 expect_fail "prepare --mix missing" "none.mix.json: cannot open the mix file" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --mix "$DIR/none.mix.json"
 expect_fail "prepare --mix without --synthetic" "shapes synthetic documents" -- "$BIN" prepare --out "$DIR/x" --mix "$DIR/pkmix.mix.json" "$DIR/prose.txt"
 "$BIN" prepare --help > "$DIR/help.txt"
-[ "$(grep -cE '^  --' "$DIR/help.txt")" -le 22 ] && grep -q "distractor-alike" "$DIR/help.txt" && ok \
-    || bad "prepare --help: at most 22 flags ($(grep -cE '^  --' "$DIR/help.txt")), the mix file's keys named"
+[ "$(grep -cE '^  --' "$DIR/help.txt")" -le 25 ] && grep -q "distractor-alike" "$DIR/help.txt" && ok \
+    || bad "prepare --help: at most 25 flags ($(grep -cE '^  --' "$DIR/help.txt")), the mix file's keys named"
 expect_fail "prepare --doc-len list with a bad entry" "not a number" -- "$BIN" prepare --out "$DIR/x" --synthetic passkey --doc-len 300,x
 # Needles in prose and distractors (the haystack a directory: a link to a file already there is not read twice),
 # kept apart from a held-out text; the held-out text sharing a passage (re-wrapped) with the haystack is refused.

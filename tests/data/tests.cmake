@@ -1,4 +1,5 @@
-# tests/data/tests.cmake — data/: shard format and corruption, loader layouts and resume, placements of a window, prepare (its command and its library, mix files), synthetic tasks, loss masks,
+# tests/data/tests.cmake — data/: shard format and corruption, loader layouts and resume, placements of a window, prepare (its command and its library, mix files, corpora:
+# JSONL text records, gzip and zstd, --doc-per dir, --shuffle-docs, the parquet converter), synthetic tasks, loss masks,
 # tokenizers (ids = HF tokenizers), and libFuzzer on the shard reader, the manifest reader and the tokenizer.json parser.
 foreach(t shard loader prepare prepare_api synthetic loss_mask placement)
   add_executable(test_${t} ${CMAKE_SOURCE_DIR}/tests/data/test_${t}.c)
@@ -6,7 +7,7 @@ foreach(t shard loader prepare prepare_api synthetic loss_mask placement)
   add_test(NAME data_${t} COMMAND test_${t})
   set_tests_properties(data_${t} PROPERTIES LABELS data TIMEOUT 120)
 endforeach()
-foreach(script test_cli test_threads tokenizer_compat tokenizer_bad_input tokenizer_pipeline)
+foreach(script test_cli test_threads tokenizer_compat tokenizer_bad_input tokenizer_pipeline corpora parquet)
   string(REGEX REPLACE "^test_" "" name ${script})
   add_test(NAME data_${name} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/data/${script}.sh ${RINGGPT_BIN})
   set_tests_properties(data_${name} PROPERTIES LABELS data TIMEOUT 180 SKIP_RETURN_CODE 77)
