@@ -1,4 +1,4 @@
-// bench/placement_bench.c — counts, per placement, the attention pairs of every rank and the K/V a rank receives but never reads, over a dataset's windows.
+// bench/placement_bench.c — per placement, over a dataset's windows: each rank's attention pairs and the K/V it receives but never reads.
 //
 // usage: placement_bench DATASET [T ...]   (default T = 32K 64K; sp = 2, 4, 8, 16)
 // The windows are the loader's samples in stream order (packed back to back; docs/data.md#the-loader), all of
@@ -37,7 +37,8 @@ static Windows read_windows(const char *path, int T) {
     w.starts = xmalloc(cap * sizeof(int32_t), "document starts");
     for (int i = 0; i < w.n; i++) {
         data_next(d, &b);
-        if (used + (size_t)b.n_docs[0] > cap) cap = 2 * (used + (size_t)b.n_docs[0]), w.starts = xrealloc(w.starts, cap * sizeof(int32_t), "document starts");
+        if (used + (size_t)b.n_docs[0] > cap)
+            cap = 2 * (used + (size_t)b.n_docs[0]), w.starts = xrealloc(w.starts, cap * sizeof(int32_t), "document starts");
         memcpy(w.starts + used, b.doc_start, (size_t)b.n_docs[0] * sizeof(int32_t));
         w.first[i] = (int32_t)used;
         used += (size_t)b.n_docs[0];

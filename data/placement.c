@@ -101,7 +101,8 @@ static int split_doc(int32_t s, int32_t e, int k, bool full, int L, Item *out) {
         Item *it = out + made;
         *it = (Item){.start = s};
         if (full && i < pairs)
-            it->a[0] = s + (int32_t)(i * c), it->b[0] = s + (int32_t)((i + 1) * c), it->a[1] = e - (int32_t)((i + 1) * c), it->b[1] = e - (int32_t)(i * c);
+            it->a[0] = s + (int32_t)(i * c), it->b[0] = s + (int32_t)((i + 1) * c),
+            it->a[1] = e - (int32_t)((i + 1) * c), it->b[1] = e - (int32_t)(i * c);
         else if (full)   // the middle rest
             it->a[0] = s + (int32_t)(pairs * c), it->b[0] = e - (int32_t)(pairs * c), it->a[1] = it->b[1] = it->b[0];
         else

@@ -1,4 +1,4 @@
-// tests/data/test_loader.c — the streaming loader: exact windows, epochs, layout independence over dp×sp and placements, zigzag, resume, splits, bad input.
+// tests/data/test_loader.c — the streaming loader: exact windows, epochs, layout independence over dp×sp and placements, resume, splits, bad input.
 #include <inttypes.h>
 #include <sys/stat.h>
 

@@ -1,4 +1,4 @@
-// tests/data/test_placement.c — placements of a packed window: the zigzag as before, cost = zigzag on one document, layouts are exact partitions, pairs = brute force, balance on a long-tailed mix, batch slicing by layout.
+// tests/data/test_placement.c — placements of a window: zigzag, cost (the zigzag on one document), exact partitions, brute-force pairs, balance, batch slices.
 #include <math.h>
 
 #include "core/rng.h"
@@ -115,7 +115,8 @@ static void test_properties(void) {
                         crossing += on != sp;
                     }
                 }
-    CHECK(bad_part == 0, "%d of %d random windows: a rank without exactly T/sp ascending positions, a position twice or missing, or not deterministic", bad_part, cases);
+    CHECK(bad_part == 0, "%d of %d random windows: a rank without exactly T/sp ascending positions, a position twice or missing, or not deterministic",
+          bad_part, cases);
     CHECK(bad_sum == 0, "%d windows: the ranks' pairs do not add up to the documents' n(n+1)/2", bad_sum);
     CHECK(bad_pairs == 0, "%d windows: place_pairs differs from the brute-force count", bad_pairs);
     CHECK(crossing == 0, "%d windows: a document longer than (sp-1)·L is not on every rank", crossing);
@@ -161,7 +162,8 @@ static void test_balance(void) {
         balance(PLACE_COST, 16384, sp, 200, &cm, &c90);
         balance(PLACE_ZIGZAG, 16384, sp, 200, &zm, &z90);
         CHECK(cm <= 1.05 && c90 <= 1.10, "sp %d: cost placement max/mean pairs %.3f mean, %.3f p90 (want <= 1.05, <= 1.10)", sp, cm, c90);
-        CHECK(zm > 1.05 || z90 > 1.10, "sp %d: the zigzag on the same windows is not balanced (%.3f mean, %.3f p90): the check can fail", sp, zm, z90);
+        CHECK(zm > 1.05 || z90 > 1.10, "sp %d: the zigzag on the same windows is not balanced (%.3f mean, %.3f p90): the check can fail", sp, zm,
+              z90);
         printf("sp %d: max/mean pairs, mean and p90 over windows: zigzag %.3f %.3f, cost %.3f %.3f\n", sp, zm, z90, cm, c90);
     }
 }
