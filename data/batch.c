@@ -1,6 +1,5 @@
 // data/batch.c — batch buffers and the slicing that gives every ring rank its positions of a sample under a layout (and their documents).
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/common.h"
 #include "data/source.h"
