@@ -71,7 +71,7 @@ int main(int argc, char **argv) {
     Rng r;
     rng_seed(&r, 3);
     for (int t = 0; t <= T; t++) sample[t] = (int32_t)rng_below(&r, 256);
-    batch_put_sample(&b, 0, sample, T, g.sp, g.sp_index, -1);
+    batch_put_sample(&b, 0, sample, T, g.sp, g.sp_index, -1, PLACE_ZIGZAG);
     // The model's own memory (weights, gradients, optimizer state, libraries) before any step: one
     // optimizer update makes the lazily allocated moments resident, then the figure is taken.
     adamw_update(&opt, &m, 0.0f);

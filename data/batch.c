@@ -1,6 +1,5 @@
-// data/batch.c — batch buffers and the zigzag slicing that gives every ring rank its two chunks (and their documents).
+// data/batch.c — batch buffers and the slicing that gives every ring rank its positions of a sample under a layout (and their documents).
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/common.h"
 #include "data/batch.h"
@@ -24,6 +23,7 @@ void batch_free(Batch *b) {
     free(b->n_docs);
     free(b->doc_start);
     free(b->docs);
+    free(b->layout);
     *b = (Batch){0};
 }
 
@@ -32,8 +32,10 @@ static void find_docs(Batch *b, int row, const int32_t *sample, int T, int32_t e
     if (b->doc_cap < T) {
         free(b->doc_start);
         free(b->docs);
+        free(b->layout);
         b->doc_start = xmalloc((size_t)b->B * T * sizeof(int32_t), "batch document starts");
         b->docs = xmalloc((size_t)b->B * T * sizeof(int32_t), "batch document numbers");
+        b->layout = xmalloc((size_t)b->B * T * sizeof(int32_t), "batch layouts");
         b->doc_cap = T;
     }
     int32_t *ds = b->doc_start + (size_t)row * b->doc_cap, n = 0;
@@ -44,38 +46,31 @@ static void find_docs(Batch *b, int row, const int32_t *sample, int T, int32_t e
     b->n_docs[row] = n;
 }
 
-// Row `row`'s docs: the 2·sp chunks in zigzag rank order (rank j's chunk j, then its chunk 2·sp−1−j; sp = 1: the
-// sample), each filled run by run between document starts.
-static void zigzag_docs(Batch *b, int row, int T, int sp) {
-    const int32_t *ds = b->doc_start + (size_t)row * b->doc_cap;
+// Row `row`'s docs: the document of every position of its layout (rank by rank; each rank's positions ascend, so
+// the document only moves forward within a rank).
+static void layout_docs(Batch *b, int row, int sp) {
+    const int32_t *ds = b->doc_start + (size_t)row * b->doc_cap, *layout = b->layout + (size_t)row * b->doc_cap;
     int32_t *out = b->docs + (size_t)row * b->doc_cap;
-    int nd = b->n_docs[row], n_chunks = sp == 1 ? 1 : 2 * sp, chunk = T / n_chunks;
-    for (int k = 0; k < n_chunks; k++) {
-        int j = k / 2, start = sp == 1 ? 0 : (k % 2 ? 2 * sp - 1 - j : j) * chunk;
-        int d = 0;   // the document holding `start`: the last start <= it
-        while (d + 1 < nd && ds[d + 1] <= start) d++;
-        for (int t = start; t < start + chunk; d++) {
-            int end = d + 1 < nd && ds[d + 1] < start + chunk ? ds[d + 1] : start + chunk;
-            for (int i = t; i < end; i++) out[(size_t)k * chunk + i - start] = d;
-            t = end;
+    int nd = b->n_docs[row];
+    for (int j = 0; j < sp; j++)
+        for (int i = 0, d = 0; i < b->T; i++) {
+            size_t k = (size_t)j * b->T + i;
+            while (d + 1 < nd && ds[d + 1] <= layout[k]) d++;
+            out[k] = d;
         }
-    }
 }
 
-void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos) {
+void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos, Placement p) {
     find_docs(b, row, sample, T, eos);
-    zigzag_docs(b, row, T, sp);
-    int chunk = T / (2 * sp);
-    int starts[2] = {sp_index * chunk, (2 * sp - 1 - sp_index) * chunk};
+    int32_t *layout = b->layout + (size_t)row * b->doc_cap;
+    place_sample(p, b->doc_start + (size_t)row * b->doc_cap, b->n_docs[row], T, sp, layout);
+    layout_docs(b, row, sp);
+    const int32_t *mine = layout + (size_t)sp_index * b->T;
     size_t base = (size_t)row * b->T;
     int32_t *tok = b->tokens + base, *tgt = b->targets + base, *pos = b->pos + base;
-    int o = 0;
-    for (int c = 0; c < (sp == 1 ? 1 : 2); c++) {
-        int start = sp == 1 ? 0 : starts[c], len = sp == 1 ? T : chunk;
-        memcpy(tok + o, sample + start, (size_t)len * sizeof(int32_t));
-        memcpy(tgt + o, sample + start + 1, (size_t)len * sizeof(int32_t));
-        for (int i = 0; i < len; i++) pos[o + i] = start + i;
-        o += len;
+    for (int i = 0; i < b->T; i++) {
+        int32_t t = mine[i];
+        tok[i] = sample[t], tgt[i] = sample[t + 1], pos[i] = t;
     }
 }
 

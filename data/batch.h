@@ -2,6 +2,8 @@
 #pragma once
 #include <stdint.h>
 
+#include "data/placement.h"
+
 // B sequences of this rank's T tokens each (T = the full seq-len on one rank; with the ring,
 // T = seq_len / sp and the rows are this rank's zigzag slices). Row-major (B, T).
 typedef struct {
@@ -15,19 +17,20 @@ typedef struct {
     int64_t *sample;    // (B) global sample number k of each row (the same k on every layout)
     int32_t *n_docs;    // (B) documents in each full sample
     int32_t *doc_start; // (B, doc_cap) start positions of those documents, ascending, first = 0
-    int32_t *docs;      // (B, doc_cap) the document number (0, 1, ...) of every position of the full sample in zigzag
-                        // rank order: rank j's T ids, in its local order, at j·T (this rank's at sp_index·T; sp = 1:
-                        // position order). The ring's document mask reads every rank's (attention/ring.h): no id travels.
+    int32_t *layout;    // (B, doc_cap) the row's layout (data/placement.h): rank j's T global positions at
+                        // layout + row·doc_cap + j·T, ascending; this rank's are its `pos`
+    int32_t *docs;      // (B, doc_cap) the document number (0, 1, ...) of every position of the layout, in its order:
+                        // rank j's T ids at j·T. The ring's document mask reads every rank's (attention/ring.h): no id travels.
     int doc_cap;        // full seq-len once a source has filled the batch (0 before)
 } Batch;
 
 Batch batch_alloc(int B, int T);
 void batch_free(Batch *b);
-// Writes this sp rank's zigzag slices of one global sample (T+1 tokens) into row `row` of b:
-// the sample is cut into 2·sp chunks of T/(2·sp) and rank r keeps chunks r and 2·sp−1−r
-// (tokens, their next-token targets and their global positions). sp = 1 keeps the whole sample.
-// And b's document fields: a document starts at 0 and after every `eos` (-1: none, the sample is one).
-void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos);
+// Writes this sp rank's positions of one global sample (T+1 tokens) under placement p into row `row` of b:
+// the row's layout (data/placement.h; PLACE_ZIGZAG: rank r keeps chunks r and 2·sp−1−r of 2·sp; sp = 1 keeps the
+// whole sample), the tokens, their next-token targets and their global positions, and b's document fields: a document
+// starts at 0 and after every `eos` (-1: none, the sample is one).
+void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos, Placement p);
 // After batch_put_sample: the loss weights of the same sample's T+1 tokens mask row `row`'s targets: a
 // target whose token has weight 0 becomes -1. Uses the row's global positions, so it works on any slice.
 void batch_mask_targets(Batch *b, int row, const uint8_t *weight);

@@ -1,4 +1,4 @@
-// data/loader.c — the streaming shard loader: global deterministic samples, a prefetch thread, each rank's zigzag slices.
+// data/loader.c — the streaming shard loader: global deterministic samples, a prefetch thread, each rank's slice under the placement.
 //
 // Samples. The split's shards, in manifest order, form one token stream in which every document
 // ends with EOS. Sample j (0 <= j < N) is the T+1 tokens starting at stream token s_j: s_0 is the
@@ -17,7 +17,8 @@
 // fully mixed at the scale of a few blocks.
 // Global sample k of the run is sample order(k mod N) of epoch k / N: the same whatever dp and sp.
 // Ranks. Each micro-step consumes B·dp global samples; dp group g takes k = consumed + g·B + row
-// and every sp rank of the group gets its zigzag slices of the same samples.
+// and every sp rank of the group gets its positions of the same samples under the placement (data/placement.h:
+// the zigzag, or by cost), which every rank computes alike from the sample's document starts.
 // Loss weights. A dataset with per-token weights (prepare's synthetic tasks and JSONL) masks the
 // targets whose token has weight 0: they become -1, "no target", which the loss neither counts nor
 // differentiates (--loss-on all: weights ignored).
@@ -294,7 +295,7 @@ static void loader_next(void *impl, Batch *b) {
     pthread_mutex_unlock(&L->mu);
     if (sl->failed) fail_data(NULL, "%s", sl->msg);   // never train on damaged data; bad input: exit 2
     for (int r = 0; r < B; r++) {
-        batch_put_sample(b, r, sl->samples + (size_t)r * (T + 1), T, L->o.sp, L->o.sp_index, (int32_t)L->ds.eos_id);
+        batch_put_sample(b, r, sl->samples + (size_t)r * (T + 1), T, L->o.sp, L->o.sp_index, (int32_t)L->ds.eos_id, L->o.placement);
         if (L->use_weights) batch_mask_targets(b, r, sl->weights + (size_t)r * (T + 1));
         b->sample[r] = sl->ids[r];
     }

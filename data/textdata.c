@@ -91,7 +91,7 @@ static void text_next(void *impl, Batch *b) {
         shuffle_epoch(d, k / d->n_samples);
         uint64_t w = d->order[k % d->n_samples];
         memcpy(d->sample, d->tokens + w * T, ((size_t)T + 1) * sizeof(int32_t));
-        batch_put_sample(b, row, d->sample, T, d->opt.sp, d->opt.sp_index, -1);
+        batch_put_sample(b, row, d->sample, T, d->opt.sp, d->opt.sp_index, -1, d->opt.placement);
         b->sample[row] = (int64_t)k;
     }
     d->state.consumed += (uint64_t)d->opt.batch * d->opt.dp;

@@ -94,7 +94,7 @@ static void prefill_cache(Decoder *s, const int32_t *tokens, int n) {
     memcpy(sample, tokens, (size_t)n * sizeof(int32_t));
     if (s->batch.tokens) batch_free(&s->batch);
     s->batch = batch_alloc(1, T / W);
-    batch_put_sample(&s->batch, 0, sample, T, W, r, -1);
+    batch_put_sample(&s->batch, 0, sample, T, W, r, -1, PLACE_ZIGZAG);
     free(sample);
     gpt_prefill(s->m, &s->batch, n + 1);   // HF's prefill runs the whole prompt: the last token's too
     int starts[2] = {W == 1 ? 0 : r * chunk, (2 * W - 1 - r) * chunk}, lens[2] = {W == 1 ? n : chunk, W == 1 ? 0 : chunk};

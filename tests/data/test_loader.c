@@ -1,4 +1,4 @@
-// tests/data/test_loader.c — the streaming loader: exact windows, epochs, layout independence over dp×sp, zigzag, resume, splits, bad input.
+// tests/data/test_loader.c — the streaming loader: exact windows, epochs, layout independence over dp×sp and placements, resume, splits, bad input.
 #include <inttypes.h>
 #include <sys/stat.h>
 
@@ -103,34 +103,50 @@ static DataOptions opts(int dp, int dpi, int sp, int spi, double val_fraction) {
 }
 
 // Runs `steps` micro-steps on every rank of dp×sp starting at global sample `from`; appends every
-// (sample, position, token, target, document) any rank saw. Checks each rank's zigzag positions.
+// (sample, position, token, target, document) any rank saw. Checks each rank's positions: the zigzag's
+// chunks, or its part of the row's layout, which is place_sample's for the row's document starts.
 static bool g_loss_on_all;   // run_layout opens the data with --loss-on all
+static Placement g_placement;   // and this placement
+
+static int bad_positions(const Batch *b, int row, int sp, int r) {
+    int bad = 0;
+    const int32_t *layout = b->layout + (size_t)row * b->doc_cap;
+    int32_t want[T];
+    place_sample(g_placement, b->doc_start + (size_t)row * b->doc_cap, b->n_docs[row], T, sp, want);
+    for (int t = 0; t < b->T; t++) {
+        int chunk = T / (2 * sp), c = b->pos[(size_t)row * b->T + t] / chunk;
+        if (g_placement == PLACE_ZIGZAG && sp > 1 && c != r && c != 2 * sp - 1 - r) bad++;
+        bad += b->pos[(size_t)row * b->T + t] != layout[r * b->T + t];
+    }
+    return bad + (memcmp(layout, want, sizeof want) != 0);
+}
 
 static size_t run_layout(const char *ds, int dp, int sp, uint64_t from, int steps, Tuple *out, DataState *end) {
     size_t n = 0;
-    int bad_zigzag = 0;
+    int bad_pos = 0;
     for (int g = 0; g < dp; g++)
         for (int r = 0; r < sp; r++) {
             DataOptions o = opts(dp, g, sp, r, 0);
             o.loss_on_all = g_loss_on_all;
+            o.placement = g_placement;
             DataSource *d = data_open(ds, &o, false);
             data_restore(d, (DataState){.seed = 1234, .consumed = from});
             Batch b = batch_alloc(B, T / sp);
             for (int s = 0; s < steps; s++) {
                 data_next(d, &b);
-                for (int row = 0; row < B; row++)
+                for (int row = 0; row < B; row++) {
+                    bad_pos += bad_positions(&b, row, sp, r);
                     for (int t = 0; t < b.T; t++) {
                         size_t i = (size_t)row * b.T + t;
-                        int chunk = T / (2 * sp), c = b.pos[i] / chunk;
-                        if (sp > 1 && c != r && c != 2 * sp - 1 - r) bad_zigzag++;
                         out[n++] = (Tuple){b.sample[row], b.pos[i], b.tokens[i], b.targets[i], b.docs[(size_t)row * b.doc_cap + r * b.T + t]};
                     }
+                }
             }
             if (end) *end = data_state(d);
             batch_free(&b);
             data_close(d);
         }
-    CHECK(bad_zigzag == 0, "dp %d sp %d: %d positions outside the rank's zigzag chunks", dp, sp, bad_zigzag);
+    CHECK(bad_pos == 0, "dp %d sp %d placement %d: %d positions outside the rank's zigzag chunks or layout", dp, sp, g_placement, bad_pos);
     qsort(out, n, sizeof *out, cmp_tuple);
     return n;
 }
@@ -156,11 +172,14 @@ static void test_layouts(const char *ds, uint64_t n_samples) {
         }
     }
     CHECK(bad == 0, "samples are exact stream windows with document numbers (%d bad)", bad);
-    for (size_t l = 1; l < sizeof layouts / sizeof layouts[0]; l++) {
-        int dp = layouts[l][0], sp = layouts[l][1];
-        size_t n = run_layout(ds, dp, sp, from, S / (B * dp), got, NULL);
-        CHECK(n == n_ref && memcmp(got, ref, n * sizeof *got) == 0, "dp %d x sp %d consumes the same (sample, token) multiset as 1x1", dp, sp);
-    }
+    for (g_placement = PLACE_ZIGZAG; g_placement <= PLACE_COST; g_placement++)
+        for (size_t l = 1; l < sizeof layouts / sizeof layouts[0]; l++) {
+            int dp = layouts[l][0], sp = layouts[l][1];
+            size_t n = run_layout(ds, dp, sp, from, S / (B * dp), got, NULL);
+            CHECK(n == n_ref && memcmp(got, ref, n * sizeof *got) == 0, "dp %d x sp %d, placement %d: the same (sample, token) multiset as 1x1", dp,
+                  sp, g_placement);
+        }
+    g_placement = PLACE_ZIGZAG;
     free(ref);
     free(got);
 }

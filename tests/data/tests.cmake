@@ -1,7 +1,7 @@
-# tests/data/tests.cmake — data/: shard format and corruption, loader layouts and resume, prepare (its command and its library, mix files, corpora:
+# tests/data/tests.cmake — data/: shard format and corruption, loader layouts and resume, placements of a window, prepare (its command and its library, mix files, corpora:
 # JSONL text records, gzip and zstd, --doc-per dir, --shuffle-docs, the parquet converter), synthetic tasks, loss masks,
 # and libFuzzer on the shard reader and the manifest reader.
-foreach(t shard loader prepare prepare_api synthetic loss_mask)
+foreach(t shard loader prepare prepare_api synthetic loss_mask placement)
   add_executable(test_${t} ${CMAKE_SOURCE_DIR}/tests/data/test_${t}.c)
   target_link_libraries(test_${t} PRIVATE ringgpt_lib)
   add_test(NAME data_${t} COMMAND test_${t})

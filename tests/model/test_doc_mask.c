@@ -103,8 +103,8 @@ int main(int argc, char **argv) {
     m.doc_mask = true;
     m.ring = sp > 1 ? ring_create(grid.ring, &BACKEND_CPU, true) : NULL;
     Batch mine = batch_alloc(1, T / sp), full = batch_alloc(1, T);
-    batch_put_sample(&mine, 0, s, T, sp, grid.sp_index, EOS);
-    batch_put_sample(&full, 0, s, T, 1, 0, EOS);
+    batch_put_sample(&mine, 0, s, T, sp, grid.sp_index, EOS, PLACE_ZIGZAG);
+    batch_put_sample(&full, 0, s, T, 1, 0, EOS, PLACE_ZIGZAG);
     double loss = gpt_forward(&m, &mine, 1.0, true, NULL);
     gpt_backward(&m, &mine);
     comm_allreduce(grid.world, m.grads, m.table.total, COMM_REAL, COMM_SUM, "gradients");

@@ -43,7 +43,7 @@ static Batch make_batch(int T, int V, const CommGrid *g) {
         Rng r;
         rng_seed(&r, 500 + g->dp_index * B + i);
         for (int t = 0; t <= T; t++) s[t] = (int32_t)rng_below(&r, V);
-        batch_put_sample(&b, i, s, T, g->sp, g->sp_index, -1);
+        batch_put_sample(&b, i, s, T, g->sp, g->sp_index, -1, PLACE_ZIGZAG);
     }
     free(s);
     return b;

@@ -29,7 +29,7 @@ static Batch make_batch(int rows, int first, int T, int V, int sp, int sp_index)
     int32_t *s = xmalloc((size_t)(T + 1) * sizeof(int32_t), "sample");
     for (int i = 0; i < rows; i++) {
         make_sample(s, T, V, first + i);
-        batch_put_sample(&b, i, s, T, sp, sp_index, -1);
+        batch_put_sample(&b, i, s, T, sp, sp_index, -1, PLACE_ZIGZAG);
     }
     free(s);
     return b;
