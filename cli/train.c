@@ -33,7 +33,9 @@ static const ArgCommand TRAIN_CMD = {
 typedef struct {
     int layers, dim, heads, kv_heads, ffn;
     float rope_theta;
-    const char *rope_scaling;   // --rope-scaling text (model/config.h rope_scaling_parse)
+    int rope_ramp;              // --rope-theta-ramp and --rope-theta-from (the model's RopeRamp)
+    float rope_from;
+    const char *rope_scaling;   // --rope-scaling text (model/rope.h rope_scaling_parse)
 } ShapeFlags;
 
 enum { TRAIN_MAX_FLAGS = 80 };
@@ -71,9 +73,9 @@ static int train_flags(TrainConfig *t, ShapeFlags *sh, ArgSpec *out) {
         {"--tie-embeddings", ARG_BOOL, &t->tie_embeddings, "share the token embedding with the LM head (=false: untie)",
          .dflt = "preset"},
         {"--rope-theta", ARG_FLOAT, &sh->rope_theta, "RoPE base", .dflt = "preset"},
-        {"--rope-theta-ramp", ARG_INT, &t->rope_theta_ramp, "raise the RoPE base geometrically from --rope-theta-from to "
-                                                            "--rope-theta over the first N steps (a gentle base step; 0 = off)"},
-        {"--rope-theta-from", ARG_FLOAT, &t->rope_theta_from, "the base --rope-theta-ramp starts from",
+        {"--rope-theta-ramp", ARG_INT, &sh->rope_ramp, "raise the RoPE base geometrically from --rope-theta-from to "
+                                                         "--rope-theta over the first N steps (a gentle base step; 0 = off)"},
+        {"--rope-theta-from", ARG_FLOAT, &sh->rope_from, "the base --rope-theta-ramp starts from",
          .dflt = "the --init-from source's base"},
         {"--rope-scaling", ARG_STRING, &sh->rope_scaling, "RoPE scaling (HF's rope_scaling) for a context extension: none, or "
                                                           "TYPE:FACTOR[:ORIG][:KEY=VALUE,...], TYPE linear, dynamic, yarn or "
@@ -150,6 +152,8 @@ static void apply_shape(ModelConfig *mc, const ShapeFlags *sh, const ArgSpec *sp
     else if (args_seen(specs, n, "--heads")) mc->n_kv_head = sh->heads;
     if (args_seen(specs, n, "--ffn-dim")) mc->ffn_dim = sh->ffn;
     if (args_seen(specs, n, "--rope-theta")) mc->rope_theta = sh->rope_theta;
+    if (args_seen(specs, n, "--rope-theta-ramp")) mc->rope_ramp.steps = sh->rope_ramp;
+    if (args_seen(specs, n, "--rope-theta-from")) mc->rope_ramp.from = sh->rope_from;
 }
 
 // The defaults of every flag.
@@ -176,7 +180,7 @@ static void check_config_file(const TrainConfig *t) {
     args_apply_json(&TRAIN_CMD, specs, n, t->config, (const char *const[]){"--config", NULL});
     apply_shape(&file.model_cfg, &sh, specs, n);
     if (args_seen(specs, n, "--rope-scaling"))   // what the text leaves out as the run has it
-        rope_scaling_parse(sh.rope_scaling, &t->model_cfg.rope_scaling, &file.model_cfg.rope_scaling);
+        rope_scaling_apply(&file.model_cfg, sh.rope_scaling, "--rope-scaling");
     char context[4300];
     snprintf(context, sizeof context, "--config %s (a value the command line overrides)", t->config);
     fail_usage_context(context);
@@ -222,19 +226,21 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0)) {
         ModelConfig src;
         t->init_vocab = train_adopt_source_shape(t->init_from, t->model, mc, given, &src);
-        if (t->rope_theta_ramp > 0 && !args_seen(specs, n, "--rope-theta-from")) t->rope_theta_from = src.rope_theta;
+        if (mc->rope_ramp.steps > 0 && !args_seen(specs, n, "--rope-theta-from")) mc->rope_ramp.from = src.rope_theta;
         // A changed scaling keeps what its text leaves out from the source's (its original context, a same type's fields)
-        if (given.rope_scaling) rope_scaling_parse(sh.rope_scaling, &src.rope_scaling, &mc->rope_scaling);
+        if (given.rope_scaling) rope_scaling_apply(mc, sh.rope_scaling, "--rope-scaling");
     } else if (args_seen(specs, n, "--rope-scaling")) {   // a new run, or --resume's saved config (the whole record)
-        rope_scaling_parse(sh.rope_scaling, NULL, &mc->rope_scaling);
+        rope_scaling_parse(sh.rope_scaling, NULL, "--rope-scaling", &mc->rope_scaling);
     }
+    mc->rope_ramp.to = mc->rope_theta;
     if (!recompute_parse(t->recompute, &t->recompute_mode))
         fail_usage("unknown --recompute '%s'; use none, mlp or full", t->recompute);
     if (!shard_level_parse(t->shard, &t->shard_level)) fail_usage("--shard %s: use none, optim, grads or params", t->shard);
     // The resolved flags: the shape as the model has it, so the file alone rebuilds this run.
     char scaling[256];
     rope_scaling_format(&mc->rope_scaling, scaling, sizeof scaling);
-    sh = (ShapeFlags){mc->n_layer, mc->dim, mc->n_head, mc->n_kv_head, mc->ffn_dim, mc->rope_theta, scaling};
+    sh = (ShapeFlags){mc->n_layer, mc->dim, mc->n_head, mc->n_kv_head, mc->ffn_dim, mc->rope_theta, mc->rope_ramp.steps,
+                      mc->rope_ramp.from, scaling};
     t->tie_embeddings = mc->tie_embeddings;
     if (t->config) {
         train_check_config(t);

@@ -106,7 +106,7 @@ int train_adopt_source_shape(const char *init_from, const char *preset_name, Mod
         fail_usage("--init-from %s: its embeddings are %s but --tie-embeddings says %s; leave the flag out", init_from,
                    src.tie_embeddings ? "tied" : "untied", mc->tie_embeddings ? "tied" : "untied");
     if (!g.rope) mc->rope_theta = src.rope_theta;
-    if (!g.rope_scaling) mc->rope_scaling = src.rope_scaling;
+    mc->rope_scaling = src.rope_scaling;   // a --rope-scaling given keeps what its text leaves out from it
     mc->tie_embeddings = src.tie_embeddings;
     mc->norm_eps = src.norm_eps;
     return src.vocab_size;
