@@ -27,7 +27,7 @@ static const ArgCommand TRAIN_CMD = {
     "(one JSON object per step); scripts/plot_metrics.py plots it. A run directory belongs to one run: a new run\n"
     "into an --out that holds another exits 2 (--out-exists move moves the old one aside), and two processes\n"
     "never write one --out at once. SIGINT, SIGTERM or SIGUSR1 (on any rank) stop the run after the current step\n"
-    "with a checkpoint and exit 75; `--resume` (same --threads) continues it with the same losses. A second SIGINT stops at once."};
+    "with a checkpoint and exit 75; `--resume` continues it with the same losses, bit for bit. A second SIGINT stops at once."};
 
 // The model-shape flags, apart from the preset they override (0: not given).
 typedef struct {
@@ -105,7 +105,8 @@ static int train_flags(TrainConfig *t, ShapeFlags *sh, ArgSpec *out) {
         ARG_GROUP("machine and memory"),
         {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible)",
          .dflt = "$RINGGPT_DEVICE, else auto"},
-        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "free cores"},
+        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores; --resume "
+                                            "takes the run's)", .dflt = "free cores"},
         {"--recompute", ARG_STRING, &t->recompute, "activations kept for the backward: none, mlp (recompute the MLP's) or "
                                                    "full (keep x, O, LSE per layer; attention never re-runs)"},
         {"--shard", ARG_STRING, &t->shard, "model state split over every rank of the job (dp x sp): none; optim (AdamW "
@@ -205,13 +206,10 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     bool min_lr_given = args_seen(specs, n, "--min-lr");   // on the command line
     int saved_threads;
     ShapeGiven given = train_apply_config_files(&TRAIN_CMD, specs, n, &saved_threads);
-    bool threads_given = args_seen(specs, n, "--threads");   // else the free cores; config.json records the count used
+    // --threads given, else the count a resumed run used (config.json records it), else the free cores
+    bool threads_given = args_seen(specs, n, "--threads");
     if (threads_given) args_check_threads(t->threads);
-    t->threads = cli_node_threads(threads_given ? t->threads : 0);
-    if (saved_threads > 0 && saved_threads != t->threads)   // OpenBLAS's kernels on some CPUs round per thread count
-        log_info("note: the run this continues used --threads %d and this one %d; its losses may differ from an "
-                 "uninterrupted run's in the last digits; --threads %d continues it bit for bit\n",
-                 saved_threads, t->threads, saved_threads);
+    t->threads = cli_node_threads(threads_given ? t->threads : saved_threads);
     if (!min_lr_given && t->min_lr > t->lr) {   // a low --lr (a fine-tune's 1e-5) needs no --min-lr beside it
         if (args_seen(specs, n, "--min-lr"))      // from --config or the --init-from source's run
             log_info("note: --min-lr %g (from a config file) is above --lr %g: the schedule ends at --lr / 10 = %g\n",
