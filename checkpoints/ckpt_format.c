@@ -8,7 +8,6 @@
 
 #include "checkpoints/checkpoint.h"
 #include "checkpoints/fsio.h"
-#include "checkpoints/hf.h"
 #include "core/common.h"
 #include "core/json_strict.h"
 
@@ -30,7 +29,7 @@ static void add_model(cJSON *o, const ModelConfig *c) {
     cJSON_AddNumberToObject(o, "rope_theta", c->rope_theta);
     cJSON_AddNumberToObject(o, "norm_eps", c->norm_eps);
     cJSON_AddBoolToObject(o, "tie_embeddings", c->tie_embeddings);
-    if (c->rope_scaling.type != ROPE_DEFAULT) hf_rope_scaling_write(cJSON_AddObjectToObject(o, "rope_scaling"), &c->rope_scaling);
+    if (c->rope_scaling.type != ROPE_DEFAULT) rope_scaling_to_json(cJSON_AddObjectToObject(o, "rope_scaling"), &c->rope_scaling);
 }
 
 static void add_run(cJSON *o, const CkptRun *r) {
@@ -220,8 +219,12 @@ static void parse_model(Reader *r, const cJSON *o, ModelConfig *c) {
     // Optional: older checkpoints have no rope_scaling (the default RoPE). HF's dict, original context included.
     char where[4300];
     snprintf(where, sizeof where, "%s: field model.rope_scaling", r->path);
-    if (!r->bad && hf_rope_scaling_read(cJSON_GetObjectItemCaseSensitive(o, "rope_scaling"), where, 0, &c->rope_scaling, r->e))
+    char why[sizeof r->e->msg];
+    if (!r->bad && !rope_scaling_from_json(cJSON_GetObjectItemCaseSensitive(o, "rope_scaling"), where, 0, &c->rope_scaling,
+                                           why, sizeof why)) {
+        ck_err(r->e, "%s", why);
         r->bad = 1;
+    }
 }
 
 // Optional: older checkpoints have no "tokenizer" (id stays "").

@@ -397,7 +397,7 @@ static void put_rope_dict(cJSON *r, const char *key, cJSON *fresh) {
 static void write_rope(cJSON *r, const ModelConfig *c) {
     bool scaled = c->rope_scaling.type != ROPE_DEFAULT, v5 = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(r, "rope_parameters"));
     cJSON *fresh = cJSON_CreateObject();
-    if (scaled) hf_rope_scaling_write(fresh, &c->rope_scaling);
+    if (scaled) rope_scaling_to_json(fresh, &c->rope_scaling);
     else cJSON_AddStringToObject(fresh, "rope_type", "default");
     if (v5) add_float(fresh, "rope_theta", c->rope_theta), cJSON_DeleteItemFromObjectCaseSensitive(r, "rope_theta");
     if (v5 || scaled) put_rope_dict(r, v5 ? "rope_parameters" : "rope_scaling", fresh);

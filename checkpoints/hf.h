@@ -50,12 +50,6 @@ int hf_weights_open(const char *dir, const ModelConfig *c, const ParamTable *t, 
 // Tensor `index` of the table (ctx: an HfWeights), converted to real and its q/k rows in ringgpt's order (an StFill).
 int hf_weights_fill(const void *ctx, int index, real *dst, CkErr *e);
 void hf_weights_close(HfWeights *w);
-// RoPE scaling as HF's rope_scaling dict (also state.json's model.rope_scaling): o absent, null or without a type:
-// none. hf_max_pos > 0: a config.json's max_position_embeddings (HF's default original context; dynamic's always);
-// 0: the dict's original_max_position_embeddings. Unknown keys and types are refused (e names `where`).
-int hf_rope_scaling_read(const cJSON *o, const char *where, int hf_max_pos, RopeScaling *s, CkErr *e);
-// Adds the record's fields (those its type reads) to the object o.
-void hf_rope_scaling_write(cJSON *o, const RopeScaling *s);
 // The HF name of a ringgpt table name ("layers.3.attn.wq" -> "model.layers.3.self_attn.q_proj.weight").
 void hf_name(const char *ringgpt_name, char *out, size_t n);
 // Reorders the rows of a (n_heads·hd, C) q or k weight: to_hf moves pair (2i, 2i+1) of every head to

@@ -122,126 +122,6 @@ static int check_arch(const cJSON *root, const char *path, CkErr *e) {
     return 0;
 }
 
-// ---- RoPE scaling: HF's rope_scaling (transformers v4: "rope_type" or the older "type") or rope_parameters (v5) ----
-
-// A number of the scaling dict (absent or null: *out unchanged).
-static int scaling_num(const cJSON *o, const char *where, const char *key, double *out, CkErr *e) {
-    const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!j || cJSON_IsNull(j)) return 0;
-    if (!cJSON_IsNumber(j) || !isfinite(j->valuedouble)) {
-        ck_err(e, "%s.%s is not a number", where, key);
-        return -1;
-    }
-    *out = j->valuedouble;
-    return 0;
-}
-
-// Every key of the dict is one ringgpt reads: a misspelt beta_fast would otherwise fall back to its default.
-static int scaling_keys(const cJSON *o, const char *where, CkErr *e) {
-    static const char *const keys[] = {"rope_type", "type", "factor", "original_max_position_embeddings", "low_freq_factor",
-                                       "high_freq_factor", "beta_fast", "beta_slow", "attention_factor", "mscale",
-                                       "mscale_all_dim", "truncate", "rope_theta", "partial_rotary_factor"};
-    for (const cJSON *c = o->child; c; c = c->next) {
-        bool known = false;
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) known |= strcmp(c->string, keys[k]) == 0;
-        if (!known) {
-            char key[128];
-            ck_err(e, "%s has the key \"%s\", which ringgpt does not implement (it reads %s)", where,
-                   json_printable(c->string, key, sizeof key), "factor, original_max_position_embeddings, low/high_freq_factor, "
-                   "beta_fast/slow, attention_factor, mscale, mscale_all_dim, truncate");
-            return -1;
-        }
-    }
-    double partial = 1;
-    if (scaling_num(o, where, "partial_rotary_factor", &partial, e)) return -1;
-    if (partial != 1) {
-        ck_err(e, "%s.partial_rotary_factor is %g; ringgpt rotates the whole head (1)", where, partial);
-        return -1;
-    }
-    return 0;
-}
-
-// The type of the dict: rope_type, else type; absent or "default": none.
-static int scaling_type(const cJSON *o, const char *where, RopeType *t, CkErr *e) {
-    const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, "rope_type");
-    if (!j || cJSON_IsNull(j)) j = cJSON_GetObjectItemCaseSensitive(o, "type");
-    *t = ROPE_DEFAULT;
-    if (!j || cJSON_IsNull(j)) return 0;
-    char name[64];
-    if (!cJSON_IsString(j) || !rope_type_parse(j->valuestring, t)) {
-        ck_err(e, "%s.rope_type is %s; ringgpt implements default, linear, dynamic, yarn and llama3", where,
-               cJSON_IsString(j) ? json_printable(j->valuestring, name, sizeof name) : "not a string");
-        return -1;
-    }
-    return 0;
-}
-
-int hf_rope_scaling_read(const cJSON *o, const char *where, int hf_max_pos, RopeScaling *s, CkErr *e) {
-    *s = (RopeScaling){0};
-    if (!o || cJSON_IsNull(o)) return 0;
-    if (!cJSON_IsObject(o)) {
-        ck_err(e, "%s is not an object", where);
-        return -1;
-    }
-    if (scaling_keys(o, where, e) || scaling_type(o, where, &s->type, e)) return -1;
-    if (s->type == ROPE_DEFAULT) return 0;
-    double orig = hf_max_pos;
-    double *dst[] = {&s->factor, &orig, &s->low_freq_factor, &s->high_freq_factor, &s->beta_fast, &s->beta_slow,
-                     &s->attention_factor, &s->mscale};
-    const char *names[] = {"factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor",
-                           "beta_fast", "beta_slow", "attention_factor", "mscale"};
-    for (int i = 0; i < 8; i++)
-        if (scaling_num(o, where, names[i], dst[i], e)) return -1;
-    if (scaling_num(o, where, "mscale_all_dim", &s->mscale_all_dim, e)) return -1;
-    const cJSON *trunc = cJSON_GetObjectItemCaseSensitive(o, "truncate");
-    if (trunc && !cJSON_IsNull(trunc) && !cJSON_IsBool(trunc)) {
-        ck_err(e, "%s.truncate must be true or false", where);
-        return -1;
-    }
-    s->no_truncate = cJSON_IsFalse(trunc);
-    // HF's dynamic scales against max_position_embeddings itself; the others read original_max_position_embeddings
-    // (HF's default: max_position_embeddings). A ringgpt state.json (hf_max_pos 0) holds the one used.
-    if (s->type == ROPE_DYNAMIC && hf_max_pos > 0) orig = hf_max_pos;
-    if (s->type == ROPE_YARN && s->factor == 0 && orig > 0) s->factor = hf_max_pos / orig;   // HF: factor may be absent
-    if (orig != floor(orig) || orig < 0 || orig > (double)(1 << 30)) {
-        ck_err(e, "%s.original_max_position_embeddings is %g; it must be a whole number in 1..2^30", where, orig);
-        return -1;
-    }
-    s->original_max_pos = (int)orig;
-    if (!(s->factor >= 1 && s->factor < 1e9)) {
-        ck_err(e, "%s.factor is %g; rope scaling %s needs a factor of at least 1", where, s->factor, rope_type_name(s->type));
-        return -1;
-    }
-    if (s->type == ROPE_LLAMA3 && (s->low_freq_factor == 0 || s->high_freq_factor == 0)) {
-        ck_err(e, "%s: rope_type llama3 needs low_freq_factor and high_freq_factor (Llama 3.1: 1 and 4)", where);
-        return -1;
-    }
-    rope_scaling_tidy(s);
-    char why[256];
-    if (!rope_scaling_check(s, why, sizeof why)) {
-        ck_err(e, "%s: %s", where, why);
-        return -1;
-    }
-    return 0;
-}
-
-void hf_rope_scaling_write(cJSON *o, const RopeScaling *s) {
-    cJSON_AddStringToObject(o, "rope_type", rope_type_name(s->type));
-    cJSON_AddNumberToObject(o, "factor", s->factor);
-    if (s->original_max_pos > 0) cJSON_AddNumberToObject(o, "original_max_position_embeddings", s->original_max_pos);
-    if (s->type == ROPE_LLAMA3) {
-        cJSON_AddNumberToObject(o, "low_freq_factor", s->low_freq_factor);
-        cJSON_AddNumberToObject(o, "high_freq_factor", s->high_freq_factor);
-    }
-    if (s->type != ROPE_YARN) return;
-    cJSON_AddNumberToObject(o, "beta_fast", s->beta_fast);
-    cJSON_AddNumberToObject(o, "beta_slow", s->beta_slow);
-    if (s->attention_factor > 0) cJSON_AddNumberToObject(o, "attention_factor", s->attention_factor);
-    if (s->mscale != 0) cJSON_AddNumberToObject(o, "mscale", s->mscale);
-    if (s->mscale_all_dim != 0) cJSON_AddNumberToObject(o, "mscale_all_dim", s->mscale_all_dim);
-    if (s->no_truncate) cJSON_AddBoolToObject(o, "truncate", false);
-}
-
 // config.json's scaling: rope_scaling when set, else rope_parameters (v5: also holds rope_theta).
 static int read_rope_scaling(const cJSON *root, const char *path, ModelConfig *c, int max_pos, CkErr *e) {
     const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
@@ -251,12 +131,11 @@ static int read_rope_scaling(const cJSON *root, const char *path, ModelConfig *c
         o = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
         snprintf(where, sizeof where, "%s: field rope_parameters", path);
     }
-    if (hf_rope_scaling_read(o, where, max_pos, &c->rope_scaling, e)) return -1;
-    if (c->rope_scaling.type == ROPE_DYNAMIC && cfg_head_dim(c) <= 2) {
-        ck_err(e, "%s: rope scaling dynamic needs a head dim above 2 (got %d)", path, cfg_head_dim(c));
-        return -1;
-    }
-    return 0;
+    char why[sizeof e->msg];
+    if (!rope_scaling_from_json(o, where, max_pos, &c->rope_scaling, why, sizeof why)) ck_err(e, "%s", why);
+    else if (!rope_scaling_check(&c->rope_scaling, cfg_head_dim(c), why, sizeof why)) ck_err(e, "%s: %s", path, why);
+    else return 0;
+    return -1;
 }
 
 // rope_theta at the top level (transformers v4) or in rope_parameters (v5).

@@ -139,11 +139,6 @@ static void check_run(const char *path, const CkptState *s, const CkptState *fla
                  a->steps, b->steps);
 }
 
-// The RoPE base the weights after `done` steps were trained with: the ramp's (--rope-theta-ramp), else the flags'.
-static float hook_theta(const CkptHook *h, long done) {
-    return h->theta_ramp > 0 ? config_rope_theta_at(h->theta_from, h->theta_to, h->theta_ramp, done) : h->base.model.rope_theta;
-}
-
 // Which checkpoint --resume means; "" when --resume auto finds none.
 static void resume_dir(const CkptHook *h, char *dir, size_t n) {
     dir[0] = 0;
@@ -190,9 +185,9 @@ static long resume(CkptHook *h, const char *dir, GPT *m, AdamW *opt, DataSource 
     char spath[4200];
     fs_join(spath, sizeof spath, dir, "state.json");
     if (ckpt_read_state(dir, &s, &e) != 0) fail_usage("%s", e.msg);
-    h->base.model.rope_theta = hook_theta(h, s.step);   // mid-ramp: the base of the saved step
-    check_model(spath, &s.model, &h->base.model, h->init_from ? SRC_INIT : SRC_RESUME,
-                h->theta_ramp > 0 ? "--rope-theta-ramp from --rope-theta-from to --rope-theta, at the saved step" : "--rope-theta");
+    rope_ramp_step(&h->base.model, s.step);   // mid-ramp: the base of the saved step
+    check_model(spath, &s.model, &h->base.model, h->init_from ? SRC_INIT : SRC_RESUME, h->base.model.rope_ramp.steps > 0
+                ? "--rope-theta-ramp from --rope-theta-from to --rope-theta, at the saved step" : "--rope-theta");
     char saved_scaling[256], flag_scaling[256];
     rope_scaling_format(&s.model.rope_scaling, saved_scaling, sizeof saved_scaling);
     rope_scaling_format(&h->base.model.rope_scaling, flag_scaling, sizeof flag_scaling);
@@ -284,7 +279,7 @@ void ckpt_train_save(CkptHook *h, long done, const GPT *m, const AdamW *opt, Dat
         snprintf(s.kind, sizeof s.kind, "train");
         s.version = CKPT_VERSION;
         s.step = done;
-        s.model.rope_theta = hook_theta(h, done);
+        s.model.rope_theta = m->cfg.rope_theta;   // mid --rope-theta-ramp: the base of step `done` (the loop sets it)
         s.adamw_step = opt->step;
         s.next_lr = next_lr;
         s.data = data_state(train);

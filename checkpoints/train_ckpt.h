@@ -14,12 +14,10 @@ typedef struct {
     const char *init_from;  // --init-from: a checkpoint or HF directory (weights only)
     int every;              // --ckpt-every: N > 0 every N steps and at the end; 0 only at the end; < 0 never
     int keep;               // --keep: newest K step directories (0 = all)
-    CkptState base;         // the run as the flags describe it (model, run flags, seed, layout)
+    CkptState base;         // the run as the flags describe it (model (with its --rope-theta-ramp), run flags, seed, layout)
     Comm *world;
     int rank;
     long saved_step;        // the step of the last checkpoint this run saved (0: none yet)
-    float theta_from, theta_to;  // --rope-theta-ramp > 0: a checkpoint records the ramp's base at its step
-    int theta_ramp;              //   (config_rope_theta_at); 0: base.model.rope_theta
 } CkptHook;
 
 // The run's flags (config.json) that belong to a checkpoint or run directory: path/config.json for a

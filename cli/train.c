@@ -27,13 +27,15 @@ static const ArgCommand TRAIN_CMD = {
     "(one JSON object per step); scripts/plot_metrics.py plots it. A run directory belongs to one run: a new run\n"
     "into an --out that holds another exits 2 (--out-exists move moves the old one aside), and two processes\n"
     "never write one --out at once. SIGINT, SIGTERM or SIGUSR1 (on any rank) stop the run after the current step\n"
-    "with a checkpoint and exit 75; `--resume` (same --threads) continues it with the same losses. A second SIGINT stops at once."};
+    "with a checkpoint and exit 75; `--resume` continues it with the same losses, bit for bit. A second SIGINT stops at once."};
 
 // The model-shape flags, apart from the preset they override (0: not given).
 typedef struct {
     int layers, dim, heads, kv_heads, ffn;
     float rope_theta;
-    const char *rope_scaling;   // --rope-scaling text (model/config.h rope_scaling_parse)
+    int rope_ramp;              // --rope-theta-ramp and --rope-theta-from (the model's RopeRamp)
+    float rope_from;
+    const char *rope_scaling;   // --rope-scaling text (model/rope.h rope_scaling_parse)
 } ShapeFlags;
 
 enum { TRAIN_MAX_FLAGS = 80 };
@@ -71,9 +73,9 @@ static int train_flags(TrainConfig *t, ShapeFlags *sh, ArgSpec *out) {
         {"--tie-embeddings", ARG_BOOL, &t->tie_embeddings, "share the token embedding with the LM head (=false: untie)",
          .dflt = "preset"},
         {"--rope-theta", ARG_FLOAT, &sh->rope_theta, "RoPE base", .dflt = "preset"},
-        {"--rope-theta-ramp", ARG_INT, &t->rope_theta_ramp, "raise the RoPE base geometrically from --rope-theta-from to "
-                                                            "--rope-theta over the first N steps (a gentle base step; 0 = off)"},
-        {"--rope-theta-from", ARG_FLOAT, &t->rope_theta_from, "the base --rope-theta-ramp starts from",
+        {"--rope-theta-ramp", ARG_INT, &sh->rope_ramp, "raise the RoPE base geometrically from --rope-theta-from to "
+                                                         "--rope-theta over the first N steps (a gentle base step; 0 = off)"},
+        {"--rope-theta-from", ARG_FLOAT, &sh->rope_from, "the base --rope-theta-ramp starts from",
          .dflt = "the --init-from source's base"},
         {"--rope-scaling", ARG_STRING, &sh->rope_scaling, "RoPE scaling (HF's rope_scaling) for a context extension: none, or "
                                                           "TYPE:FACTOR[:ORIG][:KEY=VALUE,...], TYPE linear, dynamic, yarn or "
@@ -103,7 +105,8 @@ static int train_flags(TrainConfig *t, ShapeFlags *sh, ArgSpec *out) {
         ARG_GROUP("machine and memory"),
         {"--device", ARG_STRING, &t->device, "cpu, cuda, or auto (cuda when this build has CUDA and a GPU is visible)",
          .dflt = "$RINGGPT_DEVICE, else auto"},
-        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores)", .dflt = "free cores"},
+        {"--threads", ARG_INT, &t->threads, "CPU threads (OpenMP and BLAS; ranks on one node share the cores; --resume "
+                                            "takes the run's)", .dflt = "free cores"},
         {"--recompute", ARG_STRING, &t->recompute, "activations kept for the backward: none, mlp (recompute the MLP's) or "
                                                    "full (keep x, O, LSE per layer; attention never re-runs)"},
         {"--shard", ARG_STRING, &t->shard, "model state split over every rank of the job (dp x sp): none; optim (AdamW "
@@ -150,6 +153,8 @@ static void apply_shape(ModelConfig *mc, const ShapeFlags *sh, const ArgSpec *sp
     else if (args_seen(specs, n, "--heads")) mc->n_kv_head = sh->heads;
     if (args_seen(specs, n, "--ffn-dim")) mc->ffn_dim = sh->ffn;
     if (args_seen(specs, n, "--rope-theta")) mc->rope_theta = sh->rope_theta;
+    if (args_seen(specs, n, "--rope-theta-ramp")) mc->rope_ramp.steps = sh->rope_ramp;
+    if (args_seen(specs, n, "--rope-theta-from")) mc->rope_ramp.from = sh->rope_from;
 }
 
 // The defaults of every flag.
@@ -176,7 +181,7 @@ static void check_config_file(const TrainConfig *t) {
     args_apply_json(&TRAIN_CMD, specs, n, t->config, (const char *const[]){"--config", NULL});
     apply_shape(&file.model_cfg, &sh, specs, n);
     if (args_seen(specs, n, "--rope-scaling"))   // what the text leaves out as the run has it
-        rope_scaling_parse(sh.rope_scaling, &t->model_cfg.rope_scaling, &file.model_cfg.rope_scaling);
+        rope_scaling_apply(&file.model_cfg, sh.rope_scaling, "--rope-scaling");
     char context[4300];
     snprintf(context, sizeof context, "--config %s (a value the command line overrides)", t->config);
     fail_usage_context(context);
@@ -201,13 +206,10 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     bool min_lr_given = args_seen(specs, n, "--min-lr");   // on the command line
     int saved_threads;
     ShapeGiven given = train_apply_config_files(&TRAIN_CMD, specs, n, &saved_threads);
-    bool threads_given = args_seen(specs, n, "--threads");   // else the free cores; config.json records the count used
+    // --threads given, else the count a resumed run used (config.json records it), else the free cores
+    bool threads_given = args_seen(specs, n, "--threads");
     if (threads_given) args_check_threads(t->threads);
-    t->threads = cli_node_threads(threads_given ? t->threads : 0);
-    if (saved_threads > 0 && saved_threads != t->threads)   // OpenBLAS's kernels on some CPUs round per thread count
-        log_info("note: the run this continues used --threads %d and this one %d; its losses may differ from an "
-                 "uninterrupted run's in the last digits; --threads %d continues it bit for bit\n",
-                 saved_threads, t->threads, saved_threads);
+    t->threads = cli_node_threads(threads_given ? t->threads : saved_threads);
     if (!min_lr_given && t->min_lr > t->lr) {   // a low --lr (a fine-tune's 1e-5) needs no --min-lr beside it
         if (args_seen(specs, n, "--min-lr"))      // from --config or the --init-from source's run
             log_info("note: --min-lr %g (from a config file) is above --lr %g: the schedule ends at --lr / 10 = %g\n",
@@ -222,19 +224,21 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     if (t->init_from && (!t->resume || strcmp(t->resume, "auto") == 0)) {
         ModelConfig src;
         t->init_vocab = train_adopt_source_shape(t->init_from, t->model, mc, given, &src);
-        if (t->rope_theta_ramp > 0 && !args_seen(specs, n, "--rope-theta-from")) t->rope_theta_from = src.rope_theta;
+        if (mc->rope_ramp.steps > 0 && !args_seen(specs, n, "--rope-theta-from")) mc->rope_ramp.from = src.rope_theta;
         // A changed scaling keeps what its text leaves out from the source's (its original context, a same type's fields)
-        if (given.rope_scaling) rope_scaling_parse(sh.rope_scaling, &src.rope_scaling, &mc->rope_scaling);
+        if (given.rope_scaling) rope_scaling_apply(mc, sh.rope_scaling, "--rope-scaling");
     } else if (args_seen(specs, n, "--rope-scaling")) {   // a new run, or --resume's saved config (the whole record)
-        rope_scaling_parse(sh.rope_scaling, NULL, &mc->rope_scaling);
+        rope_scaling_parse(sh.rope_scaling, NULL, "--rope-scaling", &mc->rope_scaling);
     }
+    mc->rope_ramp.to = mc->rope_theta;
     if (!recompute_parse(t->recompute, &t->recompute_mode))
         fail_usage("unknown --recompute '%s'; use none, mlp or full", t->recompute);
     if (!shard_level_parse(t->shard, &t->shard_level)) fail_usage("--shard %s: use none, optim, grads or params", t->shard);
     // The resolved flags: the shape as the model has it, so the file alone rebuilds this run.
     char scaling[256];
     rope_scaling_format(&mc->rope_scaling, scaling, sizeof scaling);
-    sh = (ShapeFlags){mc->n_layer, mc->dim, mc->n_head, mc->n_kv_head, mc->ffn_dim, mc->rope_theta, scaling};
+    sh = (ShapeFlags){mc->n_layer, mc->dim, mc->n_head, mc->n_kv_head, mc->ffn_dim, mc->rope_theta, mc->rope_ramp.steps,
+                      mc->rope_ramp.from, scaling};
     t->tie_embeddings = mc->tie_embeddings;
     if (t->config) {
         train_check_config(t);

@@ -1,7 +1,10 @@
 // cli/train_config.c — train's flags from files: --config, the saved OUT/config.json of --resume and --init-from, and the architecture of an --init-from source.
 #include "cli/train_config.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,7 +17,8 @@ const char *const TRAIN_NOT_SAVED[] = {"--config", "--resume", "--out-exists", N
 // environment variables now; the CUDA reference kernels are gone): a saved config that holds them is still read.
 #define RETIRED_KEYS "--debug-exit-rank", "--debug-exit-step", "--debug-stall", "--debug-slow-rank", "--debug-slow-ms", \
                      "--debug-kill", "--fused"
-// What a continued or derived run does not take from the saved config: actions and this machine's settings.
+// What a continued or derived run does not take from the saved config: actions and this machine's settings (a resume
+// takes the run's --threads, note_rounding).
 static const char *const NOT_INHERITED_ON_RESUME[] = {"--config", "--resume", "--out-exists", "--threads", "--device",
                                                       RETIRED_KEYS, NULL};
 // The base ramp and the loss rule belong to the source's run: a derived run starts at the source's base and its own loss.
@@ -46,11 +50,46 @@ static void check_resumable(const char *resume, const char *out, bool path) {
                    "--resume auto to start fresh when there is none", out);
 }
 
-// The "threads" of a saved config.json (0 when absent): the file's other keys passed over.
-static int saved_threads_of(const ArgCommand *cmd, const char *path) {
-    int threads = 0;
-    ArgSpec spec[] = {{"--threads", ARG_INT, &threads, "the run's CPU threads"}};
-    args_apply_json_only(cmd, spec, 1, path, (const char *const[]){"--threads", NULL});
+// The flags whose value sets how a step's sums round, not what they compute (measured: --threads with OpenBLAS's AVX2
+// kernels, the --batch x --grad-accum split, --loss-chunk, --sp; --shard on more than 2 ranks; on a GPU the CUDA
+// flags). A resume takes the saved run's values, --threads too; --recompute, --ring-overlap and --comm-progress keep
+// every bit and are not listed.
+static const char *const ROUNDING[] = {"--threads", "--batch", "--grad-accum", "--loss-chunk", "--sp", "--shard",
+                                       "--matmul", "--attn", "--activations", "--comm", "--logits-mb", NULL};
+enum { N_ROUNDING = sizeof ROUNDING / sizeof ROUNDING[0] - 1 };
+
+// A value of a config for a note: a string as it is, a number as %g, an absent key "unset".
+static const char *value_text(const cJSON *v, char *buf, size_t n) {
+    if (cJSON_IsString(v)) return v->valuestring;
+    if (cJSON_IsNumber(v)) snprintf(buf, n, "%g", v->valuedouble);
+    else snprintf(buf, n, "unset");
+    return buf;
+}
+
+// One note for each ROUNDING flag given (given[i]) with another value than the run's saved config at path has, and one
+// where that config does not record the run's --threads (an older ringgpt wrote 0) and none is given. Returns the saved
+// --threads (0: not recorded).
+static int note_rounding(const ArgSpec *specs, int n, const bool *given, const char *path) {
+    size_t len;
+    char *text = (char *)read_whole_file(path, &len), *now_text = args_to_json(specs, n, NULL);
+    cJSON *saved = cJSON_Parse(text), *now = cJSON_Parse(now_text);
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(saved, "threads");
+    int threads = cJSON_IsNumber(t) && t->valuedouble >= 1 && t->valuedouble <= ARGS_MAX_THREADS ? t->valueint : 0;
+    for (int i = 0; i < N_ROUNDING; i++) {
+        const cJSON *was = cJSON_GetObjectItemCaseSensitive(saved, ROUNDING[i] + 2);
+        const cJSON *is = cJSON_GetObjectItemCaseSensitive(now, ROUNDING[i] + 2);
+        if (!given[i] || cJSON_Compare(was, is, true) || (i == 0 && threads == 0)) continue;   // 0: --threads
+        char a[32], b[32];
+        log_info("note: %s %s is not the saved run's (%s): a step's sums round otherwise, so its losses may differ from an "
+                 "uninterrupted run's in the last digits; leave %s out to continue it bit for bit\n", ROUNDING[i],
+                 value_text(is, a, sizeof a), value_text(was, b, sizeof b), ROUNDING[i]);
+    }
+    if (!given[0] && threads == 0)
+        log_info("note: %s does not record the run's --threads (an older ringgpt); this run takes the free cores, so its "
+                 "losses may differ from an uninterrupted run's in the last digits; the first run's --threads continues it "
+                 "bit for bit\n", path);
+    cJSON_Delete(saved), cJSON_Delete(now);
+    free(text), free(now_text);
     return threads;
 }
 
@@ -68,8 +107,10 @@ ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n
         bool path = strcmp(resume, "latest") != 0 && strcmp(resume, "auto") != 0;
         check_resumable(resume, out, path);
         if (ckpt_run_config(path ? resume : out, saved, sizeof saved)) {
+            bool given[N_ROUNDING];
+            for (int i = 0; i < N_ROUNDING; i++) given[i] = args_seen(specs, n, ROUNDING[i]);
             args_apply_json(cmd, specs, n, saved, NOT_INHERITED_ON_RESUME);
-            *saved_threads = saved_threads_of(cmd, saved);
+            *saved_threads = note_rounding(specs, n, given, saved);
         }
     } else if (init_from) {
         check_readable("--init-from", init_from);
@@ -106,7 +147,7 @@ int train_adopt_source_shape(const char *init_from, const char *preset_name, Mod
         fail_usage("--init-from %s: its embeddings are %s but --tie-embeddings says %s; leave the flag out", init_from,
                    src.tie_embeddings ? "tied" : "untied", mc->tie_embeddings ? "tied" : "untied");
     if (!g.rope) mc->rope_theta = src.rope_theta;
-    if (!g.rope_scaling) mc->rope_scaling = src.rope_scaling;
+    mc->rope_scaling = src.rope_scaling;   // a --rope-scaling given keeps what its text leaves out from it
     mc->tie_embeddings = src.tie_embeddings;
     mc->norm_eps = src.norm_eps;
     return src.vocab_size;

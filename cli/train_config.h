@@ -17,7 +17,8 @@ typedef struct {
 // config.json of the run that --resume continues (all but this machine's settings) or of the run that
 // --init-from starts from (all but --out and this machine's settings). Returns which shape flags the user
 // gave before the saved config filled in the rest. *saved_threads: the --threads of the run --resume continues
-// (0 when not resuming or not saved), which this run does not inherit.
+// (0 when not resuming or not recorded), for this run unless it gives its own. A resume notes each flag given that
+// changes how the saved run's sums round (--threads, --loss-chunk, ...: it continues, but not bit for bit).
 // The table must have the string flags --config, --resume, --out and --init-from.
 ShapeGiven train_apply_config_files(const ArgCommand *cmd, ArgSpec *specs, int n, int *saved_threads);
 // --init-from: the architecture is the source's (a ringgpt checkpoint or an HF directory). A shape flag the user

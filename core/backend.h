@@ -94,7 +94,7 @@ typedef struct Backend {
                             int accumulate_din, ActStore dins, ActStore douts, ActStore ins);
     // Rotates q (N, Hq, hd) and k (N, Hk, hd) [act s] in place by the angles of the global positions pos (N),
     // in one pass (the angles are shared): pair (2i, 2i+1) of position p by p·inv_freq[i] (inv_freq (hd/2), host
-    // memory: model/config.h rope_frequencies), cos and sin times scale (YaRN's attention factor, else 1);
+    // memory: model/rope.h rope_frequencies), cos and sin times scale (YaRN's attention factor, else 1);
     // inverse = true applies the transpose (backward).
     void (*rope)(real *q, real *k, const int32_t *pos, int N, int Hq, int Hk, int hd, const double *inv_freq,
                  double scale, int inverse, ActStore s);

@@ -84,7 +84,7 @@ void gpt_free(GPT *m) {
     tensors_free(&m->w);
     tensors_free(&m->g);
     params_free(&m->table);
-    free(m->rope_inv_freq);
+    rope_table_free(&m->rope);
     if (m->shard) shard_layout_free(m->shard);
     free(m->shard);
 }
@@ -252,13 +252,8 @@ static void qkv_forward(GPT *m, int l, LayerActs *L, Rows r) {
 
 void gpt_rope(GPT *m, real *q, real *k, const int32_t *pos, int N, int rope_len, int inverse, ActStore s) {
     const ModelConfig *c = &m->cfg;
-    int hd = cfg_head_dim(c), len_key = c->rope_scaling.type == ROPE_DYNAMIC ? rope_len : 0;   // only dynamic reads it
-    if (!m->rope_inv_freq || m->rope_theta_at != c->rope_theta || m->rope_len_at != len_key) {   // made once per base
-        if (!m->rope_inv_freq) m->rope_inv_freq = xmalloc((size_t)(hd / 2) * sizeof(double), "rope frequencies");
-        rope_frequencies(c, rope_len, m->rope_inv_freq, &m->rope_scale);
-        m->rope_theta_at = c->rope_theta, m->rope_len_at = len_key;
-    }
-    m->be->rope(q, k, pos, N, c->n_head, c->n_kv_head, hd, m->rope_inv_freq, m->rope_scale, inverse, s);
+    const RopeTable *t = rope_table(&m->rope, c, rope_len);
+    m->be->rope(q, k, pos, N, c->n_head, c->n_kv_head, cfg_head_dim(c), t->inv_freq, t->scale, inverse, s);
 }
 
 // Output projection, residual and the MLP norm: xm = x + att @ woᵀ, then rstd2, xn2 = RMSNorm(xm) (the add

@@ -29,10 +29,7 @@ typedef struct {
     size_t doc_ids_cap;  // elements the two buffers hold
     Recompute recompute; // what the forward keeps for the backward (default none; may change between steps)
     ActStore act_store;  // storage of the [act] activations (train --activations; ACT_F32 by default, always on the CPU)
-    double *rope_inv_freq;            // (hd/2) rope_frequencies' table for rope_theta_at and rope_len_at (gpt_rope)
-    double rope_scale;
-    float rope_theta_at;              // the base and (dynamic only) the length the table was made for; 0: none yet
-    int rope_len_at;
+    RopeTable rope;                   // the rotation gpt_rope applies (model/rope.h rope_table)
     ShardLevel shard_level;           // train --shard (SHARD_NONE elsewhere)
     ShardLayout *shard;               // NULL for SHARD_NONE: the units and this rank's slices (model/shard.h), owned
     ShardSizes sizes;                 // every buffer of the state at shard_level: params (sizes.weights), grads, ...
@@ -103,7 +100,7 @@ typedef struct AttnStep {
 // h (N, F) is scratch. out may be L->x (decoding updates its one row in place).
 void gpt_layer_forward(GPT *m, int l, LayerActs *L, real *h, Rows r, AttnStep *attn, real *out);
 // Rotates q (N, H, hd) and k (N, Hkv, hd) [act s] by RoPE at positions pos (N) for sequences of rope_len tokens
-// (the model's scaling, model/config.h rope_frequencies); inverse: the backward's transpose.
+// (the model's scaling, model/rope.h rope_frequencies); inverse: the backward's transpose.
 void gpt_rope(GPT *m, real *q, real *k, const int32_t *pos, int N, int rope_len, int inverse, ActStore s);
 // x (N, C) = the token embeddings of tokens (N).
 void gpt_embed(GPT *m, real *x, const int32_t *tokens, int N);

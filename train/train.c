@@ -51,16 +51,17 @@ static void check_micro_batches(const TrainConfig *t) {
 
 // --rope-theta-ramp and --rope-theta-from, against each other and --steps.
 static void check_rope_ramp(const TrainConfig *t) {
-    if (t->rope_theta_ramp < 0) fail_usage("--rope-theta-ramp must not be negative (got %d; 0 turns the ramp off)", t->rope_theta_ramp);
-    if (t->rope_theta_ramp > t->steps)
+    const RopeRamp *r = &t->model_cfg.rope_ramp;
+    if (r->steps < 0) fail_usage("--rope-theta-ramp must not be negative (got %d; 0 turns the ramp off)", r->steps);
+    if (r->steps > t->steps)
         fail_usage("--rope-theta-ramp %d is beyond --steps %d: the run would end before the base reaches --rope-theta; "
-                   "give a ramp of at most --steps", t->rope_theta_ramp, t->steps);
-    if (t->rope_theta_ramp > 0 && !(t->rope_theta_from > 1))
+                   "give a ramp of at most --steps", r->steps, t->steps);
+    if (r->steps > 0 && !(r->from > 1))
         fail_usage("--rope-theta-ramp needs the base it starts from: give --rope-theta-from (greater than 1, got %g) or "
-                   "--init-from a checkpoint (its base)", t->rope_theta_from);
-    if (t->rope_theta_ramp == 0 && t->rope_theta_from != 0)
+                   "--init-from a checkpoint (its base)", r->from);
+    if (r->steps == 0 && r->from != 0)
         fail_usage("--rope-theta-from %g without --rope-theta-ramp does nothing; give the ramp's steps, or use --rope-theta",
-                   t->rope_theta_from);
+                   r->from);
 }
 
 // The GPU flags: --matmul, --attn, --activations, --comm and how they combine.
@@ -453,8 +454,7 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     r->sched = (Schedule){.lr = t->lr, .min_lr = t->min_lr, .warmup = t->warmup, .total = t->steps};
     schedule_parse(t->schedule, &r->sched.kind);
     r->ckpt = (CkptHook){.out = t->out, .resume = t->resume, .init_from = t->init_from, .every = t->ckpt_every,
-                         .keep = t->keep, .base = ckpt_base(t), .world = r->grid.world, .rank = r->grid.rank,
-                         .theta_from = t->rope_theta_from, .theta_to = t->model_cfg.rope_theta, .theta_ramp = t->rope_theta_ramp};
+                         .keep = t->keep, .base = ckpt_base(t), .world = r->grid.world, .rank = r->grid.rank};
     r->ckpt.base.tok = model_tokenizer_record(data_tokenizer(r->train));   // checkpoints carry the data's tokenizer
     shard_model(&r->shard, &r->model, &r->opt, opt_cfg, t->shard_level, r->grad_comm);   // --shard: slices a resume fills
     if (t->shard_level != SHARD_NONE) report_shard(r);
@@ -474,9 +474,10 @@ static void run_open(Run *r, const TrainConfig *cfg) {
              r->ckpt.base.meta.name[0] ? r->ckpt.base.meta.name : t->model, config_num_params(&t->model_cfg) / 1e6, t->model_cfg.n_layer, plural(t->model_cfg.n_layer),
              t->model_cfg.dim, t->model_cfg.n_head, t->model_cfg.n_kv_head, t->seq_len, t->batch, t->grad_accum, t->threads,
              plural(t->threads), t->dp, t->sp, data_num_samples(r->train));
-    if (t->rope_theta_ramp > 0)
-        log_info("RoPE base: %g at step 0, rising geometrically to %g at step %d (--rope-theta-ramp)\n", t->rope_theta_from,
-                 t->model_cfg.rope_theta, t->rope_theta_ramp);
+    const RopeRamp *ramp = &t->model_cfg.rope_ramp;
+    if (ramp->steps > 0)
+        log_info("RoPE base: %g at step 0, rising geometrically to %g at step %d (--rope-theta-ramp)\n", ramp->from, ramp->to,
+                 ramp->steps);
     if (t->model_cfg.rope_scaling.type != ROPE_DEFAULT) {
         char scaling[256];
         rope_scaling_format(&t->model_cfg.rope_scaling, scaling, sizeof scaling);
@@ -678,8 +679,7 @@ int train_run(TrainConfig *cfg) {
         if (step > r.start && (code = stop_after(&r, step))) break;   // a signal on any rank: save `step`, stop
         if (r.grid.rank == r.debug.exit_rank && step + 1 == r.debug.exit_step) debug_leave(&r.debug, r.grid.rank);
         double t0 = now_seconds();
-        if (t->rope_theta_ramp > 0)   // this step's base; its checkpoint records the same (ckpt hook)
-            r.model.cfg.rope_theta = config_rope_theta_at(t->rope_theta_from, t->model_cfg.rope_theta, t->rope_theta_ramp, step + 1);
+        rope_ramp_step(&r.model.cfg, step + 1);   // --rope-theta-ramp: this step's base, which its checkpoint records
         double count = fetch_micro_batches(&r);
         RankTimes times = {.data_s = now_seconds() - t0};
         if (count == 0) {   // every target masked: no mean to take, nothing to learn from

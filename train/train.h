@@ -44,8 +44,6 @@ typedef struct TrainConfig {
     const char *comm_progress;   // --comm-progress: auto, compute, thread or off (core/comm.h: CommProgress)
     float stop_loss;     // --stop-loss: end the run once the mean loss of the last --stop-window steps is at most this (0: off)
     int stop_window;     // --stop-window: steps in that mean
-    float rope_theta_from;  // --rope-theta-from: the base --rope-theta-ramp starts from (0: the --init-from source's)
-    int rope_theta_ramp;    // --rope-theta-ramp: steps over which the RoPE base rises to --rope-theta (0: off)
     float straggler;     // --straggler: name a rank whose compute exceeds the median by this fraction (0: off)
     int straggler_every; // --straggler-every: steps per straggler check
 } TrainConfig;

@@ -5,7 +5,7 @@
 set -u
 WHAT=${5:?usage: fuzz_ckpt.sh SOURCE_DIR BUILD_DIR SECONDS RINGGPT_BIN manifest|state|safetensors|hf_config}
 . "$(dirname "$0")/../fuzz.sh"
-COMMON=(checkpoints/fsio.c checkpoints/safetensors.c core/common.c core/json_strict.c model/config.c model/shard.c model/params.c
+COMMON=(checkpoints/fsio.c checkpoints/safetensors.c core/common.c core/json_strict.c model/config.c model/rope.c model/shard.c model/params.c
         core/rng.c -lcjson -lz -lm)
 case $WHAT in
   manifest) fuzz_build ckpt_manifest tests/checkpoints/fuzz_ckpt_manifest.c checkpoints/ckpt_format.c checkpoints/hf_config.c "${COMMON[@]}" ;;

@@ -85,12 +85,22 @@ check "  and nothing else changed" unchanged "$W/t1" "$W/t1.before"
 check "resume an older step into a new --out: steps 5..8" test "$(losses "$W/branch/metrics.jsonl" | cut -d' ' -f1 | xargs)" = "5 6 7 8"
 check "  with the original run's losses" diff <(losses "$W/t1/metrics.jsonl" | tail -4) <(losses "$W/branch/metrics.jsonl")
 check "  and its final weights, byte for byte" cmp -s "$W/t1/step_00000008/model.safetensors" "$W/branch/step_00000008/model.safetensors"
-check "  with the same --threads: no note about them" bash -c "! grep -q 'used --threads' '$W/branch.log'"
-if (($(nproc) > 1)); then   # --threads is this machine's setting: a resume without it uses every core, and says so
-  "$BIN" train --resume "$W/t1/step_00000004" --out "$W/branch_all" > "$W/branch_all.log" 2>&1
-  check "a resume with other --threads than its run's: one note naming both and the way back" \
-    grep -q "used --threads 1 and this one $(nproc);.*--threads 1 continues it bit for bit" "$W/branch_all.log"
-fi
+check "  with the same --threads: no note about them" bash -c "! grep -q 'note: --threads' '$W/branch.log'"
+# a resume takes its run's --threads (and every flag that rounds a step's sums); one given that differs is noted
+"$BIN" train --resume "$W/t1/step_00000004" --out "$W/branch_run" > "$W/branch_run.log" 2>&1
+check "a resume without --threads runs its run's 1 thread" grep -q ", 1 thread, " "$W/branch_run.log"
+check "  without a note, and continues bit for bit" \
+  bash -c "! grep -q '^ringgpt: note' '$W/branch_run.log' && cmp -s '$W/t1/step_00000008/model.safetensors' '$W/branch_run/step_00000008/model.safetensors'"
+"$BIN" train --resume "$W/t1/step_00000004" --out "$W/branch_2" --threads 2 --loss-chunk 16 --recompute full > "$W/branch_2.log" 2>&1
+check "a resume with another --threads: a note that it breaks bit-exactness and the way back" \
+  grep -q "note: --threads 2 is not the saved run's (1):.*last digits; leave --threads out to continue it bit for bit" "$W/branch_2.log"
+check "  the same for --loss-chunk" grep -q "note: --loss-chunk 16 is not the saved run's (256)" "$W/branch_2.log"
+check "  none for --recompute (bit for bit by design)" bash -c "! grep -q 'note: --recompute' '$W/branch_2.log'"
+cp -r "$W/t1" "$W/old"   # an older ringgpt's config.json: "threads": 0 (not the count used)
+edit_config "$W/old" "del c['config_crc32']; c['threads'] = 0"
+"$BIN" train --resume "$W/old/step_00000004" --out "$W/branch_old" > "$W/branch_old.log" 2>&1
+check "a run whose config.json does not record its --threads resumes with the free cores ($(nproc)), and says so" \
+  bash -c "grep -q ', $(nproc) threads\?, ' '$W/branch_old.log' && grep -q 'does not record the run.s --threads' '$W/branch_old.log'"
 # a damaged newer step: resuming the older one is allowed, and the damaged one is moved aside, never deleted
 cp -r "$W/t1" "$W/dmg"
 printf 'x' >> "$W/dmg/step_00000008/model.safetensors"

@@ -2,7 +2,7 @@
 # tests/model/rope_table.py — ringgpt's RoPE table (inverse frequencies and cos/sin scale) for each scaling type = HF's formulas.
 """Usage: rope_table.py TEST_ROPE_TABLE_BINARY
 
-For every case, the C table (model/config.h rope_frequencies, through test_rope_table) is compared with a numpy
+For every case, the C table (model/rope.h rope_frequencies, through test_rope_table) is compared with a numpy
 transcription of transformers' modeling_rope_utils (scripts/check_hf_export.py rope_parameters) to 1e-12 relative,
 and, where torch and transformers import, with transformers' own ROPE_INIT_FUNCTIONS (float32: 1e-6). Exit 0 when
 all agree, 1 otherwise, 77 (skip) without numpy."""
