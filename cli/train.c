@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "checkpoints/train_ckpt.h"
-#include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/train_config.h"
 #include "core/args.h"
@@ -203,7 +202,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     ShapeGiven given = train_apply_config_files(&TRAIN_CMD, specs, n, &saved_threads);
     bool threads_given = args_seen(specs, n, "--threads");   // else the free cores; config.json records the count used
     if (threads_given) args_check_threads(t->threads);
-    t->threads = cli_node_threads(threads_given ? t->threads : 0);
+    t->threads = cpu_node_threads(threads_given ? t->threads : 0);
     if (saved_threads > 0 && saved_threads != t->threads)   // OpenBLAS's kernels on some CPUs round per thread count
         log_info("note: the run this continues used --threads %d and this one %d; its losses may differ from an "
                  "uninterrupted run's in the last digits; --threads %d continues it bit for bit\n",
