@@ -1,10 +1,7 @@
 // cli/passkey.c — `ringgpt passkey`: its flags, the table on the console and the result files' names; the grid is eval/passkey.c's.
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli/commands.h"
 #include "core/args.h"
@@ -48,28 +45,6 @@ static const ArgCommand PASSKEY_CMD = {
     "document (OUT.docs.jsonl) to read a miss. Training documents of the same task come from\n"
     "`ringgpt prepare --synthetic passkey`."};
 
-// OUT.json and OUT.csv can be written: their directory is created (by rank 0) or refused before the evaluation.
-static void check_out(const char *out, Comm *world) {
-    char dir[4200], why[4400] = "";
-    if (comm_rank(world) == 0) {
-        path_dirname(out, dir, sizeof dir);
-        struct stat st;
-        if (stat(dir, &st) != 0 && mkdir_parents(dir) != 0) snprintf(why, sizeof why, "cannot create %s (%s)", dir, strerror(errno));
-        else if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) snprintf(why, sizeof why, "%s is not a directory", dir);
-        else if (access(dir, W_OK) != 0) snprintf(why, sizeof why, "cannot write into %s (%s)", dir, strerror(errno));
-    }
-    double bad = why[0] != 0;
-    comm_allreduce(world, &bad, 1, COMM_F64, COMM_MAX, "passkey --out check");
-    if (bad) comm_fail_usage_all("--out %s: %s; give a writable path (OUT.json and OUT.csv are written there)", out, why);
-}
-
-// The grid from the flags; a bad one ends every rank with one line (exit 2).
-static void resolve_grid(PasskeyGrid *g, const char *lengths, const char *depths) {
-    char why[4400];
-    g->n_len = args_parse_lengths("--lengths", lengths, g->lengths, PASSKEY_MAX_LENGTHS);
-    if (passkey_grid_depths(g, depths, why, sizeof why) != 0) comm_fail_usage_all("%s", why);
-}
-
 // The checks that count the model's tokens: its tokenizer, the lengths, the haystack (every rank, exit 2).
 static void resolve_tokens(PasskeyGrid *g, const Tokenizer *tok, const ModelConfig *c, const char *path) {
     char why[4400];
@@ -79,10 +54,11 @@ static void resolve_tokens(PasskeyGrid *g, const Tokenizer *tok, const ModelConf
 }
 
 // OUT.json, OUT.csv and with --docs OUT.docs.jsonl (rank 0).
-static void write_files(const char *out, bool docs, const PasskeyGrid *g, const NeedleResults *r, const PasskeyRunInfo *ri) {
+static void write_files(const char *out, bool docs, const char *label, const PasskeyGrid *g, const NeedleResults *r,
+                        const InferModel *im) {
     char path[4200];
     snprintf(path, sizeof path, "%s.json", out);
-    passkey_write_json(path, g, r, ri);
+    passkey_write_json(path, g, r, im, label);
     snprintf(path, sizeof path, "%s.csv", out);
     passkey_write_csv(path, g, r);
     if (docs) {
@@ -168,8 +144,11 @@ int cmd_passkey(int argc, char **argv) {
     args_check_seed("--seed", f.seed);
     PasskeyGrid g = f.g;
     g.seed = (uint64_t)f.seed;
-    resolve_grid(&g, f.lengths, f.depths);
-    check_out(f.out, comm_world());
+    g.n_len = args_parse_lengths("--lengths", f.lengths, g.lengths, PASSKEY_MAX_LENGTHS);
+    char dir[4200], why[4400];   // dir: OUT.json's and OUT.csv's
+    if (passkey_grid_depths(&g, f.depths, why, sizeof why) != 0) comm_fail_usage_all("%s", why);
+    path_dirname(f.out, dir, sizeof dir);
+    needle_check_out(dir, f.out, "path (OUT.json and OUT.csv are written there)", comm_world());
     InferModel im;
     infer_open(&(InferOptions){"passkey", pos[0], f.sp, f.threads, args_seen(specs, n, "--threads"), f.rope_theta, stdout}, &im);
     resolve_tokens(&g, &im.tok, &im.model.cfg, pos[0]);
@@ -178,12 +157,11 @@ int cmd_passkey(int argc, char **argv) {
              im.model.cfg.rope_theta, g.n_len, plural(g.n_len), g.n_depth, plural(g.n_depth), g.trials, plural(g.trials), im.grid.dp,
              f.sp, im.threads, plural(im.threads));
     NeedleResults r = passkey_grid_run(&im.model, &g, &im.grid);
-    PasskeyRunInfo ri = {pos[0], f.label ? f.label : pos[0], &im.model.cfg, im.state.run.seq_len, f.sp, im.grid.dp};
     print_table(&g, &r);
     double rss = peak_rss_mb();
     comm_allreduce(im.grid.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");
     log_info("passkey: peak RSS per rank %.0f MB (the largest rank's)\n", rss);
-    if (im.grid.rank == 0) write_files(f.out, f.docs, &g, &r, &ri);
+    if (im.grid.rank == 0) write_files(f.out, f.docs, f.label ? f.label : pos[0], &g, &r, &im);
     passkey_grid_free(&g);
     needle_results_free(&r);
     infer_close(&im);

@@ -1,11 +1,8 @@
 // cli/ruler.c — `ringgpt ruler`: RULER's tasks on a checkpoint in its own tokenizer, answers decoded greedily over the ring; the length x task table, the effective length and DIR/results.json. Documents and scores are eval/ruler.c's, the suite's run and results.json eval/ruler_suite.c's.
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "checkpoints/model_tokenizer.h"
 #include "cli/commands.h"
@@ -87,20 +84,6 @@ static void print_table(const RulerSuite *s, const NeedleResults *r, double thre
     else log_info("\nruler: effective length none (the average at %" PRId64 " is below %.1f %%)\n", s->lengths[0], threshold);
 }
 
-// DIR exists (made by rank 0) and takes files, or every rank ends with one line.
-static void check_out(const char *dir, Comm *world) {
-    char why[4400] = "";
-    if (comm_rank(world) == 0) {
-        struct stat st;
-        if (stat(dir, &st) != 0 && mkdir_parents(dir) != 0) snprintf(why, sizeof why, "cannot create it (%s)", strerror(errno));
-        else if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) snprintf(why, sizeof why, "not a directory");
-        else if (access(dir, W_OK) != 0) snprintf(why, sizeof why, "cannot write into it (%s)", strerror(errno));
-    }
-    double bad = why[0] != 0;
-    comm_allreduce(world, &bad, 1, COMM_F64, COMM_MAX, "ruler --out check");
-    if (bad) comm_fail_usage_all("--out %s: %s; give a writable directory (results.json is written there)", dir, why);
-}
-
 static const ArgCommand RULER_CMD = {
     "ruler", "ringgpt ruler CKPT --lengths 1K,4K --tasks all|LIST --samples N [flags]   (mpiexec -np dp·sp ... --sp S)",
     "RULER's synthetic long-context tasks (Hsieh et al., 2024) in the model's own tokenizer: needles (single, multi-key\n"
@@ -158,7 +141,7 @@ int cmd_ruler(int argc, char **argv) {
     parse_tasks(&s, tasks);
     if (haystack) load_prose(&s, haystack);
     int swapped = resolve_specs(&s, haystack);
-    check_out(out, comm_world());
+    needle_check_out(out, out, "directory (results.json is written there)", comm_world());
     InferModel im;
     infer_open(&(InferOptions){"ruler", pos[0], sp, threads, args_seen(specs, n, "--threads"), rope_theta, stdout}, &im);
     if (!tokenizer_can_encode(&im.tok))
@@ -167,13 +150,14 @@ int cmd_ruler(int argc, char **argv) {
                             pos[0], im.tok.id);
     s.start = model_start_token(&im.tok, model_hf_prefill(im.used, &im.state), "auto");   // an imported model: its tokenizer config's
     RulerTokMeasure tm = {tokenizer_encoder(&im.tok), NULL, 0};
+    s.tok = &im.tok, s.tm = &tm;
     char why[1024];
-    if (ruler_suite_check(&s, &tm, why, sizeof why) != 0) comm_fail_usage_all("%s", why);
+    if (ruler_suite_check(&s, why, sizeof why) != 0) comm_fail_usage_all("%s", why);
     log_info("ruler: %s (%.2fM parameters, tokenizer %s), %d task%s x %d length%s x %d sample%s, seed %" PRId64 ", ring of %d, %d thread%s\n",
              pos[0], config_num_params(&im.model.cfg) / 1e6, im.tok.id, s.n_task, plural(s.n_task), s.n_len, plural(s.n_len), s.samples,
              plural(s.samples), seed, sp, im.threads, plural(im.threads));
     if (swapped) log_info("ruler: no --haystack: %d task%s RULER runs on essays read the noise sentences\n", swapped, plural(swapped));
-    NeedleResults r = ruler_suite_run(&im.model, &im.tok, &im.grid, &s, &tm);
+    NeedleResults r = ruler_suite_run(&im.model, &im.grid, &s);
     print_table(&s, &r, threshold);
     RulerRunInfo ri = {pos[0], label ? label : pos[0], haystack, im.tok.id, threshold, "ringgpt"};
     for (int i = 0; i < argc; i++)

@@ -9,6 +9,7 @@
 void infer_open(const InferOptions *o, InferModel *im) {
     if (o->sp < 1) comm_fail_usage_all("--sp must be at least 1 (got %d)", o->sp);
     if (o->threads_given) args_check_threads(o->threads);
+    im->ckpt = o->ckpt;
     im->grid = comm_grid(o->sp);   // a world that sp does not divide is a usage error
     im->threads = cpu_node_threads(o->threads_given ? o->threads : 0);
     cpu_threads(im->threads);

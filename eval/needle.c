@@ -1,26 +1,29 @@
-// eval/needle.c — the needle harness: a task's documents in grid order, each dp group its turn, every answer decoded greedily from one decoder (a shared context kept prefilled), the records shared with every rank; the cells' scores and the results JSON.
+// eval/needle.c — the needle harness: a task's documents in grid order, each dp group its turn, every answer decoded greedily from one decoder (a shared context kept prefilled), the records shared with every rank; the cells' scores, the results JSON and its directory.
 #include "eval/needle.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/common.h"
 #include "eval/sample.h"
 
 void needle_decoder_free(NeedleDecoder *k) {
-    if (k->live) decoder_free(&k->dec);
+    if (k->max_new) decoder_free(&k->dec);
     free(k->ctx);
     *k = (NeedleDecoder){0};
 }
 
 // k's decoder with room for max_new tokens after a prefill: the one it has, or a larger one (nothing kept).
 static void decoder_room(NeedleDecoder *k, GPT *m, Comm *ring, int max_new) {
-    if (k->live && k->max_new >= max_new) return;
+    if (k->max_new >= max_new) return;
     needle_decoder_free(k);
     decoder_init(&k->dec, m, ring, max_new);
-    k->live = true, k->max_new = max_new;
+    k->max_new = max_new;
 }
 
 // The logits after p's prompt: the context from k's prefill (made and kept first unless k holds it) and the rest
@@ -68,23 +71,6 @@ void needle_answer(NeedleDecoder *k, GPT *m, Comm *ring, const NeedlePrompt *p, 
     st->decode_s = now_seconds() - t1;
 }
 
-// A run in progress: the task, where it runs, its decoder and the records so far.
-typedef struct {
-    const NeedleTask *t;
-    GPT *m;
-    const CommGrid *cg;
-    NeedleDecoder dec;
-    NeedleResults r;
-} Run;
-
-static NeedleResults results_new(const NeedleTask *t) {
-    size_t cells = (size_t)t->n_len * t->n_col, jobs = cells * t->samples;
-    return (NeedleResults){t->n_len, t->n_col, t->samples, t->n_values, t->lengths,
-                           xcalloc(jobs * t->n_values, sizeof(double), "the scores"),
-                           xcalloc(jobs, sizeof(char *), "the answers"), xcalloc(jobs, sizeof(uint64_t), "the answers' lengths"),
-                           xcalloc(cells, sizeof(double), "the cells' timings")};
-}
-
 // Job j is this dp group's: the groups take the documents in turn, and a document's asks (samples a·asks ..
 // a·asks + asks − 1 of a cell) are one document.
 static bool mine(const NeedleTask *t, const NeedleJob *j, const CommGrid *cg) {
@@ -92,38 +78,35 @@ static bool mine(const NeedleTask *t, const NeedleJob *j, const CommGrid *cg) {
     return (int)((j->index - (size_t)j->sample + (size_t)j->sample / asks) % (size_t)cg->dp) == cg->dp_index;
 }
 
-// Job j's record into the results (the reporting rank of its ring only: the others' stay 0 for share's sums).
-static void store(NeedleResults *r, const NeedleJob *j, const NeedleRecord *rec, const NeedleStats *st, double seconds) {
-    memcpy(r->values + j->index * r->n_values, rec->values, (size_t)r->n_values * sizeof(double));
-    r->text[j->index] = rec->text, r->text_n[j->index] = rec->text_n;
-    double add[4] = {(double)st->prefilled, st->prefill_s, st->made, st->decode_s};
-    for (int i = 0; i < 4; i++) r->sums[i] += add[i];
-    r->seconds[(size_t)j->li * r->n_col + j->col] += seconds;
-}
-
 // This group's documents of cell (li, col), one at a time: made, answered, recorded. One log line as the cell ends
 // with col_names (a run can take hours): the score of the samples this group ran.
-static void run_cell(Run *run, int li, int col) {
-    const NeedleTask *t = run->t;
+static void run_cell(const NeedleTask *t, GPT *m, const CommGrid *cg, NeedleDecoder *dec, NeedleResults *r, int li, int col) {
     double t_cell = now_seconds(), score = 0;
     int ran = 0;
     for (int k = 0; k < t->samples; k++) {
         NeedleJob j = {li, col, k, ((size_t)li * t->n_col + col) * t->samples + k};
-        if (!mine(t, &j, run->cg)) continue;
+        if (!mine(t, &j, cg)) continue;
         double t0 = now_seconds();
         NeedlePrompt p;
         void *answer = t->make(t->ctx, &j, &p);
         NeedleStats st;
-        needle_answer(&run->dec, run->m, run->cg->ring, &p, t->take, answer, &st);
+        needle_answer(dec, m, cg->ring, &p, t->take, answer, &st);
         NeedleRecord rec = {{0}};
         t->finish(t->ctx, answer, &rec);
         score += rec.values[0], ran++;
-        if (run->cg->sp_index == 0) store(&run->r, &j, &rec, &st, now_seconds() - t0);
-        else free(rec.text);
+        if (cg->sp_index != 0) {   // the reporting rank of the ring records the job: the others' stay 0 for share's sums
+            free(rec.text);
+            continue;
+        }
+        memcpy(r->values + j.index * r->n_values, rec.values, (size_t)r->n_values * sizeof(double));
+        r->text[j.index] = rec.text, r->text_n[j.index] = rec.text_n;
+        double add[4] = {(double)st.prefilled, st.prefill_s, st.made, st.decode_s};
+        for (int i = 0; i < 4; i++) r->sums[i] += add[i];
+        r->seconds[(size_t)li * t->n_col + col] += now_seconds() - t0;
     }
     if (t->col_names)
         log_info("%s: length %" PRId64 ", %s: %.1f %% of %d %s%s%s in %.1f s\n", t->name, t->lengths[li], t->col_names[col],
-                 ran ? 100 * score / ran : 0.0, ran, t->sample_word, plural(ran), run->cg->dp > 1 ? " (this group's)" : "",
+                 ran ? 100 * score / ran : 0.0, ran, t->sample_word, plural(ran), cg->dp > 1 ? " (this group's)" : "",
                  now_seconds() - t_cell);
 }
 
@@ -151,18 +134,22 @@ static void share(NeedleResults *r, Comm *world) {
 }
 
 NeedleResults needle_run(GPT *m, const CommGrid *cg, const NeedleTask *t) {
-    Run run = {.t = t, .m = m, .cg = cg, .r = results_new(t)};
+    size_t cells = (size_t)t->n_len * t->n_col, jobs = cells * t->samples;
+    NeedleResults r = {t->n_len, t->n_col, t->samples, t->n_values, t->lengths, xcalloc(jobs * t->n_values, sizeof(double), "the scores"),
+                       xcalloc(jobs, sizeof(char *), "the answers"), xcalloc(jobs, sizeof(uint64_t), "the answers' lengths"),
+                       xcalloc(cells, sizeof(double), "the cells' timings")};
+    NeedleDecoder dec = {0};
     double t_run = now_seconds();
     for (int li = 0; li < t->n_len; li++) {
         double t_len = now_seconds();
-        for (int col = 0; col < t->n_col; col++) run_cell(&run, li, col);
+        for (int col = 0; col < t->n_col; col++) run_cell(t, m, cg, &dec, &r, li, col);
         log_info("%s: length %" PRId64 ": %d %s%s x %d %s%s in %.1f s\n", t->name, t->lengths[li], t->n_col, t->col_word,
                  plural(t->n_col), t->samples, t->sample_word, plural(t->samples), now_seconds() - t_len);
     }
-    needle_decoder_free(&run.dec);
-    share(&run.r, cg->world);
-    run.r.total_s = now_seconds() - t_run;
-    return run.r;
+    needle_decoder_free(&dec);
+    share(&r, cg->world);
+    r.total_s = now_seconds() - t_run;
+    return r;
 }
 
 void needle_results_free(NeedleResults *r) {
@@ -207,4 +194,17 @@ void needle_write_json(const char *path, cJSON *root, const NeedleResults *r, Ne
     xfclose(f, path);
     free(text);
     cJSON_Delete(root);
+}
+
+void needle_check_out(const char *dir, const char *out, const char *what, Comm *world) {
+    char why[4400] = "";
+    if (comm_rank(world) == 0) {
+        struct stat st;
+        if (stat(dir, &st) != 0 && mkdir_parents(dir) != 0) snprintf(why, sizeof why, "cannot create %s (%s)", dir, strerror(errno));
+        else if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) snprintf(why, sizeof why, "%s is not a directory", dir);
+        else if (access(dir, W_OK) != 0) snprintf(why, sizeof why, "cannot write into %s (%s)", dir, strerror(errno));
+    }
+    double bad = why[0] != 0;
+    comm_allreduce(world, &bad, 1, COMM_F64, COMM_MAX, "the --out check");
+    if (bad) comm_fail_usage_all("--out %s: %s; give a writable %s", out, why, what);
 }

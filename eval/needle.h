@@ -1,4 +1,4 @@
-// eval/needle.h — the needle harness of passkey and RULER: a grid of lengths × columns (passkey's depths, RULER's tasks) × samples, each sample a document prefilled over the ring and its answer decoded greedily, the dp groups taking the documents in turn; the records shared with every rank, the cells' scores, the results JSON.
+// eval/needle.h — the needle harness of passkey and RULER: a grid of lengths × columns (passkey's depths, RULER's tasks) × samples, each sample a document prefilled over the ring and its answer decoded greedily, the dp groups taking the documents in turn; the records shared with every rank, the cells' scores, the results JSON and its directory.
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -10,34 +10,30 @@
 #include "model/decode.h"
 #include "model/gpt.h"
 
-// The numbers a job records (passkey's: 5 scores, then its keys: 2 + 8 distractors').
-enum { NEEDLE_MAX_VALUES = 15 };
+enum { NEEDLE_MAX_VALUES = 15 };   // the numbers a job records (passkey's: 5 scores, the keys of 2 + 8 needles)
 
 typedef struct {
     uint32_t *ids;      // (n) the prompt, every id below the model's vocab (the task's buffer)
     size_t n;
-    size_t n_ctx;       // ids[0..n_ctx): a context the next documents may begin with (a document asked several
-                        // questions): prefilled once and kept; 0: none
-    int max_new;        // the most tokens the answer is decoded in
+    size_t n_ctx;       // ids[0..n_ctx): a context the next documents may share (a document asked several questions)
+    int max_new;        // the most tokens the answer is decoded in (at least 1)
 } NeedlePrompt;
 
 // What a decoded token does to the answer: ends it without joining it, completes it, or joins it.
 typedef enum { NEEDLE_END, NEEDLE_DONE, NEEDLE_MORE } NeedleTake;
 typedef NeedleTake (*NeedleTakeFn)(void *answer, int id);
 
-// One answer's work: ids run through the model before decoding, tokens the answer took, wall time.
-typedef struct {
+typedef struct {   // one answer's work: ids run through the model before decoding, tokens the answer took
     size_t prefilled;
     int made;
     double prefill_s, decode_s;
 } NeedleStats;
 
-// The decoder the answers share (one at a time: a prefill's keys and values live in the model's activations) and
-// the context it holds prefilled. Zeroed: none yet.
+// The decoder the answers share (one at a time: a prefill's keys and values live in the model's activations) with
+// the context it holds prefilled; zeroed: none yet.
 typedef struct {
     Decoder dec;
-    bool live;
-    int max_new;        // what dec was made for
+    int max_new;        // what dec was made for (0: none made)
     uint32_t *ctx;      // (n_ctx) the kept context's ids
     size_t n_ctx;
     DecodeMark mark;    // the kept context's end
@@ -57,8 +53,7 @@ typedef struct {
     size_t index;
 } NeedleJob;
 
-// What a job leaves in the results.
-typedef struct {
+typedef struct {   // what a job leaves in the results
     double values[NEEDLE_MAX_VALUES];   // its scores first (values[0]: the log's, a share of 1), then the task's numbers
     char *text;                         // malloc'd NUL-ended strings back to back (the results take it)
     size_t text_n;                      // its bytes, every NUL included
@@ -79,8 +74,7 @@ typedef struct {
     void (*finish)(const void *ctx, void *answer, NeedleRecord *rec);
 } NeedleTask;
 
-// A run's records, the same on every rank.
-typedef struct {
+typedef struct {   // a run's records, the same on every rank
     int n_len, n_col, samples, n_values;
     const int64_t *lengths;   // (n_len) the task's
     double *values;           // (jobs, n_values)
@@ -107,3 +101,6 @@ int64_t needle_effective_length(const NeedleResults *r, double threshold);
 // path (a file that cannot be written ends the process with one line); root freed.
 typedef void (*NeedleCellJson)(const void *ctx, const NeedleResults *r, int c, cJSON *o);
 void needle_write_json(const char *path, cJSON *root, const NeedleResults *r, NeedleCellJson cell, const void *ctx);
+// The results' directory dir (of --out out) exists (created by the world's rank 0) and takes files before the model
+// is read, or every rank ends with one line: "--out OUT: why; give a writable <what>" (exit 2).
+void needle_check_out(const char *dir, const char *out, const char *what, Comm *world);

@@ -241,15 +241,13 @@ NeedleResults passkey_grid_run(GPT *m, const PasskeyGrid *g, const CommGrid *cg)
     return needle_run(m, cg, &t);
 }
 
-// ---- the result files ------------------------------------------------------------------------------------------
-
 // The checkpoint, the haystack, the grid's settings and layout: the JSON's members before "cells".
-static void add_run(cJSON *root, const PasskeyGrid *g, const PasskeyRunInfo *ri, double seconds) {
-    cJSON_AddStringToObject(root, "checkpoint", ri->ckpt);
-    cJSON_AddStringToObject(root, "label", ri->label);
-    cJSON_AddNumberToObject(root, "trained_seq_len", (double)ri->trained_len);
-    cJSON_AddNumberToObject(root, "rope_theta", ri->model->rope_theta);
-    cJSON_AddNumberToObject(root, "params", (double)config_num_params(ri->model));
+static void add_run(cJSON *root, const PasskeyGrid *g, const InferModel *im, const char *label, double seconds) {
+    cJSON_AddStringToObject(root, "checkpoint", im->ckpt);
+    cJSON_AddStringToObject(root, "label", label);
+    cJSON_AddNumberToObject(root, "trained_seq_len", (double)im->state.run.seq_len);
+    cJSON_AddNumberToObject(root, "rope_theta", im->model.cfg.rope_theta);
+    cJSON_AddNumberToObject(root, "params", (double)config_num_params(&im->model.cfg));
     cJSON_AddStringToObject(root, "haystack", g->haystack ? g->haystack : "generator filler");
     if (g->haystack) {
         cJSON_AddNumberToObject(root, "haystack_bytes", (double)g->hay.bytes);
@@ -263,8 +261,8 @@ static void add_run(cJSON *root, const PasskeyGrid *g, const PasskeyRunInfo *ri,
     cJSON_AddNumberToObject(root, "distractors", g->distractors);
     cJSON_AddNumberToObject(root, "seed", (double)g->seed);
     cJSON_AddNumberToObject(root, "trials", g->trials);
-    cJSON_AddNumberToObject(root, "sp", ri->sp);
-    cJSON_AddNumberToObject(root, "dp", ri->dp);
+    cJSON_AddNumberToObject(root, "sp", im->grid.sp);
+    cJSON_AddNumberToObject(root, "dp", im->grid.dp);
     cJSON_AddNumberToObject(root, "seconds", seconds);
     cJSON *lens = cJSON_AddArrayToObject(root, "lengths"), *deps = cJSON_AddArrayToObject(root, "depths");
     for (int i = 0; i < g->n_len; i++) cJSON_AddItemToArray(lens, cJSON_CreateNumber((double)g->lengths[i]));
@@ -308,9 +306,9 @@ static void cell_json(const void *ctx, const NeedleResults *r, int c, cJSON *o) 
     if (g->distractors) add_other_keys(o, g, r, c);
 }
 
-void passkey_write_json(const char *path, const PasskeyGrid *g, const NeedleResults *r, const PasskeyRunInfo *ri) {
+void passkey_write_json(const char *path, const PasskeyGrid *g, const NeedleResults *r, const InferModel *im, const char *label) {
     cJSON *root = cJSON_CreateObject();
-    add_run(root, g, ri, r->total_s);
+    add_run(root, g, im, label, r->total_s);
     needle_write_json(path, root, r, cell_json, g);
 }
 

@@ -7,8 +7,8 @@
 #include "core/comm.h"
 #include "data/haystack.h"
 #include "data/synthetic.h"
+#include "eval/infer.h"
 #include "eval/needle.h"
-#include "model/config.h"
 #include "model/gpt.h"
 
 // PASSKEY_MAX_DOCS: documents (lengths x depths x trials) in one call; each keeps its answers until the end.
@@ -78,17 +78,10 @@ PasskeyScore passkey_score(const PasskeyInfo *info, int distractors, const char 
 // Cell c's scores: its trials' summed.
 PasskeyScore passkey_cell_score(const NeedleResults *r, int c);
 
-// What OUT.json records beside the grid and its results: the model and the run's layout.
-typedef struct {
-    const char *ckpt, *label;      // the checkpoint path given, the run's name in the JSON and the heatmap
-    const ModelConfig *model;
-    int64_t trained_len;           // the checkpoint's training sequence length
-    int sp, dp;
-} PasskeyRunInfo;
-
-// The result files OUT.json (the run and every cell) and OUT.csv (one row per cell): each writes path whole (scripts/plot_passkey.py reads the JSON); a file that cannot be written ends the process
-// with one line naming it (core/common.h's checked I/O).
-void passkey_write_json(const char *path, const PasskeyGrid *g, const NeedleResults *r, const PasskeyRunInfo *ri);
+// The result files, each written whole (a file that cannot be written ends the process with one line naming it).
+// OUT.json, read by scripts/plot_passkey.py: the model (im: the checkpoint given, its training length, RoPE base and
+// size, the ranks), the run's name (label), the grid and every cell. OUT.csv: one row per cell.
+void passkey_write_json(const char *path, const PasskeyGrid *g, const NeedleResults *r, const InferModel *im, const char *label);
 void passkey_write_csv(const char *path, const PasskeyGrid *g, const NeedleResults *r);
 // Every trial's document rebuilt from the seed (a document depends on nothing the model did) beside its answer:
 // its cell, keys, where its needle, key and answer sit, its haystack window's start and the prompt the model read.

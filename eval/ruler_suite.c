@@ -63,13 +63,13 @@ static uint64_t task_seed(const RulerSuite *s, int t) {
     return s->seed ^ h;
 }
 
-int ruler_suite_check(const RulerSuite *s, RulerTokMeasure *tm, char *why, size_t n) {
+int ruler_suite_check(const RulerSuite *s, char *why, size_t n) {
     for (int li = 0; li < s->n_len; li++)
         for (int t = 0; t < s->n_task; t++) {
             int64_t target = s->lengths[li] - (s->start >= 0) - ruler_task_tokens(s, t);   // the start token and the answer
             RulerDoc d;
             char gen[512];
-            if (target < 1 || ruler_generate(&s->specs[t], task_seed(s, t), 0, (size_t)target, ruler_measure_tokens, tm, &d, gen,
+            if (target < 1 || ruler_generate(&s->specs[t], task_seed(s, t), 0, (size_t)target, ruler_measure_tokens, s->tm, &d, gen,
                                              sizeof gen) != 0) {
                 snprintf(why, n, "--lengths %" PRId64 ", task %s: %s%s (a length holds the prompt, the start token and %d answer "
                          "tokens)", s->lengths[li], s->names[t], target < 1 ? "no room for a prompt; use a longer length" : gen,
@@ -81,13 +81,6 @@ int ruler_suite_check(const RulerSuite *s, RulerTokMeasure *tm, char *why, size_
     return 0;
 }
 
-// What the suite's documents need: the suite, the model's tokenizer, the measure in its tokens.
-typedef struct {
-    const RulerSuite *s;
-    const Tokenizer *tok;
-    RulerTokMeasure *tm;
-} SuiteRun;
-
 // A sample being answered: its document, prompt and answer.
 typedef struct {
     RulerDoc d;
@@ -96,16 +89,15 @@ typedef struct {
 } Sample;
 
 static void *sample_make(const void *ctx, const NeedleJob *j, NeedlePrompt *p) {
-    const SuiteRun *run = ctx;
-    const RulerSuite *s = run->s;
+    const RulerSuite *s = ctx;
     Sample *x = xcalloc(1, sizeof *x, "a RULER sample");
     char why[512];
     int64_t target = s->lengths[j->li] - (s->start >= 0) - ruler_task_tokens(s, j->col);
-    if (ruler_generate(&s->specs[j->col], task_seed(s, j->col), (uint64_t)j->sample, (size_t)target, ruler_measure_tokens, run->tm,
+    if (ruler_generate(&s->specs[j->col], task_seed(s, j->col), (uint64_t)j->sample, (size_t)target, ruler_measure_tokens, s->tm,
                        &x->d, why, sizeof why))
         fail_data(NULL, "ruler: --lengths %" PRId64 ", task %s, sample %d: %s", s->lengths[j->li], s->names[j->col], j->sample, why);
-    ruler_prompt(run->tok, s->start, &x->d, ruler_task_tokens(s, j->col), s->specs[j->col].asks > 1, &x->p);
-    x->a = (RulerAnswer){.d = &x->d, .tok = run->tok};
+    ruler_prompt(s->tok, s->start, &x->d, ruler_task_tokens(s, j->col), s->specs[j->col].asks > 1, &x->p);
+    x->a = (RulerAnswer){.d = &x->d, .tok = s->tok};
     *p = x->p;
     return x;
 }
@@ -129,13 +121,12 @@ static void sample_finish(const void *ctx, void *sample, NeedleRecord *rec) {
     free(x->p.ids), free(x->a.text), free(x);
 }
 
-NeedleResults ruler_suite_run(GPT *m, const Tokenizer *tok, const CommGrid *cg, const RulerSuite *s, RulerTokMeasure *tm) {
-    SuiteRun run = {s, tok, tm};
+NeedleResults ruler_suite_run(GPT *m, const CommGrid *cg, const RulerSuite *s) {
     int asks[RULER_MAX_TASKS];
     for (int t = 0; t < s->n_task; t++) asks[t] = s->specs[t].asks;
     NeedleTask t = {.name = "ruler", .col_word = "task", .sample_word = "sample", .col_names = s->names, .n_len = s->n_len,
                     .n_col = s->n_task, .samples = s->samples, .n_values = 2, .lengths = s->lengths,
-                    .asks = asks, .ctx = &run, .make = sample_make, .take = sample_take, .finish = sample_finish};
+                    .asks = asks, .ctx = s, .make = sample_make, .take = sample_take, .finish = sample_finish};
     return needle_run(m, cg, &t);
 }
 

@@ -46,6 +46,8 @@ typedef struct {
     RulerSpec specs[RULER_MAX_TASKS];
     int64_t lengths[RULER_MAX_LENGTHS];
     uint64_t seed;
+    const Tokenizer *tok;                 // the model's: documents are measured (tm) and answered in its tokens
+    RulerTokMeasure *tm;
     int64_t start;                        // the token prefilled before each document (-1: none; model_start_token)
     char *prose;                          // --haystack's text, or NULL (the prose tasks read noise)
     size_t prose_n;
@@ -53,15 +55,15 @@ typedef struct {
 
 // The answer tokens decoded for task t: --tokens, or RULER's budget for its kind (tokens_to_generate).
 int ruler_task_tokens(const RulerSuite *s, int t);
-// Every (length, task) makes a document (in tm's tokens) before anything is decoded: 0, or -1 with one line in why
-// (a length too short for a task).
-int ruler_suite_check(const RulerSuite *s, RulerTokMeasure *tm, char *why, size_t n);
+// Every (length, task) makes a document before anything is decoded: 0, or -1 with one line in why (a length too
+// short for a task).
+int ruler_suite_check(const RulerSuite *s, char *why, size_t n);
 
 // Every document of the suite (needle_run's job index: cell (length, task) · samples + sample), the dp groups of cg
 // taking them in turn (a document's asks in one group): generated, prefilled over the group's ring, its answer decoded
 // greedily and scored; the records on every rank: values each sample's ruler_score and its prompt's ids, its
 // text the answer, a NUL, the expected items joined by newlines, a NUL. Logs a line per cell and per length.
-NeedleResults ruler_suite_run(GPT *m, const Tokenizer *tok, const CommGrid *cg, const RulerSuite *s, RulerTokMeasure *tm);
+NeedleResults ruler_suite_run(GPT *m, const CommGrid *cg, const RulerSuite *s);
 
 typedef struct {
     const char *ckpt, *label, *haystack, *tokenizer;

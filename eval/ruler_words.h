@@ -9,9 +9,7 @@
 
 // Words for keys, values, aliases and the common-words list; people's names for nolima.
 enum { RULER_N_ADJS = 122, RULER_N_NOUNS = 123, RULER_N_NAMES = 48 };
-extern const char *const RULER_ADJS[RULER_N_ADJS];
-extern const char *const RULER_NOUNS[RULER_N_NOUNS];
-extern const char *const RULER_NAMES[RULER_N_NAMES];
+extern const char *const RULER_ADJS[RULER_N_ADJS], *const RULER_NOUNS[RULER_N_NOUNS], *const RULER_NAMES[RULER_N_NAMES];
 
 // A growing string: p[0..n) and a NUL.
 typedef struct {
