@@ -5,14 +5,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoints/load.h"
-#include "checkpoints/model_tokenizer.h"
 #include "checkpoints/train_ckpt.h"
-#include "cli/cli.h"
 #include "cli/commands.h"
 #include "core/args.h"
 #include "core/comm.h"
 #include "core/common.h"
+#include "eval/infer.h"
 #include "eval/loss.h"
 
 static const ArgCommand EVAL_CMD = {
@@ -30,7 +28,7 @@ static const char *const RUN_FLAGS[] = {"--doc-mask", "--loss-on", NULL};
 int cmd_eval(int argc, char **argv) {
     comm_init(&argc, &argv);   // MPI when launched by mpiexec, else a one-rank world
     const char *data = NULL, *split = "val", *dump = NULL, *batches_arg = "4", *loss_on = "masked", *pos[1];
-    int seq_len = 0, batch = 4, threads = 0, loss_chunk = 256, sp = 1;   // threads: resolved by cli_infer_grid when not given
+    int seq_len = 0, batch = 4, threads = 0, loss_chunk = 256, sp = 1;   // threads: resolved by infer_open when not given
     bool doc_mask = false;
     int64_t seed = -1;
     float rope_theta = 0, val_fraction = 0.1f;
@@ -67,32 +65,25 @@ int cmd_eval(int argc, char **argv) {
     if (ckpt_run_config(pos[0], run_config, sizeof run_config)) args_apply_json_only(&EVAL_CMD, specs, n, run_config, RUN_FLAGS);
     if (strcmp(loss_on, "masked") && strcmp(loss_on, "all")) fail_usage("--loss-on must be masked or all, not '%s'", loss_on);
     if (args_seen(specs, n, "--seed")) args_check_seed("--seed", seed);
-    CommGrid g = cli_infer_grid(sp, args_seen(specs, n, "--threads"), &threads);
-    if (dump && g.world_size > 1) comm_fail_usage_all("--dump-logits runs on one rank; drop mpiexec or --dump-logits");
+    if (dump && comm_size(comm_world()) > 1) comm_fail_usage_all("--dump-logits runs on one rank; drop mpiexec or --dump-logits");
     if (dump) make_dirs(dump);   // an output that cannot be written is refused before the model is read
-    GPT m;
-    CkptState s;
-    char used[4200], why[4400];
-    load_model(pos[0], &m, rope_theta, &s, used, sizeof used);
-    load_report("eval", pos[0], used, &s, stdout);
-    m.loss_chunk = loss_chunk;
-    m.doc_mask = doc_mask;
-    if (seq_len <= 0) seq_len = s.run.seq_len > 0 ? s.run.seq_len : 256;
-    if (seed < 0) seed = s.seed ? s.seed : 1337;
-    Tokenizer tok;
-    model_tokenizer(used, &m.cfg, &s, &tok);
-    LossEval e = {.ckpt = pos[0], .tok = &tok, .data = data, .val = strcmp(split, "val") == 0, .val_fraction = val_fraction,
+    InferModel im;
+    infer_open(&(InferOptions){"eval", pos[0], sp, threads, args_seen(specs, n, "--threads"), rope_theta, stdout}, &im);
+    im.model.loss_chunk = loss_chunk;
+    im.model.doc_mask = doc_mask;
+    if (seq_len <= 0) seq_len = im.state.run.seq_len > 0 ? im.state.run.seq_len : 256;
+    if (seed < 0) seed = im.state.seed ? im.state.seed : 1337;
+    LossEval e = {.ckpt = pos[0], .tok = &im.tok, .data = data, .val = strcmp(split, "val") == 0, .val_fraction = val_fraction,
                   .seq_len = seq_len, .batch = batch, .batches = batches_arg, .seed = (uint64_t)seed,
                   .loss_on_all = strcmp(loss_on, "all") == 0, .dump_logits = dump};
     LossResult r;
-    if (loss_eval(&m, &e, &g, &r, why, sizeof why) != 0) comm_fail_usage_all("%s", why);
+    char why[4400];
+    if (loss_eval(&im.model, &e, &im.grid, &r, why, sizeof why) != 0) comm_fail_usage_all("%s", why);
     log_info("eval: loss %.6f  perplexity %.4f  over %.0f token%s (%d batch%s of %d x %d%s, %s split%s, seed %" PRId64 ", %dx%d "
              "ranks)\n", r.loss, exp(r.loss), r.tokens, plural((long long)r.tokens), r.batches, r.batches == 1 ? "" : "es", batch,
              seq_len, r.rest ? " + the last samples one by one" : "", split, strcmp(batches_arg, "all") == 0 ? ", all of it" : "",
-             seed, g.dp, sp);
-    tokenizer_free(&tok);
-    gpt_free(&m);
-    comm_grid_free(&g);
+             seed, im.grid.dp, sp);
+    infer_close(&im);
     comm_finalize();
     return 0;
 }

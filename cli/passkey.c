@@ -1,23 +1,17 @@
 // cli/passkey.c — `ringgpt passkey`: its flags, the table on the console and the result files' names; the grid is eval/passkey.c's.
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "checkpoints/load.h"
-#include "checkpoints/model_tokenizer.h"
-#include "cli/cli.h"
 #include "cli/commands.h"
 #include "core/args.h"
 #include "core/comm.h"
 #include "core/common.h"
+#include "eval/infer.h"
 #include "eval/passkey.h"
-#include "eval/passkey_files.h"
 
 // The table on the console: one row per length, one column per depth, exact match in percent.
-static void print_table(const PasskeyGrid *g, const PasskeyResults *r) {
+static void print_table(const PasskeyGrid *g, const NeedleResults *r) {
     log_info("exact match %% (%d trial%s per cell; rows: length, columns: depth)\n%8s", g->trials, plural(g->trials), "");
     for (int d = 0; d < g->n_depth; d++) log_info(" %5.2f", g->depths[d]);
     log_info("   mean\n");
@@ -26,9 +20,9 @@ static void print_table(const PasskeyGrid *g, const PasskeyResults *r) {
         int sum = 0;
         log_info("%8" PRId64, g->lengths[l]);
         for (int d = 0; d < g->n_depth; d++) {
-            const PasskeyScore *sc = &r->scores[l * g->n_depth + d];
-            sum += sc->exact, other += sc->other, first += sc->first, drifted += sc->drifted;
-            log_info(" %5.0f", 100.0 * sc->exact / g->trials);
+            PasskeyScore sc = passkey_cell_score(r, l * g->n_depth + d);
+            sum += sc.exact, other += sc.other, first += sc.first, drifted += sc.drifted;
+            log_info(" %5.0f", 100.0 * sc.exact / g->trials);
         }
         log_info(" %6.1f\n", 100.0 * sum / (g->trials * g->n_depth));
     }
@@ -51,28 +45,6 @@ static const ArgCommand PASSKEY_CMD = {
     "document (OUT.docs.jsonl) to read a miss. Training documents of the same task come from\n"
     "`ringgpt prepare --synthetic passkey`."};
 
-// OUT.json and OUT.csv can be written: their directory is created (by rank 0) or refused before the evaluation.
-static void check_out(const char *out, Comm *world) {
-    char dir[4200], why[4400] = "";
-    if (comm_rank(world) == 0) {
-        path_dirname(out, dir, sizeof dir);
-        struct stat st;
-        if (stat(dir, &st) != 0 && mkdir_parents(dir) != 0) snprintf(why, sizeof why, "cannot create %s (%s)", dir, strerror(errno));
-        else if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) snprintf(why, sizeof why, "%s is not a directory", dir);
-        else if (access(dir, W_OK) != 0) snprintf(why, sizeof why, "cannot write into %s (%s)", dir, strerror(errno));
-    }
-    double bad = why[0] != 0;
-    comm_allreduce(world, &bad, 1, COMM_F64, COMM_MAX, "passkey --out check");
-    if (bad) comm_fail_usage_all("--out %s: %s; give a writable path (OUT.json and OUT.csv are written there)", out, why);
-}
-
-// The grid from the flags; a bad one ends every rank with one line (exit 2).
-static void resolve_grid(PasskeyGrid *g, const char *lengths, const char *depths) {
-    char why[4400];
-    g->n_len = args_parse_lengths("--lengths", lengths, g->lengths, PASSKEY_MAX_LENGTHS);
-    if (passkey_grid_depths(g, depths, why, sizeof why) != 0) comm_fail_usage_all("%s", why);
-}
-
 // The checks that count the model's tokens: its tokenizer, the lengths, the haystack (every rank, exit 2).
 static void resolve_tokens(PasskeyGrid *g, const Tokenizer *tok, const ModelConfig *c, const char *path) {
     char why[4400];
@@ -82,10 +54,11 @@ static void resolve_tokens(PasskeyGrid *g, const Tokenizer *tok, const ModelConf
 }
 
 // OUT.json, OUT.csv and with --docs OUT.docs.jsonl (rank 0).
-static void write_files(const char *out, bool docs, const PasskeyGrid *g, const PasskeyResults *r, const PasskeyRunInfo *ri) {
+static void write_files(const char *out, bool docs, const char *label, const PasskeyGrid *g, const NeedleResults *r,
+                        const InferModel *im) {
     char path[4200];
     snprintf(path, sizeof path, "%s.json", out);
-    passkey_write_json(path, g, r, ri);
+    passkey_write_json(path, g, r, im, label);
     snprintf(path, sizeof path, "%s.csv", out);
     passkey_write_csv(path, g, r);
     if (docs) {
@@ -94,7 +67,7 @@ static void write_files(const char *out, bool docs, const PasskeyGrid *g, const 
         log_info("passkey: every trial's document in %s\n", path);
     }
     log_info("passkey: %.1f s; results in %s.json and %s.csv; heatmap: python3 scripts/plot_passkey.py %s.json\n",
-             ri->seconds, out, out, out);
+             r->total_s, out, out, out);
 }
 
 // The flags of `passkey` (defaults in passkey_defaults).
@@ -103,7 +76,7 @@ typedef struct {
     PasskeyGrid g;   // trials, haystack, distractors
     int64_t seed;
     bool docs;
-    int sp, threads;   // threads: cli_infer_grid resolves it when not given
+    int sp, threads;   // threads: infer_open resolves it when not given
     float rope_theta;
 } PasskeyFlags;
 
@@ -169,37 +142,29 @@ int cmd_passkey(int argc, char **argv) {
     if (f.config) check_config_file(&f);
     if (n_pos != 1) comm_fail_usage_all("passkey needs a checkpoint: ringgpt passkey CKPT --lengths 1K,4K --depths 0:1:0.1");
     args_check_seed("--seed", f.seed);
-    CommGrid cg = cli_infer_grid(f.sp, args_seen(specs, n, "--threads"), &f.threads);
     PasskeyGrid g = f.g;
     g.seed = (uint64_t)f.seed;
-    resolve_grid(&g, f.lengths, f.depths);
-    check_out(f.out, cg.world);
-    GPT m;
-    CkptState st;
-    char used[4200];
-    load_model(pos[0], &m, f.rope_theta, &st, used, sizeof used);
-    load_report("passkey", pos[0], used, &st, stdout);
-    Tokenizer tok;
-    model_tokenizer(used, &m.cfg, &st, &tok);
-    resolve_tokens(&g, &tok, &m.cfg, pos[0]);
+    g.n_len = args_parse_lengths("--lengths", f.lengths, g.lengths, PASSKEY_MAX_LENGTHS);
+    char dir[4200], why[4400];   // dir: OUT.json's and OUT.csv's
+    if (passkey_grid_depths(&g, f.depths, why, sizeof why) != 0) comm_fail_usage_all("%s", why);
+    path_dirname(f.out, dir, sizeof dir);
+    needle_check_out(dir, f.out, "path (OUT.json and OUT.csv are written there)", comm_world());
+    InferModel im;
+    infer_open(&(InferOptions){"passkey", pos[0], f.sp, f.threads, args_seen(specs, n, "--threads"), f.rope_theta, stdout}, &im);
+    resolve_tokens(&g, &im.tok, &im.model.cfg, pos[0]);
     log_info("passkey: %s (%.2fM parameters, trained at %d tokens, rope theta %g), %d length%s x %d depth%s x %d trial%s, "
-             "%dx%d ranks (dp x sp), %d thread%s\n", pos[0], config_num_params(&m.cfg) / 1e6, st.run.seq_len, m.cfg.rope_theta,
-             g.n_len, plural(g.n_len), g.n_depth, plural(g.n_depth), g.trials, plural(g.trials), cg.dp, f.sp, f.threads,
-             plural(f.threads));
-    double t0 = now_seconds();
-    PasskeyResults r = passkey_grid_run(&m, &g, &cg);
-    PasskeyRunInfo ri = {.ckpt = pos[0], .label = f.label ? f.label : pos[0], .model = &m.cfg, .trained_len = st.run.seq_len,
-                         .sp = f.sp, .dp = cg.dp, .seconds = now_seconds() - t0};
+             "%dx%d ranks (dp x sp), %d thread%s\n", pos[0], config_num_params(&im.model.cfg) / 1e6, im.state.run.seq_len,
+             im.model.cfg.rope_theta, g.n_len, plural(g.n_len), g.n_depth, plural(g.n_depth), g.trials, plural(g.trials), im.grid.dp,
+             f.sp, im.threads, plural(im.threads));
+    NeedleResults r = passkey_grid_run(&im.model, &g, &im.grid);
     print_table(&g, &r);
     double rss = peak_rss_mb();
-    comm_allreduce(cg.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");
+    comm_allreduce(im.grid.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");
     log_info("passkey: peak RSS per rank %.0f MB (the largest rank's)\n", rss);
-    if (cg.rank == 0) write_files(f.out, f.docs, &g, &r, &ri);
+    if (im.grid.rank == 0) write_files(f.out, f.docs, f.label ? f.label : pos[0], &g, &r, &im);
     passkey_grid_free(&g);
-    tokenizer_free(&tok);
-    passkey_results_free(&r);
-    gpt_free(&m);
-    comm_grid_free(&cg);
+    needle_results_free(&r);
+    infer_close(&im);
     comm_finalize();
     return 0;
 }

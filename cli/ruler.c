@@ -1,22 +1,17 @@
 // cli/ruler.c — `ringgpt ruler`: RULER's tasks on a checkpoint in its own tokenizer, answers decoded greedily over the ring; the length x task table, the effective length and DIR/results.json. Documents and scores are eval/ruler.c's, the suite's run and results.json eval/ruler_suite.c's.
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "checkpoints/load.h"
 #include "checkpoints/model_tokenizer.h"
-#include "cli/cli.h"
 #include "cli/commands.h"
 #include "core/args.h"
 #include "core/comm.h"
 #include "core/common.h"
 #include "data/haystack.h"
+#include "eval/infer.h"
 #include "eval/ruler.h"
-#include "eval/ruler_run.h"
 #include "eval/ruler_suite.h"
 
 enum { RULER_MAX_SAMPLES = 4096, RULER_MAX_TOKENS = 4096 };
@@ -72,35 +67,21 @@ static void load_prose(RulerSuite *s, const char *path) {
 }
 
 // Rows: tasks; columns: lengths; the average row and the effective length under it.
-static void print_table(const RulerSuite *s, const RulerTable *tb, double threshold) {
+static void print_table(const RulerSuite *s, const NeedleResults *r, double threshold) {
     log_info("ruler: score %% (%d sample%s per cell; rows: task, columns: length in tokens)\n%-16s", s->samples,
              plural(s->samples), "");
     for (int li = 0; li < s->n_len; li++) log_info(" %8" PRId64, s->lengths[li]);
     log_info("\n");
     for (int t = 0; t < s->n_task; t++) {
         log_info("%-16s", s->names[t]);
-        for (int li = 0; li < s->n_len; li++) log_info(" %8.1f", 100 * ruler_cell_mean(tb, li, t));
+        for (int li = 0; li < s->n_len; li++) log_info(" %8.1f", 100 * needle_cell_mean(r, li * s->n_task + t, 0));
         log_info("\n");
     }
     log_info("%-16s", "average");
-    for (int li = 0; li < s->n_len; li++) log_info(" %8.1f", 100 * ruler_length_mean(tb, li));
-    int64_t eff = ruler_effective_length(tb, threshold / 100);
+    for (int li = 0; li < s->n_len; li++) log_info(" %8.1f", 100 * needle_length_mean(r, li));
+    int64_t eff = needle_effective_length(r, threshold / 100);
     if (eff) log_info("\nruler: effective length %" PRId64 " (the longest length up to which the average stays >= %.1f %%)\n", eff, threshold);
     else log_info("\nruler: effective length none (the average at %" PRId64 " is below %.1f %%)\n", s->lengths[0], threshold);
-}
-
-// DIR exists (made by rank 0) and takes files, or every rank ends with one line.
-static void check_out(const char *dir, Comm *world) {
-    char why[4400] = "";
-    if (comm_rank(world) == 0) {
-        struct stat st;
-        if (stat(dir, &st) != 0 && mkdir_parents(dir) != 0) snprintf(why, sizeof why, "cannot create it (%s)", strerror(errno));
-        else if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) snprintf(why, sizeof why, "not a directory");
-        else if (access(dir, W_OK) != 0) snprintf(why, sizeof why, "cannot write into it (%s)", strerror(errno));
-    }
-    double bad = why[0] != 0;
-    comm_allreduce(world, &bad, 1, COMM_F64, COMM_MAX, "ruler --out check");
-    if (bad) comm_fail_usage_all("--out %s: %s; give a writable directory (results.json is written there)", dir, why);
 }
 
 static const ArgCommand RULER_CMD = {
@@ -120,7 +101,7 @@ int cmd_ruler(int argc, char **argv) {
     RulerSuite s = {.samples = 16};
     int64_t seed = 1;
     double threshold = 100 * RULER_THRESHOLD_DEFAULT;
-    int sp = 1, threads = 0;   // threads: cli_infer_grid resolves it when not given
+    int sp = 1, threads = 0;   // threads: infer_open resolves it when not given
     float rope_theta = 0;
     ArgSpec specs[] = {
         ARG_GROUP("the suite"),
@@ -158,42 +139,34 @@ int cmd_ruler(int argc, char **argv) {
     for (int i = 1; i < s.n_len; i++)
         if (s.lengths[i] <= s.lengths[i - 1]) comm_fail_usage_all("--lengths %s: give them shortest first, each once", lengths);
     parse_tasks(&s, tasks);
-    CommGrid g = cli_infer_grid(sp, args_seen(specs, n, "--threads"), &threads);
     if (haystack) load_prose(&s, haystack);
     int swapped = resolve_specs(&s, haystack);
-    check_out(out, g.world);
-    GPT m;
-    CkptState st;
-    char used[4200];
-    load_model(pos[0], &m, rope_theta, &st, used, sizeof used);
-    load_report("ruler", pos[0], used, &st, stdout);
-    Tokenizer tok;
-    model_tokenizer(used, &m.cfg, &st, &tok);
-    if (!tokenizer_can_encode(&tok))
+    needle_check_out(out, out, "directory (results.json is written there)", comm_world());
+    InferModel im;
+    infer_open(&(InferOptions){"ruler", pos[0], sp, threads, args_seen(specs, n, "--threads"), rope_theta, stdout}, &im);
+    if (!tokenizer_can_encode(&im.tok))
         comm_fail_usage_all("%s: its tokenizer '%s' is known by id only (no tokenizer.json, or one ringgpt cannot encode with: the "
                             "note above says), so ruler cannot write documents in it; give a model with a tokenizer ringgpt reads",
-                            pos[0], tok.id);
-    s.start = model_start_token(&tok, model_hf_prefill(used, &st), "auto");   // an imported model: its tokenizer config's
-    RulerTokMeasure tm = {tokenizer_encoder(&tok), NULL, 0};
+                            pos[0], im.tok.id);
+    s.start = model_start_token(&im.tok, model_hf_prefill(im.used, &im.state), "auto");   // an imported model: its tokenizer config's
+    RulerTokMeasure tm = {tokenizer_encoder(&im.tok), NULL, 0};
+    s.tok = &im.tok, s.tm = &tm;
     char why[1024];
-    if (ruler_suite_check(&s, &tm, why, sizeof why) != 0) comm_fail_usage_all("%s", why);
+    if (ruler_suite_check(&s, why, sizeof why) != 0) comm_fail_usage_all("%s", why);
     log_info("ruler: %s (%.2fM parameters, tokenizer %s), %d task%s x %d length%s x %d sample%s, seed %" PRId64 ", ring of %d, %d thread%s\n",
-             pos[0], config_num_params(&m.cfg) / 1e6, tok.id, s.n_task, plural(s.n_task), s.n_len, plural(s.n_len), s.samples,
-             plural(s.samples), seed, sp, threads, plural(threads));
+             pos[0], config_num_params(&im.model.cfg) / 1e6, im.tok.id, s.n_task, plural(s.n_task), s.n_len, plural(s.n_len), s.samples,
+             plural(s.samples), seed, sp, im.threads, plural(im.threads));
     if (swapped) log_info("ruler: no --haystack: %d task%s RULER runs on essays read the noise sentences\n", swapped, plural(swapped));
-    RulerResults o = ruler_suite_run(&m, &tok, &g, &s, &tm);
-    RulerTable tb = {.n_len = s.n_len, .n_task = s.n_task, .samples = s.samples, .lengths = s.lengths, .scores = o.scores};
-    print_table(&s, &tb, threshold);
-    RulerRunInfo ri = {pos[0], label ? label : pos[0], haystack, tok.id, threshold, "ringgpt"};
+    NeedleResults r = ruler_suite_run(&im.model, &im.grid, &s);
+    print_table(&s, &r, threshold);
+    RulerRunInfo ri = {pos[0], label ? label : pos[0], haystack, im.tok.id, threshold, "ringgpt"};
     for (int i = 0; i < argc; i++)
         snprintf(ri.command + strlen(ri.command), sizeof ri.command - strlen(ri.command), " %s", argv[i]);
-    if (g.rank == 0) ruler_write_json(out, &ri, &s, &o, &tb);
-    ruler_results_free(&o, &s);
+    if (im.grid.rank == 0) ruler_write_json(out, &ri, &s, &r);
+    needle_results_free(&r);
     free(tm.ids), free(s.prose);
     tokenizer_encoder_free(&tm.enc);
-    tokenizer_free(&tok);
-    gpt_free(&m);
-    comm_grid_free(&g);
+    infer_close(&im);
     comm_finalize();
     return 0;
 }

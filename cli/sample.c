@@ -4,13 +4,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoints/load.h"
 #include "checkpoints/model_tokenizer.h"
-#include "cli/cli.h"
 #include "cli/commands.h"
 #include "core/args.h"
 #include "core/comm.h"
 #include "core/common.h"
+#include "eval/infer.h"
 #include "eval/sample.h"
 
 // Each drawn token as text on stdout (rank 0: ctx is the tokenizer; the other ranks pass no sink).
@@ -50,7 +49,7 @@ static size_t parse_prompt_ids(const char *text, int64_t start, int vocab, uint3
 int cmd_sample(int argc, char **argv) {
     comm_init(&argc, &argv);
     const char *prompt = "", *prompt_file = NULL, *prompt_ids = NULL, *bos = "auto", *pos[1];
-    int tokens = 200, top_k = 40, threads = 0, sp = 1;   // threads: cli_infer_grid resolves it when not given
+    int tokens = 200, top_k = 40, threads = 0, sp = 1;   // threads: infer_open resolves it when not given
     float temperature = 0.8f, rope_theta = 0;
     int64_t seed = 1337;
     bool stop_eos = true;
@@ -83,45 +82,38 @@ int cmd_sample(int argc, char **argv) {
     if (prompt_file && strcmp(prompt_file, "-") != 0 && access(prompt_file, R_OK) != 0)
         fail_usage("--prompt-file %s: cannot open; check the path (or - for stdin)", prompt_file);
     args_check_seed("--seed", seed);
-    CommGrid g = cli_infer_grid(sp, args_seen(specs, n, "--threads"), &threads);
-    if (g.dp != 1) comm_fail_usage_all("sample continues one sequence: start sp = %d rank%s (mpiexec -np %d), not %d", sp, plural(sp), sp,
-                                       g.world_size);
-    GPT m;
-    CkptState state;
-    char used[4200];
-    load_model(pos[0], &m, rope_theta, &state, used, sizeof used);
-    load_report("sample", pos[0], used, &state, stderr);   // stdout is the text
-    Tokenizer tok;
-    model_tokenizer(used, &m.cfg, &state, &tok);
-    bool imported = model_hf_prefill(used, &state);   // an HF model follows its tokenizer config
+    if (sp >= 1 && comm_size(comm_world()) != sp)
+        comm_fail_usage_all("sample continues one sequence: start sp = %d rank%s (mpiexec -np %d), not %d", sp, plural(sp), sp,
+                            comm_size(comm_world()));
+    InferModel im;
+    infer_open(&(InferOptions){"sample", pos[0], sp, threads, args_seen(specs, n, "--threads"), rope_theta, stderr}, &im);   // stdout is the text
+    bool imported = model_hf_prefill(im.used, &im.state);   // an HF model follows its tokenizer config
     uint32_t *ids;
     size_t n_ids;
-    if (prompt_ids) n_ids = parse_prompt_ids(prompt_ids, args_seen(specs, n, "--bos") ? model_start_token(&tok, imported, bos) : -1,
-                                             m.cfg.vocab_size, &ids);
+    if (prompt_ids) n_ids = parse_prompt_ids(prompt_ids, args_seen(specs, n, "--bos") ? model_start_token(&im.tok, imported, bos) : -1,
+                                             im.model.cfg.vocab_size, &ids);
     else {
         size_t plen;
-        unsigned char *text = sample_read_prompt(prompt, prompt_file, g.ring, &plen);
-        n_ids = model_prompt_ids(&tok, model_start_token(&tok, imported, bos), text, plen, &ids);
+        unsigned char *text = sample_read_prompt(prompt, prompt_file, im.grid.ring, &plen);
+        n_ids = model_prompt_ids(&im.tok, model_start_token(&im.tok, imported, bos), text, plen, &ids);
         free(text);
     }
     SampleOptions o = {.tokens = tokens, .temperature = temperature, .top_k = top_k, .seed = (uint64_t)seed, .stop_at_eos = stop_eos};
-    bool out = g.rank == 0;
+    bool out = im.grid.rank == 0;
     if (out && !prompt_file) fputs(prompt, stdout);
     SampleResult r;
-    sample_generate(&m, g.ring, &tok, ids, n_ids, &o, out ? print_token : NULL, &tok, &r);
+    sample_generate(&im.model, im.grid.ring, &im.tok, ids, n_ids, &o, out ? print_token : NULL, &im.tok, &r);
     if (out) fputc('\n', stdout);
     fflush(stdout);
     double rss = peak_rss_mb();
-    comm_allreduce(g.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");
+    comm_allreduce(im.grid.world, &rss, 1, COMM_F64, COMM_MAX, "peak RSS");
     if (out)
         fprintf(stderr, "sample: prefill %zu token%s over %d rank%s in %.2f s (%.0f tokens/s), %d token%s decoded in %.2f s"
                 " (%.1f ms/token), peak RSS per rank %.0f MB\n", r.prompt_tokens, plural((long long)r.prompt_tokens), sp,
                 plural(sp), r.prefill_s, r.prompt_tokens / r.prefill_s, r.made, plural(r.made), r.decode_s,
                 r.made ? r.decode_s * 1e3 / r.made : 0.0, rss);
     free(ids);
-    tokenizer_free(&tok);
-    gpt_free(&m);
-    comm_grid_free(&g);
+    infer_close(&im);
     comm_finalize();
     return 0;
 }

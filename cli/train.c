@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "checkpoints/train_ckpt.h"
-#include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/train_config.h"
 #include "core/args.h"
@@ -209,7 +208,7 @@ static void parse_train_flags(TrainConfig *t, int argc, char **argv) {
     // --threads given, else the count a resumed run used (config.json records it), else the free cores
     bool threads_given = args_seen(specs, n, "--threads");
     if (threads_given) args_check_threads(t->threads);
-    t->threads = cli_node_threads(threads_given ? t->threads : saved_threads);
+    t->threads = cpu_node_threads(threads_given ? t->threads : saved_threads);
     if (!min_lr_given && t->min_lr > t->lr) {   // a low --lr (a fine-tune's 1e-5) needs no --min-lr beside it
         if (args_seen(specs, n, "--min-lr"))      // from --config or the --init-from source's run
             log_info("note: --min-lr %g (from a config file) is above --lr %g: the schedule ends at --lr / 10 = %g\n",

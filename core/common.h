@@ -86,6 +86,10 @@ int cpu_default_threads(int node_ranks, int *others);
 // True, with one line in note (size n), when `others` processes (cpu_default_threads) run beside this job and its
 // node_ranks ranks x threads threads oversubscribe the cores (the caller prints it where it fits).
 bool cpu_shared_note(int threads, int node_ranks, int others, char *note, size_t n);
+// --threads per rank: `given` (> 0: the user's; one note where it oversubscribes a busy machine), else the cores of
+// this node that other processes leave free, shared among this job's ranks on it (cpu_default_threads), the fewest
+// any rank found, with one note when other processes took cores from it. A collective: every rank calls it.
+int cpu_node_threads(int given);
 // The BLAS the binary runs on, as OpenBLAS names it: its build and the kernels it chose for this CPU
 // (per CPU model unless OPENBLAS_CORETYPE forces them), e.g. "OpenBLAS 0.3.21 ... DYNAMIC_ARCH ... Cooperlake
 // MAX_THREADS=64 (kernels: Cooperlake)" on a Zen 4; where cpu_exec_setup replaced OpenBLAS's pick, it says so.

@@ -1,4 +1,4 @@
-// core/cpu_threads.c — the CPU thread count (OpenMP and OpenBLAS), denormal flushing on every worker thread, the BLAS kernels.
+// core/cpu_threads.c — the CPU thread count (OpenMP and OpenBLAS; by default the cores a node's ranks find free), denormal flushing on every worker thread, the BLAS kernels.
 #include "core/common.h"
 
 #include <cblas.h>
@@ -12,6 +12,9 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "core/args.h"
+#include "core/comm.h"
 
 // Set across the exec of cpu_exec_setup: OpenBLAS's own pick, for --version (not a setting).
 #define BLAS_OWN_PICK "RINGGPT_BLAS_OWN_PICK"
@@ -117,6 +120,22 @@ bool cpu_shared_note(int threads, int node_ranks, int others, char *note, size_t
              others, others == 1 ? "" : "es", cores, plural(cores), node_ranks, plural(node_ranks), threads, plural(threads),
              node_ranks * threads == 1 ? "s" : "", threads_beside(cores, others, node_ranks));
     return true;
+}
+
+int cpu_node_threads(int given) {
+    int node_ranks = comm_node_size(), others;   // a collective: every rank calls this
+    int64_t n = cpu_default_threads(node_ranks, &others), fewest = given > 0 ? given : n;
+    char note[512];
+    if (given > 0) {   // the user's count: a note where it oversubscribes the busy machine
+        if (cpu_shared_note(given, node_ranks, others, note, sizeof note)) log_info("note: %s\n", note);
+        return given;
+    }
+    comm_allreduce(comm_world(), &fewest, 1, COMM_I64, COMM_MIN, "thread count");   // every rank computes alike
+    if (fewest < cpu_cores() / node_ranks)
+        log_info("note: this machine is shared: %d other process%s ran on its %d core%s as this command started: "
+                 "--threads %d%s (--threads sets it)\n", others, others == 1 ? "" : "es", cpu_cores(), plural(cpu_cores()),
+                 (int)fewest, node_ranks > 1 ? " per rank" : "");
+    return fewest < ARGS_MAX_THREADS ? (int)fewest : ARGS_MAX_THREADS;
 }
 
 void cpu_blas_describe(char *out, size_t n) {

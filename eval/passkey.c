@@ -1,6 +1,7 @@
-// eval/passkey.c — the passkey grid: its depths and checks, each trial's document in the model's tokens, greedy decoding of the key over the ring, the scores.
+// eval/passkey.c — the passkey grid: its depths and checks, each trial's document in the model's tokens, the harness's task (the key decoded greedily over the ring), the scores, the result files (OUT.json, OUT.csv, OUT.docs.jsonl).
 #include "eval/passkey.h"
 
+#include <cjson/cJSON.h>
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
@@ -11,8 +12,6 @@
 #include "core/common.h"
 #include "core/rng.h"
 #include "tokenizer/tokenizer.h"
-#include "model/decode.h"
-#include "eval/sample.h"
 
 // start:stop:step with stop included; 0 or -1 with why.
 static int depth_range(PasskeyGrid *g, const char *spec, double a, double b, double step, char *why, size_t n) {
@@ -151,11 +150,6 @@ uint64_t passkey_trial_doc(const PasskeyGrid *g, int64_t len, double depth, int 
     return at;
 }
 
-// A trial's buffers: hay (len) its haystack window, doc (len) its document.
-typedef struct {
-    uint32_t *hay, *doc;
-} TrialBufs;
-
 int passkey_answer_add(const Tokenizer *t, int id, int32_t *answer, int got) {
     size_t len = 0;
     const unsigned char *b = id < 0 || id == t->eos || id == t->bos || id == t->pad ? NULL : tokenizer_token(t, (uint32_t)id, &len);
@@ -165,127 +159,231 @@ int passkey_answer_add(const Tokenizer *t, int id, int32_t *answer, int got) {
     return got;
 }
 
-// A BPE model's answer after logits: tokens decoded greedily (passkey_answer_add) until PASSKEY_KEY_DIGITS
-// characters, an end or PASSKEY_ANSWER_TOKENS tokens; -1 for characters it never wrote. Every rank of the ring
-// takes the same tokens, so stops at the same one.
-static void decode_text_answer(Decoder *s, const Tokenizer *t, const float *logits, int32_t *answer) {
-    int V = s->m->cfg.vocab_size, got = 0;
-    for (int k = 0; k < PASSKEY_ANSWER_TOKENS && got < PASSKEY_KEY_DIGITS; k++) {
-        int id = decode_agree(s, logits_argmax(logits, V)), more = passkey_answer_add(t, id, answer, got);
-        if (more < 0) break;
-        got = more;
-        if (got < PASSKEY_KEY_DIGITS && k + 1 < PASSKEY_ANSWER_TOKENS) logits = decode_step(s, id);
-    }
-    for (; got < PASSKEY_KEY_DIGITS; got++) answer[got] = -1;
+void passkey_answer_text(const int32_t *answer, char *out) {
+    for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) out[d] = answer[d] >= 32 && answer[d] < 127 ? (char)answer[d] : '?';
+    out[PASSKEY_KEY_DIGITS] = 0;
 }
 
-// One trial: the prompt up to the answer, prefilled; then the key decoded greedily: byte260's 5 tokens, or a
-// BPE's text. answer gets PASSKEY_KEY_DIGITS characters; returns the document's keys (the asked one and the
-// distractors').
-static PasskeyInfo run_trial(Decoder *s, const PasskeyGrid *g, int64_t len, double depth, int trial, TrialBufs *b,
-                             int32_t *answer) {
-    PasskeyInfo info;
-    passkey_trial_doc(g, len, depth, trial, b->hay, b->doc, &info);
-    int V = s->m->cfg.vocab_size;   // ids below V < 2^31: the signed view of the document is the prompt
-    const float *logits = decode_prefill(s, (const int32_t *)b->doc, (int)info.answer_pos);
-    if (g->text) {
-        decode_text_answer(s, g->tok, logits, answer);
-        return info;
-    }
-    for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) {
-        answer[d] = decode_agree(s, logits_argmax(logits, V));
-        if (d + 1 < PASSKEY_KEY_DIGITS) logits = decode_step(s, answer[d]);
-    }
-    return info;
-}
-
-// Job `job`'s numbers into r (the reporting rank of its ring only; the sums after the grid share them).
-static void record_job(PasskeyResults *r, const PasskeyGrid *g, size_t job, const PasskeyInfo *info, const int32_t *answer) {
-    size_t K = (size_t)g->distractors;
-    r->keys[job] = info->key;
-    for (size_t k = 0; k < K; k++) r->others[job * K + k] = info->others[k];
-    r->firsts[job] = info->first_key;
-    for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) r->answers[job * PASSKEY_KEY_DIGITS + d] = answer[d];
-}
-
-// The jobs of length index li that are this dp group's; *job counts every job of the grid.
-static void run_length(Decoder *s, const PasskeyGrid *g, const CommGrid *cg, int li, size_t *job, PasskeyResults *r) {
-    int64_t len = g->lengths[li];
-    TrialBufs b = {g->haystack ? xmalloc((size_t)len * sizeof(uint32_t), "a haystack window") : NULL,
-                   xmalloc((size_t)len * sizeof(uint32_t), "a passkey document")};
-    bool reporter = cg->sp_index == 0;   // one rank per ring writes a job's numbers
-    double t_len = now_seconds();
-    for (int di = 0; di < g->n_depth; di++)
-        for (int t = 0; t < g->trials; t++, (*job)++) {
-            if ((int)(*job % cg->dp) != cg->dp_index) continue;
-            double t0 = now_seconds();
-            int32_t answer[PASSKEY_KEY_DIGITS];
-            PasskeyInfo info = run_trial(s, g, len, g->depths[di], t, &b, answer);
-            if (!reporter) continue;
-            record_job(r, g, *job, &info, answer);
-            r->seconds[li * g->n_depth + di] += now_seconds() - t0;
-        }
-    log_info("passkey: length %" PRId64 ": %d depth%s x %d trial%s in %.1f s\n", len, g->n_depth, plural(g->n_depth), g->trials,
-             plural(g->trials), now_seconds() - t_len);
-    free(b.hay);
-    free(b.doc);
-}
-
-PasskeyScore passkey_score_cell(const PasskeyGrid *g, const PasskeyResults *r, int c) {
+PasskeyScore passkey_score(const PasskeyInfo *info, int distractors, const char *answer) {
+    char key[8], first[8];
+    snprintf(key, sizeof key, "%05u", info->key);
+    snprintf(first, sizeof first, "%05u", info->first_key);
     PasskeyScore sc = {0, 0, 0, 0, 0};
-    for (int t = 0; t < g->trials; t++) {
-        size_t job = (size_t)c * g->trials + t;
-        char key[8], first[8], ans[PASSKEY_KEY_DIGITS + 1];
-        snprintf(key, sizeof key, "%05d", (int)r->keys[job]);
-        snprintf(first, sizeof first, "%05d", (int)r->firsts[job]);
-        passkey_answer_text(r, job, ans);
-        for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) sc.digits += ans[d] == key[d];
-        uint32_t others[PASSKEY_MAX_DISTRACTORS];   // (distractors)
-        for (int k = 0; k < g->distractors; k++) others[k] = (uint32_t)r->others[job * (size_t)g->distractors + k];
-        PasskeyAnswer kind = passkey_answer_kind(ans, (uint32_t)r->keys[job], others, g->distractors);
-        sc.exact += kind == PASSKEY_ANSWER_EXACT;
-        sc.other += kind == PASSKEY_ANSWER_OTHER_KEY;
-        sc.first += kind == PASSKEY_ANSWER_OTHER_KEY && memcmp(ans, first, PASSKEY_KEY_DIGITS) == 0;
-        sc.drifted += kind == PASSKEY_ANSWER_DRIFTED;
-    }
+    for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) sc.digits += answer[d] == key[d];
+    PasskeyAnswer kind = passkey_answer_kind(answer, info->key, info->others, distractors);
+    sc.exact = kind == PASSKEY_ANSWER_EXACT;
+    sc.other = kind == PASSKEY_ANSWER_OTHER_KEY;
+    sc.first = kind == PASSKEY_ANSWER_OTHER_KEY && memcmp(answer, first, PASSKEY_KEY_DIGITS) == 0;
+    sc.drifted = kind == PASSKEY_ANSWER_DRIFTED;
     return sc;
 }
 
-PasskeyResults passkey_grid_run(GPT *m, const PasskeyGrid *g, const CommGrid *cg) {
-    int cells = g->n_len * g->n_depth, D = PASSKEY_KEY_DIGITS;
-    size_t jobs = (size_t)cells * g->trials, K = (size_t)g->distractors;
-    PasskeyResults r = {xcalloc(jobs * D, sizeof(int64_t), "passkey answers"), xcalloc(jobs, sizeof(int64_t), "passkey keys"),
-                        xcalloc(jobs * K + 1, sizeof(int64_t), "distractor keys"),
-                        xcalloc(jobs, sizeof(int64_t), "first needles' keys"), xcalloc((size_t)cells, sizeof(double), "timings"),
-                        xcalloc((size_t)cells, sizeof(PasskeyScore), "passkey scores")};
-    Decoder s;
-    decoder_init(&s, m, cg->ring, g->text ? PASSKEY_ANSWER_TOKENS : D);
-    size_t job = 0;
-    for (int li = 0; li < g->n_len; li++) run_length(&s, g, cg, li, &job, &r);
-    decoder_free(&s);
-    comm_allreduce(cg->world, r.answers, jobs * D, COMM_I64, COMM_SUM, "passkey answers");
-    comm_allreduce(cg->world, r.keys, jobs, COMM_I64, COMM_SUM, "passkey keys");
-    if (K) comm_allreduce(cg->world, r.others, jobs * K, COMM_I64, COMM_SUM, "distractor keys");
-    if (K) comm_allreduce(cg->world, r.firsts, jobs, COMM_I64, COMM_SUM, "first needles' keys");
-    comm_allreduce(cg->world, r.seconds, (size_t)cells, COMM_F64, COMM_SUM, "passkey timings");
-    for (int c = 0; c < cells; c++) r.scores[c] = passkey_score_cell(g, &r, c);
-    return r;
+PasskeyScore passkey_cell_score(const NeedleResults *r, int c) {
+    return (PasskeyScore){(int)needle_cell_sum(r, c, PASSKEY_EXACT), (int)needle_cell_sum(r, c, PASSKEY_DIGITS),
+                          (int)needle_cell_sum(r, c, PASSKEY_OTHER), (int)needle_cell_sum(r, c, PASSKEY_FIRST),
+                          (int)needle_cell_sum(r, c, PASSKEY_DRIFTED)};
 }
 
-void passkey_results_free(PasskeyResults *r) {
-    free(r->answers);
-    free(r->keys);
-    free(r->others);
-    free(r->firsts);
-    free(r->seconds);
-    free(r->scores);
-    *r = (PasskeyResults){0};
+// A trial being answered: its document and the answer's characters so far.
+typedef struct {
+    PasskeyInfo info;
+    uint32_t *hay, *doc;                  // (len) its haystack window, its document
+    uint64_t at;                          // where the window starts in the haystack
+    int32_t answer[PASSKEY_KEY_DIGITS];   // byte260's tokens, or a BPE's decoded text (passkey_answer_add)
+    int got;
+    const Tokenizer *tok;                 // a BPE's; NULL: byte tokens
+} Trial;
+
+// The job's document cut before the answer; the key is decoded in byte260's 5 tokens or a BPE's text.
+static void *trial_make(const void *ctx, const NeedleJob *j, NeedlePrompt *p) {
+    const PasskeyGrid *g = ctx;
+    int64_t len = g->lengths[j->li];
+    Trial *t = xcalloc(1, sizeof *t, "a passkey trial");
+    t->hay = g->haystack ? xmalloc((size_t)len * sizeof(uint32_t), "a haystack window") : NULL;
+    t->doc = xmalloc((size_t)len * sizeof(uint32_t), "a passkey document");
+    t->tok = g->text ? g->tok : NULL;
+    t->at = passkey_trial_doc(g, len, g->depths[j->col], j->sample, t->hay, t->doc, &t->info);
+    *p = (NeedlePrompt){t->doc, t->info.answer_pos, 0, g->text ? PASSKEY_ANSWER_TOKENS : PASSKEY_KEY_DIGITS};
+    return t;
 }
 
-void passkey_answer_text(const PasskeyResults *r, size_t job, char *out) {
-    for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) {
-        int64_t t = r->answers[job * PASSKEY_KEY_DIGITS + d];
-        out[d] = t >= 32 && t < 127 ? (char)t : '?';
+static void trial_free(Trial *t) { free(t->hay), free(t->doc), free(t); }
+
+// Byte tokens: each one a character. A BPE's: its text's characters (passkey_answer_add), its end an end.
+static NeedleTake trial_take(void *answer, int id) {
+    Trial *t = answer;
+    int got = t->tok ? passkey_answer_add(t->tok, id, t->answer, t->got) : (t->answer[t->got] = id, t->got + 1);
+    if (got < 0) return NEEDLE_END;
+    t->got = got;
+    return got == PASSKEY_KEY_DIGITS ? NEEDLE_DONE : NEEDLE_MORE;
+}
+
+// The trial's scores, its keys (the asked one, the first needle's, the distractors') and its answer's text.
+static void trial_finish(const void *ctx, void *answer, NeedleRecord *rec) {
+    const PasskeyGrid *g = ctx;
+    Trial *t = answer;
+    for (int d = t->got; d < PASSKEY_KEY_DIGITS; d++) t->answer[d] = -1;   // characters it never wrote
+    rec->text_n = PASSKEY_KEY_DIGITS + 1;
+    rec->text = xmalloc(rec->text_n, "a passkey answer");
+    passkey_answer_text(t->answer, rec->text);
+    PasskeyScore sc = passkey_score(&t->info, g->distractors, rec->text);
+    double scores[] = {sc.exact, sc.digits, sc.other, sc.first, sc.drifted};
+    memcpy(rec->values, scores, sizeof scores);
+    rec->values[PASSKEY_KEY] = t->info.key, rec->values[PASSKEY_FIRST_KEY] = t->info.first_key;
+    for (int k = 0; k < g->distractors; k++) rec->values[PASSKEY_OTHER_KEYS + k] = t->info.others[k];
+    trial_free(t);
+}
+
+NeedleResults passkey_grid_run(GPT *m, const PasskeyGrid *g, const CommGrid *cg) {
+    NeedleTask t = {.name = "passkey", .col_word = "depth", .sample_word = "trial", .n_len = g->n_len, .n_col = g->n_depth,
+                    .samples = g->trials, .n_values = PASSKEY_OTHER_KEYS + g->distractors,
+                    .lengths = g->lengths, .ctx = g, .make = trial_make, .take = trial_take, .finish = trial_finish};
+    return needle_run(m, cg, &t);
+}
+
+// The checkpoint, the haystack, the grid's settings and layout: the JSON's members before "cells".
+static void add_run(cJSON *root, const PasskeyGrid *g, const InferModel *im, const char *label, double seconds) {
+    cJSON_AddStringToObject(root, "checkpoint", im->ckpt);
+    cJSON_AddStringToObject(root, "label", label);
+    cJSON_AddNumberToObject(root, "trained_seq_len", (double)im->state.run.seq_len);
+    cJSON_AddNumberToObject(root, "rope_theta", im->model.cfg.rope_theta);
+    cJSON_AddNumberToObject(root, "params", (double)config_num_params(&im->model.cfg));
+    cJSON_AddStringToObject(root, "haystack", g->haystack ? g->haystack : "generator filler");
+    if (g->haystack) {
+        cJSON_AddNumberToObject(root, "haystack_bytes", (double)g->hay.bytes);
+        if (g->text) cJSON_AddNumberToObject(root, "haystack_tokens", (double)g->hay.n);
+        cJSON_AddNumberToObject(root, "haystack_files", g->hay.files);
+        char crc[16];
+        snprintf(crc, sizeof crc, "%08x", g->hay.crc);
+        cJSON_AddStringToObject(root, "haystack_crc32", crc);
     }
-    out[PASSKEY_KEY_DIGITS] = 0;
+    if (g->tok) cJSON_AddStringToObject(root, "tokenizer", g->tok->id);   // byte260 without the key, as before
+    cJSON_AddNumberToObject(root, "distractors", g->distractors);
+    cJSON_AddNumberToObject(root, "seed", (double)g->seed);
+    cJSON_AddNumberToObject(root, "trials", g->trials);
+    cJSON_AddNumberToObject(root, "sp", im->grid.sp);
+    cJSON_AddNumberToObject(root, "dp", im->grid.dp);
+    cJSON_AddNumberToObject(root, "seconds", seconds);
+    cJSON *lens = cJSON_AddArrayToObject(root, "lengths"), *deps = cJSON_AddArrayToObject(root, "depths");
+    for (int i = 0; i < g->n_len; i++) cJSON_AddItemToArray(lens, cJSON_CreateNumber((double)g->lengths[i]));
+    for (int i = 0; i < g->n_depth; i++) cJSON_AddItemToArray(deps, cJSON_CreateNumber(g->depths[i]));
+}
+
+static cJSON *key_string(int64_t key) {
+    char text[8];
+    snprintf(text, sizeof text, "%05d", (int)key);
+    return cJSON_CreateString(text);
+}
+
+// A cell's "first_keys": per trial, the key of the first needle; "other_keys": per trial, the distractors' keys.
+static void add_other_keys(cJSON *cell, const PasskeyGrid *g, const NeedleResults *r, int c) {
+    cJSON *firsts = cJSON_AddArrayToObject(cell, "first_keys"), *all = cJSON_AddArrayToObject(cell, "other_keys");
+    for (int t = 0; t < g->trials; t++) {
+        const double *v = r->values + ((size_t)c * g->trials + t) * r->n_values;
+        cJSON *these = cJSON_CreateArray();
+        for (int k = 0; k < g->distractors; k++) cJSON_AddItemToArray(these, key_string((int64_t)v[PASSKEY_OTHER_KEYS + k]));
+        cJSON_AddItemToArray(firsts, key_string((int64_t)v[PASSKEY_FIRST_KEY]));
+        cJSON_AddItemToArray(all, these);
+    }
+}
+
+// Cell c after its length: its depth, its scores as fractions of its trials, its time, every trial's key and answer.
+static void cell_json(const void *ctx, const NeedleResults *r, int c, cJSON *o) {
+    const PasskeyGrid *g = ctx;
+    PasskeyScore sc = passkey_cell_score(r, c);
+    cJSON_AddNumberToObject(o, "depth", g->depths[c % g->n_depth]);
+    cJSON_AddNumberToObject(o, "exact_match", (double)sc.exact / g->trials);
+    cJSON_AddNumberToObject(o, "digit_accuracy", (double)sc.digits / (g->trials * PASSKEY_KEY_DIGITS));
+    cJSON_AddNumberToObject(o, "other_key_match", (double)sc.other / g->trials);
+    cJSON_AddNumberToObject(o, "first_key_match", (double)sc.first / g->trials);
+    cJSON_AddNumberToObject(o, "drifted", (double)sc.drifted / g->trials);
+    cJSON_AddNumberToObject(o, "seconds", r->seconds[c]);
+    cJSON *ks = cJSON_AddArrayToObject(o, "keys"), *as = cJSON_AddArrayToObject(o, "answers");
+    for (size_t job = (size_t)c * g->trials; job < (size_t)(c + 1) * g->trials; job++) {
+        cJSON_AddItemToArray(ks, key_string((int64_t)r->values[job * r->n_values + PASSKEY_KEY]));
+        cJSON_AddItemToArray(as, cJSON_CreateString(r->text[job]));
+    }
+    if (g->distractors) add_other_keys(o, g, r, c);
+}
+
+void passkey_write_json(const char *path, const PasskeyGrid *g, const NeedleResults *r, const InferModel *im, const char *label) {
+    cJSON *root = cJSON_CreateObject();
+    add_run(root, g, im, label, r->total_s);
+    needle_write_json(path, root, r, cell_json, g);
+}
+
+void passkey_write_csv(const char *path, const PasskeyGrid *g, const NeedleResults *r) {
+    FILE *f = xfopen(path, "w");
+    if (fprintf(f, "length,depth,trials,exact_match,digit_accuracy,seconds,other_key_match,drifted,first_key_match\n") < 0)
+        fail("%s: write failed", path);
+    for (int c = 0; c < g->n_len * g->n_depth; c++) {
+        PasskeyScore sc = passkey_cell_score(r, c);
+        if (fprintf(f, "%" PRId64 ",%.4g,%d,%.4f,%.4f,%.3f,%.4f,%.4f,%.4f\n", g->lengths[c / g->n_depth], g->depths[c % g->n_depth],
+                    g->trials, (double)sc.exact / g->trials, (double)sc.digits / (g->trials * PASSKEY_KEY_DIGITS), r->seconds[c],
+                    (double)sc.other / g->trials, (double)sc.drifted / g->trials, (double)sc.first / g->trials) < 0)
+            fail("%s: write failed", path);
+    }
+    xfclose(f, path);
+}
+
+// A prompt's tokens doc (n) decoded to bytes (byte260's tokens are bytes; a BPE's, each token's bytes), as a
+// JSON string's text: bytes 1..127 as themselves, 128..255 as U+0080..U+00FF (Latin-1: .encode("latin-1") gives
+// the bytes back, and a window cut inside a UTF-8 character stays valid JSON), a NUL byte as U+2400.
+static char *prompt_text(const Tokenizer *t, const uint32_t *doc, uint64_t n) {
+    size_t cap = (size_t)n * 3 + 1, k = 0;
+    char *s = xmalloc(cap, "a passkey prompt's text");
+    for (uint64_t i = 0; i < n; i++) {
+        size_t len = 1;
+        unsigned char one = (unsigned char)(doc[i] & 0xFF);   // byte tokens
+        const unsigned char *bytes = t ? tokenizer_token(t, doc[i], &len) : &one;
+        if (!bytes) bytes = (const unsigned char *)"?", len = 1;
+        if (k + len * 3 + 1 > cap) s = xrealloc(s, cap = (k + len * 3 + 1) * 2, "a passkey prompt's text");
+        for (size_t j = 0; j < len; j++) {
+            unsigned b = bytes[j];
+            if (b == 0) s[k++] = (char)0xE2, s[k++] = (char)0x90, s[k++] = (char)0x80;
+            else if (b < 0x80) s[k++] = (char)b;
+            else s[k++] = (char)(0xC0 | b >> 6), s[k++] = (char)(0x80 | (b & 0x3F));
+        }
+    }
+    s[k] = 0;
+    return s;
+}
+
+// One line of OUT.docs.jsonl: job j's document t beside its answer.
+static void write_doc_line(FILE *f, const char *path, const PasskeyGrid *g, const NeedleResults *r, const NeedleJob *j,
+                           const Trial *t) {
+    cJSON *o = cJSON_CreateObject();
+    char key[8];
+    snprintf(key, sizeof key, "%05u", t->info.key);
+    cJSON_AddNumberToObject(o, "length", (double)g->lengths[j->li]);
+    cJSON_AddNumberToObject(o, "depth", g->depths[j->col]);
+    cJSON_AddNumberToObject(o, "trial", j->sample);
+    cJSON_AddStringToObject(o, "key", key);
+    cJSON_AddStringToObject(o, "answer", r->text[j->index]);
+    if (g->haystack) cJSON_AddNumberToObject(o, "haystack_offset", (double)t->at);
+    cJSON_AddNumberToObject(o, "needle_pos", (double)t->info.needle_pos);
+    cJSON_AddNumberToObject(o, "key_pos", (double)t->info.key_pos);
+    cJSON_AddNumberToObject(o, "answer_pos", (double)t->info.answer_pos);
+    char *text = prompt_text(g->tok, t->doc, t->info.answer_pos);
+    cJSON_AddStringToObject(o, "prompt", text);
+    free(text);
+    char *line = cJSON_PrintUnformatted(o);
+    if (!line) fail("%s: out of memory while writing the documents", path);
+    xfwrite(line, strlen(line), f, path);
+    xfwrite("\n", 1, f, path);
+    free(line);
+    cJSON_Delete(o);
+}
+
+void passkey_write_docs(const char *path, const PasskeyGrid *g, const NeedleResults *r) {
+    FILE *f = xfopen(path, "w");
+    for (size_t job = 0; job < (size_t)g->n_len * g->n_depth * g->trials; job++) {
+        int c = (int)(job / g->trials);
+        NeedleJob j = {c / g->n_depth, c % g->n_depth, (int)(job % g->trials), job};
+        NeedlePrompt p;
+        Trial *t = trial_make(g, &j, &p);
+        write_doc_line(f, path, g, r, &j, t);
+        trial_free(t);
+    }
+    xfclose(f, path);
 }

@@ -1,4 +1,4 @@
-// eval/passkey.h — the passkey grid: lengths × depths × trials of documents in the model's tokenizer (generator filler or a haystack, distractors), decoded over the ring and scored.
+// eval/passkey.h — the passkey grid: lengths × depths × trials of documents in the model's tokenizer (generator filler or a haystack, distractors), a task of the needle harness (eval/needle.h), their scores and result files.
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -7,6 +7,8 @@
 #include "core/comm.h"
 #include "data/haystack.h"
 #include "data/synthetic.h"
+#include "eval/infer.h"
+#include "eval/needle.h"
 #include "model/gpt.h"
 
 // PASSKEY_MAX_DOCS: documents (lengths x depths x trials) in one call; each keeps its answers until the end.
@@ -26,22 +28,16 @@ typedef struct {
     SynthText *text;                        // documents in its tokens; NULL: bytes
 } PasskeyGrid;
 
-// One cell's trials: exact matches, right digits, answers that are a distractor's key (first: of them, the key
-// of the document's first needle), answers that begin on the asked key and leave it (passkey_answer_kind).
+// One trial's scores, or a cell's summed over its trials: exact matches, right digits, answers that are a
+// distractor's key (first: of them, the key of the document's first needle), answers that begin on the asked key and
+// leave it (passkey_answer_kind).
 typedef struct {
-    int exact, digits, other, first, drifted;   // counts; digits out of trials · PASSKEY_KEY_DIGITS
+    int exact, digits, other, first, drifted;   // digits out of trials · PASSKEY_KEY_DIGITS
 } PasskeyScore;
 
-// The grid's results, the same on every rank.
-typedef struct {
-    int64_t *answers;      // (cells, trials, PASSKEY_KEY_DIGITS) the answer's characters: byte260's decoded tokens
-                           // (a special is its id), a BPE's decoded text after its leading space (-1: none)
-    int64_t *keys;         // (cells, trials) the true keys
-    int64_t *others;       // (cells, trials, distractors) the distractors' keys
-    int64_t *firsts;       // (cells, trials) the key of each document's first needle
-    double *seconds;       // (cells) prefill + decode time, summed over trials
-    PasskeyScore *scores;  // (cells) the table: passkey_score_cell of every cell
-} PasskeyResults;
+// A trial's values in the harness's results (eval/needle.h): its scores (PasskeyScore's, in order), the asked key,
+// the first needle's, the distractors'; its text: the answer (PASSKEY_KEY_DIGITS characters, a NUL).
+enum { PASSKEY_EXACT, PASSKEY_DIGITS, PASSKEY_OTHER, PASSKEY_FIRST, PASSKEY_DRIFTED, PASSKEY_KEY, PASSKEY_FIRST_KEY, PASSKEY_OTHER_KEYS };
 
 // The errors below return -1 with one line in why (size n) naming the flag and the way out, else 0; they are
 // usage errors that every rank meets alike (the command ends every rank with comm_fail_usage_all).
@@ -71,11 +67,22 @@ uint64_t passkey_trial_doc(const PasskeyGrid *g, int64_t len, double depth, int 
 // without text). The grid decodes greedily with it until 5 characters.
 int passkey_answer_add(const Tokenizer *t, int id, int32_t *answer, int got);
 
-// Every (length, depth, trial) job: the prompt up to the answer prefilled, the key's digits decoded greedily
-// with the KV cache sharded over cg's ring; the dp groups take the jobs in turn. Collective over cg's world.
-PasskeyResults passkey_grid_run(GPT *m, const PasskeyGrid *g, const CommGrid *cg);
-void passkey_results_free(PasskeyResults *r);
-// Cell c's scores from its trials' keys, distractors' keys, first needles' keys and answers (r->scores[c] after a run).
-PasskeyScore passkey_score_cell(const PasskeyGrid *g, const PasskeyResults *r, int c);
-// Job j's decoded answer as text (PASSKEY_KEY_DIGITS characters and a NUL; a character that is not printable ASCII is '?').
-void passkey_answer_text(const PasskeyResults *r, size_t job, char *out);
+// Every (length, depth, trial) job (needle_run's job index: cell (length, depth) · trials + trial): the prompt up
+// to the answer prefilled, the key's characters decoded greedily with the KV cache sharded over cg's ring; the dp
+// groups take the jobs in turn. Collective over cg's world.
+NeedleResults passkey_grid_run(GPT *m, const PasskeyGrid *g, const CommGrid *cg);
+// An answer's characters (PASSKEY_KEY_DIGITS) as text and a NUL: a character that is not printable ASCII is '?'.
+void passkey_answer_text(const int32_t *answer, char *out);
+// A trial's scores: its answer's text against its document's keys (info, with its distractors').
+PasskeyScore passkey_score(const PasskeyInfo *info, int distractors, const char *answer);
+// Cell c's scores: its trials' summed.
+PasskeyScore passkey_cell_score(const NeedleResults *r, int c);
+
+// The result files, each written whole (a file that cannot be written ends the process with one line naming it).
+// OUT.json, read by scripts/plot_passkey.py: the model (im: the checkpoint given, its training length, RoPE base and
+// size, the ranks), the run's name (label), the grid and every cell. OUT.csv: one row per cell.
+void passkey_write_json(const char *path, const PasskeyGrid *g, const NeedleResults *r, const InferModel *im, const char *label);
+void passkey_write_csv(const char *path, const PasskeyGrid *g, const NeedleResults *r);
+// Every trial's document rebuilt from the seed (a document depends on nothing the model did) beside its answer:
+// its cell, keys, where its needle, key and answer sit, its haystack window's start and the prompt the model read.
+void passkey_write_docs(const char *path, const PasskeyGrid *g, const NeedleResults *r);

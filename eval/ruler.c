@@ -1,51 +1,18 @@
-// eval/ruler.c — RULER's tasks as text: each task's needles, question and answer from a seed; the haystack filled to a measured length with needles at their depths; string-match scores and the effective length.
+// eval/ruler.c — RULER's tasks as text: each task's needles, question and answer from a seed; the haystack filled to a measured length with needles at their depths; string-match scores.
 #include "eval/ruler.h"
 
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/common.h"
 #include "core/rng.h"
+#include "eval/ruler_words.h"
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-// Words for keys, values, aliases and the common-words list: none is a word of a task's own sentences (a key never
-// reads as part of the template around it) and none is inside another (string match would find one in the other).
-static const char *const ADJS[] = {
-    "able", "amber", "ancient", "angry", "arctic", "autumn", "bitter", "bold", "brave", "breezy", "bright",
-    "brisk", "broad", "bronze", "calm", "candid", "careful", "cheerful", "chilly", "clever", "cloudy", "coastal",
-    "cosmic", "crimson", "crisp", "curious", "daring", "dusty", "eager", "early", "earnest", "elegant", "empty",
-    "fancy", "fearless", "fierce", "flat", "fluffy", "fond", "fragile", "frozen", "gentle", "giant", "gleaming",
-    "golden", "graceful", "grand", "gritty", "hasty", "hazy", "hollow", "honest", "humble", "idle", "jolly",
-    "keen", "kind", "lazy", "little", "lively", "lonely", "lucky", "lunar", "mellow", "merry", "mighty",
-    "misty", "modest", "narrow", "neat", "noble", "nimble", "odd", "orange", "pale", "patient", "plain", "polite",
-    "proud", "quick", "quiet", "rapid", "rare", "rustic", "sandy", "scarlet", "shiny", "silent", "silver", "simple",
-    "sleepy", "slim", "smooth", "snowy", "soft", "solar", "sour", "spicy", "steady", "stormy", "sturdy", "subtle",
-    "sunny", "swift", "tall", "tame", "tender", "tidy", "tiny", "tough", "tranquil", "vast", "velvet", "vivid",
-    "warm", "wary", "wild", "windy", "wise", "witty", "young", "zesty"};
-static const char *const NOUNS[] = {
-    "acorn", "anchor", "apple", "badge", "bakery", "balloon", "banjo", "barrel", "basket", "beacon",
-    "bicycle", "blanket", "bottle", "bridge", "bucket", "button", "cabin", "camel", "candle", "canoe", "canyon",
-    "carpet", "castle", "cedar", "chimney", "circus", "cliff", "clock", "comet", "compass", "cottage", "crater",
-    "crayon", "cricket", "crown", "cushion", "dolphin", "dragon", "drum", "eagle", "easel", "falcon", "feather",
-    "fern", "ferry", "fiddle", "garden", "garnet", "glacier", "goblet", "harbor", "harp", "helmet", "hammock",
-    "island", "ivory", "jacket", "jungle", "kettle", "kite", "ladder", "lagoon", "lantern", "lemon", "lighthouse",
-    "lizard", "locket", "magnet", "mango", "maple", "meadow", "mirror", "mitten", "monkey", "mountain", "napkin",
-    "nutmeg", "oasis", "orchard", "otter", "paddle", "parrot", "pebble", "pepper", "piano", "pillow", "planet",
-    "pocket", "pumpkin", "puzzle", "quilt", "rabbit", "radish", "raven", "ribbon", "river", "rocket", "saddle",
-    "sailboat", "scarf", "shovel", "spoon", "squirrel", "statue", "teapot", "thimble", "tiger", "tractor", "trumpet",
-    "tulip", "tunnel", "turtle", "umbrella", "valley", "violin", "wagon", "walnut", "whistle", "willow", "window",
-    "wizard", "yacht", "zebra"};
-static const char *const NAMES[] = {
-    "Yuki", "Omar", "Priya", "Lars", "Mei", "Diego", "Amara", "Tomas", "Ingrid", "Kofi", "Leila", "Mateo", "Sana",
-    "Bjorn", "Chioma", "Emil", "Farah", "Hiro", "Ines", "Jonas", "Kalani", "Luca", "Maya", "Nadia", "Oskar", "Paulo",
-    "Quinn", "Rosa", "Soren", "Tariq", "Uma", "Viktor", "Wanda", "Ximena", "Yara", "Zane", "Anika", "Bruno", "Carmen",
-    "Dmitri", "Elena", "Felix", "Greta", "Hassan", "Ilse", "Jamal", "Keiko", "Liam"};
 
 // RULER's noise haystack: one passage, repeated.
 static const char NOISE[] = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. ";
@@ -54,160 +21,6 @@ static const char NOISE[] = "The grass is green. The sky is blue. The sun is yel
 enum { STREAM_SETUP = 1, STREAM_UNITS = 2, STREAM_SHUFFLE = 3, STREAM_WORDS = 4 };
 // A prose piece longer than this is cut at a space.
 enum { PROSE_PIECE_MAX = 512 };
-
-// ---- growing strings -------------------------------------------------------------------------------------------
-
-typedef struct {
-    char *p;
-    size_t n, cap;
-} Str;
-
-static void str_put(Str *s, const char *t, size_t n) {
-    if (s->n + n + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 256;
-        while (cap < s->n + n + 1) cap *= 2;
-        s->p = xrealloc(s->p, cap, "a RULER document");
-        s->cap = cap;
-    }
-    if (n) memcpy(s->p + s->n, t, n);
-    s->n += n;
-    s->p[s->n] = 0;
-}
-
-static void str_printf(Str *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void str_printf(Str *s, const char *fmt, ...) {
-    char small[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(small, sizeof small, fmt, ap);
-    va_end(ap);
-    if (k < 0) fail("ruler: a format failed");
-    if ((size_t)k < sizeof small) {
-        str_put(s, small, (size_t)k);
-        return;
-    }
-    char *big = xmalloc((size_t)k + 1, "a RULER sentence");
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)k + 1, fmt, ap);
-    va_end(ap);
-    str_put(s, big, (size_t)k);
-    free(big);
-}
-
-static void str_free(Str *s) {
-    free(s->p);
-    *s = (Str){0};
-}
-
-// ---- a set of strings (by 64-bit hash): keys, values and words stay distinct ---------------------------------
-
-typedef struct {
-    uint64_t *slot;   // (cap) hashes, 0 = empty
-    size_t cap, n;
-} KeySet;
-
-static uint64_t hash_str(const char *s) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return h ? h : 1;
-}
-
-static void keyset_insert(KeySet *k, uint64_t h) {
-    size_t i = h & (k->cap - 1);
-    while (k->slot[i]) i = (i + 1) & (k->cap - 1);
-    k->slot[i] = h;
-    k->n++;
-}
-
-// False when s is in the set already.
-static bool keyset_add(KeySet *k, const char *s) {
-    if (2 * (k->n + 1) > k->cap) {
-        KeySet big = {xcalloc(k->cap ? k->cap * 2 : 64, sizeof(uint64_t), "a key set"), k->cap ? k->cap * 2 : 64, 0};
-        for (size_t i = 0; i < k->cap; i++)
-            if (k->slot[i]) keyset_insert(&big, k->slot[i]);
-        free(k->slot);
-        *k = big;
-    }
-    uint64_t h = hash_str(s);
-    for (size_t i = h & (k->cap - 1); k->slot[i]; i = (i + 1) & (k->cap - 1))
-        if (k->slot[i] == h) return false;
-    keyset_insert(k, h);
-    return true;
-}
-
-static KeySet keyset_copy(const KeySet *k) {
-    KeySet c = {xcalloc(k->cap ? k->cap : 1, sizeof(uint64_t), "a key set"), k->cap, k->n};
-    if (k->cap) memcpy(c.slot, k->slot, k->cap * sizeof(uint64_t));
-    return c;
-}
-
-// ---- keys and values -------------------------------------------------------------------------------------------
-
-static void draw_item(Rng *r, RulerItem kind, char *out) {
-    if (kind == RULER_NUMBER) {
-        snprintf(out, RULER_ITEM_CHARS, "%07" PRIu64, 1000000 + rng_below(r, 9000000));
-    } else if (kind == RULER_WORD) {
-        snprintf(out, RULER_ITEM_CHARS, "%s-%s", ADJS[rng_below(r, COUNT(ADJS))], NOUNS[rng_below(r, COUNT(NOUNS))]);
-    } else {   // UUID version 4: 8-4-4-4-12 lowercase hex
-        static const char hex[] = "0123456789abcdef";
-        const char *shape = "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx";
-        for (int i = 0; shape[i]; i++) {
-            uint64_t v = rng_below(r, 16);
-            out[i] = shape[i] == 'x' ? hex[v] : shape[i] == 'y' ? hex[8 + v % 4] : shape[i];
-        }
-        out[36] = 0;
-    }
-}
-
-// A key like `like` but not it: a number with one digit changed, a word pair with one word kept, a UUID with
-// its first group kept — a hard distractor (RULER's multi-key).
-static void near_item(Rng *r, RulerItem kind, const char *like, char *out) {
-    draw_item(r, kind, out);
-    if (kind == RULER_NUMBER) {
-        memcpy(out, like, 8);
-        int at = 1 + (int)rng_below(r, 6);
-        out[at] = (char)('0' + (out[at] - '0' + 1 + (int)rng_below(r, 9)) % 10);
-    } else if (kind == RULER_UUID) {
-        memcpy(out, like, 8);
-    } else {
-        const char *dash = strchr(like, '-');
-        int keep_adj = (int)rng_below(r, 2);
-        if (keep_adj) snprintf(out, RULER_ITEM_CHARS, "%.*s-%s", (int)(dash - like), like, NOUNS[rng_below(r, COUNT(NOUNS))]);
-        else snprintf(out, RULER_ITEM_CHARS, "%s-%s", ADJS[rng_below(r, COUNT(ADJS))], dash + 1);
-    }
-}
-
-// A new item (near `like` when it is not NULL) that ks does not hold yet, added to it; -1 when tries run out.
-static int draw_new(Rng *r, RulerItem kind, const char *like, KeySet *ks, char *out) {
-    for (int tries = 0; tries < 1000; tries++) {
-        if (like) near_item(r, kind, like, out);
-        else draw_item(r, kind, out);
-        if (keyset_add(ks, out)) return 0;
-    }
-    return -1;
-}
-
-// A pronounceable coded word of 3 syllables ("bakoru"); all of one length, so none is inside another.
-static void coded_word(Rng *r, char *out) {
-    static const char cons[] = "bdfgklmnprstvz", vow[] = "aeiou";
-    int k = 0;
-    for (int i = 0; i < 3; i++) {
-        out[k++] = cons[rng_below(r, sizeof cons - 1)];
-        out[k++] = vow[rng_below(r, sizeof vow - 1)];
-    }
-    out[k] = 0;
-}
-
-static const char *value_plural(RulerItem kind) {
-    return kind == RULER_NUMBER ? "numbers" : kind == RULER_WORD ? "words" : "UUIDs";
-}
-
-// "one".."ten", else digits.
-static void count_word(int k, char *out, size_t n) {
-    static const char *const w[] = {"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"};
-    if (k >= 0 && k <= 10) snprintf(out, n, "%s", w[k]);
-    else snprintf(out, n, "%d", k);
-}
 
 // ---- the presets: RULER's 13 tasks less its two QA sets, and the no-literal-match needle ------------------------
 
@@ -307,8 +120,8 @@ static int check_task(const RulerSpec *s, char *why, size_t n) {
         }
         return 0;
     case RULER_NOLIMA:
-        if (s->keys < 1 || s->keys > COUNT(NAMES) || s->hay == RULER_HAY_NEEDLES) {
-            snprintf(why, n, "nolima: %d people: give 1..%d, and a noise or prose haystack", s->keys, COUNT(NAMES));
+        if (s->keys < 1 || s->keys > RULER_N_NAMES || s->hay == RULER_HAY_NEEDLES) {
+            snprintf(why, n, "nolima: %d people: give 1..%d, and a noise or prose haystack", s->keys, RULER_N_NAMES);
             return -1;
         }
         return 0;
@@ -508,16 +321,16 @@ static void setup_fwe(Gen *g) {
 // the person's nickname, and only the alias table (elsewhere in the document) ties the two.
 static int setup_nolima(Gen *g, Rng *r, char *why, size_t n) {
     const RulerSpec *s = g->s;
-    int pick[COUNT(NAMES)];
-    for (int i = 0; i < COUNT(NAMES); i++) pick[i] = i;
+    int pick[RULER_N_NAMES];
+    for (int i = 0; i < RULER_N_NAMES; i++) pick[i] = i;
     Str table = {0};
     str_printf(&table, "Everyone in the club has a nickname: ");
     Str qs[RULER_MAX_NEEDLES] = {0}, ps[RULER_MAX_NEEDLES] = {0};
     for (int k = 0; k < s->keys; k++) {
-        int j = k + (int)rng_below(r, (uint64_t)(COUNT(NAMES) - k)), t = pick[k];
+        int j = k + (int)rng_below(r, (uint64_t)(RULER_N_NAMES - k)), t = pick[k];
         pick[k] = pick[j], pick[j] = t;
         char alias[RULER_ITEM_CHARS], value[RULER_ITEM_CHARS];
-        do snprintf(alias, sizeof alias, "%s %s", ADJS[rng_below(r, COUNT(ADJS))], NOUNS[rng_below(r, COUNT(NOUNS))]);
+        do snprintf(alias, sizeof alias, "%s %s", RULER_ADJS[rng_below(r, RULER_N_ADJS)], RULER_NOUNS[rng_below(r, RULER_N_NOUNS)]);
         while (!keyset_add(&g->taken, alias));
         if (draw_new(r, RULER_NUMBER, NULL, &g->taken, value)) {
             snprintf(why, n, "nolima: no %d distinct values", s->keys);
@@ -525,8 +338,8 @@ static int setup_nolima(Gen *g, Rng *r, char *why, size_t n) {
             for (int a = 0; a < asks_of(s); a++) str_free(&qs[a]), str_free(&ps[a]);
             return -1;
         }
-        str_printf(&g->needle[g->n_needles++], "%s once tucked %s beneath the floorboards. ", NAMES[pick[k]], value);
-        str_printf(&table, "%s%s is the %s", k == 0 ? "" : k + 1 == s->keys ? ", and " : ", ", NAMES[pick[k]], alias);
+        str_printf(&g->needle[g->n_needles++], "%s once tucked %s beneath the floorboards. ", RULER_NAMES[pick[k]], value);
+        str_printf(&table, "%s%s is the %s", k == 0 ? "" : k + 1 == s->keys ? ", and " : ", ", RULER_NAMES[pick[k]], alias);
         if (k == g->ask) add_item(g->d, value);
         if (k < asks_of(s)) str_printf(&qs[k], "Which number belongs to the %s?", alias), str_printf(&ps[k], " The number is");
     }
@@ -584,7 +397,7 @@ static void prose_piece(const char *p, size_t n, size_t *at, Str *out) {
 // cwe_pairs and starts again), -1 when the pairs do.
 static int cwe_list(Gen *g, int rare, Str *hay, char *why, size_t n) {
     const RulerSpec *s = g->s;
-    int singles = COUNT(ADJS) + COUNT(NOUNS), pairs = COUNT(ADJS) * COUNT(NOUNS), need = s->common + rare;
+    int singles = RULER_N_ADJS + RULER_N_NOUNS, pairs = RULER_N_ADJS * RULER_N_NOUNS, need = s->common + rare;
     int pool = g->cwe_pairs ? pairs : singles;
     if (need > pool && !g->cwe_pairs) return 2;
     if (need > pool) {
@@ -602,8 +415,8 @@ static int cwe_list(Gen *g, int rare, Str *hay, char *why, size_t n) {
     char(*words)[RULER_ITEM_CHARS] = xmalloc((size_t)need * RULER_ITEM_CHARS, "the cwe words");   // (need)
     for (int w = 0; w < need; w++) {
         int x = idx[w];
-        if (pool == pairs) snprintf(words[w], RULER_ITEM_CHARS, "%s-%s", ADJS[x / COUNT(NOUNS)], NOUNS[x % COUNT(NOUNS)]);
-        else snprintf(words[w], RULER_ITEM_CHARS, "%s", x < COUNT(ADJS) ? ADJS[x] : NOUNS[x - COUNT(ADJS)]);
+        if (pool == pairs) snprintf(words[w], RULER_ITEM_CHARS, "%s-%s", RULER_ADJS[x / RULER_N_NOUNS], RULER_NOUNS[x % RULER_N_NOUNS]);
+        else snprintf(words[w], RULER_ITEM_CHARS, "%s", x < RULER_N_ADJS ? RULER_ADJS[x] : RULER_NOUNS[x - RULER_N_ADJS]);
     }
     int entries = s->common * g->freq_common + rare * s->freq_rare;
     int *list = xmalloc((size_t)entries * sizeof(int), "the cwe list");   // (entries) word numbers 0..need-1
@@ -880,23 +693,4 @@ double ruler_score(const RulerDoc *d, const char *answer) {
     int found = 0;
     for (int i = 0; i < d->n_items; i++) found += contains_nocase(answer, d->items[i]);
     return (double)found / d->n_items;
-}
-
-double ruler_cell_mean(const RulerTable *t, int li, int ti) {
-    const double *x = t->scores + ((size_t)li * t->n_task + ti) * t->samples;
-    double sum = 0;
-    for (int i = 0; i < t->samples; i++) sum += x[i];
-    return t->samples ? sum / t->samples : 0;
-}
-
-double ruler_length_mean(const RulerTable *t, int li) {
-    double sum = 0;
-    for (int ti = 0; ti < t->n_task; ti++) sum += ruler_cell_mean(t, li, ti);
-    return t->n_task ? sum / t->n_task : 0;
-}
-
-int64_t ruler_effective_length(const RulerTable *t, double threshold) {
-    int64_t eff = 0;
-    for (int li = 0; li < t->n_len && ruler_length_mean(t, li) >= threshold; li++) eff = t->lengths[li];
-    return eff;
 }

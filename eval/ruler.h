@@ -95,16 +95,3 @@ void ruler_doc_free(RulerDoc *d);
 
 // RULER's string match: the fraction of items found in answer, each ignoring case (0 without items or answer).
 double ruler_score(const RulerDoc *d, const char *answer);
-
-// Scores of samples by length and task.
-typedef struct {
-    int n_len, n_task, samples;
-    const int64_t *lengths;       // (n_len) ascending
-    const double *scores;         // (n_len, n_task, samples) each sample's ruler_score
-} RulerTable;
-
-// A cell's mean over its samples; a length's mean over its tasks' cells (RULER's average).
-double ruler_cell_mean(const RulerTable *t, int li, int ti);
-double ruler_length_mean(const RulerTable *t, int li);
-// The longest length up to which every length's mean stays at or above threshold; 0 when the shortest is below.
-int64_t ruler_effective_length(const RulerTable *t, double threshold);

@@ -1,5 +1,4 @@
-// eval/ruler_suite.c — RULER's suite through a model: every (length, task, sample) document generated, answered over
-// the ring by the dp groups in turn, its results shared with every rank; and the suite's results.json.
+// eval/ruler_suite.c — RULER's suite through a model, a task of the needle harness: the measure, a document's prompt and its answer taken until complete; every (length, task, sample) document generated and answered; the suite's results.json.
 #include "eval/ruler_suite.h"
 
 #include <inttypes.h>
@@ -11,7 +10,37 @@
 
 #include <cjson/cJSON.h>
 
+#include "checkpoints/model_tokenizer.h"
 #include "core/common.h"
+
+size_t ruler_measure_tokens(void *ctx, const char *text, size_t n) {
+    RulerTokMeasure *m = ctx;
+    size_t got = 0;
+    tokenizer_encode(&m->enc, (const unsigned char *)text, n, &m->ids, &got, &m->cap);
+    return got;
+}
+
+void ruler_prompt(const Tokenizer *tok, int64_t start, const RulerDoc *d, int max_tokens, bool context, NeedlePrompt *p) {
+    *p = (NeedlePrompt){.max_new = max_tokens};
+    p->n = model_prompt_ids(tok, start, (const unsigned char *)d->text, d->n, &p->ids);
+    if (!context) return;
+    uint32_t *ctx;   // (n_ctx)
+    size_t n_ctx = model_prompt_ids(tok, start, (const unsigned char *)d->text, d->question_at, &ctx);
+    if (n_ctx < p->n && memcmp(ctx, p->ids, n_ctx * sizeof *ctx) == 0) p->n_ctx = n_ctx;
+    free(ctx);
+}
+
+NeedleTake ruler_take(void *answer, int id) {
+    RulerAnswer *a = answer;
+    if (id == a->tok->eos) return NEEDLE_END;
+    size_t len;
+    const unsigned char *b = tokenizer_token(a->tok, (uint32_t)id, &len);
+    if (!b) len = 0;
+    if (a->n + len + 1 > a->cap) a->text = xrealloc(a->text, a->cap = (a->n + len + 1) * 2, "an answer");
+    for (size_t i = 0; i < len; i++) a->text[a->n++] = b[i] ? (char)b[i] : ' ';
+    a->text[a->n] = 0;
+    return ruler_score(a->d, a->text) == 1 ? NEEDLE_DONE : NEEDLE_MORE;
+}
 
 // RULER's answer budget per task (tokens_to_generate).
 static int default_tokens(RulerTask t) {
@@ -34,13 +63,13 @@ static uint64_t task_seed(const RulerSuite *s, int t) {
     return s->seed ^ h;
 }
 
-int ruler_suite_check(const RulerSuite *s, RulerTokMeasure *tm, char *why, size_t n) {
+int ruler_suite_check(const RulerSuite *s, char *why, size_t n) {
     for (int li = 0; li < s->n_len; li++)
         for (int t = 0; t < s->n_task; t++) {
             int64_t target = s->lengths[li] - (s->start >= 0) - ruler_task_tokens(s, t);   // the start token and the answer
             RulerDoc d;
             char gen[512];
-            if (target < 1 || ruler_generate(&s->specs[t], task_seed(s, t), 0, (size_t)target, ruler_measure_tokens, tm, &d, gen,
+            if (target < 1 || ruler_generate(&s->specs[t], task_seed(s, t), 0, (size_t)target, ruler_measure_tokens, s->tm, &d, gen,
                                              sizeof gen) != 0) {
                 snprintf(why, n, "--lengths %" PRId64 ", task %s: %s%s (a length holds the prompt, the start token and %d answer "
                          "tokens)", s->lengths[li], s->names[t], target < 1 ? "no room for a prompt; use a longer length" : gen,
@@ -52,87 +81,53 @@ int ruler_suite_check(const RulerSuite *s, RulerTokMeasure *tm, char *why, size_
     return 0;
 }
 
-// Document c's results (the reporting rank of its ring only: the others' stay 0 for the sums of share_results).
-static void record(RulerResults *o, size_t c, const RulerAnswer *a, const RulerDoc *d) {
-    o->scores[c] = a->score, o->prompt[c] = (double)a->prompt_tokens;
-    size_t n = a->n + 2;
-    for (int i = 0; i < d->n_items; i++) n += strlen(d->items[i]) + 1;
+// A sample being answered: its document, prompt and answer.
+typedef struct {
+    RulerDoc d;
+    NeedlePrompt p;
+    RulerAnswer a;
+} Sample;
+
+static void *sample_make(const void *ctx, const NeedleJob *j, NeedlePrompt *p) {
+    const RulerSuite *s = ctx;
+    Sample *x = xcalloc(1, sizeof *x, "a RULER sample");
+    char why[512];
+    int64_t target = s->lengths[j->li] - (s->start >= 0) - ruler_task_tokens(s, j->col);
+    if (ruler_generate(&s->specs[j->col], task_seed(s, j->col), (uint64_t)j->sample, (size_t)target, ruler_measure_tokens, s->tm,
+                       &x->d, why, sizeof why))
+        fail_data(NULL, "ruler: --lengths %" PRId64 ", task %s, sample %d: %s", s->lengths[j->li], s->names[j->col], j->sample, why);
+    ruler_prompt(s->tok, s->start, &x->d, ruler_task_tokens(s, j->col), s->specs[j->col].asks > 1, &x->p);
+    x->a = (RulerAnswer){.d = &x->d, .tok = s->tok};
+    *p = x->p;
+    return x;
+}
+
+static NeedleTake sample_take(void *x, int id) { return ruler_take(&((Sample *)x)->a, id); }
+
+// The sample's score, its prompt's ids, its answer and expected items as text (ruler_suite_run).
+static void sample_finish(const void *ctx, void *sample, NeedleRecord *rec) {
+    Sample *x = sample;
+    const char *answer = x->a.text ? x->a.text : "";
+    (void)ctx;
+    rec->values[0] = ruler_score(&x->d, answer), rec->values[1] = (double)x->p.n;
+    size_t n = x->a.n + 2;
+    for (int i = 0; i < x->d.n_items; i++) n += strlen(x->d.items[i]) + 1;
     char *t = xmalloc(n, "a sample's text"), *p = t;
-    memcpy(p, a->text, a->n + 1), p += a->n + 1;
-    for (int i = 0; i < d->n_items; i++) p += sprintf(p, "%s%s", i ? "\n" : "", d->items[i]);
+    memcpy(p, answer, x->a.n + 1), p += x->a.n + 1;
+    for (int i = 0; i < x->d.n_items; i++) p += sprintf(p, "%s%s", i ? "\n" : "", x->d.items[i]);
     *p = 0;
-    o->text[c] = t, o->text_n[c] = (uint64_t)(p + 1 - t);
-    double add[4] = {(double)a->prefilled, a->prefill_s, a->made, a->decode_s};
-    for (int i = 0; i < 4; i++) o->sums[i] += add[i];
+    rec->text = t, rec->text_n = (size_t)(p + 1 - t);
+    ruler_doc_free(&x->d);
+    free(x->p.ids), free(x->a.text), free(x);
 }
 
-// Every rank gets every document's results: numbers by sums (each document's come from one rank, zeros from the
-// rest), texts packed at their offsets in one buffer of 64-bit words summed the same way (bytes of different
-// documents never overlap, so the sum is a copy).
-static void share_results(RulerResults *o, size_t cells, Comm *world) {
-    comm_allreduce(world, o->scores, cells, COMM_F64, COMM_SUM, "ruler scores");
-    comm_allreduce(world, o->prompt, cells, COMM_F64, COMM_SUM, "ruler prompt tokens");
-    comm_allreduce(world, o->sums, 4, COMM_F64, COMM_SUM, "ruler timings");
-    comm_allreduce(world, o->text_n, cells, COMM_U64, COMM_SUM, "ruler answer lengths");
-    uint64_t total = 0;
-    for (size_t c = 0; c < cells; c++) total += o->text_n[c];
-    uint64_t *w = xcalloc((size_t)(total + 7) / 8 + 1, sizeof(uint64_t), "the answers");   // (total bytes) packed
-    uint64_t at = 0;
-    for (size_t c = 0; c < cells; at += o->text_n[c], c++)
-        if (o->text[c]) memcpy((char *)w + at, o->text[c], (size_t)o->text_n[c]), free(o->text[c]);
-    comm_allreduce(world, w, (size_t)(total + 7) / 8, COMM_U64, COMM_SUM, "ruler answers");
-    at = 0;
-    for (size_t c = 0; c < cells; at += o->text_n[c], c++) {
-        o->text[c] = xmalloc((size_t)o->text_n[c], "a sample's text");
-        memcpy(o->text[c], (char *)w + at, (size_t)o->text_n[c]);
-    }
-    free(w);
-}
-
-// One line a cell as it ends (a suite can run for hours): the score of the samples rank 0's group ran (all of them
-// with one group; the table at the end has every group's).
-static void cell_progress(const RulerSuite *s, int li, int t, int ran, double score, double seconds, int dp) {
-    log_info("ruler: length %" PRId64 ", %s: %.1f %% of %d sample%s%s in %.1f s\n", s->lengths[li], s->names[t],
-             ran ? 100 * score / ran : 0.0, ran, plural(ran), dp > 1 ? " (this group's)" : "", seconds);
-}
-
-// Every document of the suite, the dp groups taking them in turn: generated, prefilled over the group's ring, its
-// answer decoded greedily and scored; then shared with every rank.
-RulerResults ruler_suite_run(GPT *m, const Tokenizer *tok, const CommGrid *cg, const RulerSuite *s, RulerTokMeasure *tm) {
-    size_t cells = (size_t)s->n_len * s->n_task * s->samples;
-    RulerResults o = {xcalloc(cells, sizeof(double), "the scores"), xcalloc(cells, sizeof(double), "the prompt lengths"),
-                xcalloc(cells, sizeof(char *), "the answers"), xcalloc(cells, sizeof(uint64_t), "the answer lengths")};
-    double t_run = now_seconds();
-    RulerPrefill keep = {0};
-    for (int li = 0; li < s->n_len; li++) {
-        double t_len = now_seconds();
-        for (int t = 0; t < s->n_task; t++) {
-            double t_cell = now_seconds(), score = 0;
-            int ran = 0;
-            for (int k = 0; k < s->samples; k++) {
-                size_t c = ((size_t)li * s->n_task + t) * s->samples + k, asks = s->specs[t].asks > 1 ? (size_t)s->specs[t].asks : 1;
-                if ((int)((c - (size_t)k + (size_t)k / asks) % (size_t)cg->dp) != cg->dp_index) continue;   // a document's asks: one group
-                RulerDoc d;
-                char why[512];
-                int64_t target = s->lengths[li] - (s->start >= 0) - ruler_task_tokens(s, t);
-                if (ruler_generate(&s->specs[t], task_seed(s, t), (uint64_t)k, (size_t)target, ruler_measure_tokens, tm, &d, why, sizeof why))
-                    fail_data(NULL, "ruler: --lengths %" PRId64 ", task %s, sample %d: %s", s->lengths[li], s->names[t], k, why);
-                RulerAnswer a;
-                ruler_answer(m, cg->ring, tok, s->start, &d, ruler_task_tokens(s, t), asks > 1 ? &keep : NULL, &a);
-                if (cg->sp_index == 0) record(&o, c, &a, &d);
-                score += a.score, ran++;
-                ruler_answer_free(&a);
-                ruler_doc_free(&d);
-            }
-            cell_progress(s, li, t, ran, score, now_seconds() - t_cell, cg->dp);
-        }
-        log_info("ruler: length %" PRId64 ": %d task%s x %d sample%s in %.1f s\n", s->lengths[li], s->n_task, plural(s->n_task),
-                 s->samples, plural(s->samples), now_seconds() - t_len);
-    }
-    ruler_prefill_free(&keep);
-    share_results(&o, cells, cg->world);
-    o.seconds = now_seconds() - t_run;
-    return o;
+NeedleResults ruler_suite_run(GPT *m, const CommGrid *cg, const RulerSuite *s) {
+    int asks[RULER_MAX_TASKS];
+    for (int t = 0; t < s->n_task; t++) asks[t] = s->specs[t].asks;
+    NeedleTask t = {.name = "ruler", .col_word = "task", .sample_word = "sample", .col_names = s->names, .n_len = s->n_len,
+                    .n_col = s->n_task, .samples = s->samples, .n_values = 2, .lengths = s->lengths,
+                    .asks = asks, .ctx = s, .make = sample_make, .take = sample_take, .finish = sample_finish};
+    return needle_run(m, cg, &t);
 }
 
 // s with every byte that is not part of valid UTF-8 replaced by '?' (results.json is UTF-8).
@@ -146,17 +141,17 @@ static void utf8_clean(char *s) {
     }
 }
 
-static cJSON *cell_json(const RulerSuite *s, const RulerResults *o, const RulerTable *tb, int li, int t) {
-    cJSON *cell = cJSON_CreateObject(), *samples = cJSON_CreateArray();
-    cJSON_AddNumberToObject(cell, "length", (double)s->lengths[li]);
-    cJSON_AddStringToObject(cell, "task", s->names[t]);
-    cJSON_AddNumberToObject(cell, "score", 100 * ruler_cell_mean(tb, li, t));
-    for (int k = 0; k < s->samples; k++) {
-        size_t c = ((size_t)li * s->n_task + t) * s->samples + k;
-        char *answer = o->text[c], *items = answer + strlen(answer) + 1;
+// Cell c after its length: its task, its score, every sample's score, prompt, answer and expected items.
+static void cell_json(const void *ctx, const NeedleResults *r, int c, cJSON *cell) {
+    const RulerSuite *s = ctx;
+    cJSON *samples = cJSON_CreateArray();
+    cJSON_AddStringToObject(cell, "task", s->names[c % s->n_task]);
+    cJSON_AddNumberToObject(cell, "score", 100 * needle_cell_mean(r, c, 0));
+    for (size_t job = (size_t)c * s->samples; job < (size_t)(c + 1) * s->samples; job++) {
+        char *answer = r->text[job], *items = answer + strlen(answer) + 1;
         cJSON *j = cJSON_CreateObject(), *exp = cJSON_CreateArray();
-        cJSON_AddNumberToObject(j, "score", 100 * o->scores[c]);
-        cJSON_AddNumberToObject(j, "prompt_tokens", o->prompt[c]);
+        cJSON_AddNumberToObject(j, "score", 100 * r->values[job * r->n_values]);
+        cJSON_AddNumberToObject(j, "prompt_tokens", r->values[job * r->n_values + 1]);
         utf8_clean(answer);
         cJSON_AddStringToObject(j, "answer", answer);
         for (char *p = items; *p;) {
@@ -170,7 +165,6 @@ static cJSON *cell_json(const RulerSuite *s, const RulerResults *o, const RulerT
         cJSON_AddItemToArray(samples, j);
     }
     cJSON_AddItemToObject(cell, "samples", samples);
-    return cell;
 }
 
 // How and when the table was made: the command line and the date (UTC).
@@ -184,9 +178,9 @@ static void add_provenance(cJSON *root, const RulerRunInfo *ri) {
 }
 
 // DIR/results.json (rank 0).
-void ruler_write_json(const char *dir, const RulerRunInfo *ri, const RulerSuite *s, const RulerResults *o, const RulerTable *tb) {
+void ruler_write_json(const char *dir, const RulerRunInfo *ri, const RulerSuite *s, const NeedleResults *r) {
     cJSON *root = cJSON_CreateObject(), *lengths = cJSON_CreateArray(), *tasks = cJSON_CreateArray(), *tokens = cJSON_CreateObject(),
-          *scores = cJSON_CreateObject(), *avg = cJSON_CreateArray(), *cells = cJSON_CreateArray();
+          *scores = cJSON_CreateObject(), *avg = cJSON_CreateArray();
     add_provenance(root, ri);
     cJSON_AddStringToObject(root, "ckpt", ri->ckpt);
     cJSON_AddStringToObject(root, "label", ri->label);
@@ -198,13 +192,13 @@ void ruler_write_json(const char *dir, const RulerRunInfo *ri, const RulerSuite 
     cJSON_AddNumberToObject(root, "threshold", ri->threshold);
     for (int li = 0; li < s->n_len; li++) {
         cJSON_AddItemToArray(lengths, cJSON_CreateNumber((double)s->lengths[li]));
-        cJSON_AddItemToArray(avg, cJSON_CreateNumber(100 * ruler_length_mean(tb, li)));
+        cJSON_AddItemToArray(avg, cJSON_CreateNumber(100 * needle_length_mean(r, li)));
     }
     for (int t = 0; t < s->n_task; t++) {
         cJSON *row = cJSON_CreateArray();
         cJSON_AddItemToArray(tasks, cJSON_CreateString(s->names[t]));
         cJSON_AddNumberToObject(tokens, s->names[t], ruler_task_tokens(s, t));
-        for (int li = 0; li < s->n_len; li++) cJSON_AddItemToArray(row, cJSON_CreateNumber(100 * ruler_cell_mean(tb, li, t)));
+        for (int li = 0; li < s->n_len; li++) cJSON_AddItemToArray(row, cJSON_CreateNumber(100 * needle_cell_mean(r, li * s->n_task + t, 0)));
         cJSON_AddItemToObject(scores, s->names[t], row);
     }
     cJSON_AddItemToObject(root, "lengths", lengths);
@@ -212,28 +206,14 @@ void ruler_write_json(const char *dir, const RulerRunInfo *ri, const RulerSuite 
     cJSON_AddItemToObject(root, "answer_tokens", tokens);
     cJSON_AddItemToObject(root, "scores", scores);
     cJSON_AddItemToObject(root, "average", avg);
-    cJSON_AddNumberToObject(root, "effective_length", (double)ruler_effective_length(tb, ri->threshold / 100));
-    cJSON_AddNumberToObject(root, "seconds", o->seconds);
-    double prefill = o->sums[1] > 0 ? o->sums[0] / o->sums[1] : 0, decode = o->sums[3] > 0 ? o->sums[2] / o->sums[3] : 0;
+    cJSON_AddNumberToObject(root, "effective_length", (double)needle_effective_length(r, ri->threshold / 100));
+    cJSON_AddNumberToObject(root, "seconds", r->total_s);
+    double prefill = r->sums[1] > 0 ? r->sums[0] / r->sums[1] : 0, decode = r->sums[3] > 0 ? r->sums[2] / r->sums[3] : 0;
     cJSON_AddNumberToObject(root, "prefill_tokens_per_s", prefill);   // per ring: tokens over the rings' summed seconds
     cJSON_AddNumberToObject(root, "decode_tokens_per_s", decode);
-    for (int li = 0; li < s->n_len; li++)
-        for (int t = 0; t < s->n_task; t++) cJSON_AddItemToArray(cells, cell_json(s, o, tb, li, t));
-    cJSON_AddItemToObject(root, "cells", cells);
-    char *text = cJSON_Print(root), path[4200];
-    if (!text) fail("ruler: out of memory printing results.json");
+    char path[4200];
     snprintf(path, sizeof path, "%s/results.json", dir);
-    FILE *f = xfopen(path, "wb");
-    xfwrite(text, strlen(text), f, path);
-    xfwrite("\n", 1, f, path);
-    xfclose(f, path);
-    free(text);
-    cJSON_Delete(root);
-    log_info("ruler: %.1f s (per ring: prefill %.0f tokens/s, decode %.1f tokens/s); results in %s\n", o->seconds, prefill, decode,
+    needle_write_json(path, root, r, cell_json, s);
+    log_info("ruler: %.1f s (per ring: prefill %.0f tokens/s, decode %.1f tokens/s); results in %s\n", r->total_s, prefill, decode,
              path);
-}
-
-void ruler_results_free(RulerResults *o, const RulerSuite *s) {
-    for (size_t c = 0; c < (size_t)s->n_len * s->n_task * s->samples; c++) free(o->text[c]);
-    free(o->scores), free(o->prompt), free(o->text), free(o->text_n);
 }

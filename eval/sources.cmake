@@ -1,2 +1,3 @@
-# eval/sources.cmake — evaluation as a library: the passkey grid and its result files, loss evaluation, sampling, RULER's tasks as text, through a model and as a suite.
-set(RINGGPT_eval_SOURCES eval/passkey.c eval/passkey_files.c eval/loss.c eval/sample.c eval/ruler.c eval/ruler_run.c eval/ruler_suite.c)
+# eval/sources.cmake — evaluation as a library: an inference command's model opened and closed, the needle harness with its passkey grid and RULER's tasks (as text, through a model, as a suite), loss evaluation, sampling.
+set(RINGGPT_eval_SOURCES eval/infer.c eval/needle.c eval/passkey.c eval/loss.c eval/sample.c eval/ruler.c eval/ruler_words.c
+    eval/ruler_suite.c)

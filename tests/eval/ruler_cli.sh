@@ -122,7 +122,7 @@ expect_fail 2 "give them shortest first" run --lengths 2K,1K --out "$W/x"
 expect_fail 2 "--samples 0: give 1..4096" run --samples 0 --out "$W/x"
 expect_fail 2 "--tokens -1" run --tokens -1 --out "$W/x"
 expect_fail 2 "--threshold 150: give a score in percent" run --threshold 150 --out "$W/x"
-expect_fail 2 "--out $W/file: not a directory" run --out "$W/file"
+expect_fail 2 "--out $W/file: $W/file is not a directory" run --out "$W/file"
 expect_fail 2 "ruler needs a checkpoint" "$BIN" ruler --lengths 1K
 expect_fail 2 "cannot open" run --haystack "$W/missing.txt" --out "$W/x"
 expect_fail 2 "--haystack $W/copy.txt: the prose has no sentence end" run --tasks nolima --haystack "$W/copy.txt" --out "$W/x"

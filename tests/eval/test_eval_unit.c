@@ -1,4 +1,4 @@
-// tests/eval/test_eval_unit.c — the eval library called directly: the passkey grid's parsing, checks, documents, table and scores; loss evaluation; sampling.
+// tests/eval/test_eval_unit.c — the eval library called directly: the passkey grid's parsing, checks, documents, table and scores through the needle harness; loss evaluation; sampling.
 // A tiny random byte-level model (vocab 260) on one rank: the grid's table has its shape, every score lies in 0..1,
 // the same seed gives the same keys and answers and another seed other keys, and hand-made answers score as their
 // kind says (exact, a distractor's, the first needle's, drifted). Loss of the random model on text is near ln 260;
@@ -75,61 +75,77 @@ static void test_document(void) {
     CHECK(info2.key != info.key, "seeds 7 and 8 give the same key %u", info.key);
 }
 
-// One cell of three trials with hand-made answers: exact, the first needle's key, drifted off the asked key.
+// Three trials with hand-made answers: exact, the first needle's key, drifted off the asked key.
 static void test_score_known(void) {
-    PasskeyGrid g = {.trials = 3, .n_len = 1, .lengths = {400}, .n_depth = 1, .depths = {0}, .distractors = 2};
-    int64_t keys[3] = {12345, 23456, 34567}, firsts[3] = {12345, 55555, 34567};
-    int64_t others[6] = {55555, 66666, 55555, 66666, 77777, 88888};
-    const char *ans = "12345" "55555" "34999";
-    int64_t answers[15];
-    for (int i = 0; i < 15; i++) answers[i] = ans[i];
-    PasskeyResults r = {.answers = answers, .keys = keys, .others = others, .firsts = firsts};
-    PasskeyScore sc = passkey_score_cell(&g, &r, 0);
+    PasskeyInfo info[3] = {{.key = 12345, .first_key = 12345, .others = {55555, 66666}},
+                           {.key = 23456, .first_key = 55555, .others = {55555, 66666}},
+                           {.key = 34567, .first_key = 34567, .others = {77777, 88888}}};
+    const char *ans[3] = {"12345", "55555", "34999"};
+    PasskeyScore sc = {0, 0, 0, 0, 0};
+    for (int t = 0; t < 3; t++) {
+        PasskeyScore one = passkey_score(&info[t], 2, ans[t]);
+        sc.exact += one.exact, sc.digits += one.digits, sc.other += one.other, sc.first += one.first, sc.drifted += one.drifted;
+    }
     CHECK(sc.exact == 1 && sc.other == 1 && sc.first == 1 && sc.drifted == 1, "exact %d other %d first %d drifted %d (want 1 1 1 1)",
           sc.exact, sc.other, sc.first, sc.drifted);
     CHECK(sc.digits == 5 + 1 + 2, "%d right digits, want 8 (12345; 55555 for 23456: the 5; 34999 for 34567)", sc.digits);
     char text[8];
-    answers[3] = 7;
-    passkey_answer_text(&r, 0, text);
+    int32_t answer[PASSKEY_KEY_DIGITS] = {'1', '2', '3', 7, '5'};
+    passkey_answer_text(answer, text);
     CHECK(strcmp(text, "123?5") == 0, "a non-printable token shows as '?': %s", text);
 }
 
-static bool same_results(const PasskeyResults *a, const PasskeyResults *b, size_t jobs) {
-    return !memcmp(a->answers, b->answers, jobs * PASSKEY_KEY_DIGITS * sizeof(int64_t)) && !memcmp(a->keys, b->keys, jobs * sizeof(int64_t));
+// Job j's answer and keys in a and b alike.
+static bool same_job(const NeedleResults *a, size_t ja, const NeedleResults *b, size_t jb) {
+    return strcmp(a->text[ja], b->text[jb]) == 0 &&
+           !memcmp(a->values + ja * a->n_values, b->values + jb * b->n_values, (size_t)a->n_values * sizeof(double));
 }
 
-// The table's shape and ranges, the keys the documents hold, determinism by seed.
+// The table's shape and ranges, the keys the documents hold, the cells' scores from their trials, determinism by seed.
 static void test_grid(GPT *m, const CommGrid *cg) {
     PasskeyGrid g = {.trials = 2, .seed = 7, .n_len = 2, .lengths = {320, 401}, .distractors = 1};
     char why[512];
     CHECK(passkey_grid_depths(&g, "0:1:0.5", why, sizeof why) == 0 && passkey_grid_check(&g, why, sizeof why) == 0, "%s", why);
-    PasskeyResults r = passkey_grid_run(m, &g, cg), again = passkey_grid_run(m, &g, cg);
+    NeedleResults r = passkey_grid_run(m, &g, cg), again = passkey_grid_run(m, &g, cg);
     size_t jobs = (size_t)g.n_len * g.n_depth * g.trials;
     // The last cell alone (401 tokens, depth 1) decodes the same answers as its slice of the whole grid: each job's
     // answer lands at its own (length, depth, trial) place.
     PasskeyGrid one = g;
     one.n_len = 1, one.lengths[0] = 401, one.n_depth = 1, one.depths[0] = 1;
-    PasskeyResults cell = passkey_grid_run(m, &one, cg);
+    NeedleResults cell = passkey_grid_run(m, &one, cg);
     size_t last = jobs - (size_t)g.trials;
-    CHECK(!memcmp(cell.answers, r.answers + last * PASSKEY_KEY_DIGITS, (size_t)g.trials * PASSKEY_KEY_DIGITS * sizeof(int64_t)) &&
-          !memcmp(cell.keys, r.keys + last, (size_t)g.trials * sizeof(int64_t)),
-          "the cell (401, 1) alone decodes other answers than in the grid");
-    passkey_results_free(&cell);
+    CHECK(same_job(&cell, 0, &r, last) && same_job(&cell, 1, &r, last + 1), "the cell (401, 1) alone decodes other answers than in the grid");
+    needle_results_free(&cell);
+    bool same = true;
     for (size_t j = 0; j < jobs; j++) {   // job j = (length, depth, trial) in that order
         PasskeyInfo info;
         uint32_t doc[401];
         int c = (int)(j / g.trials);
         passkey_trial_doc(&g, g.lengths[c / g.n_depth], g.depths[c % g.n_depth], (int)(j % g.trials), NULL, doc, &info);
-        CHECK(r.keys[j] == info.key && r.others[j] == info.others[0] && r.firsts[j] == info.first_key, "job %zu: key %lld, its document's %u",
-              j, (long long)r.keys[j], info.key);
+        const double *v = r.values + j * r.n_values;
+        CHECK(v[PASSKEY_KEY] == info.key && v[PASSKEY_OTHER_KEYS] == info.others[0] && v[PASSKEY_FIRST_KEY] == info.first_key,
+              "job %zu: key %.0f, its document's %u", j, v[PASSKEY_KEY], info.key);
+        same &= same_job(&r, j, &again, j);
     }
-    CHECK(same_results(&r, &again, jobs), "the same grid twice: other answers");
+    for (int c = 0; c < g.n_len * g.n_depth; c++) {   // a cell's scores: its trials' answers against their keys
+        PasskeyScore sc = passkey_cell_score(&r, c), want = {0, 0, 0, 0, 0};
+        for (size_t j = (size_t)c * g.trials; j < (size_t)(c + 1) * g.trials; j++) {
+            PasskeyInfo info = {.key = (uint32_t)r.values[j * r.n_values + PASSKEY_KEY], .first_key = (uint32_t)r.values[j * r.n_values + PASSKEY_FIRST_KEY],
+                                .others = {(uint32_t)r.values[j * r.n_values + PASSKEY_OTHER_KEYS]}};
+            PasskeyScore one = passkey_score(&info, 1, r.text[j]);
+            want.exact += one.exact, want.digits += one.digits, want.other += one.other, want.first += one.first;
+        }
+        CHECK(sc.exact == want.exact && sc.digits == want.digits && sc.other == want.other && sc.first == want.first &&
+              sc.digits <= g.trials * PASSKEY_KEY_DIGITS && strlen(r.text[(size_t)c * g.trials]) == PASSKEY_KEY_DIGITS,
+              "cell %d: exact %d digits %d, its trials' %d %d", c, sc.exact, sc.digits, want.exact, want.digits);
+    }
+    CHECK(same, "the same grid twice: other answers");
     g.seed = 8;
-    PasskeyResults other = passkey_grid_run(m, &g, cg);
-    CHECK(memcmp(r.keys, other.keys, jobs * sizeof(int64_t)) != 0, "seeds 7 and 8: the same keys");
-    passkey_results_free(&r);
-    passkey_results_free(&again);
-    passkey_results_free(&other);
+    NeedleResults other = passkey_grid_run(m, &g, cg);
+    CHECK(memcmp(r.values, other.values, jobs * r.n_values * sizeof(double)) != 0, "seeds 7 and 8: the same keys");
+    needle_results_free(&r);
+    needle_results_free(&again);
+    needle_results_free(&other);
 }
 
 // The random model's loss on text is about ln 260; the batches a split cannot hold are refused.

@@ -230,24 +230,19 @@ static void answer_of(const char *text, bool then_eos, int32_t *answer) {
 static void check_scores(void) {
     const char *texts[] = {" 59547", "61238", " 59000. Remember", "", " 84634"};
     const bool eos[] = {false, false, false, true, false};
+    const char *reads[] = {"59547", "61238", "59000", "?????", "84634"};
     enum { T = 5 };
-    int64_t answers[T * PASSKEY_KEY_DIGITS], keys[T], others[T], firsts[T];
+    PasskeyInfo info = {.key = 59547, .first_key = 84634, .others = {84634}};
+    PasskeyScore sc = {0, 0, 0, 0, 0};
     for (int t = 0; t < T; t++) {
         int32_t a[PASSKEY_KEY_DIGITS];
+        char text[PASSKEY_KEY_DIGITS + 1];
         answer_of(texts[t], eos[t], a);
-        for (int d = 0; d < PASSKEY_KEY_DIGITS; d++) answers[t * PASSKEY_KEY_DIGITS + d] = a[d];
-        keys[t] = 59547, others[t] = 84634, firsts[t] = 84634;
+        passkey_answer_text(a, text);
+        CHECK(strcmp(text, reads[t]) == 0, "'%s' reads '%s', want '%s'", texts[t], text, reads[t]);
+        PasskeyScore one = passkey_score(&info, 1, text);
+        sc.exact += one.exact, sc.digits += one.digits, sc.other += one.other, sc.first += one.first, sc.drifted += one.drifted;
     }
-    PasskeyGrid g = {.trials = T, .n_len = 1, .lengths = {400}, .n_depth = 1, .depths = {0}, .distractors = 1};
-    PasskeyResults r = {.answers = answers, .keys = keys, .others = others, .firsts = firsts};
-    char text[PASSKEY_KEY_DIGITS + 1];
-    passkey_answer_text(&r, 0, text);
-    CHECK(strcmp(text, "59547") == 0, "' 59547' reads '%s'", text);
-    passkey_answer_text(&r, 2, text);
-    CHECK(strcmp(text, "59000") == 0, "' 59000. Remember' reads '%s'", text);
-    passkey_answer_text(&r, 3, text);
-    CHECK(strcmp(text, "?????") == 0, "an empty answer reads '%s'", text);
-    PasskeyScore sc = passkey_score_cell(&g, &r, 0);
     // exact: the first; digits 5 + 0 + 2 (5, 9) + 0 + 0; a distractor's key: the last (the first needle's too);
     // drifted: the partly right one (its first digit, then off).
     CHECK(sc.exact == 1 && sc.digits == 7 && sc.other == 1 && sc.first == 1 && sc.drifted == 1,

@@ -1,4 +1,4 @@
-// tests/eval/test_ruler.c — RULER's tasks as text (eval/ruler.h), measured in bytes and in words: every preset's document checked by parsing it (its answer is the asked needle's, the chain's, the most common words'), determinism, lengths and depths, scores of hand-made answers, the answerer targets, the effective length; a document through a random model (eval/ruler_run.h).
+// tests/eval/test_ruler.c — RULER's tasks as text (eval/ruler.h), measured in bytes and in words: every preset's document checked by parsing it (its answer is the asked needle's, the chain's, the most common words'), determinism, lengths and depths, scores of hand-made answers, the answerer targets, the effective length; a document through a random model (eval/ruler_suite.h, eval/needle.h).
 // References are independent of the generator: the test parses the documents itself (the variable chains, the word
 // counts, the alias table), and two answerers written here stand for models: one copies the sentence sharing the
 // most content words with the question (it must find every single needle and do no better than chance on the
@@ -9,8 +9,11 @@
 #include <string.h>
 
 #include "../check.h"
+#include "checkpoints/model_tokenizer.h"
+#include "core/common.h"
+#include "tokenizer/tokenizer.h"
 #include "eval/ruler.h"
-#include "eval/ruler_run.h"
+#include "eval/ruler_suite.h"
 #include "eval/sample.h"
 #include "model/gpt.h"
 #include "model/ops.h"
@@ -480,17 +483,29 @@ static void test_effective_length(void) {
     int64_t lengths[] = {1000, 2000, 4000, 8000};
     // (4 lengths, 2 tasks, 2 samples): means by length 1.0, 0.9, 0.5, 0.9
     double scores[] = {1, 1, 1, 1, 1, 0.8, 0.9, 0.9, 0.5, 0.5, 0, 1, 1, 0.8, 1, 0.8};
-    RulerTable t = {.n_len = 4, .n_task = 2, .samples = 2, .lengths = lengths, .scores = scores};
-    CHECK(fabs(ruler_cell_mean(&t, 1, 0) - 0.9) < 1e-12 && fabs(ruler_cell_mean(&t, 2, 1) - 0.5) < 1e-12, "cell means %g %g",
-          ruler_cell_mean(&t, 1, 0), ruler_cell_mean(&t, 2, 1));
+    NeedleResults t = {.n_len = 4, .n_col = 2, .samples = 2, .n_values = 1, .lengths = lengths, .values = scores};
+    CHECK(fabs(needle_cell_mean(&t, 2, 0) - 0.9) < 1e-12 && fabs(needle_cell_mean(&t, 5, 0) - 0.5) < 1e-12, "cell means %g %g",
+          needle_cell_mean(&t, 2, 0), needle_cell_mean(&t, 5, 0));
     double want[] = {1, 0.9, 0.5, 0.9};
     for (int li = 0; li < 4; li++)
-        CHECK(fabs(ruler_length_mean(&t, li) - want[li]) < 1e-12, "length %d: mean %g, want %g", li, ruler_length_mean(&t, li), want[li]);
-    CHECK(ruler_effective_length(&t, RULER_THRESHOLD_DEFAULT) == 2000, "effective length %lld at 85.6 %%",
-          (long long)ruler_effective_length(&t, RULER_THRESHOLD_DEFAULT));
-    CHECK(ruler_effective_length(&t, 0.5) == 8000, "effective length %lld at 50 %%", (long long)ruler_effective_length(&t, 0.5));
-    CHECK(ruler_effective_length(&t, 1.0) == 1000 && ruler_effective_length(&t, 1.01) == 0, "at 100 %%: %lld, above: %lld",
-          (long long)ruler_effective_length(&t, 1.0), (long long)ruler_effective_length(&t, 1.01));
+        CHECK(fabs(needle_length_mean(&t, li) - want[li]) < 1e-12, "length %d: mean %g, want %g", li, needle_length_mean(&t, li), want[li]);
+    CHECK(needle_effective_length(&t, RULER_THRESHOLD_DEFAULT) == 2000, "effective length %lld at 85.6 %%",
+          (long long)needle_effective_length(&t, RULER_THRESHOLD_DEFAULT));
+    CHECK(needle_effective_length(&t, 0.5) == 8000, "effective length %lld at 50 %%", (long long)needle_effective_length(&t, 0.5));
+    CHECK(needle_effective_length(&t, 1.0) == 1000 && needle_effective_length(&t, 1.01) == 0, "at 100 %%: %lld, above: %lld",
+          (long long)needle_effective_length(&t, 1.0), (long long)needle_effective_length(&t, 1.01));
+}
+
+// d through m (a kept context with context): its answer's text into a (freed by the caller), the work into st.
+static void answer(NeedleDecoder *dec, GPT *m, const Tokenizer *tok, const RulerDoc *d, int max_tokens, bool context,
+                   RulerAnswer *a, NeedleStats *st, size_t *prompt_tokens) {
+    NeedlePrompt p;
+    ruler_prompt(tok, tok->eos, d, max_tokens, context, &p);
+    *a = (RulerAnswer){.d = d, .tok = tok};
+    needle_answer(dec, m, NULL, &p, ruler_take, a, st);
+    if (!a->text) a->text = xcalloc(1, 1, "an answer");
+    *prompt_tokens = p.n;
+    free(p.ids);
 }
 
 // A random tiny byte-level model: the measure counts its tokens; the answer is greedy decoding (sample_generate's);
@@ -509,8 +524,11 @@ static void test_answer_through_a_model(void) {
     CHECK(ruler_generate(&s, 3, 0, 700, ruler_measure_tokens, &tm, &d, why, sizeof why) == 0 && d.tokens == d.n,
           "byte tokens: %zu for %zu bytes (%s)", d.tokens, d.n, why);
     snprintf(d.items[0], RULER_ITEM_CHARS, "%s", "\x01never");   // an item no answer holds: all 12 tokens decoded
+    NeedleDecoder dec = {0};
     RulerAnswer full;
-    ruler_answer(&m, NULL, &tok, tok.eos, &d, 12, NULL, &full);
+    NeedleStats fs;
+    size_t prompt_n;
+    answer(&dec, &m, &tok, &d, 12, false, &full, &fs, &prompt_n);
     int32_t ref[16] = {0};   // (1 + 12) the count, then sample_generate's greedy tokens
     SampleOptions o = {.tokens = 12, .temperature = 0, .stop_at_eos = true};
     SampleResult r;
@@ -518,42 +536,59 @@ static void test_answer_through_a_model(void) {
     size_t n_ids = model_prompt_ids(&tok, tok.eos, (const unsigned char *)d.text, d.n, &ids);
     sample_generate(&m, NULL, &tok, ids, n_ids, &o, collect_token, ref, &r);
     free(ids);
-    bool same = full.made == r.made && full.prompt_tokens == r.prompt_tokens && full.prompt_tokens == d.n + 1;
+    bool same = fs.made == r.made && prompt_n == r.prompt_tokens && prompt_n == d.n + 1 && fs.prefilled == prompt_n;
     for (int i = 0; i < r.made && same; i++) same = (unsigned char)full.text[i] == (ref[1 + i] ? ref[1 + i] : ' ');
-    CHECK(same && full.made >= 3 && full.score == 0, "the answer (%d tokens, score %g) is not sample_generate's %d greedy tokens",
-          full.made, full.score, r.made);
+    CHECK(same && fs.made >= 3 && ruler_score(&d, full.text) == 0, "the answer (%d tokens, score %g) is not sample_generate's %d "
+          "greedy tokens", fs.made, ruler_score(&d, full.text), r.made);
     snprintf(d.items[0], RULER_ITEM_CHARS, "%.2s", full.text);   // complete after 2 tokens
     RulerAnswer early;
-    ruler_answer(&m, NULL, &tok, tok.eos, &d, 12, NULL, &early);
-    CHECK(early.made == 2 && early.score == 1 && strncmp(early.text, full.text, 2) == 0, "stopped after %d tokens, score %g",
-          early.made, early.score);
+    NeedleStats es;
+    answer(&dec, &m, &tok, &d, 12, false, &early, &es, &prompt_n);
+    CHECK(es.made == 2 && ruler_score(&d, early.text) == 1 && strncmp(early.text, full.text, 2) == 0, "stopped after %d tokens, "
+          "score %g", es.made, ruler_score(&d, early.text));
     d.n_items = 2;   // one item found, one never: no early stop, half the score
     snprintf(d.items[1], RULER_ITEM_CHARS, "%s", "\x01never");
     RulerAnswer half;
-    ruler_answer(&m, NULL, &tok, tok.eos, &d, 12, NULL, &half);
-    CHECK(half.made == full.made && half.score == 0.5, "one of two items: %d tokens, score %g", half.made, half.score);
-    ruler_answer_free(&full), ruler_answer_free(&early), ruler_answer_free(&half);
+    NeedleStats hs;
+    answer(&dec, &m, &tok, &d, 12, false, &half, &hs, &prompt_n);
+    CHECK(hs.made == fs.made && ruler_score(&d, half.text) == 0.5, "one of two items: %d tokens, score %g", hs.made,
+          ruler_score(&d, half.text));
+    free(full.text), free(early.text), free(half.text);
     ruler_doc_free(&d);
     // The 4 asks of one multi-key document through one kept prefill equal each ask through a prefill of its own: the
     // context runs once, then only each question's tokens.
     s = preset("niah_multikey_1");
-    RulerPrefill shared = {0};
     for (int a = 0; a < 4; a++) {
         CHECK(ruler_generate(&s, 3, 4 + (uint64_t)a, 900, ruler_measure_tokens, &tm, &d, why, sizeof why) == 0, "%s", why);
         snprintf(d.items[0], RULER_ITEM_CHARS, "%s", "\x01never");   // every answer decodes all 8 tokens
-        RulerPrefill alone = {0};
+        NeedleDecoder alone = {0};
         RulerAnswer x, y;
-        ruler_answer(&m, NULL, &tok, tok.eos, &d, 8, &shared, &x);
-        ruler_answer(&m, NULL, &tok, tok.eos, &d, 8, &alone, &y);
+        NeedleStats xs, ys;
+        answer(&dec, &m, &tok, &d, 8, true, &x, &xs, &prompt_n);
+        answer(&alone, &m, &tok, &d, 8, false, &y, &ys, &prompt_n);
         size_t tail = d.n - d.question_at;   // byte tokens: the question and the answer's prefix
-        CHECK(x.made == 8 && strcmp(x.text, y.text) == 0, "ask %d: '%s' through the kept prefill, '%s' alone", a, x.text, y.text);
-        CHECK(y.prefilled == x.prompt_tokens && x.prefilled == (a == 0 ? x.prompt_tokens : tail), "ask %d: %zu and %zu of %zu ids run",
-              a, x.prefilled, y.prefilled, x.prompt_tokens);
-        ruler_answer_free(&x), ruler_answer_free(&y);
-        ruler_prefill_free(&alone);
-        ruler_doc_free(&d);
+        CHECK(xs.made == 8 && strcmp(x.text, y.text) == 0, "ask %d: '%s' through the kept prefill, '%s' alone", a, x.text, y.text);
+        CHECK(ys.prefilled == prompt_n && xs.prefilled == (a == 0 ? prompt_n : tail), "ask %d: %zu and %zu of %zu ids run", a,
+              xs.prefilled, ys.prefilled, prompt_n);
+        free(x.text), free(y.text);
+        needle_decoder_free(&alone);
+        if (a < 3) ruler_doc_free(&d);
     }
-    ruler_prefill_free(&shared);
+    // A prompt prefilled whole takes the cache the context was in: the next ask prefills its context again.
+    RulerDoc other;
+    CHECK(ruler_generate(&s, 4, 0, 700, ruler_measure_tokens, &tm, &other, why, sizeof why) == 0, "%s", why);
+    RulerAnswer x, y;
+    NeedleStats xs, ys;
+    answer(&dec, &m, &tok, &other, 8, false, &x, &xs, &prompt_n);
+    free(x.text);
+    answer(&dec, &m, &tok, &d, 8, true, &x, &xs, &prompt_n);
+    NeedleDecoder alone = {0};
+    answer(&alone, &m, &tok, &d, 8, false, &y, &ys, &prompt_n);
+    CHECK(strcmp(x.text, y.text) == 0 && xs.prefilled == prompt_n, "after another prompt: '%s' (%zu of %zu ids run), alone '%s'",
+          x.text, xs.prefilled, prompt_n, y.text);
+    free(x.text), free(y.text);
+    needle_decoder_free(&alone), needle_decoder_free(&dec);
+    ruler_doc_free(&other), ruler_doc_free(&d);
     free(tm.ids);
     tokenizer_encoder_free(&tm.enc);
     tokenizer_free(&tok);
