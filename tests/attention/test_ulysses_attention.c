@@ -1,7 +1,8 @@
 // tests/attention/test_ulysses_attention.c — per rank, Ulysses and the hybrid (O, LSE, dQ, dK, dV) equal one rank's attention over the whole sequence, for any layout and document mix.
 // Run under mpiexec with W ranks: one ring of sp = W, cut into Ulysses groups of every degree that divides W (degree W:
 // pure Ulysses over zigzag, contiguous and random layouts; less: the hybrid, the zigzag ring across the groups). Every
-// rank generates the same global input, computes the one-rank reference in position order and compares its rows.
+// rank generates the same global input, computes the one-rank reference in position order and compares its rows; the
+// cost and the timing model against the counts.
 // `test_ulysses_attention --heads-error` checks the usage error for heads that do not divide (exit 2).
 #include <math.h>
 #include <stdio.h>
@@ -170,6 +171,30 @@ static bool cost_agrees(AttnUlysses *u, const AttnShape *s, int N, int L, const 
     return ok;
 }
 
+// The timing model: no transfer on one rank; the messages to degree − 1 peers at the link's rate, or the host's where
+// that is slower, after a latency per all-to-all; the compute at the attention rate; nothing hidden.
+static int check_model(void) {
+    AttnShape s = {.n_head = 8, .n_kv_head = 2, .head_dim = 64};
+    RingCosts c = {.attn_flops = 1e10, .link_bytes_per_s = 1e8, .latency_s = 1e-4};
+    int bad = 0;
+    for (int N = 1; N <= 4; N *= 2)
+        for (int back = 0; back < 2; back++) {
+            UlyssesCost k = ulysses_cost(&s, N, 1024 / N, NULL, back);
+            RingTiming t = ulysses_model(&s, N, 1024 / N, NULL, &c, back);
+            double wire = N > 1 ? k.exchanges * c.latency_s + k.link_bytes * (N - 1) / c.link_bytes_per_s : 0;
+            RingCosts slow_host = c;
+            slow_host.host_bytes_per_s = c.link_bytes_per_s / 2;
+            RingTiming h = ulysses_model(&s, N, 1024 / N, NULL, &slow_host, back);
+            bool ok = t.compute_s == k.flops / c.attn_flops && fabs(t.wait_s - wire) <= 1e-12 * (1 + wire) &&
+                      t.seconds == t.compute_s + t.wait_s && t.bytes == k.link_bytes * (N - 1) &&
+                      (N == 1 ? h.wait_s == 0 : fabs(h.wait_s - (wire + t.bytes / c.link_bytes_per_s)) <= 1e-9);
+            if (!ok) fprintf(stderr, "FAIL model N=%d backward=%d: wire %.6g (want %.6g), with a slow host %.6g\n", N, back,
+                             t.wait_s, wire, h.wait_s);
+            bad += !ok;
+        }
+    return bad;
+}
+
 // Every case of one degree: pure Ulysses (degree W) over every layout, the hybrid over the zigzag of its groups.
 static int run_degree(int W, int degree, int *cases) {
     CommGrid g = comm_grid(W);
@@ -214,7 +239,7 @@ int main(int argc, char **argv) {
         ulysses_check_shape(&(AttnShape){.n_head = 6, .n_kv_head = 2, .head_dim = 16}, 4);
         return 0;
     }
-    int W = comm_size(comm_world()), failures = 0, cases = 0;
+    int W = comm_size(comm_world()), failures = check_model(), cases = 0;
     for (int degree = 1; degree <= W; degree++)
         if (W % degree == 0) failures += run_degree(W, degree, &cases);
     log_info("%d cases, %d failed (%s)\n", cases, failures, REAL_NAME);
