@@ -3,7 +3,9 @@
 // pure Ulysses over zigzag, contiguous and random layouts; less: the hybrid, the zigzag ring across the groups). Every
 // rank generates the same global input, computes the one-rank reference in position order and compares its rows; the
 // cost and the timing model against the counts.
-// `test_ulysses_attention --heads-error` checks the usage error for heads that do not divide (exit 2).
+// `--gpu` runs every case on the CUDA backend against its own one-rank attention (comms wrapped: NCCL with a GPU per
+// rank, host staging when ranks share one; SKIP, exit 77, without a GPU or CUDA build), `--gpu --activations bf16` with
+// q, k, v stored as bf16. `--heads-error` checks the usage error for heads that do not divide (exit 2).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +18,18 @@
 #include "core/common.h"
 #include "core/rng.h"
 #include "model/ops.h"
+#ifdef RINGGPT_HAVE_CUDA
+#include "core/backend_cuda.h"
+#endif
 
-// Tolerance on max |Ulysses − reference| / max |reference| per tensor: double build vs float build.
-static const double TOL = sizeof(real) == sizeof(double) ? 1e-12 : 2e-5;
+// Where the cases run and how close they must come to the reference (max |Ulysses − reference| / max |reference| per
+// tensor): the CPU, double build vs float build; the GPU, whose kernels round q, k, v and P to bf16 (the hybrid's
+// ring cuts the keys into other blocks than one rank does: ~1e-2, as the ring's GPU test allows).
+typedef struct {
+    const Backend *be;
+    ActStore store;   // q, k, v in backend memory
+    double tol;
+} Mode;
 
 typedef enum { LAY_ZIGZAG, LAY_CONTIGUOUS, LAY_RANDOM, LAY_COUNT } LayoutKind;
 static const char *const LAYOUT_NAMES[] = {"zigzag", "contiguous", "random"};
@@ -93,22 +104,64 @@ static double rel_err(const real *a, const real *b, size_t n, double scale) {
     return d / scale;
 }
 
-// A (T, ·) tensor set and the one-rank reference: q, k, v, dout in, out, lse, dq, dk, dv.
+// Where a case runs: the mode, the Ulysses object and this rank.
+typedef struct {
+    const Mode *m;
+    AttnUlysses *u;
+    int W, r;
+} Ctx;
+
+// A backend copy of `bytes` of host memory; release with be->release.
+static void *on_backend(const Backend *be, const void *host, size_t bytes) {
+    void *d = be->alloc(bytes, "test buffer");
+    be->to_device(d, host, bytes);
+    return d;
+}
+
+// q, k or v (n reals of host memory) in backend memory stored as `store` (bf16: rounded to nearest even).
+static void *act_on_backend(const Backend *be, const real *host, size_t n, ActStore store) {
+    if (store != ACT_BF16) return on_backend(be, host, n * sizeof(real));
+    uint16_t *h = xmalloc(n * sizeof(uint16_t), "bf16");
+    for (size_t i = 0; i < n; i++) {
+        float f = (float)host[i];
+        uint32_t b;
+        memcpy(&b, &f, sizeof b);
+        h[i] = (uint16_t)((b + 0x7fff + ((b >> 16) & 1)) >> 16);
+    }
+    void *d = on_backend(be, h, n * sizeof(uint16_t));
+    free(h);
+    return d;
+}
+
+// n reals of backend memory into a new host array; the backend copy is released.
+static real *to_host(const Backend *be, real *d, size_t n) {
+    real *h = xmalloc(n * sizeof(real), "test result");
+    be->to_host(h, d, n * sizeof(real));
+    be->release(d);
+    return h;
+}
+
+// A (T, ·) tensor set in host memory: q, k, v, dout in, out, lse, dq, dk, dv.
 typedef struct {
     real *q, *k, *v, *dout, *out, *lse, *dq, *dk, *dv;
 } Tensors;
 
-static Tensors reference(const AttnShape *s, int T, const int32_t *doc, Rng *g) {
-    const Backend *be = &BACKEND_CPU;
+// Attention of the whole sequence in position order on one rank of the case's backend: from t's q, k, v, dout (n
+// rows), t's out, lse, dq, dk, dv.
+static void reference(const Backend *be, const AttnShape *s, Tensors *t, int T, const int32_t *doc) {
     size_t qn = (size_t)T * s->n_head * s->head_dim, kn = (size_t)T * s->n_kv_head * s->head_dim, hn = (size_t)T * s->n_head;
-    Tensors t = {.q = randn(g, qn), .k = randn(g, kn), .v = randn(g, kn), .dout = randn(g, qn)};
-    t.out = xmalloc(qn * sizeof(real), "out"), t.lse = xmalloc(hn * sizeof(real), "lse");
-    t.dq = xmalloc(qn * sizeof(real), "dq"), t.dk = xmalloc(kn * sizeof(real), "dk"), t.dv = xmalloc(kn * sizeof(real), "dv");
-    real *tmp = xmalloc(hn * sizeof(real), "tmp");
-    attention_causal_forward(be, s, t.out, t.lse, tmp, t.q, t.k, t.v, T, doc);
-    attention_causal_backward(be, s, t.dq, t.dk, t.dv, tmp, t.q, t.k, t.v, t.out, t.lse, t.dout, T, doc);
-    free(tmp);
-    return t;
+    real *q = act_on_backend(be, t->q, qn, s->qkv), *k = act_on_backend(be, t->k, kn, s->qkv);
+    real *v = act_on_backend(be, t->v, kn, s->qkv), *dout = on_backend(be, t->dout, qn * sizeof(real));
+    int32_t *d = doc ? on_backend(be, doc, (size_t)T * sizeof(int32_t)) : NULL;
+    real *out = be->alloc(qn * sizeof(real), "out"), *lse = be->alloc(hn * sizeof(real), "lse"), *tmp = be->alloc(hn * sizeof(real), "tmp");
+    real *dq = be->alloc(qn * sizeof(real), "dq"), *dk = be->alloc(kn * sizeof(real), "dk"), *dv = be->alloc(kn * sizeof(real), "dv");
+    attention_causal_forward(be, s, out, lse, tmp, q, k, v, T, d);
+    attention_causal_backward(be, s, dq, dk, dv, tmp, q, k, v, out, lse, dout, T, d);
+    t->out = to_host(be, out, qn), t->lse = to_host(be, lse, hn);
+    t->dq = to_host(be, dq, qn), t->dk = to_host(be, dk, kn), t->dv = to_host(be, dv, kn);
+    void *all[] = {q, k, v, dout, tmp, d};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]) be->release(all[i]);
 }
 
 // The rank's rows of every tensor (the reference's outputs too: the expected values).
@@ -124,33 +177,47 @@ static void tensors_free(Tensors *t) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
 }
 
+// Ulysses on this rank's rows (host in, host out: the case's backend in between).
+static Tensors ulysses_rows(const Ctx *c, const AttnShape *s, const Tensors *mine, int L, const int32_t *pos, const int32_t *doc) {
+    const Backend *be = c->m->be;
+    size_t qn = (size_t)L * s->n_head * s->head_dim, kn = (size_t)L * s->n_kv_head * s->head_dim, hn = (size_t)L * s->n_head;
+    real *q = act_on_backend(be, mine->q, qn, s->qkv), *k = act_on_backend(be, mine->k, kn, s->qkv);
+    real *v = act_on_backend(be, mine->v, kn, s->qkv), *dout = on_backend(be, mine->dout, qn * sizeof(real));
+    int32_t *d = doc ? on_backend(be, doc, (size_t)c->W * L * sizeof(int32_t)) : NULL;
+    AttnRows rows = {.q = q, .k = k, .v = v, .out = be->alloc(qn * sizeof(real), "out"), .lse = be->alloc(hn * sizeof(real), "lse"),
+                     .dout = dout, .dq = be->alloc(qn * sizeof(real), "dq"), .dk = be->alloc(kn * sizeof(real), "dk"),
+                     .dv = be->alloc(kn * sizeof(real), "dv")};
+    AttnLayout lay = {.pos = pos, .doc = d, .doc_host = doc, .L = L};
+    ulysses_attention_forward(c->u, s, &rows, &lay);
+    ulysses_attention_backward(c->u, s, &rows, &lay);
+    Tensors got = {.out = to_host(be, rows.out, qn), .lse = to_host(be, rows.lse, hn), .dq = to_host(be, rows.dq, qn),
+                   .dk = to_host(be, rows.dk, kn), .dv = to_host(be, rows.dv, kn)};
+    void *all[] = {q, k, v, dout, d};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]) be->release(all[i]);
+    return got;
+}
+
 // One case on this rank: the worst relative error over O, LSE, dQ, dK, dV.
-static double run_case(AttnUlysses *u, int W, int r, const AttnShape *s, int L, const int32_t *pos, const int32_t *doc,
-                       uint64_t seed) {
-    int T = W * L;
+static double run_case(const Ctx *c, const AttnShape *s, int L, const int32_t *pos, const int32_t *doc, uint64_t seed) {
+    int W = c->W, r = c->r, T = W * L;
     size_t qn = (size_t)L * s->n_head * s->head_dim, kn = (size_t)L * s->n_kv_head * s->head_dim, hn = (size_t)L * s->n_head;
     Rng g;
     rng_seed(&g, seed);
-    Tensors ref = reference(s, T, doc, &g), mine = slice(&ref, s, pos + (size_t)r * L, L);
-    real *out = xmalloc(qn * sizeof(real), "out"), *lse = xmalloc(hn * sizeof(real), "lse");
-    real *dq = xmalloc(qn * sizeof(real), "dq"), *dk = xmalloc(kn * sizeof(real), "dk"), *dv = xmalloc(kn * sizeof(real), "dv");
-    AttnRows rows = {.q = mine.q, .k = mine.k, .v = mine.v, .out = out, .lse = lse, .dout = mine.dout, .dq = dq, .dk = dk,
-                     .dv = dv};
-    AttnLayout lay = {.pos = pos, .doc = doc, .doc_host = doc, .L = L};
-    ulysses_attention_forward(u, s, &rows, &lay);
-    ulysses_attention_backward(u, s, &rows, &lay);
-    size_t Tq = qn * W, Tk = kn * W, Th = hn * W;
-    double errs[5] = {rel_err(out, mine.out, qn, scale_of(ref.out, Tq)), rel_err(lse, mine.lse, hn, scale_of(ref.lse, Th)),
-                      rel_err(dq, mine.dq, qn, scale_of(ref.dq, Tq)), rel_err(dk, mine.dk, kn, scale_of(ref.dk, Tk)),
-                      rel_err(dv, mine.dv, kn, scale_of(ref.dv, Tk))};
+    Tensors ref = {.q = randn(&g, qn * W), .k = randn(&g, kn * W), .v = randn(&g, kn * W), .dout = randn(&g, qn * W)};
+    reference(c->m->be, s, &ref, T, doc);
+    Tensors mine = slice(&ref, s, pos + (size_t)r * L, L), got = ulysses_rows(c, s, &mine, L, pos, doc);
+    double errs[5] = {rel_err(got.out, mine.out, qn, scale_of(ref.out, qn * W)),
+                      rel_err(got.lse, mine.lse, hn, scale_of(ref.lse, hn * W)),
+                      rel_err(got.dq, mine.dq, qn, scale_of(ref.dq, qn * W)), rel_err(got.dk, mine.dk, kn, scale_of(ref.dk, kn * W)),
+                      rel_err(got.dv, mine.dv, kn, scale_of(ref.dv, kn * W))};
     double worst = 0;
     for (int i = 0; i < 5; i++)
         if (!(errs[i] <= worst)) worst = errs[i];
-    if (!(worst < TOL))
+    if (!(worst < c->m->tol))
         fprintf(stderr, "rank %d: H %d Hkv %d hd %d T %d: err O %.2e LSE %.2e dQ %.2e dK %.2e dV %.2e\n", r, s->n_head,
                 s->n_kv_head, s->head_dim, T, errs[0], errs[1], errs[2], errs[3], errs[4]);
-    tensors_free(&ref), tensors_free(&mine);
-    free(out), free(lse), free(dq), free(dk), free(dv);
+    tensors_free(&ref), tensors_free(&mine), tensors_free(&got);
     return worst;
 }
 
@@ -195,11 +262,44 @@ static int check_model(void) {
     return bad;
 }
 
+// The mode from the command line: the CPU; `--gpu [--activations bf16]` the CUDA backend (SKIP without one).
+static Mode test_mode(int argc, char **argv) {
+    Mode m = {.be = &BACKEND_CPU, .store = ACT_F32, .tol = sizeof(real) == sizeof(double) ? 1e-12 : 2e-5};
+    if (argc < 2 || strcmp(argv[1], "--gpu")) return m;
+#ifdef RINGGPT_HAVE_CUDA
+    if (cuda_device_count() > 0) {
+        cuda_backend_init(cuda_local_rank(), comm_rank(comm_world()));
+        bool bf16 = argc > 3 && !strcmp(argv[2], "--activations") && !strcmp(argv[3], "bf16");
+        return (Mode){.be = &BACKEND_CUDA, .store = bf16 ? ACT_BF16 : ACT_F32, .tol = 3e-2};
+    }
+#endif
+    log_info("SKIP: no CUDA device or no CUDA build (test_ulysses_attention --gpu)\n");
+    comm_finalize();
+    exit(77);
+}
+
+// The communicator a mode's buffers travel on: CUDA buffers need a device communicator (NCCL, or MPI with host
+// staging), as train wraps its ring.
+static Comm *device_comm(const Mode *m, Comm *c, const char *what) {
+#ifdef RINGGPT_HAVE_CUDA
+    if (m->be != &BACKEND_CPU) return comm_cuda_wrap(c, what);
+#endif
+    return c;
+}
+
+static void device_comm_free(Comm *c) {
+#ifdef RINGGPT_HAVE_CUDA
+    comm_cuda_free(c);   // a plain communicator is left to its owner
+#endif
+}
+
 // Every case of one degree: pure Ulysses (degree W) over every layout, the hybrid over the zigzag of its groups.
-static int run_degree(int W, int degree, int *cases) {
+static int run_degree(const Mode *m, int W, int degree, int *cases) {
     CommGrid g = comm_grid(W);
     comm_grid_groups(&g, degree);
-    AttnUlysses *u = ulysses_create(g.group, g.across, &BACKEND_CPU, true);
+    Comm *group = device_comm(m, g.group, "test Ulysses group"), *across = device_comm(m, g.across, "test ring across");
+    AttnUlysses *u = ulysses_create(group, across, m->be, true);
+    Ctx c = {.m = m, .u = u, .W = W, .r = g.sp_index};
     // (heads, kv heads, head dim): MHA, GQA with Hkv = 2 (replicated on 4 ranks), 8/2, MQA (replicated on every rank)
     const int shapes[][3] = {{4, 4, 16}, {4, 2, 16}, {8, 2, 32}, {4, 1, 32}};
     const int lens[] = {2, 70};   // T from 2·W to past a kernel tile (128)
@@ -209,7 +309,8 @@ static int run_degree(int W, int degree, int *cases) {
             for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
                 for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
                     int L = lens[li], T = W * L;
-                    AttnShape s = {.n_head = shapes[sh][0], .n_kv_head = shapes[sh][1], .head_dim = shapes[sh][2]};
+                    AttnShape s = {.n_head = shapes[sh][0], .n_kv_head = shapes[sh][1], .head_dim = shapes[sh][2],
+                                   .qkv = m->store};
                     Rng rg;
                     rng_seed(&rg, 77 + *cases);
                     int32_t *pos = xmalloc((size_t)T * sizeof(int32_t), "layout"), *doc = xmalloc((size_t)T * sizeof(int32_t), "docs");
@@ -217,10 +318,10 @@ static int run_degree(int W, int degree, int *cases) {
                     make_docs((DocsKind)dk, T, L, &rg, doc);
                     ulysses_stats_reset(u);
                     const int32_t *docs = dk == DOCS_NONE ? NULL : doc;
-                    double e = run_case(u, W, g.sp_index, &s, L, pos, docs, 1000 + 17 * (uint64_t)*cases);
+                    double e = run_case(&c, &s, L, pos, docs, 1000 + 17 * (uint64_t)*cases);
                     if (!cost_agrees(u, &s, degree, L, docs, T)) e = INFINITY;
                     comm_allreduce(g.world, &e, 1, COMM_F64, COMM_MAX, "test error max");
-                    bool ok = e < TOL;
+                    bool ok = e < m->tol;
                     failures += !ok;
                     log_info("%s sp=%d ulysses=%d %s %s H=%d Hkv=%d hd=%d T=%d max rel err %.2e\n", ok ? "ok  " : "FAIL", W,
                              degree, LAYOUT_NAMES[lk], DOCS_NAMES[dk], s.n_head, s.n_kv_head, s.head_dim, T, e);
@@ -228,6 +329,7 @@ static int run_degree(int W, int degree, int *cases) {
                     (*cases)++;
                 }
     ulysses_free(u);
+    device_comm_free(group), device_comm_free(across);
     comm_grid_free(&g);
     return failures;
 }
@@ -239,10 +341,12 @@ int main(int argc, char **argv) {
         ulysses_check_shape(&(AttnShape){.n_head = 6, .n_kv_head = 2, .head_dim = 16}, 4);
         return 0;
     }
+    Mode m = test_mode(argc, argv);
     int W = comm_size(comm_world()), failures = check_model(), cases = 0;
     for (int degree = 1; degree <= W; degree++)
-        if (W % degree == 0) failures += run_degree(W, degree, &cases);
-    log_info("%d cases, %d failed (%s)\n", cases, failures, REAL_NAME);
+        if (W % degree == 0) failures += run_degree(&m, W, degree, &cases);
+    log_info("%d cases, %d failed (%s on %s, q, k, v %s)\n", cases, failures, REAL_NAME, m.be->name,
+             m.store == ACT_BF16 ? "bf16" : "real");
     comm_finalize();
     return failures ? 1 : 0;
 }
