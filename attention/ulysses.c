@@ -1,7 +1,6 @@
 // attention/ulysses.c — Ulysses attention: q, k, v to head-sharded rows by all-to-all, the attention over them (one rank's, or the ring across groups), the rows home again.
 #include "attention/ulysses.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,17 +32,20 @@ struct AttnUlysses {
     Comm *group;
     AttnRing *ring;           // across the groups; NULL: pure Ulysses
     const Backend *be;
-    int N, m;                 // group size, this rank's index in it
+    int N;                    // group size
     int R;                    // groups (the ring's size)
     char *ws;                 // the workspace (Heads), ws_bytes of backend memory
     size_t ws_bytes;
     int32_t *ix;              // (IX_COUNT, Tg) backend: the index arrays of the layout in key_pos
     int32_t *ix_host;         // the same, built on the host
-    int32_t *key_pos;         // (T) the layout the index arrays were built for
+    int32_t *key_pos;         // (T) the layout the index arrays were built for (the zigzag's when the caller's is NULL)
     int key_L, key_pkv;       // ... its L and the KV split's piece count
+    bool key_zigzag;          // ... and whether it is the zigzag the caller left NULL
     size_t ix_cap;            // Tg the index buffers hold
-    int32_t *ring_docs, *ring_docs_host;   // hybrid: (T) document ids in layout order (the ring's order)
+    int32_t *docs, *docs_host;   // pure Ulysses: (T) the document ids in position order, backend and host (twice T:
+                                 // the uploaded ids, then a call's)
     size_t docs_cap;
+    int docs_T;                  // T of the uploaded ids, 0 before any
     RingStats stats;
 };
 
@@ -52,7 +54,6 @@ AttnUlysses *ulysses_create(Comm *group, Comm *across, const Backend *be, bool o
     u->group = group;
     u->be = be;
     u->N = comm_size(group);
-    u->m = comm_rank(group);
     u->R = across ? comm_size(across) : 1;
     if (u->R > 1) u->ring = ring_create(across, be, overlap);
     return u;
@@ -63,8 +64,8 @@ void ulysses_free(AttnUlysses *u) {
     const Backend *be = u->be;
     if (u->ws) be->release(u->ws);
     if (u->ix) be->release(u->ix);
-    if (u->ring_docs) be->release(u->ring_docs);
-    free(u->ix_host), free(u->key_pos), free(u->ring_docs_host);
+    if (u->docs) be->release(u->docs);
+    free(u->ix_host), free(u->key_pos), free(u->docs_host);
     ring_free(u->ring);
     free(u);
 }
@@ -80,8 +81,8 @@ void ulysses_check_shape(const AttnShape *s, int N) {
                    "with --cp ulysses) that divides %d",
                    N, H, H);
     if (Hkv % N != 0 && N % Hkv != 0)
-        fail_usage("Ulysses over %d ranks: the %d KV heads neither divide among them nor divide them; use a degree "
-                   "(--ulysses, or --sp with --cp ulysses) that %d divides or that divides %d",
+        fail_usage("Ulysses over %d ranks: the %d KV heads can neither be split among them nor each be replicated on "
+                   "as many; use a degree (--ulysses, or --sp with --cp ulysses) that divides %d or that %d divides",
                    N, Hkv, Hkv, Hkv);
 }
 
@@ -118,7 +119,7 @@ static size_t heads_layout(const AttnShape *s, int N, int L, char *base, Heads *
 
 size_t ulysses_workspace_bytes(const AttnShape *s, int degree, int L) {
     Heads h;
-    return heads_layout(s, degree, L, NULL, &h);
+    return heads_layout(s, degree, L, NULL, &h) + IX_COUNT * (size_t)degree * L * sizeof(int32_t);
 }
 
 // The workspace for this call's shape (grow-only), laid out.
@@ -168,12 +169,21 @@ static void split_indices(Split sp, int N, int L, int32_t *pack, int32_t *unpack
             for (int h = 0; h < sp.P; h++) unpack[((size_t)r * L + i) * sp.P + h] = (h * sp.rep + r) * L + i;
 }
 
-// The index arrays for this layout and KV split, rebuilt only when either changed (a layout is per row, not per layer).
-static void ensure_indices(AttnUlysses *u, const AttnShape *s, const AttnLayout *lay) {
-    int L = lay->L, N = u->N, T = N * u->R * L;
+// pos (W·L): the zigzag of W ranks of L tokens (rank j: chunk j then chunk 2W−1−j).
+static void zigzag(int W, int L, int32_t *pos) {
+    int c = L / 2;
+    for (int j = 0; j < W; j++)
+        for (int i = 0; i < L; i++) pos[j * L + i] = i < c ? j * c + i : (2 * W - 1 - j) * c + i - c;
+}
+
+// The index arrays for this layout (pos, or the zigzag) and KV split, rebuilt only when either changed (a layout is per
+// row, not per layer).
+static void ensure_indices(AttnUlysses *u, const AttnShape *s, const int32_t *pos, int L) {
+    int N = u->N, T = N * u->R * L;
     size_t Tg = (size_t)N * L;
     Split kv = split_kv(s, N, 1);
-    if (L == u->key_L && kv.P == u->key_pkv && !memcmp(u->key_pos, lay->pos, (size_t)T * sizeof(int32_t))) return;
+    if (L == u->key_L && kv.P == u->key_pkv && (pos ? !memcmp(u->key_pos, pos, (size_t)T * sizeof(int32_t)) : u->key_zigzag))
+        return;
     if (Tg > u->ix_cap) {
         if (u->ix) u->be->release(u->ix);
         free(u->ix_host);
@@ -181,16 +191,17 @@ static void ensure_indices(AttnUlysses *u, const AttnShape *s, const AttnLayout 
         u->ix_host = xmalloc(IX_COUNT * Tg * sizeof(int32_t), "Ulysses row indices");
         u->ix_cap = Tg;
     }
-    int32_t *h = u->ix_host;
-    check_layout(u, lay->pos, L, h + IX_INV * Tg);
-    split_indices(split_q(s, N, 1), N, L, h + IX_PACK_Q * Tg, h + IX_UNPACK_Q * Tg);
-    split_indices(kv, N, L, h + IX_PACK_KV * Tg, h + IX_UNPACK_KV * Tg);
-    if (u->R == 1) memcpy(h + IX_POS * Tg, lay->pos, Tg * sizeof(int32_t));
-    u->be->to_device(u->ix, h, IX_COUNT * Tg * sizeof(int32_t));
     u->key_pos = realloc(u->key_pos, (size_t)T * sizeof(int32_t));
     if (!u->key_pos) fail("out of memory for the Ulysses layout (%d positions)", T);
-    memcpy(u->key_pos, lay->pos, (size_t)T * sizeof(int32_t));
-    u->key_L = L, u->key_pkv = kv.P;
+    if (pos) memcpy(u->key_pos, pos, (size_t)T * sizeof(int32_t));
+    else zigzag(N * u->R, L, u->key_pos);
+    int32_t *h = u->ix_host;
+    check_layout(u, u->key_pos, L, h + IX_INV * Tg);
+    split_indices(split_q(s, N, 1), N, L, h + IX_PACK_Q * Tg, h + IX_UNPACK_Q * Tg);
+    split_indices(kv, N, L, h + IX_PACK_KV * Tg, h + IX_UNPACK_KV * Tg);
+    if (u->R == 1) memcpy(h + IX_POS * Tg, u->key_pos, Tg * sizeof(int32_t));
+    u->be->to_device(u->ix, h, IX_COUNT * Tg * sizeof(int32_t));
+    u->key_L = L, u->key_pkv = kv.P, u->key_zigzag = !pos;
 }
 
 static const int32_t *ix_of(const AttnUlysses *u, int which) { return u->ix + (size_t)which * u->N * u->key_L; }
@@ -246,48 +257,57 @@ static void to_rows(AttnUlysses *u, Split sp, const void *xh, void *x, void *lan
 
 // ---- the calls ----
 
-// The hybrid's ring reads document ids in layout order (rank j's at j·L): from the position-order ones.
-static void ring_docs(AttnUlysses *u, const AttnLayout *lay, int T) {
-    if (!lay->doc_host) fail("Ulysses: the hybrid's ring needs the document ids on the host too (AttnLayout.doc_host)");
+// Pure Ulysses attends in position order: the layout-order document ids put there (uploaded only when they changed:
+// the layers of one row share them).
+static const int32_t *position_docs(AttnUlysses *u, const AttnLayout *lay, int T) {
+    if (!lay->docs_host) fail("Ulysses: document ids without their host copy (AttnLayout.docs_host)");
     if ((size_t)T > u->docs_cap) {
-        if (u->ring_docs) u->be->release(u->ring_docs);
-        free(u->ring_docs_host);
-        u->ring_docs = u->be->alloc((size_t)T * sizeof(int32_t), "Ulysses ring document ids");
-        u->ring_docs_host = xmalloc((size_t)T * sizeof(int32_t), "Ulysses ring document ids");
+        if (u->docs) u->be->release(u->docs);
+        free(u->docs_host);
+        u->docs = u->be->alloc((size_t)T * sizeof(int32_t), "Ulysses document ids");
+        u->docs_host = xcalloc((size_t)T * 2, sizeof(int32_t), "Ulysses document ids");
         u->docs_cap = T;
     }
-    for (int x = 0; x < T; x++) u->ring_docs_host[x] = lay->doc_host[lay->pos[x]];
-    u->be->to_device(u->ring_docs, u->ring_docs_host, (size_t)T * sizeof(int32_t));
+    int32_t *now = u->docs_host + T;   // the second half: this call's, compared with the uploaded first half
+    for (int x = 0; x < T; x++) now[u->key_pos[x]] = lay->docs_host[x];
+    if (u->docs_T != T || memcmp(now, u->docs_host, (size_t)T * sizeof(int32_t))) {
+        memcpy(u->docs_host, now, (size_t)T * sizeof(int32_t));
+        u->be->to_device(u->docs, u->docs_host, (size_t)T * sizeof(int32_t));
+        u->docs_T = T;
+    }
+    return u->docs;
 }
 
-// One call's setup: the shape checked, the index arrays and the workspace ready, the hybrid's document ids.
-static Heads open_call(AttnUlysses *u, const AttnShape *s, const AttnLayout *lay, AttnShape *ms) {
+// One call: the shape checked, the index arrays and the workspace ready; the document ids the attention step reads.
+typedef struct {
+    Heads h;
+    AttnShape ms;                     // a member's heads
+    int Tg;                           // the group's tokens
+    const int32_t *docs, *docs_host;  // pure Ulysses: in position order (backend only); the hybrid: the layout's
+} Call;
+
+static Call open_call(AttnUlysses *u, const AttnShape *s, const AttnRows *t, const AttnLayout *lay) {
     ulysses_check_shape(s, u->N);
-    *ms = member_shape(s, u->N);
-    ensure_indices(u, s, lay);
-    if (u->ring && lay->doc) ring_docs(u, lay, u->N * u->R * lay->L);
-    return heads_of(u, s, lay->L);
-}
-
-static const int32_t *docs_of(const AttnUlysses *u, const AttnLayout *lay, bool host) {
-    if (!lay->doc) return NULL;
-    return host ? u->ring_docs_host : u->ring_docs;
+    Call c = {.ms = member_shape(s, u->N), .Tg = u->N * t->L};
+    ensure_indices(u, s, lay ? lay->pos : NULL, t->L);
+    if (lay && lay->docs && u->ring) c.docs = lay->docs, c.docs_host = lay->docs_host;
+    if (lay && lay->docs && !u->ring) c.docs = position_docs(u, lay, u->N * t->L);
+    c.h = heads_of(u, s, t->L);
+    return c;
 }
 
 void ulysses_attention_forward(AttnUlysses *u, const AttnShape *s, const AttnRows *t, const AttnLayout *lay) {
-    AttnShape ms;
-    Heads h = open_call(u, s, lay, &ms);
+    Call c = open_call(u, s, t, lay);
+    Heads h = c.h;
     size_t eb = act_elem_bytes(s->qkv);
-    int Tg = u->N * lay->L;
     to_heads(u, split_q(s, u->N, eb), t->q, h.q, h.land, "Ulysses all-to-all q");
     to_heads(u, split_kv(s, u->N, eb), t->k, h.k, h.land, "Ulysses all-to-all k");
     to_heads(u, split_kv(s, u->N, eb), t->v, h.v, h.land, "Ulysses all-to-all v");
     double t0 = now_seconds();
     if (u->ring)
-        ring_attention_forward(u->ring, u->be, &ms, h.out, h.lse, h.aux, h.q, h.k, h.v, Tg, docs_of(u, lay, false),
-                               docs_of(u, lay, true));
+        ring_attention_forward(u->ring, u->be, &c.ms, h.out, h.lse, h.aux, h.q, h.k, h.v, c.Tg, c.docs, c.docs_host);
     else
-        attention_causal_forward(u->be, &ms, h.out, h.lse, h.aux, h.q, h.k, h.v, Tg, lay->doc);
+        attention_causal_forward(u->be, &c.ms, h.out, h.lse, h.aux, h.q, h.k, h.v, c.Tg, c.docs);
     u->stats.compute_s += now_seconds() - t0;
     // dout's slot is free in the forward: the scratch of the way back
     to_rows(u, split_q(s, u->N, sizeof(real)), h.out, t->out, h.land, h.dout, "Ulysses all-to-all out");
@@ -295,10 +315,9 @@ void ulysses_attention_forward(AttnUlysses *u, const AttnShape *s, const AttnRow
 }
 
 void ulysses_attention_backward(AttnUlysses *u, const AttnShape *s, const AttnRows *t, const AttnLayout *lay) {
-    AttnShape ms;
-    Heads h = open_call(u, s, lay, &ms);
+    Call c = open_call(u, s, t, lay);
+    Heads h = c.h;
     size_t eb = act_elem_bytes(s->qkv), rs = sizeof(real);
-    int Tg = u->N * lay->L;
     to_heads(u, split_q(s, u->N, eb), t->q, h.q, h.land, "Ulysses all-to-all q");
     to_heads(u, split_kv(s, u->N, eb), t->k, h.k, h.land, "Ulysses all-to-all k");
     to_heads(u, split_kv(s, u->N, eb), t->v, h.v, h.land, "Ulysses all-to-all v");
@@ -307,10 +326,10 @@ void ulysses_attention_backward(AttnUlysses *u, const AttnShape *s, const AttnRo
     to_heads(u, split_lse(s, u->N), t->lse, h.lse, h.land, "Ulysses all-to-all lse");
     double t0 = now_seconds();
     if (u->ring)
-        ring_attention_backward(u->ring, u->be, &ms, h.dq, h.dk, h.dv, h.aux, h.q, h.k, h.v, h.out, h.lse, h.dout, Tg,
-                                docs_of(u, lay, false), docs_of(u, lay, true));
+        ring_attention_backward(u->ring, u->be, &c.ms, h.dq, h.dk, h.dv, h.aux, h.q, h.k, h.v, h.out, h.lse, h.dout, c.Tg,
+                                c.docs, c.docs_host);
     else
-        attention_causal_backward(u->be, &ms, h.dq, h.dk, h.dv, h.aux, h.q, h.k, h.v, h.out, h.lse, h.dout, Tg, lay->doc);
+        attention_causal_backward(u->be, &c.ms, h.dq, h.dk, h.dv, h.aux, h.q, h.k, h.v, h.out, h.lse, h.dout, c.Tg, c.docs);
     u->stats.compute_s += now_seconds() - t0;
     // out's slot is dead now: the scratch of the way back
     to_rows(u, split_q(s, u->N, rs), h.dq, t->dq, h.land, h.out, "Ulysses all-to-all dq");
@@ -320,18 +339,30 @@ void ulysses_attention_backward(AttnUlysses *u, const AttnShape *s, const AttnRo
 
 // ---- the cost ----
 
-// Visible (query, key) pairs of the whole sequence: n(n+1)/2 per document (position-order ids: a document is a run).
-static double visible_pairs(const int32_t *doc, int T) {
+static int cmp_int32(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+// Visible (query, key) pairs of the whole sequence: n(n+1)/2 per document of n tokens (ids in any order: sorted, a
+// document is a run).
+static double visible_pairs(const int32_t *docs, int T) {
+    int32_t *d = docs ? xmalloc((size_t)T * sizeof(int32_t), "document ids") : NULL;
+    if (d) {
+        memcpy(d, docs, (size_t)T * sizeof(int32_t));
+        qsort(d, T, sizeof(int32_t), cmp_int32);
+    }
     double pairs = 0;
     for (int a = 0, b = 1; b <= T; b++)
-        if (b == T || (doc && doc[b] != doc[a])) {
+        if (b == T || (d && d[b] != d[a])) {
             pairs += (double)(b - a) * (b - a + 1) / 2;
             a = b;
         }
+    free(d);
     return pairs;
 }
 
-UlyssesCost ulysses_cost(const AttnShape *s, int degree, int L, const int32_t *doc_host, bool backward) {
+UlyssesCost ulysses_cost(const AttnShape *s, int degree, int L, const int32_t *docs_host, bool backward) {
     int N = degree;
     size_t eb = act_elem_bytes(s->qkv), rs = sizeof(real);
     Split q = split_q(s, N, eb), kv = split_kv(s, N, eb), o = split_q(s, N, rs), l = split_lse(s, N), kr = split_kv(s, N, rs);
@@ -339,13 +370,13 @@ UlyssesCost ulysses_cost(const AttnShape *s, int degree, int L, const int32_t *d
     int exchanges = 5;                                       // q, k, v there; out, lse back
     row += backward ? (double)(2 * o.w * o.eb + l.w * l.eb + o.w * rs + 2 * kr.w * rs) : (double)(o.w * o.eb + l.w * l.eb);
     if (backward) exchanges = 9;   // q, k, v, out, dout, lse there; dq, dk, dv back
-    double pairs = visible_pairs(doc_host, N * L);
+    double pairs = visible_pairs(docs_host, N * L);
     double flops = pairs * (s->n_head / N) * s->head_dim * (backward ? 10.0 : 4.0);
     return (UlyssesCost){.link_bytes = row * L, .flops = flops, .exchanges = exchanges};
 }
 
-RingTiming ulysses_model(const AttnShape *s, int degree, int L, const int32_t *doc_host, const RingCosts *c, bool backward) {
-    UlyssesCost k = ulysses_cost(s, degree, L, doc_host, backward);
+RingTiming ulysses_model(const AttnShape *s, int degree, int L, const int32_t *docs_host, const RingCosts *c, bool backward) {
+    UlyssesCost k = ulysses_cost(s, degree, L, docs_host, backward);
     double sent = k.link_bytes * (degree - 1), h = c->host_bytes_per_s;
     // A rank's messages to its degree − 1 peers leave through its one link, at the host's rate where that is less.
     double rate = h > 0 && h < c->link_bytes_per_s ? h : c->link_bytes_per_s;

@@ -15,17 +15,20 @@
 // query heads read — replicated on N/Hkv ranks — and the replicas' dK, dV are summed at the owner, replica by replica
 // in group order (deterministic).
 
-// One row's layout and document ids (host memory unless marked).
+// One row's layout and document ids, the same on every rank (each computes it from its batch). The contract of the
+// layout-aware ring's RingLayout (attention/ring.h once issue 83's ring lands): one struct when both are in.
 typedef struct {
-    const int32_t *pos;        // (sp·L) the global positions rank j holds, at pos + j·L: every position once (D1)
-    const int32_t *doc;        // (T) backend memory: the document id of every global position, in position order;
-                               // NULL: no document mask
-    const int32_t *doc_host;   // (T) the same ids in host memory (the hybrid's ring skips hidden blocks with them)
-    int L;                     // tokens per rank; T = sp·L
+    // (sp, L) host: the global positions rank j holds, at pos + j·L, every position once (design D1). NULL: the
+    // zigzag, rank j holding chunk j then chunk 2·sp−1−j of T/(2·sp) positions each.
+    const int32_t *pos;
+    // Document masking, NULL = none: (sp, L) the document id of every row in the order of pos (distinct documents,
+    // distinct ids), in backend memory (for the kernels) and in host memory (required with docs).
+    const int32_t *docs, *docs_host;
 } AttnLayout;
 
 // One rank's tensors of one attention call: its L rows (the layout's), all heads.
 typedef struct {
+    int L;                   // rows of this rank; T = sp·L
     const real *q, *k, *v;   // q (L, H, hd), k, v (L, Hkv, hd) [act s->qkv]
     real *out, *lse;         // (L, H, hd), (L, H): written by the forward, read by the backward
     const real *dout;        // backward: (L, H, hd)
@@ -44,14 +47,17 @@ void ulysses_free(AttnUlysses *u);
 // N divides H, and N divides Hkv or Hkv divides N.
 void ulysses_check_shape(const AttnShape *s, int degree);
 // Causal attention of this rank's rows against the whole sequence (same results as attention_causal_forward over
-// the sequence in position order, at this rank's positions): t->out, t->lse.
+// the sequence in position order, at this rank's positions): t->out, t->lse. lay NULL: the zigzag, no documents. The
+// hybrid runs today's ring across its groups, which takes the zigzag of the R groups only (a usage error otherwise).
 void ulysses_attention_forward(AttnUlysses *u, const AttnShape *s, const AttnRows *t, const AttnLayout *lay);
 // The backward from t->q, k, v, out, lse, dout: t->dq, dk, dv.
 void ulysses_attention_backward(AttnUlysses *u, const AttnShape *s, const AttnRows *t, const AttnLayout *lay);
-// Backend bytes the Ulysses step holds during one call for `degree` ranks of L tokens each (the memory plan counts
-// them once, not per layer): the head-sharded q, k, v, out, lse, dout, their gradients and one all-to-all landing
-// buffer, each over the group's N·L tokens: O(N·L·(H/N)·hd). The hybrid's ring adds ring_workspace_bytes for its
-// blocks of N·L·(Hkv per rank)·hd and a (T) copy of the document ids.
+// Backend bytes a Ulysses object holds for `degree` ranks of L tokens each, kept between calls and shared by the layers
+// (the memory plan counts them once): the head-sharded tensors over the group's N·L tokens, O(N·L·(H/N)·hd) — q, k, v
+// in `store` (as large as the rank's own; k and v N/Hkv times theirs when Hkv < N), out, dout, dq and the all-to-all
+// landing buffer in fp32 (4 × the rank's q), dk, dv in fp32 (2 × its k, as above), lse and the softmax sum or D
+// (2 × (L, H)) — and the layout's index arrays (6·N·L int32). The hybrid's ring adds ring_workspace_bytes for blocks
+// of N·L·(Hkv per rank)·hd elements; pure Ulysses with documents a (T) copy of their ids in position order.
 size_t ulysses_workspace_bytes(const AttnShape *s, int degree, int L);
 // Time and bytes of this rank's calls since the last reset, in RingStats' fields: wait_s blocked on the all-to-alls,
 // compute_s the attention step between them (the hybrid's ring included), bytes sent to other ranks, exchanges the
@@ -65,14 +71,15 @@ AttnRing *ulysses_ring(const AttnUlysses *u);
 // L = T/sp): the bytes it sends on each link to another member (every link carries as much each way; a rank sends
 // degree − 1 times that per call) and the attention FLOPs it computes (4·hd per visible (query, key) pair and query
 // head forward, 10·hd backward, as ring_model counts). The layout does not change either: every rank attends over the
-// whole sequence for its heads. doc_host (T, position order) or NULL for one document. The hybrid's ring across the
-// groups is ring_model's (W = sp/degree ranks of degree·L tokens, H/degree heads).
+// whole sequence for its heads. docs_host: the (T) document ids of the sequence in any order (AttnLayout's), NULL for
+// one document. The hybrid's ring across the groups is ring_model's (W = sp/degree ranks of degree·L tokens, H/degree
+// heads).
 typedef struct {
     double link_bytes;   // bytes to each other member, the all-to-alls of the call together
     double flops;        // attention FLOPs of this rank
     int exchanges;       // all-to-alls of the call
 } UlyssesCost;
-UlyssesCost ulysses_cost(const AttnShape *s, int degree, int L, const int32_t *doc_host, bool backward);
+UlyssesCost ulysses_cost(const AttnShape *s, int degree, int L, const int32_t *docs_host, bool backward);
 // The call's time on the ring's cost model (attention/ring.h RingCosts): the all-to-alls in turn (a rank's degree − 1
 // messages share its link and its host's network stack), then the compute, then the way back; nothing overlaps.
-RingTiming ulysses_model(const AttnShape *s, int degree, int L, const int32_t *doc_host, const RingCosts *c, bool backward);
+RingTiming ulysses_model(const AttnShape *s, int degree, int L, const int32_t *docs_host, const RingCosts *c, bool backward);

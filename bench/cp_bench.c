@@ -1,8 +1,8 @@
 // bench/cp_bench.c — one layer's attention forward and backward across sp = world ranks: the ring, Ulysses and the hybrid side by side (time, wait, bytes per rank).
 // Usage: mpirun -np SP cp_bench [--seq-len T] [--heads H] [--kv-heads K] [--head-dim D] [--reps N] [--doc-len N]
 //        [--ulysses N]
-// Rank 0 prints one line of key=value figures per mode (max over ranks, best of --reps calls): the zigzag ring, pure
-// Ulysses (degree sp) and, with --ulysses N < sp, the hybrid of groups of N ranks. Every mode runs the same zigzag rows.
+// Rank 0 prints one line of key=value figures per mode (max over ranks, best of --reps calls, the modes in turns): the
+// zigzag ring, pure Ulysses (degree sp) and, with --ulysses N < sp, the hybrid of groups of N ranks.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +34,13 @@ static real *randn(Rng *g, size_t n) {
     return x;
 }
 
+// pos (ranks·per): the zigzag of `ranks` ranks of `per` tokens each (rank j: chunks j and 2·ranks − 1 − j).
+static void zigzag(int ranks, int per, int32_t *pos) {
+    int c = per / 2;
+    for (int j = 0; j < ranks; j++)
+        for (int i = 0; i < per; i++) pos[j * per + i] = i < c ? j * c + i : (2 * ranks - 1 - j) * c + i - c;
+}
+
 static Rows rows_make(const BenchArgs *a, int W, int r) {
     Rows x = {.W = W, .r = r, .L = a->T / W, .s = {.n_head = a->H, .n_kv_head = a->Hkv, .head_dim = a->hd}};
     size_t qn = (size_t)x.L * a->H * a->hd, kn = (size_t)x.L * a->Hkv * a->hd, hn = (size_t)x.L * a->H;
@@ -44,9 +51,7 @@ static Rows rows_make(const BenchArgs *a, int W, int r) {
     x.lse = xmalloc(hn * sizeof(real), "lse"), x.tmp = xmalloc(hn * sizeof(real), "tmp");
     x.dk = xmalloc(kn * sizeof(real), "dk"), x.dv = xmalloc(kn * sizeof(real), "dv");
     x.pos = xmalloc((size_t)a->T * sizeof(int32_t), "layout");
-    int c = a->T / (2 * W);
-    for (int j = 0; j < W; j++)
-        for (int i = 0; i < x.L; i++) x.pos[j * x.L + i] = i < c ? j * c + i : (2 * W - 1 - j) * c + i - c;
+    zigzag(W, x.L, x.pos);
     if (a->doc_len > 0) {
         x.doc = xmalloc((size_t)a->T * sizeof(int32_t), "docs"), x.doc_zigzag = xmalloc((size_t)a->T * sizeof(int32_t), "docs");
         for (int p = 0; p < a->T; p++) x.doc[p] = p / a->doc_len;
@@ -60,60 +65,70 @@ static void rows_free(Rows *x) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
 }
 
-// One mode's figures: the best forward + backward over the reps (slowest rank), its waiting and compute, bytes sent.
+// One mode: the ring (ring != NULL) or Ulysses over groups of `degree` ranks (the hybrid when degree < sp, its rows
+// placed zigzag over its groups: the same rows, other positions), and its best figures so far (slowest rank): forward
+// + backward, waiting, compute, bytes sent.
 typedef struct {
+    char name[32];
+    AttnRing *ring;
+    AttnUlysses *u;
+    CommGrid g;
+    int32_t *pos, *docs;   // Ulysses: the layout and its rows' document ids in that order
     double s, wait_s, compute_s, bytes;
-} Figures;
+} Mode;
 
-static void report(const char *mode, const BenchArgs *a, int W, Figures f, Comm *world) {
-    double v[4] = {f.s, f.wait_s, f.compute_s, f.bytes};
+static Mode mode_ulysses(const Rows *x, const BenchArgs *a, int degree) {
+    Mode m = {.g = comm_grid(x->W), .s = 1e30};
+    snprintf(m.name, sizeof m.name, degree == x->W ? "ulysses" : "hybrid%dx%d", degree, x->W / degree);
+    comm_grid_groups(&m.g, degree);
+    m.u = ulysses_create(m.g.group, m.g.across, &BACKEND_CPU, true);
+    m.pos = xmalloc((size_t)a->T * sizeof(int32_t), "layout");
+    zigzag(x->W / degree, degree * x->L, m.pos);
+    if (x->doc) {
+        m.docs = xmalloc((size_t)a->T * sizeof(int32_t), "docs");
+        for (int i = 0; i < a->T; i++) m.docs[i] = x->doc[m.pos[i]];
+    }
+    return m;
+}
+
+static void mode_free(Mode *m) {
+    ring_free(m->ring);
+    ulysses_free(m->u);
+    free(m->pos), free(m->docs);
+    if (m->u) comm_grid_free(&m->g);
+}
+
+// One forward and backward of mode m on the rows; the best call so far is kept.
+static void mode_call(Mode *m, Rows *x, Comm *world) {
+    if (m->ring) ring_stats_reset(m->ring);
+    if (m->u) ulysses_stats_reset(m->u);
+    AttnRing *ring = m->ring ? m->ring : m->u ? ulysses_ring(m->u) : NULL;
+    if (ring && m->u) ring_stats_reset(ring);
+    comm_barrier(world, "bench start");
+    double t0 = now_seconds();
+    if (m->ring) {
+        ring_attention_forward(m->ring, &BACKEND_CPU, &x->s, x->out, x->lse, x->tmp, x->q, x->k, x->v, x->L, x->doc_zigzag,
+                               x->doc_zigzag);
+        ring_attention_backward(m->ring, &BACKEND_CPU, &x->s, x->dq, x->dk, x->dv, x->tmp, x->q, x->k, x->v, x->out, x->lse,
+                                x->dout, x->L, x->doc_zigzag, x->doc_zigzag);
+    } else {
+        AttnRows t = {.L = x->L, .q = x->q, .k = x->k, .v = x->v, .out = x->out, .lse = x->lse, .dout = x->dout, .dq = x->dq,
+                      .dk = x->dk, .dv = x->dv};
+        AttnLayout lay = {.pos = m->pos, .docs = m->docs, .docs_host = m->docs};
+        ulysses_attention_forward(m->u, &x->s, &t, &lay);
+        ulysses_attention_backward(m->u, &x->s, &t, &lay);
+    }
+    double t = now_seconds() - t0;
+    RingStats st = m->u ? ulysses_stats(m->u) : ring_stats(m->ring), rs = ring && m->u ? ring_stats(ring) : (RingStats){0};
+    // the hybrid's ring waits inside Ulysses' compute step: counted as waiting, not compute
+    if (t < m->s) m->s = t, m->wait_s = st.wait_s + rs.wait_s, m->compute_s = st.compute_s - rs.wait_s, m->bytes = st.bytes + rs.bytes;
+}
+
+static void report(const Mode *m, const BenchArgs *a, int W, Comm *world) {
+    double v[4] = {m->s, m->wait_s, m->compute_s, m->bytes};
     comm_allreduce(world, v, 4, COMM_F64, COMM_MAX, "bench figures");
     log_info("mode=%s sp=%d T=%d heads=%d/%d hd=%d doc_len=%d fwd_bwd_s=%.4f wait_s=%.4f compute_s=%.4f sent_mib=%.2f\n",
-             mode, W, a->T, a->H, a->Hkv, a->hd, a->doc_len, v[0], v[1], v[2], v[3] / 1048576);
-}
-
-static Figures time_ring(const BenchArgs *a, Rows *x, Comm *ring_comm, Comm *world) {
-    AttnRing *ring = ring_create(ring_comm, &BACKEND_CPU, true);
-    Figures best = {1e30, 0, 0, 0};
-    for (int i = 0; i < a->reps; i++) {
-        ring_stats_reset(ring);
-        comm_barrier(world, "bench start");
-        double t0 = now_seconds();
-        ring_attention_forward(ring, &BACKEND_CPU, &x->s, x->out, x->lse, x->tmp, x->q, x->k, x->v, x->L, x->doc_zigzag,
-                               x->doc_zigzag);
-        ring_attention_backward(ring, &BACKEND_CPU, &x->s, x->dq, x->dk, x->dv, x->tmp, x->q, x->k, x->v, x->out, x->lse,
-                                x->dout, x->L, x->doc_zigzag, x->doc_zigzag);
-        double t = now_seconds() - t0;
-        RingStats st = ring_stats(ring);
-        if (t < best.s) best = (Figures){t, st.wait_s, st.compute_s, st.bytes};
-    }
-    ring_free(ring);
-    return best;
-}
-
-static Figures time_ulysses(const BenchArgs *a, Rows *x, int degree, Comm *world) {
-    CommGrid g = comm_grid(x->W);
-    comm_grid_groups(&g, degree);
-    AttnUlysses *u = ulysses_create(g.group, g.across, &BACKEND_CPU, true);
-    AttnRows t = {.q = x->q, .k = x->k, .v = x->v, .out = x->out, .lse = x->lse, .dout = x->dout, .dq = x->dq, .dk = x->dk,
-                  .dv = x->dv};
-    AttnLayout lay = {.pos = x->pos, .doc = x->doc, .doc_host = x->doc, .L = x->L};
-    Figures best = {1e30, 0, 0, 0};
-    for (int i = 0; i < a->reps; i++) {
-        ulysses_stats_reset(u);
-        if (ulysses_ring(u)) ring_stats_reset(ulysses_ring(u));
-        comm_barrier(world, "bench start");
-        double t0 = now_seconds();
-        ulysses_attention_forward(u, &x->s, &t, &lay);
-        ulysses_attention_backward(u, &x->s, &t, &lay);
-        double t1 = now_seconds() - t0;
-        RingStats st = ulysses_stats(u), rs = ulysses_ring(u) ? ring_stats(ulysses_ring(u)) : (RingStats){0};
-        // the hybrid's ring waits inside Ulysses' compute step: counted as waiting, not compute
-        if (t1 < best.s) best = (Figures){t1, st.wait_s + rs.wait_s, st.compute_s - rs.wait_s, st.bytes + rs.bytes};
-    }
-    ulysses_free(u);
-    comm_grid_free(&g);
-    return best;
+             m->name, W, a->T, a->H, a->Hkv, a->hd, a->doc_len, v[0], v[1], v[2], v[3] / 1048576);
 }
 
 int main(int argc, char **argv) {
@@ -136,13 +151,12 @@ int main(int argc, char **argv) {
     if (a.T % (2 * g.sp) != 0) comm_fail_usage_all("--seq-len %d is not divisible by 2·sp = %d", a.T, 2 * g.sp);
     if (a.reps < 1) comm_fail_usage_all("--reps %d: at least 1", a.reps);
     Rows x = rows_make(&a, g.sp, g.sp_index);
-    report("ring", &a, g.sp, time_ring(&a, &x, g.ring, g.world), g.world);
-    report("ulysses", &a, g.sp, time_ulysses(&a, &x, g.sp, g.world), g.world);
-    if (a.degree > 0 && a.degree < g.sp) {
-        char mode[32];
-        snprintf(mode, sizeof mode, "hybrid%dx%d", a.degree, g.sp / a.degree);
-        report(mode, &a, g.sp, time_ulysses(&a, &x, a.degree, g.world), g.world);
-    }
+    Mode modes[3] = {{.name = "ring", .ring = ring_create(g.ring, &BACKEND_CPU, true), .s = 1e30}, mode_ulysses(&x, &a, g.sp)};
+    int n = 2;
+    if (a.degree > 0 && a.degree < g.sp) modes[n++] = mode_ulysses(&x, &a, a.degree);
+    for (int rep = 0; rep < a.reps; rep++)   // the modes in turns, so that a change of the machine's load hits them alike
+        for (int i = 0; i < n; i++) mode_call(&modes[i], &x, g.world);
+    for (int i = 0; i < n; i++) report(&modes[i], &a, g.sp, g.world), mode_free(&modes[i]);
     rows_free(&x);
     comm_grid_free(&g);
     comm_finalize();

@@ -44,16 +44,17 @@ static real *randn(Rng *g, size_t n) {
 
 static int cmp_int32(const void *a, const void *b) { return *(const int32_t *)a - *(const int32_t *)b; }
 
+// Position x of the zigzag of W ranks of L tokens (rank j: chunk j then chunk 2W−1−j).
+static int32_t zigzag_at(int W, int L, int x) {
+    int j = x / L, i = x % L, c = L / 2;
+    return i < c ? j * c + i : (2 * W - 1 - j) * c + i - c;
+}
+
 // pos (T): the positions of W ranks of L tokens each (D1). The hybrid's layout is the zigzag over its R groups of
 // N·L tokens, each group's block cut into its members' slices: the same array.
 static void make_layout(LayoutKind kind, int W, int L, Rng *g, int32_t *pos) {
-    int T = W * L, c = T / (2 * W);
-    for (int j = 0; j < W; j++)
-        for (int i = 0; i < L; i++) {
-            int32_t *p = pos + (size_t)j * L + i;
-            if (kind == LAY_ZIGZAG) *p = i < c ? j * c + i : (2 * W - 1 - j) * c + i - c;
-            else *p = j * L + i;
-        }
+    int T = W * L;
+    for (int x = 0; x < T; x++) pos[x] = kind == LAY_ZIGZAG ? zigzag_at(W, L, x) : x;
     if (kind != LAY_RANDOM) return;
     for (int i = T - 1; i > 0; i--) {   // a random permutation, then each rank's positions ascending
         int k = (int)rng_below(g, (uint64_t)i + 1);
@@ -177,17 +178,21 @@ static void tensors_free(Tensors *t) {
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
 }
 
-// Ulysses on this rank's rows (host in, host out: the case's backend in between).
+// Ulysses on this rank's rows (host in, host out: the case's backend in between). pos NULL: the zigzag; doc (T) the
+// document ids in position order, NULL for none (passed in the layout's order).
 static Tensors ulysses_rows(const Ctx *c, const AttnShape *s, const Tensors *mine, int L, const int32_t *pos, const int32_t *doc) {
     const Backend *be = c->m->be;
     size_t qn = (size_t)L * s->n_head * s->head_dim, kn = (size_t)L * s->n_kv_head * s->head_dim, hn = (size_t)L * s->n_head;
     real *q = act_on_backend(be, mine->q, qn, s->qkv), *k = act_on_backend(be, mine->k, kn, s->qkv);
     real *v = act_on_backend(be, mine->v, kn, s->qkv), *dout = on_backend(be, mine->dout, qn * sizeof(real));
-    int32_t *d = doc ? on_backend(be, doc, (size_t)c->W * L * sizeof(int32_t)) : NULL;
-    AttnRows rows = {.q = q, .k = k, .v = v, .out = be->alloc(qn * sizeof(real), "out"), .lse = be->alloc(hn * sizeof(real), "lse"),
+    int T = c->W * L;
+    int32_t *lay_docs = doc ? xmalloc((size_t)T * sizeof(int32_t), "docs") : NULL, *d = NULL;
+    for (int x = 0; doc && x < T; x++) lay_docs[x] = doc[pos ? pos[x] : zigzag_at(c->W, L, x)];
+    if (doc) d = on_backend(be, lay_docs, (size_t)T * sizeof(int32_t));
+    AttnRows rows = {.L = L, .q = q, .k = k, .v = v, .out = be->alloc(qn * sizeof(real), "out"), .lse = be->alloc(hn * sizeof(real), "lse"),
                      .dout = dout, .dq = be->alloc(qn * sizeof(real), "dq"), .dk = be->alloc(kn * sizeof(real), "dk"),
                      .dv = be->alloc(kn * sizeof(real), "dv")};
-    AttnLayout lay = {.pos = pos, .doc = d, .doc_host = doc, .L = L};
+    AttnLayout lay = {.pos = pos, .docs = d, .docs_host = lay_docs};
     ulysses_attention_forward(c->u, s, &rows, &lay);
     ulysses_attention_backward(c->u, s, &rows, &lay);
     Tensors got = {.out = to_host(be, rows.out, qn), .lse = to_host(be, rows.lse, hn), .dq = to_host(be, rows.dq, qn),
@@ -195,6 +200,7 @@ static Tensors ulysses_rows(const Ctx *c, const AttnShape *s, const Tensors *min
     void *all[] = {q, k, v, dout, d};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]) be->release(all[i]);
+    free(lay_docs);
     return got;
 }
 
@@ -206,7 +212,10 @@ static double run_case(const Ctx *c, const AttnShape *s, int L, const int32_t *p
     rng_seed(&g, seed);
     Tensors ref = {.q = randn(&g, qn * W), .k = randn(&g, kn * W), .v = randn(&g, kn * W), .dout = randn(&g, qn * W)};
     reference(c->m->be, s, &ref, T, doc);
-    Tensors mine = slice(&ref, s, pos + (size_t)r * L, L), got = ulysses_rows(c, s, &mine, L, pos, doc);
+    // The zigzag of all W ranks is also the layout the caller may leave NULL (pure Ulysses, or groups of one rank)
+    bool zigzag_all = true;
+    for (int x = 0; x < T && zigzag_all; x++) zigzag_all = pos[x] == zigzag_at(W, L, x);
+    Tensors mine = slice(&ref, s, pos + (size_t)r * L, L), got = ulysses_rows(c, s, &mine, L, zigzag_all ? NULL : pos, doc);
     double errs[5] = {rel_err(got.out, mine.out, qn, scale_of(ref.out, qn * W)),
                       rel_err(got.lse, mine.lse, hn, scale_of(ref.lse, hn * W)),
                       rel_err(got.dq, mine.dq, qn, scale_of(ref.dq, qn * W)), rel_err(got.dk, mine.dk, kn, scale_of(ref.dk, kn * W)),
@@ -314,7 +323,8 @@ static int run_degree(const Mode *m, int W, int degree, int *cases) {
                     Rng rg;
                     rng_seed(&rg, 77 + *cases);
                     int32_t *pos = xmalloc((size_t)T * sizeof(int32_t), "layout"), *doc = xmalloc((size_t)T * sizeof(int32_t), "docs");
-                    make_layout((LayoutKind)lk, W / degree, degree * L, &rg, pos);
+                    if (degree == W) make_layout((LayoutKind)lk, W, L, &rg, pos);
+                    else make_layout(LAY_ZIGZAG, W / degree, degree * L, &rg, pos);   // the zigzag of the groups
                     make_docs((DocsKind)dk, T, L, &rg, doc);
                     ulysses_stats_reset(u);
                     const int32_t *docs = dk == DOCS_NONE ? NULL : doc;
