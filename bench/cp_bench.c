@@ -121,7 +121,8 @@ static void mode_call(Mode *m, Rows *x, Comm *world) {
     double t = now_seconds() - t0;
     RingStats st = m->u ? ulysses_stats(m->u) : ring_stats(m->ring), rs = ring && m->u ? ring_stats(ring) : (RingStats){0};
     // the hybrid's ring waits inside Ulysses' compute step: counted as waiting, not compute
-    if (t < m->s) m->s = t, m->wait_s = st.wait_s + rs.wait_s, m->compute_s = st.compute_s - rs.wait_s, m->bytes = st.bytes + rs.bytes;
+    if (t >= m->s) return;
+    m->s = t, m->wait_s = st.wait_s + rs.wait_s, m->compute_s = st.compute_s - rs.wait_s, m->bytes = st.bytes + rs.bytes;
 }
 
 static void report(const Mode *m, const BenchArgs *a, int W, Comm *world) {

@@ -154,8 +154,9 @@ static void reference(const Backend *be, const AttnShape *s, Tensors *t, int T, 
     real *q = act_on_backend(be, t->q, qn, s->qkv), *k = act_on_backend(be, t->k, kn, s->qkv);
     real *v = act_on_backend(be, t->v, kn, s->qkv), *dout = on_backend(be, t->dout, qn * sizeof(real));
     int32_t *d = doc ? on_backend(be, doc, (size_t)T * sizeof(int32_t)) : NULL;
-    real *out = be->alloc(qn * sizeof(real), "out"), *lse = be->alloc(hn * sizeof(real), "lse"), *tmp = be->alloc(hn * sizeof(real), "tmp");
-    real *dq = be->alloc(qn * sizeof(real), "dq"), *dk = be->alloc(kn * sizeof(real), "dk"), *dv = be->alloc(kn * sizeof(real), "dv");
+    real *out = be->alloc(qn * sizeof(real), "out"), *lse = be->alloc(hn * sizeof(real), "lse");
+    real *tmp = be->alloc(hn * sizeof(real), "tmp"), *dq = be->alloc(qn * sizeof(real), "dq");
+    real *dk = be->alloc(kn * sizeof(real), "dk"), *dv = be->alloc(kn * sizeof(real), "dv");
     attention_causal_forward(be, s, out, lse, tmp, q, k, v, T, d);
     attention_causal_backward(be, s, dq, dk, dv, tmp, q, k, v, out, lse, dout, T, d);
     t->out = to_host(be, out, qn), t->lse = to_host(be, lse, hn);
@@ -180,7 +181,8 @@ static void tensors_free(Tensors *t) {
 
 // Ulysses on this rank's rows (host in, host out: the case's backend in between). pos NULL: the zigzag; doc (T) the
 // document ids in position order, NULL for none (passed in the layout's order).
-static Tensors ulysses_rows(const Ctx *c, const AttnShape *s, const Tensors *mine, int L, const int32_t *pos, const int32_t *doc) {
+static Tensors ulysses_rows(const Ctx *c, const AttnShape *s, const Tensors *mine, int L, const int32_t *pos,
+                            const int32_t *doc) {
     const Backend *be = c->m->be;
     size_t qn = (size_t)L * s->n_head * s->head_dim, kn = (size_t)L * s->n_kv_head * s->head_dim, hn = (size_t)L * s->n_head;
     real *q = act_on_backend(be, mine->q, qn, s->qkv), *k = act_on_backend(be, mine->k, kn, s->qkv);
@@ -189,9 +191,10 @@ static Tensors ulysses_rows(const Ctx *c, const AttnShape *s, const Tensors *min
     int32_t *lay_docs = doc ? xmalloc((size_t)T * sizeof(int32_t), "docs") : NULL, *d = NULL;
     for (int x = 0; doc && x < T; x++) lay_docs[x] = doc[pos ? pos[x] : zigzag_at(c->W, L, x)];
     if (doc) d = on_backend(be, lay_docs, (size_t)T * sizeof(int32_t));
-    AttnRows rows = {.L = L, .q = q, .k = k, .v = v, .out = be->alloc(qn * sizeof(real), "out"), .lse = be->alloc(hn * sizeof(real), "lse"),
-                     .dout = dout, .dq = be->alloc(qn * sizeof(real), "dq"), .dk = be->alloc(kn * sizeof(real), "dk"),
-                     .dv = be->alloc(kn * sizeof(real), "dv")};
+    AttnRows rows = {.L = L, .q = q, .k = k, .v = v, .dout = dout};
+    rows.out = be->alloc(qn * sizeof(real), "out"), rows.lse = be->alloc(hn * sizeof(real), "lse");
+    rows.dq = be->alloc(qn * sizeof(real), "dq"), rows.dk = be->alloc(kn * sizeof(real), "dk");
+    rows.dv = be->alloc(kn * sizeof(real), "dv");
     AttnLayout lay = {.pos = pos, .docs = d, .docs_host = lay_docs};
     ulysses_attention_forward(c->u, s, &rows, &lay);
     ulysses_attention_backward(c->u, s, &rows, &lay);
@@ -218,7 +221,8 @@ static double run_case(const Ctx *c, const AttnShape *s, int L, const int32_t *p
     Tensors mine = slice(&ref, s, pos + (size_t)r * L, L), got = ulysses_rows(c, s, &mine, L, zigzag_all ? NULL : pos, doc);
     double errs[5] = {rel_err(got.out, mine.out, qn, scale_of(ref.out, qn * W)),
                       rel_err(got.lse, mine.lse, hn, scale_of(ref.lse, hn * W)),
-                      rel_err(got.dq, mine.dq, qn, scale_of(ref.dq, qn * W)), rel_err(got.dk, mine.dk, kn, scale_of(ref.dk, kn * W)),
+                      rel_err(got.dq, mine.dq, qn, scale_of(ref.dq, qn * W)),
+                      rel_err(got.dk, mine.dk, kn, scale_of(ref.dk, kn * W)),
                       rel_err(got.dv, mine.dv, kn, scale_of(ref.dv, kn * W))};
     double worst = 0;
     for (int i = 0; i < 5; i++)
@@ -322,7 +326,8 @@ static int run_degree(const Mode *m, int W, int degree, int *cases) {
                                    .qkv = m->store};
                     Rng rg;
                     rng_seed(&rg, 77 + *cases);
-                    int32_t *pos = xmalloc((size_t)T * sizeof(int32_t), "layout"), *doc = xmalloc((size_t)T * sizeof(int32_t), "docs");
+                    int32_t *pos = xmalloc((size_t)T * sizeof(int32_t), "layout");
+                    int32_t *doc = xmalloc((size_t)T * sizeof(int32_t), "docs");
                     if (degree == W) make_layout((LayoutKind)lk, W, L, &rg, pos);
                     else make_layout(LAY_ZIGZAG, W / degree, degree * L, &rg, pos);   // the zigzag of the groups
                     make_docs((DocsKind)dk, T, L, &rg, doc);
