@@ -1,4 +1,4 @@
-# attention/sources.cmake — CPU block kernels, the single-rank driver and the ring; with CUDA: the flash kernels (cuDNN's glue and the opt-in Hopper kernels are added by cmake/cuda.cmake).
-set(RINGGPT_attention_SOURCES attention/attention.c attention/attention_cpu.c attention/ring.c attention/ring_exchange.c attention/ring_model.c
+# attention/sources.cmake — CPU block kernels, the single-rank driver, the ring, its exchange under a layout, and Ulysses; with CUDA: the flash kernels (cuDNN's glue and the opt-in Hopper kernels are added by cmake/cuda.cmake).
+set(RINGGPT_attention_SOURCES attention/attention.c attention/attention_cpu.c attention/ring.c attention/ring_exchange.c attention/ring_model.c attention/ulysses.c
     attention/sdpa_plan.c)
 set(RINGGPT_attention_CUDA_SOURCES attention/attention_cuda.cu)

@@ -1,4 +1,4 @@
-// core/comm.c — the comm front end: backend choice, deadline-polled waits, config checks and the dp × sp grid.
+// core/comm.c — the comm front end: backend choice, deadline-polled waits, config checks and the dp × sp grid (and its Ulysses groups).
 #include "core/comm.h"
 
 #include <inttypes.h>
@@ -159,6 +159,12 @@ void comm_reduce_scatter_start(Comm *c, CommRequest *r, const void *send, void *
     if (count) c->be->reduce_scatter_start(c, r, send, recv, count, t, op);
 }
 
+void comm_alltoall_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t bytes, const char *what) {
+    *r = (CommRequest){.comm = c, .what = what, .to = -1, .from = -1, .active = bytes > 0};
+    if (bytes > INT32_MAX) fail("comm: %s of %zu bytes per rank in one piece; at most 2^31 - 1", what, bytes);
+    if (bytes) c->be->alltoall_start(c, r, send, recv, bytes);
+}
+
 // Which peer of a send/receive pair did not answer, when the backend can tell: that rank died or is stuck.
 static void pair_detail(CommRequest *r, char *buf, size_t n) {
     const Comm *c = r->comm;
@@ -305,7 +311,18 @@ CommGrid comm_grid(int sp) {
     return g;
 }
 
+void comm_grid_groups(CommGrid *g, int degree) {
+    if (degree < 1 || g->sp % degree != 0)
+        comm_fail_usage_all("--ulysses %d does not divide --sp %d; use a divisor of %d (the ranks of a ring form groups "
+                            "of --ulysses ranks)", degree, g->sp, g->sp);
+    g->group = g->ring->be->split(g->ring, g->sp_index / degree, g->sp_index % degree);
+    g->across = g->ring->be->split(g->ring, g->sp_index % degree, g->sp_index / degree);
+}
+
 void comm_grid_free(CommGrid *g) {
-    if (g->ring) g->ring->be->free(g->ring);
-    g->ring = NULL;
+    Comm **comms[] = {&g->across, &g->group, &g->ring};
+    for (int i = 0; i < 3; i++) {
+        if (*comms[i]) (*comms[i])->be->free(*comms[i]);
+        *comms[i] = NULL;
+    }
 }

@@ -1,4 +1,4 @@
-// core/comm.h — talking between ranks: send/receive pairs, all-reduce, all-gather, reduce-scatter, barrier, abort; MPI or a single process.
+// core/comm.h — talking between ranks: send/receive pairs, all-reduce, all-gather, reduce-scatter, all-to-all, barrier, abort; MPI or a single process.
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -78,6 +78,10 @@ void comm_allgather_start(Comm *c, CommRequest *r, const void *send, void *recv,
 // lands in recv. The caller pads the pieces to equal slices (zeros for a sum). Same rules as comm_allgather_start.
 void comm_reduce_scatter_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t count, CommType t, CommOp op,
                                const char *what);
+// Starts an all-to-all: the `bytes` at send + j·bytes go to rank j, and what rank j sent to this rank lands at
+// recv + j·bytes (send and recv hold size·bytes each and do not overlap). Equal slices: every rank sends as many
+// bytes to every rank (Ulysses attention: its rows of each peer's heads). Same rules as comm_allgather_start.
+void comm_alltoall_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t bytes, const char *what);
 // Blocks until the request is done (or the deadline: abort). Returns the seconds it blocked.
 double comm_wait(CommRequest *r);
 // True when the request is done (it is then finished, as by comm_wait); never blocks.
@@ -106,8 +110,15 @@ typedef struct {
     int sp, sp_index;
     Comm *world;   // all ranks: gradient sums, loss sums, config checks
     Comm *ring;    // this rank's ring: the sp ranks that share one sequence, ordered by sp_index
+    Comm *group;   // comm_grid_groups: this rank's Ulysses group, `degree` consecutive ranks of the ring; else NULL
+    Comm *across;  // comm_grid_groups: the ring across the groups, the sp/degree ranks of the ring with this rank's
+                   // index in its group, ordered by group; else NULL
 } CommGrid;
 
 // Splits the world into world/sp rings. A world size that sp does not divide is a usage error.
 CommGrid comm_grid(int sp);
+// Splits each ring for Ulysses attention and the hybrid (attention/ulysses.h): groups of `degree` consecutive ranks
+// (sp_index / degree) and, across them, the ranks with the same sp_index % degree. A degree that does not divide sp
+// is a usage error. A CUDA run wraps both (comm_cuda_wrap) as it wraps the ring.
+void comm_grid_groups(CommGrid *g, int degree);
 void comm_grid_free(CommGrid *g);

@@ -12,6 +12,7 @@ typedef struct CommBackend {
     void (*barrier_start)(Comm *c, CommRequest *r);
     void (*allgather_start)(Comm *c, CommRequest *r, const void *send, void *recv, size_t count, CommType t);
     void (*reduce_scatter_start)(Comm *c, CommRequest *r, const void *send, void *recv, size_t count, CommType t, CommOp op);
+    void (*alltoall_start)(Comm *c, CommRequest *r, const void *send, void *recv, size_t bytes);   // bytes per rank
     bool (*test)(Comm *c, CommRequest *r);            // true when done; the request is then released
     // Optional: which halves of an unfinished send/receive pair are still pending (for the timeout
     // message; nothing is completed or released). NULL where the backend cannot tell.

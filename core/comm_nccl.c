@@ -227,6 +227,40 @@ static void cc_reduce_scatter_start(Comm *c, CommRequest *r, const void *send, v
     cc->parent->be->reduce_scatter_start(cc->parent, &q->inner, q->slot->send, q->slot->recv, count, t, op);
 }
 
+// NCCL has no all-to-all: one group of a send and a receive per peer (they progress together, so no order of the
+// ranks can deadlock); the rank's own slice is a copy on the comm stream.
+static void cc_alltoall_start(Comm *c, CommRequest *r, const void *send, void *recv, size_t bytes) {
+    CudaComm *cc = impl_of(c);
+    if (!on_device(send) && !on_device(recv)) {
+        CudaReq *q = new_req(r, PATH_PARENT);
+        q->inner = inner_of(cc, r);
+        cc->parent->be->alltoall_start(cc->parent, &q->inner, send, recv, bytes);
+        return;
+    }
+#ifdef RINGGPT_HAVE_NCCL
+    if (cc->nccl) {
+        CudaReq *q = new_req(r, PATH_NCCL);
+        order_after_compute(cc);
+        const char *from = send;
+        char *to = recv;
+        CUDA_CHECK(cudaMemcpyAsync(to + (size_t)c->rank * bytes, from + (size_t)c->rank * bytes, bytes,
+                                   cudaMemcpyDeviceToDevice, cc->comm_stream));
+        NCCL_CHECK(ncclGroupStart());
+        for (int j = 0; j < c->size; j++) {
+            if (j == c->rank) continue;
+            NCCL_CHECK(ncclSend(from + (size_t)j * bytes, bytes, ncclUint8, j, cc->nc, cc->comm_stream));
+            NCCL_CHECK(ncclRecv(to + (size_t)j * bytes, bytes, ncclUint8, j, cc->nc, cc->comm_stream));
+        }
+        NCCL_CHECK(ncclGroupEnd());
+        record_done(cc, q);
+        return;
+    }
+#endif
+    size_t all = bytes * (size_t)c->size;
+    CudaReq *q = staged_start(cc, r, send, all, recv, all);
+    cc->parent->be->alltoall_start(cc->parent, &q->inner, q->slot->send, q->slot->recv, bytes);
+}
+
 static void cc_barrier_start(Comm *c, CommRequest *r) {
     CudaComm *cc = impl_of(c);
     CudaReq *q = new_req(r, PATH_PARENT);
@@ -287,6 +321,7 @@ static const CommBackend COMM_CUDA = {
     .barrier_start = cc_barrier_start,
     .allgather_start = cc_allgather_start,
     .reduce_scatter_start = cc_reduce_scatter_start,
+    .alltoall_start = cc_alltoall_start,
     .test = cc_test,
     .split = cc_split,
     .free = cc_free,

@@ -16,6 +16,30 @@ foreach(prec f32 f64)
   endforeach()
 endforeach()
 
+# Ulysses and the hybrid (label mpi): per-rank O, LSE, dQ, dK, dV equal single-rank attention in position order for
+# sp ∈ {1,2,4}, every degree that divides sp, zigzag, contiguous and random layouts, document mixes, GQA and MQA; the
+# double build for exactness, the float build at fp32 tolerance. Heads that do not divide: exit 2 and the fix.
+foreach(prec f32 f64)
+  add_executable(test_ulysses_attention_${prec} ${CMAKE_SOURCE_DIR}/tests/attention/test_ulysses_attention.c)
+  target_link_libraries(test_ulysses_attention_${prec} PRIVATE ${RINGGPT_LIB_${prec}})
+  foreach(sp 1 2 4)
+    ringgpt_mpi_test(attention_ulysses_sp${sp}_${prec} attention ${sp} $<TARGET_FILE:test_ulysses_attention_${prec}>)
+  endforeach()
+endforeach()
+# The same cases on the GPU against the GPU's own one-rank attention, q, k, v fp32 and bf16 (label gpu; SKIP without a
+# device): 2 ranks, through NCCL where each has a GPU, else MPI with host staging.
+if(RINGGPT_HAVE_CUDA)
+  foreach(store f32 bf16)
+    add_test(NAME attention_gpu_ulysses_sp2_${store}
+             COMMAND ${RINGGPT_MPIEXEC} -np 2 $<TARGET_FILE:test_ulysses_attention_f32> --gpu --activations ${store})
+    set_tests_properties(attention_gpu_ulysses_sp2_${store} PROPERTIES LABELS "attention;gpu;mpi" ENVIRONMENT "OMP_NUM_THREADS=1"
+                         TIMEOUT 300 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
+add_test(NAME attention_ulysses_heads_error
+         COMMAND bash ${CMAKE_SOURCE_DIR}/tests/cli/expect_exit.sh 2 "divide" -- $<TARGET_FILE:test_ulysses_attention_f32> --heads-error)
+set_tests_properties(attention_ulysses_heads_error PROPERTIES LABELS attention TIMEOUT 60)
+
 # The ring's timing model against the schedule's own counts (no MPI).
 add_executable(test_ring_model ${CMAKE_SOURCE_DIR}/tests/attention/test_ring_model.c)
 target_link_libraries(test_ring_model PRIVATE ringgpt_lib)

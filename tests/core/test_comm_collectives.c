@@ -1,6 +1,6 @@
-// tests/core/test_comm_collectives.c — non-blocking all-gather and reduce-scatter: every rank's slice in place, sums exact,
-// uneven pieces padded by the caller, several in flight at once, each dated when the progress saw it end, under MPI or
-// the one-process backend.
+// tests/core/test_comm_collectives.c — non-blocking all-gather, reduce-scatter and all-to-all: every rank's slice in place,
+// sums exact, uneven pieces padded by the caller, several in flight at once, each dated when the progress saw it end,
+// under MPI or the one-process backend.
 // Usage: test_comm_collectives (one process), or mpiexec -np N test_comm_collectives
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +49,26 @@ static void check_reduce_scatter(Comm *w, size_t len) {
     free(send), free(recv);
 }
 
+// Rank r's byte i of its slice for rank j: every (sender, receiver, offset) gives another value mod 251.
+static unsigned char byte_of(int r, int j, size_t i) { return (unsigned char)((r * 31 + j * 7 + i) % 251); }
+
+// Slices of `bytes` from every rank to every rank: slice j of the receive buffer is what rank j sent to this rank.
+static void check_alltoall(Comm *w, size_t bytes) {
+    int me = comm_rank(w), n = comm_size(w);
+    unsigned char *send = xmalloc(bytes * n, "send"), *recv = xmalloc(bytes * n, "recv");
+    for (int j = 0; j < n; j++)
+        for (size_t i = 0; i < bytes; i++) send[j * bytes + i] = byte_of(me, j, i);
+    memset(recv, 0xff, bytes * n);
+    CommRequest q;
+    comm_alltoall_start(w, &q, send, recv, bytes, "test all-to-all");
+    comm_wait(&q);
+    size_t bad = 0;
+    for (int j = 0; j < n; j++)
+        for (size_t i = 0; i < bytes; i++) bad += recv[j * bytes + i] != byte_of(j, me, i);
+    CHECK(bad == 0, "rank %d: all-to-all of %zu bytes per rank: %zu bytes wrong", me, bytes, bad);
+    free(send), free(recv);
+}
+
 // Two gathers and a reduce-scatter in flight together, finished in reverse order (a step keeps several going).
 static void check_in_flight(Comm *w) {
     int me = comm_rank(w), n = comm_size(w);
@@ -58,18 +78,22 @@ static void check_in_flight(Comm *w) {
     real *rs = xmalloc(PER * n * sizeof(real), "rs"), *out = xmalloc(PER * sizeof(real), "out");
     for (size_t i = 0; i < PER; i++) a[i] = value(me, i), b[i] = -value(me, i);
     for (size_t i = 0; i < (size_t)PER * n; i++) rs[i] = 1;
-    CommRequest q[3];
+    real *at = xmalloc(PER * n * sizeof(real), "at"), *ar = xmalloc(PER * n * sizeof(real), "ar");
+    for (size_t i = 0; i < (size_t)PER * n; i++) at[i] = value(me, i);
+    CommRequest q[4];
     comm_allgather_start(w, &q[0], a, ga, PER, COMM_REAL, "gather a");
     comm_reduce_scatter_start(w, &q[1], rs, out, PER, COMM_REAL, COMM_SUM, "reduce-scatter");
-    comm_allgather_start(w, &q[2], b, gb, PER, COMM_REAL, "gather b");
-    for (int i = 2; i >= 0; i--) comm_wait(&q[i]);
+    comm_alltoall_start(w, &q[2], at, ar, PER * sizeof(real), "all-to-all");
+    comm_allgather_start(w, &q[3], b, gb, PER, COMM_REAL, "gather b");
+    for (int i = 3; i >= 0; i--) comm_wait(&q[i]);
     size_t bad = 0;
     for (int r = 0; r < n; r++)
-        for (size_t i = 0; i < PER; i++) bad += ga[r * PER + i] != value(r, i) || gb[r * PER + i] != -value(r, i);
+        for (size_t i = 0; i < PER; i++)
+            bad += ga[r * PER + i] != value(r, i) || gb[r * PER + i] != -value(r, i) || ar[r * PER + i] != value(r, me * PER + i);
     for (size_t i = 0; i < PER; i++) bad += out[i] != (real)n;
-    CHECK(bad == 0, "rank %d: three collectives in flight at once: %zu elements wrong", me, bad);
+    CHECK(bad == 0, "rank %d: four collectives in flight at once: %zu elements wrong", me, bad);
     CHECK(comm_test(&q[0]), "a finished request does not test as done");
-    free(a), free(b), free(ga), free(gb), free(rs), free(out);
+    free(a), free(b), free(ga), free(gb), free(rs), free(out), free(at), free(ar);
 }
 
 // A collective's end is dated when the progress that moved it saw it end, not when the caller next looked: pokes
@@ -102,14 +126,18 @@ int main(int argc, char **argv) {
     check_allgather(w, 700, 1024);   // a short last slice, padded by the caller
     for (size_t len = 1; len <= 2 * (size_t)n + 1; len++) check_reduce_scatter(w, len);   // empty slices at the end
     check_reduce_scatter(w, 100003);
+    check_alltoall(w, 1);
+    check_alltoall(w, 100003);   // odd, above the eager limits of shared memory and TCP
     check_in_flight(w);
     check_dated(w);
     CommRequest none;
     comm_allgather_start(w, &none, NULL, NULL, 0, COMM_REAL, "nothing");
     CHECK(!none.active && comm_wait(&none) == 0, "a zero-element gather started something");
+    comm_alltoall_start(w, &none, NULL, NULL, 0, "nothing");
+    CHECK(!none.active && comm_wait(&none) == 0, "a zero-byte all-to-all started something");
     double failed = check_failed;
     comm_allreduce(w, &failed, 1, COMM_F64, COMM_SUM, "test results");
-    log_info("%s: all-gather and reduce-scatter over %d rank%s (%d checks on rank 0)\n", failed ? "FAIL" : "ok", n,
+    log_info("%s: all-gather, reduce-scatter and all-to-all over %d rank%s (%d checks on rank 0)\n", failed ? "FAIL" : "ok", n,
              n == 1 ? "" : "s", check_passed + check_failed);
     comm_finalize();
     return failed ? 1 : 0;

@@ -1,5 +1,5 @@
 # tests/core/tests.cmake — core/: the MPI progress thread moves a transfer while no rank calls MPI (TCP forced, as between hosts);
-# all-gather and reduce-scatter over 1 (the one-process backend), 2 and 3 ranks;
+# all-gather, reduce-scatter and all-to-all over 1 (the one-process backend), 2 and 3 ranks;
 # libFuzzer on the config-file reader (label fuzz; SKIP 77 without clang's libFuzzer).
 add_executable(test_comm_progress ${CMAKE_SOURCE_DIR}/tests/core/test_comm_progress.c)
 target_link_libraries(test_comm_progress PRIVATE ringgpt_lib)
