@@ -31,12 +31,32 @@ void attn_cpu_backward_block(const AttnShape *s, real *dq, real *dk, real *dv, c
 long attn_cpu_doc_tiles_skipped(void);
 enum { ATTN_CPU_TILE = 128 };
 
-// Whole-sequence causal attention on one rank (no ring), through the backend table:
-// out (T, H, hd), lse (T, H); scratch_l: (T, H) reals. doc (T): the document id of every token
-// (backend memory), NULL = plain causal attention.
-void attention_causal_forward(const Backend *be, const AttnShape *s, real *out, real *lse, real *scratch_l,
-                              const real *q, const real *k, const real *v, int T, const int32_t *doc);
-// dq (T, H, hd), dk, dv (T, Hkv, hd) are overwritten. scratch_D: (T, H) reals.
-void attention_causal_backward(const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv,
-                               real *scratch_D, const real *q, const real *k, const real *v, const real *out,
-                               const real *lse, const real *dout, int T, const int32_t *doc);
+// ---- one attention call, the same for one rank, the ring, Ulysses and the hybrid (attention/cp.h) ----
+
+// One rank's tensors of one attention call: its L rows (the layout's), all heads.
+typedef struct {
+    int L;                   // rows of this rank; T = sp·L
+    const real *q, *k, *v;   // q (L, H, hd), k, v (L, Hkv, hd) [act s->qkv]
+    real *out, *lse;         // (L, H, hd), (L, H): written by the forward, read by the backward
+    real *tmp;               // (L, H) scratch: the forward's running sum, the backward's D (one rank and the ring)
+    const real *dout;        // backward: (L, H, hd)
+    real *dq, *dk, *dv;      // backward outputs, overwritten: dq (L, H, hd), dk, dv (L, Hkv, hd)
+} AttnRows;
+
+// Where one sequence's T = sp·L tokens sit on the sp ranks, and their documents. The same on every rank: each computes
+// it from its batch (data/placement.h), so no position or id travels.
+typedef struct {
+    // (sp, L) host: the global positions rank j holds, ascending, at pos + j·L (a permutation of 0..T−1).
+    // NULL: the zigzag, rank j holding chunk j then chunk 2·sp−1−j of T/(2·sp) positions each. One rank: unread.
+    const int32_t *pos;
+    // Document masking, NULL = none: (sp, L) the document id of every row, in the order of pos, never falling with
+    // position (ids of the document starts); docs in backend memory (for the kernels), docs_host the same in host memory
+    // (for the lists of what is read and to skip whole blocks no Q row may see). One rank reads docs only.
+    const int32_t *docs, *docs_host;
+} AttnLayout;
+
+// Whole-sequence causal attention on one rank (no ring), through the backend table: t->out, t->lse from t->q, k, v
+// (T = t->L rows in position order). lay NULL or lay->docs NULL: plain causal attention.
+void attention_causal_forward(const Backend *be, const AttnShape *s, const AttnRows *t, const AttnLayout *lay);
+// The backward from t->q, k, v, out, lse, dout: t->dq, dk, dv overwritten.
+void attention_causal_backward(const Backend *be, const AttnShape *s, const AttnRows *t, const AttnLayout *lay);

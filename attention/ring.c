@@ -64,13 +64,10 @@ static size_t packet_bytes(size_t kvn, ActStore store) {
     return 2 * piece_bytes(kvn, store, PIECE_KV) + 2 * piece_bytes(kvn, store, PIECE_ACC);
 }
 
-// Two packets and one dK|dV step buffer (fp32: 10·kvn elements).
-size_t ring_workspace_bytes(size_t kvn, ActStore store) {
-    return 2 * packet_bytes(kvn, store) + 2 * kvn * sizeof(real);
-}
-// The exchange's six slots (ExRun): one K|V slot of L rows more than the ring's (fp32: 12·kvn elements).
-static size_t exchange_bytes(size_t kvn, ActStore store) {
-    return ring_workspace_bytes(kvn, store) + 2 * kvn * act_elem_bytes(store);
+// Two packets and one dK|dV step buffer (fp32: 10·kvn elements); the exchange's six slots (ExRun) need one K|V slot of
+// L rows more (fp32: 12·kvn elements).
+size_t ring_workspace_bytes(size_t kvn, ActStore store, bool exchange) {
+    return 2 * packet_bytes(kvn, store) + 2 * kvn * sizeof(real) + (exchange ? 2 * kvn * act_elem_bytes(store) : 0);
 }
 
 void ring_set_workspace(AttnRing *R, void *buf, size_t bytes) {
@@ -98,7 +95,7 @@ static void check_local_len(const AttnRing *R, int L) {
              L, 2 * R->size);
 }
 
-// Document ids of the whole sequence in layout order, on the backend and on the host (ring.h's RingLayout).
+// Document ids of the whole sequence in layout order, on the backend and on the host (ring.h's AttnLayout).
 typedef struct {
     const int32_t *dev, *host;   // (sp·L)
 } RingDocs;
@@ -256,7 +253,7 @@ static void run_open(RingRun *u, AttnRing *R, const AttnShape *s, int L, RunIO i
     u->kvn = (size_t)L * s->n_kv_head * s->head_dim;
     u->hn = u->kvn / 2;
     check_local_len(R, L);
-    ensure_buffers(R, ring_workspace_bytes(u->kvn, s->qkv));
+    ensure_buffers(R, ring_workspace_bytes(u->kvn, s->qkv, false));
     size_t pb = packet_bytes(u->kvn, s->qkv), eb = act_elem_bytes(s->qkv);
     u->pkt[0] = R->buf, u->pkt[1] = R->buf + pb, u->dkv_step = (real *)(R->buf + 2 * pb);
     for (int c = 0; c < 2 && R->size > 1; c++) {
@@ -342,13 +339,13 @@ static void ex_task(ExSched *x, int s, const ExTask *t, bool backward) {
 }
 
 // Sets up one call: the plan of this layout and the slots.
-static void ex_open(ExRun *u, AttnRing *R, const AttnShape *s, int L, RunIO io, const RingLayout *lay, bool backward) {
+static void ex_open(ExRun *u, AttnRing *R, const AttnShape *s, int L, RunIO io, const AttnLayout *lay, bool backward) {
     *u = (ExRun){.x = {.plan = &R->plan, .overlap = R->overlap, .start = ex_start, .wait = ex_wait, .task = ex_task},
                  .R = R, .s = s, .docs = {lay->docs, lay->docs ? lay->docs_host : NULL}, .io = io, .backward = backward};
     ex_plan(&R->plan, lay->pos, u->docs.host, R->size, R->rank, L);
     u->kw = (size_t)s->n_kv_head * s->head_dim;
     size_t kvn = (size_t)L * u->kw;
-    ensure_buffers(R, exchange_bytes(kvn, s->qkv));
+    ensure_buffers(R, ring_workspace_bytes(kvn, s->qkv, true));
     for (int i = 0; i < 3; i++) u->dkv[i] = (real *)(R->buf + i * 2 * kvn * sizeof(real));
     for (int i = 0; i < 3; i++) u->kv[i] = R->buf + 6 * kvn * sizeof(real) + i * 2 * kvn * act_elem_bytes(s->qkv);
     for (int st = 1; st < R->size; st++) R->stats.blocks_skipped += R->plan.steps[st].n_recv == 0;
@@ -357,7 +354,7 @@ static void ex_open(ExRun *u, AttnRing *R, const AttnShape *s, int L, RunIO io, 
 // ---- the calls ----
 
 // One call's schedule: the exchange under a layout other than the zigzag, else the ring.
-static void run_call(AttnRing *R, const AttnShape *s, int L, RunIO io, const RingLayout *lay, bool backward) {
+static void run_call(AttnRing *R, const AttnShape *s, int L, RunIO io, const AttnLayout *lay, bool backward) {
     if (lay && !ex_is_zigzag(lay->pos, R->size, L)) {
         ExRun u;
         ex_open(&u, R, s, L, io, lay, backward);
@@ -370,23 +367,22 @@ static void run_call(AttnRing *R, const AttnShape *s, int L, RunIO io, const Rin
     else ring_forward_schedule(&u.x);
 }
 
-void ring_attention_forward(AttnRing *R, const Backend *be, const AttnShape *s, real *out, real *lse,
-                            real *scratch_l, const real *q, const real *k, const real *v, int L, const RingLayout *lay) {
+void ring_attention_forward(AttnRing *R, const Backend *be, const AttnShape *s, const AttnRows *t, const AttnLayout *lay) {
     // fp32 state across all steps, normalised once at the end; out and lse double as acc and m.
-    RunIO io = {.be = be, .q = q, .k = k, .v = v, .st = {.acc = out, .m = lse, .l = scratch_l}};
-    be->attn_state_reset(s, io.st, L);
-    run_call(R, s, L, io, lay, false);
-    be->attn_finalize(s, io.st, out, lse, L);
+    RunIO io = {.be = be, .q = t->q, .k = t->k, .v = t->v, .st = {.acc = t->out, .m = t->lse, .l = t->tmp}};
+    be->attn_state_reset(s, io.st, t->L);
+    run_call(R, s, t->L, io, lay, false);
+    be->attn_finalize(s, io.st, t->out, t->lse, t->L);
 }
 
-void ring_attention_backward(AttnRing *R, const Backend *be, const AttnShape *s, real *dq, real *dk, real *dv,
-                             real *scratch_D, const real *q, const real *k, const real *v, const real *out,
-                             const real *lse, const real *dout, int L, const RingLayout *lay) {
-    RunIO io = {.be = be, .q = q, .k = k, .v = v, .dq = dq, .dk = dk, .dv = dv, .out = out, .dout = dout, .lse = lse, .D = scratch_D};
-    be->attn_backward_prep(s, scratch_D, dout, out, L);   // D = rowsum(dO ∘ O), once, from the final O
-    be->zero(dq, (size_t)L * s->n_head * s->head_dim * sizeof(real));
-    be->zero(dk, (size_t)L * s->n_kv_head * s->head_dim * sizeof(real));
-    be->zero(dv, (size_t)L * s->n_kv_head * s->head_dim * sizeof(real));
+void ring_attention_backward(AttnRing *R, const Backend *be, const AttnShape *s, const AttnRows *t, const AttnLayout *lay) {
+    int L = t->L;
+    RunIO io = {.be = be, .q = t->q, .k = t->k, .v = t->v, .dq = t->dq, .dk = t->dk, .dv = t->dv, .out = t->out,
+                .dout = t->dout, .lse = t->lse, .D = t->tmp};
+    be->attn_backward_prep(s, t->tmp, t->dout, t->out, L);   // D = rowsum(dO ∘ O), once, from the final O
+    be->zero(t->dq, (size_t)L * s->n_head * s->head_dim * sizeof(real));
+    be->zero(t->dk, (size_t)L * s->n_kv_head * s->head_dim * sizeof(real));
+    be->zero(t->dv, (size_t)L * s->n_kv_head * s->head_dim * sizeof(real));
     run_call(R, s, L, io, lay, true);
 }
 

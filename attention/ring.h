@@ -7,32 +7,16 @@
 
 typedef struct AttnRing AttnRing;   // defined in attention/ring.c
 
-// Where one sequence's T = sp·T_local tokens sit on the ranks of the ring, and their documents. The same on every rank:
-// each computes it from its batch, so no position or id travels.
-typedef struct {
-    // (sp, T_local) host: the global positions rank j holds, ascending, at pos + j·T_local (a permutation of 0..T−1).
-    // NULL: the zigzag, rank j holding chunk j then chunk 2·sp−1−j of T/(2·sp) positions each.
-    const int32_t *pos;
-    // Document masking, NULL = none: (sp, T_local) the document id of every row, in the order of pos, never falling
-    // with position (ids of the document starts); docs in backend memory (for the kernels), docs_host the same in host
-    // memory (for the lists of what is read and to skip whole blocks no Q row may see: RingStats.blocks_skipped).
-    const int32_t *docs, *docs_host;
-} RingLayout;
-
-// Causal attention of this rank's rows (T_local tokens at the positions the layout gives it) against the whole sequence,
-// same contract as attention_causal_forward: out (T_local, H, hd), lse (T_local, H), scratch_l (T_local, H).
-// layout NULL: the zigzag without documents. The zigzag runs the ring: every rank's K/V block passes every rank.
-// Any other layout runs the pairwise exchange: at step s = 1..sp−1 rank r sends r + s the K/V rows of its own that r + s
-// reads (a key of document d at position p is read by a rank holding a row of d after p) and receives those of r − s it
-// reads; nothing unread moves, and a step with nothing either way posts nothing.
-void ring_attention_forward(AttnRing *ring, const Backend *be, const AttnShape *s, real *out, real *lse,
-                            real *scratch_l, const real *q, const real *k, const real *v, int T_local,
-                            const RingLayout *layout);
-// Same contract as attention_causal_backward: dq, dk, dv overwritten with this rank's gradients. Under the exchange the
-// received rows' dK/dV go back to their owner, which adds them in step order.
-void ring_attention_backward(AttnRing *ring, const Backend *be, const AttnShape *s, real *dq, real *dk,
-                             real *dv, real *scratch_D, const real *q, const real *k, const real *v, const real *out,
-                             const real *lse, const real *dout, int T_local, const RingLayout *layout);
+// Causal attention of this rank's rows (t->L tokens at the positions the layout gives it) against the whole sequence,
+// same contract as attention_causal_forward: t->out, t->lse; t->tmp (L, H) scratch. lay NULL or lay->pos NULL: the
+// zigzag. The zigzag runs the ring: every rank's K/V block passes every rank. Any other layout runs the pairwise
+// exchange: at step s = 1..sp−1 rank r sends r + s the K/V rows of its own that r + s reads (a key of document d at
+// position p is read by a rank holding a row of d after p) and receives those of r − s it reads; nothing unread moves,
+// and a step with nothing either way posts nothing.
+void ring_attention_forward(AttnRing *ring, const Backend *be, const AttnShape *s, const AttnRows *t, const AttnLayout *lay);
+// Same contract as attention_causal_backward: t->dq, dk, dv overwritten with this rank's gradients. Under the exchange
+// the received rows' dK/dV go back to their owner, which adds them in step order.
+void ring_attention_backward(AttnRing *ring, const Backend *be, const AttnShape *s, const AttnRows *t, const AttnLayout *lay);
 
 // ---- the ring object (attention/ring.c) ----
 struct Comm;
@@ -60,11 +44,11 @@ typedef struct {
 AttnRing *ring_create(struct Comm *ring_comm, const Backend *be, bool overlap);
 // Lends the ring `bytes` of backend memory for its packets instead of its own, memory the caller knows
 // is dead while attention runs (model/gpt.c's recompute arena); NULL returns to its own buffers. Used
-// when it holds ring_workspace_bytes(kvn, store) for blocks of kvn = T_local·Hkv·hd with k, v stored as
-// `store` (AttnShape.qkv); the exchange of a layout other than the zigzag needs 2·kvn·act_elem_bytes(store)
-// bytes more (one more K|V slot), and uses its own buffers when the workspace is smaller.
+// when it holds ring_workspace_bytes(kvn, store, exchange) for blocks of kvn = T_local·Hkv·hd with k, v stored as
+// `store` (AttnShape.qkv), exchange true where a layout other than the zigzag may come (its exchange needs
+// 2·kvn·act_elem_bytes(store) bytes more: one more K|V slot); it uses its own buffers when the workspace is smaller.
 void ring_set_workspace(AttnRing *ring, void *buf, size_t bytes);
-size_t ring_workspace_bytes(size_t kvn, ActStore store);
+size_t ring_workspace_bytes(size_t kvn, ActStore store, bool exchange);
 void ring_free(AttnRing *ring);
 RingStats ring_stats(const AttnRing *ring);
 int ring_size(const AttnRing *ring);   // sp
@@ -102,4 +86,4 @@ RingTiming ring_model(int W, int L, const AttnShape *s, const RingCosts *c, bool
 // document, at or before it; the kernels skip the rest by tiles). The figures are the most of any rank; bytes the most
 // a rank sends. layout NULL: ring_model.
 RingTiming ring_layout_model(int W, int L, const AttnShape *s, const RingCosts *c, bool overlap, bool backward,
-                             const RingLayout *layout);
+                             const AttnLayout *layout);

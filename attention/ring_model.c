@@ -297,7 +297,7 @@ static RingTiming replay(Ops *ops, int W, const RingCosts *c, bool overlap) {
 }
 
 RingTiming ring_layout_model(int W, int L, const AttnShape *s, const RingCosts *c, bool overlap, bool backward,
-                             const RingLayout *layout) {
+                             const AttnLayout *layout) {
     const int32_t *pos = layout ? layout->pos : NULL, *docs = layout ? layout->docs_host : NULL;
     bool ring = ex_is_zigzag(pos, W, L);
     if (W < 1 || L < 1 || (ring && W > 1 && L % 2 != 0) || !(c->attn_flops > 0) || (W > 1 && !(c->link_bytes_per_s > 0)))

@@ -117,9 +117,12 @@ static size_t heads_layout(const AttnShape *s, int N, int L, char *base, Heads *
     return at;
 }
 
-size_t ulysses_workspace_bytes(const AttnShape *s, int degree, int L) {
+size_t ulysses_workspace_bytes(const AttnShape *s, int degree, int sp, int L, bool exchange) {
     Heads h;
-    return heads_layout(s, degree, L, NULL, &h) + IX_COUNT * (size_t)degree * L * sizeof(int32_t);
+    AttnShape ms = member_shape(s, degree);
+    size_t Tg = (size_t)degree * L, own = heads_layout(s, degree, L, NULL, &h) + IX_COUNT * Tg * sizeof(int32_t);
+    if (degree == sp) return own + (size_t)sp * L * sizeof(int32_t);
+    return own + ring_workspace_bytes(Tg * ms.n_kv_head * ms.head_dim, s->qkv, exchange);
 }
 
 // The workspace for this call's shape (grow-only), laid out.
@@ -137,19 +140,8 @@ static Heads heads_of(AttnUlysses *u, const AttnShape *s, int L) {
 
 // ---- the index arrays ----
 
-// A layout the hybrid can run: the zigzag of its R groups (today's ring), group g's N·L positions being chunk g then
-// chunk 2R−1−g. Pure Ulysses takes any layout that holds every position once: inv is its inverse.
-static void check_layout(const AttnUlysses *u, const int32_t *pos, int L, int32_t *inv) {
-    int T = u->N * u->R * L, Tg = u->N * L, c = Tg / 2, R = u->R;
-    if (R > 1) {
-        for (int x = 0; x < T; x++) {
-            int g = x / Tg, i = x % Tg;
-            if (pos[x] != (i < c ? g * c + i : (2 * R - 1 - g) * c + i - c))
-                fail_usage("--cp hybrid runs the zigzag ring across its %d groups: place the rows zigzag over the groups "
-                           "(--placement zigzag)", R);
-        }
-        return;
-    }
+// Pure Ulysses takes any layout that holds every position once: inv is its inverse.
+static void invert_layout(const int32_t *pos, int T, int32_t *inv) {
     for (int p = 0; p < T; p++) inv[p] = -1;
     for (int x = 0; x < T; x++) {
         if (pos[x] < 0 || pos[x] >= T || inv[pos[x]] >= 0)
@@ -177,7 +169,7 @@ static void zigzag(int W, int L, int32_t *pos) {
 }
 
 // The index arrays for this layout (pos, or the zigzag) and KV split, rebuilt only when either changed (a layout is per
-// row, not per layer).
+// row, not per layer). Only pure Ulysses reads the layout (the hybrid keeps its members' order: pos NULL).
 static void ensure_indices(AttnUlysses *u, const AttnShape *s, const int32_t *pos, int L) {
     int N = u->N, T = N * u->R * L;
     size_t Tg = (size_t)N * L;
@@ -196,7 +188,7 @@ static void ensure_indices(AttnUlysses *u, const AttnShape *s, const int32_t *po
     if (pos) memcpy(u->key_pos, pos, (size_t)T * sizeof(int32_t));
     else zigzag(N * u->R, L, u->key_pos);
     int32_t *h = u->ix_host;
-    check_layout(u, u->key_pos, L, h + IX_INV * Tg);
+    if (u->R == 1) invert_layout(u->key_pos, T, h + IX_INV * Tg);
     split_indices(split_q(s, N, 1), N, L, h + IX_PACK_Q * Tg, h + IX_UNPACK_Q * Tg);
     split_indices(kv, N, L, h + IX_PACK_KV * Tg, h + IX_UNPACK_KV * Tg);
     if (u->R == 1) memcpy(h + IX_POS * Tg, u->key_pos, Tg * sizeof(int32_t));
@@ -259,8 +251,8 @@ static void to_rows(AttnUlysses *u, Split sp, const void *xh, void *x, void *lan
 
 // Pure Ulysses attends in position order: the layout-order document ids put there (uploaded only when they changed:
 // the layers of one row share them).
-static const int32_t *position_docs(AttnUlysses *u, const RingLayout *lay, int T) {
-    if (!lay->docs_host) fail("Ulysses: document ids without their host copy (RingLayout.docs_host)");
+static const int32_t *position_docs(AttnUlysses *u, const AttnLayout *lay, int T) {
+    if (!lay->docs_host) fail("Ulysses: document ids without their host copy (AttnLayout.docs_host)");
     if ((size_t)T > u->docs_cap) {
         if (u->docs) u->be->release(u->docs);
         free(u->docs_host);
@@ -278,25 +270,27 @@ static const int32_t *position_docs(AttnUlysses *u, const RingLayout *lay, int T
     return u->docs;
 }
 
-// One call: the shape checked, the index arrays and the workspace ready; the document ids the attention step reads.
+// One call: the shape checked, the index arrays and the workspace ready; the attention step's rows and layout.
 typedef struct {
     Heads h;
-    AttnShape ms;                     // a member's heads
-    int Tg;                           // the group's tokens
-    const int32_t *docs, *docs_host;  // pure Ulysses: in position order (backend only); the hybrid: the layout's
+    AttnShape ms;     // a member's heads
+    AttnRows rows;    // the head-sharded tensors over the group's N·L tokens
+    AttnLayout lay;   // pure Ulysses: the document ids in position order (backend only); the hybrid: the layout as given
 } Call;
 
-static Call open_call(AttnUlysses *u, const AttnShape *s, const AttnRows *t, const RingLayout *lay) {
+static Call open_call(AttnUlysses *u, const AttnShape *s, const AttnRows *t, const AttnLayout *lay) {
     ulysses_check_shape(s, u->N);
-    Call c = {.ms = member_shape(s, u->N), .Tg = u->N * t->L};
-    ensure_indices(u, s, lay ? lay->pos : NULL, t->L);
-    if (lay && lay->docs && u->ring) c.docs = lay->docs, c.docs_host = lay->docs_host;
-    if (lay && lay->docs && !u->ring) c.docs = position_docs(u, lay, u->N * t->L);
-    c.h = heads_of(u, s, t->L);
+    Call c = {.ms = member_shape(s, u->N)};
+    ensure_indices(u, s, lay && !u->ring ? lay->pos : NULL, t->L);
+    if (lay && u->ring) c.lay = *lay;
+    if (lay && lay->docs && !u->ring) c.lay.docs = position_docs(u, lay, u->N * t->L);
+    Heads h = c.h = heads_of(u, s, t->L);
+    c.rows = (AttnRows){.L = u->N * t->L, .q = h.q, .k = h.k, .v = h.v, .out = h.out, .lse = h.lse, .tmp = h.aux,
+                        .dout = h.dout, .dq = h.dq, .dk = h.dk, .dv = h.dv};
     return c;
 }
 
-void ulysses_attention_forward(AttnUlysses *u, const AttnShape *s, const AttnRows *t, const RingLayout *lay) {
+void ulysses_attention_forward(AttnUlysses *u, const AttnShape *s, const AttnRows *t, const AttnLayout *lay) {
     Call c = open_call(u, s, t, lay);
     Heads h = c.h;
     size_t eb = act_elem_bytes(s->qkv);
@@ -304,18 +298,15 @@ void ulysses_attention_forward(AttnUlysses *u, const AttnShape *s, const AttnRow
     to_heads(u, split_kv(s, u->N, eb), t->k, h.k, h.land, "Ulysses all-to-all k");
     to_heads(u, split_kv(s, u->N, eb), t->v, h.v, h.land, "Ulysses all-to-all v");
     double t0 = now_seconds();
-    if (u->ring)
-        ring_attention_forward(u->ring, u->be, &c.ms, h.out, h.lse, h.aux, h.q, h.k, h.v, c.Tg,
-                               &(RingLayout){.docs = c.docs, .docs_host = c.docs_host});
-    else
-        attention_causal_forward(u->be, &c.ms, h.out, h.lse, h.aux, h.q, h.k, h.v, c.Tg, c.docs);
+    if (u->ring) ring_attention_forward(u->ring, u->be, &c.ms, &c.rows, &c.lay);
+    else attention_causal_forward(u->be, &c.ms, &c.rows, &c.lay);
     u->stats.compute_s += now_seconds() - t0;
     // dout's slot is free in the forward: the scratch of the way back
     to_rows(u, split_q(s, u->N, sizeof(real)), h.out, t->out, h.land, h.dout, "Ulysses all-to-all out");
     to_rows(u, split_lse(s, u->N), h.lse, t->lse, h.land, h.dout, "Ulysses all-to-all lse");
 }
 
-void ulysses_attention_backward(AttnUlysses *u, const AttnShape *s, const AttnRows *t, const RingLayout *lay) {
+void ulysses_attention_backward(AttnUlysses *u, const AttnShape *s, const AttnRows *t, const AttnLayout *lay) {
     Call c = open_call(u, s, t, lay);
     Heads h = c.h;
     size_t eb = act_elem_bytes(s->qkv), rs = sizeof(real);
@@ -326,11 +317,8 @@ void ulysses_attention_backward(AttnUlysses *u, const AttnShape *s, const AttnRo
     to_heads(u, split_q(s, u->N, rs), t->dout, h.dout, h.land, "Ulysses all-to-all dout");
     to_heads(u, split_lse(s, u->N), t->lse, h.lse, h.land, "Ulysses all-to-all lse");
     double t0 = now_seconds();
-    if (u->ring)
-        ring_attention_backward(u->ring, u->be, &c.ms, h.dq, h.dk, h.dv, h.aux, h.q, h.k, h.v, h.out, h.lse, h.dout, c.Tg,
-                                &(RingLayout){.docs = c.docs, .docs_host = c.docs_host});
-    else
-        attention_causal_backward(u->be, &c.ms, h.dq, h.dk, h.dv, h.aux, h.q, h.k, h.v, h.out, h.lse, h.dout, c.Tg, c.docs);
+    if (u->ring) ring_attention_backward(u->ring, u->be, &c.ms, &c.rows, &c.lay);
+    else attention_causal_backward(u->be, &c.ms, &c.rows, &c.lay);
     u->stats.compute_s += now_seconds() - t0;
     // out's slot is dead now: the scratch of the way back
     to_rows(u, split_q(s, u->N, rs), h.dq, t->dq, h.land, h.out, "Ulysses all-to-all dq");

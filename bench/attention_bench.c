@@ -38,10 +38,12 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < kvn; i++) k[i] = (real)rng_normal(&r), v[i] = (real)rng_normal(&r);
         int32_t *doc = doc_len > 0 ? xmalloc((size_t)T * sizeof(int32_t), "doc ids") : NULL;
         for (int t = 0; doc && t < T; t++) doc[t] = t / doc_len;
+        AttnRows t = {.L = T, .q = q, .k = k, .v = v, .out = o, .lse = lse, .tmp = tmp, .dout = dout, .dq = dq, .dk = dk, .dv = dv};
+        AttnLayout lay = {.docs = doc};
         double t0 = now_seconds();
-        attention_causal_forward(be, &s, o, lse, tmp, q, k, v, T, doc);
+        attention_causal_forward(be, &s, &t, &lay);
         double t1 = now_seconds();
-        attention_causal_backward(be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, doc);
+        attention_causal_backward(be, &s, &t, &lay);
         double t2 = now_seconds();
         // causal: half of the 4·T²·hd·H forward FLOPs; the backward does 2.5× the forward.
         double fwd_flops = 2.0 * T * (double)T * s.head_dim * s.n_head;

@@ -73,6 +73,7 @@ typedef struct {
     AttnRing *ring;
     AttnUlysses *u;
     CommGrid g;
+    Comm *split[2];        // Ulysses: the group and the ring across the groups
     int32_t *pos, *docs;   // Ulysses: the layout and its rows' document ids in that order
     double s, wait_s, compute_s, bytes;
 } Mode;
@@ -80,8 +81,8 @@ typedef struct {
 static Mode mode_ulysses(const Rows *x, const BenchArgs *a, int degree) {
     Mode m = {.g = comm_grid(x->W), .s = 1e30};
     snprintf(m.name, sizeof m.name, degree == x->W ? "ulysses" : "hybrid%dx%d", degree, x->W / degree);
-    comm_grid_groups(&m.g, degree);
-    m.u = ulysses_create(m.g.group, m.g.across, &BACKEND_CPU, true);
+    comm_groups(m.g.ring, degree, &m.split[0], &m.split[1]);
+    m.u = ulysses_create(m.split[0], m.split[1], &BACKEND_CPU, true);
     m.pos = xmalloc((size_t)a->T * sizeof(int32_t), "layout");
     zigzag(x->W / degree, degree * x->L, m.pos);
     if (x->doc) {
@@ -95,7 +96,7 @@ static void mode_free(Mode *m) {
     ring_free(m->ring);
     ulysses_free(m->u);
     free(m->pos), free(m->docs);
-    if (m->u) comm_grid_free(&m->g);
+    if (m->u) comm_free(m->split[0]), comm_free(m->split[1]), comm_grid_free(&m->g);
 }
 
 // One forward and backward of mode m on the rows; the best call so far is kept.
@@ -106,17 +107,16 @@ static void mode_call(Mode *m, Rows *x, Comm *world) {
     if (ring && m->u) ring_stats_reset(ring);
     comm_barrier(world, "bench start");
     double t0 = now_seconds();
+    AttnRows rows = {.L = x->L, .q = x->q, .k = x->k, .v = x->v, .out = x->out, .lse = x->lse, .tmp = x->tmp, .dout = x->dout,
+                  .dq = x->dq, .dk = x->dk, .dv = x->dv};
     if (m->ring) {
-        RingLayout zz = {.docs = x->doc_zigzag, .docs_host = x->doc_zigzag};
-        ring_attention_forward(m->ring, &BACKEND_CPU, &x->s, x->out, x->lse, x->tmp, x->q, x->k, x->v, x->L, &zz);
-        ring_attention_backward(m->ring, &BACKEND_CPU, &x->s, x->dq, x->dk, x->dv, x->tmp, x->q, x->k, x->v, x->out, x->lse,
-                                x->dout, x->L, &zz);
+        AttnLayout zz = {.docs = x->doc_zigzag, .docs_host = x->doc_zigzag};
+        ring_attention_forward(m->ring, &BACKEND_CPU, &x->s, &rows, &zz);
+        ring_attention_backward(m->ring, &BACKEND_CPU, &x->s, &rows, &zz);
     } else {
-        AttnRows t = {.L = x->L, .q = x->q, .k = x->k, .v = x->v, .out = x->out, .lse = x->lse, .dout = x->dout, .dq = x->dq,
-                      .dk = x->dk, .dv = x->dv};
-        RingLayout lay = {.pos = m->pos, .docs = m->docs, .docs_host = m->docs};
-        ulysses_attention_forward(m->u, &x->s, &t, &lay);
-        ulysses_attention_backward(m->u, &x->s, &t, &lay);
+        AttnLayout lay = {.pos = m->pos, .docs = m->docs, .docs_host = m->docs};
+        ulysses_attention_forward(m->u, &x->s, &rows, &lay);
+        ulysses_attention_backward(m->u, &x->s, &rows, &lay);
     }
     double t = now_seconds() - t0;
     RingStats st = m->u ? ulysses_stats(m->u) : ring_stats(m->ring), rs = ring && m->u ? ring_stats(ring) : (RingStats){0};

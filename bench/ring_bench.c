@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention/ring.h"
+#include "attention/cp.h"
 #include "core/args.h"
 #include "core/comm.h"
 #include "core/common.h"
@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
     GPT m;
     gpt_init(&m, &cfg, &BACKEND_CPU, 1, GPT_TRAIN);
     m.recompute = mode;
-    if (g.sp > 1) m.ring = ring_create(g.ring, &BACKEND_CPU, overlap);
+    gpt_set_cp(&m, g.ring, &(CpConfig){.mode = CP_RING, .overlap = overlap});
     AdamW opt;
     adamw_init(&opt, &m, (AdamWConfig){0.9f, 0.95f, 1e-8f, 0.1f});
     Batch b = batch_alloc(1, T / g.sp);
@@ -71,13 +71,13 @@ int main(int argc, char **argv) {
     Rng r;
     rng_seed(&r, 3);
     for (int t = 0; t <= T; t++) sample[t] = (int32_t)rng_below(&r, 256);
-    batch_put_sample(&b, 0, sample, T, g.sp, g.sp_index, -1, PLACE_ZIGZAG);
+    batch_put_sample(&b, 0, sample, T, -1, (RankSlice){g.sp, g.sp_index, PLACE_ZIGZAG});
     // The model's own memory (weights, gradients, optimizer state, libraries) before any step: one
     // optimizer update makes the lazily allocated moments resident, then the figure is taken.
     adamw_update(&opt, &m, 0.0f);
     double base = rss_now_mb(), step_s = 0;
     for (int s = 0; s < steps; s++) {
-        if (m.ring) ring_stats_reset(m.ring);
+        attn_cp_stats_reset(m.cp);
         comm_barrier(g.world, "bench step start");
         double t0 = now_seconds();
         gpt_zero_grad(&m);
@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
         adamw_update(&opt, &m, 1e-4f);
         step_s = now_seconds() - t0;
     }
-    RingStats st = m.ring ? ring_stats(m.ring) : (RingStats){0};
+    RingStats st = attn_cp_stats(m.cp);
     // max over ranks: peak, base, activation peak, step time, wait, compute
     double v[6] = {peak_rss_mb(), base, peak_rss_mb() - base, step_s, st.wait_s, st.compute_s};
     comm_allreduce(g.world, v, 6, COMM_F64, COMM_MAX, "bench figures");
@@ -98,7 +98,6 @@ int main(int argc, char **argv) {
     free(sample);
     batch_free(&b);
     adamw_free(&opt, &m);
-    ring_free(m.ring);
     gpt_free(&m);
     comm_grid_free(&g);
     comm_finalize();

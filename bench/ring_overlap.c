@@ -48,6 +48,12 @@ static Tensors tensors(const AttnShape *s, int L, uint64_t seed) {
     return t;
 }
 
+// The tensors as one attention call's rows (L of them).
+static AttnRows rows_of(const Tensors *t, int L) {
+    return (AttnRows){.L = L, .q = t->q, .k = t->k, .v = t->v, .out = t->out, .lse = t->lse, .tmp = t->tmp, .dout = t->dout,
+                      .dq = t->dq, .dk = t->dk, .dv = t->dv};
+}
+
 static void tensors_free(Tensors *t) {
     free(t->q), free(t->k), free(t->v), free(t->dout), free(t->out), free(t->lse), free(t->tmp), free(t->dq), free(t->dk),
         free(t->dv);
@@ -63,8 +69,9 @@ static void calibrate_attention(const AttnShape *s, int T, int reps) {
     double best = 1e30, sum = 0;
     for (int i = 0; i <= reps; i++) {
         double t0 = now_seconds();
-        attention_causal_forward(&BACKEND_CPU, s, t.out, t.lse, t.tmp, t.q, t.k, t.v, T, NULL);
-        attention_causal_backward(&BACKEND_CPU, s, t.dq, t.dk, t.dv, t.tmp, t.q, t.k, t.v, t.out, t.lse, t.dout, T, NULL);
+        AttnRows rows = rows_of(&t, T);
+        attention_causal_forward(&BACKEND_CPU, s, &rows, NULL);
+        attention_causal_backward(&BACKEND_CPU, s, &rows, NULL);
         double dt = now_seconds() - t0;
         if (i > 0) sum += dt, best = dt < best ? dt : best;   // the first is a warm-up
     }
@@ -122,7 +129,7 @@ typedef struct {
     int32_t *pos;   // (W, L) ascending per rank; NULL: the zigzag
     int32_t *ids;   // (W, L) document ids in layout order
     double pairs_max_mean;
-    RingLayout lay;
+    AttnLayout lay;
 } DocLayout;
 
 // Document starts of the packed sequence (n of them, starts[n] = T) from a fixed seed.
@@ -152,7 +159,7 @@ static void layout_figures(DocLayout *d, const int *starts, int n, int W, int L)
         most = pairs > most ? pairs : most, sum += pairs;
     }
     d->pairs_max_mean = most / (sum / W);
-    d->lay = (RingLayout){.pos = d->pos, .docs = d->ids, .docs_host = d->ids};
+    d->lay = (AttnLayout){.pos = d->pos, .docs = d->ids, .docs_host = d->ids};
     free(doc);
 }
 
@@ -188,13 +195,13 @@ static int32_t *whole_docs(const int *starts, int n, int W, int L) {
 }
 
 // One repetition on one ring: a forward + backward pass; v = {wall, compute, wait, bytes, lag} of this rank.
-static void ring_rep(AttnRing *ring, const AttnShape *s, Comm *world, Tensors *t, int L, const RingLayout *lay, double v[5]) {
+static void ring_rep(AttnRing *ring, const AttnShape *s, Comm *world, Tensors *t, int L, const AttnLayout *lay, double v[5]) {
     ring_stats_reset(ring);
     comm_barrier(world, "repetition start");
     double t0 = now_seconds();
-    ring_attention_forward(ring, &BACKEND_CPU, s, t->out, t->lse, t->tmp, t->q, t->k, t->v, L, lay);
-    ring_attention_backward(ring, &BACKEND_CPU, s, t->dq, t->dk, t->dv, t->tmp, t->q, t->k, t->v, t->out, t->lse, t->dout, L,
-                            lay);
+    AttnRows rows = rows_of(t, L);
+    ring_attention_forward(ring, &BACKEND_CPU, s, &rows, lay);
+    ring_attention_backward(ring, &BACKEND_CPU, s, &rows, lay);
     RingStats st = ring_stats(ring);
     double r[5] = {now_seconds() - t0, st.compute_s, st.wait_s, st.bytes, st.lag_s};
     memcpy(v, r, sizeof r);

@@ -1,5 +1,6 @@
 // core/backend.h — the backend table: memory and every op the model and the attention drivers call (CPU, CUDA).
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,6 +68,7 @@ typedef struct {
 // step — and input-gradient outputs overwrite unless the name says accumulate.
 typedef struct Backend {
     const char *name;
+    bool device;   // buffers in an accelerator's memory: they travel through a device communicator (comm_cuda_wrap)
     // memory (device memory for an accelerator; plain heap for the CPU)
     void *(*alloc)(size_t bytes, const char *what);
     void (*release)(void *p);

@@ -311,18 +311,20 @@ CommGrid comm_grid(int sp) {
     return g;
 }
 
-void comm_grid_groups(CommGrid *g, int degree) {
-    if (degree < 1 || g->sp % degree != 0)
+void comm_groups(Comm *ring, int degree, Comm **group, Comm **across) {
+    int r = ring->rank;
+    if (degree < 1 || ring->size % degree != 0)
         comm_fail_usage_all("--ulysses %d does not divide --sp %d; use a divisor of %d (the ranks of a ring form groups "
-                            "of --ulysses ranks)", degree, g->sp, g->sp);
-    g->group = g->ring->be->split(g->ring, g->sp_index / degree, g->sp_index % degree);
-    g->across = g->ring->be->split(g->ring, g->sp_index % degree, g->sp_index / degree);
+                            "of --ulysses ranks)", degree, ring->size, ring->size);
+    *group = ring->be->split(ring, r / degree, r % degree);
+    *across = ring->be->split(ring, r % degree, r / degree);
+}
+
+void comm_free(Comm *c) {
+    if (c) c->be->free(c);
 }
 
 void comm_grid_free(CommGrid *g) {
-    Comm **comms[] = {&g->across, &g->group, &g->ring};
-    for (int i = 0; i < 3; i++) {
-        if (*comms[i]) (*comms[i])->be->free(*comms[i]);
-        *comms[i] = NULL;
-    }
+    comm_free(g->ring);
+    g->ring = NULL;
 }

@@ -110,15 +110,14 @@ typedef struct {
     int sp, sp_index;
     Comm *world;   // all ranks: gradient sums, loss sums, config checks
     Comm *ring;    // this rank's ring: the sp ranks that share one sequence, ordered by sp_index
-    Comm *group;   // comm_grid_groups: this rank's Ulysses group, `degree` consecutive ranks of the ring; else NULL
-    Comm *across;  // comm_grid_groups: the ring across the groups, the sp/degree ranks of the ring with this rank's
-                   // index in its group, ordered by group; else NULL
 } CommGrid;
 
 // Splits the world into world/sp rings. A world size that sp does not divide is a usage error.
 CommGrid comm_grid(int sp);
-// Splits each ring for Ulysses attention and the hybrid (attention/ulysses.h): groups of `degree` consecutive ranks
-// (sp_index / degree) and, across them, the ranks with the same sp_index % degree. A degree that does not divide sp
-// is a usage error. A CUDA run wraps both (comm_cuda_wrap) as it wraps the ring.
-void comm_grid_groups(CommGrid *g, int degree);
+// Splits a ring for Ulysses attention and the hybrid (attention/ulysses.h), all its ranks calling: *group = this rank's
+// group of `degree` consecutive ranks (rank / degree), *across = the ring across the groups, the ranks with this rank's
+// index in its group (rank % degree), ordered by group. A degree that does not divide the ring's size is a usage error.
+// Free both with comm_free; a CUDA run wraps them (comm_cuda_wrap) as it wraps the ring.
+void comm_groups(Comm *ring, int degree, Comm **group, Comm **across);
+void comm_free(Comm *c);
 void comm_grid_free(CommGrid *g);

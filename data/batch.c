@@ -60,12 +60,14 @@ static void layout_docs(Batch *b, int row, int sp) {
         }
 }
 
-void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos, Placement p) {
+void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int32_t eos, RankSlice s) {
+    int groups = s.groups > 0 ? s.groups : s.sp;
+    if (s.sp % groups != 0) fail("internal: a placement over %d groups of %d ranks", groups, s.sp);
     find_docs(b, row, sample, T, eos);
     int32_t *layout = b->layout + (size_t)row * b->doc_cap;
-    place_sample(p, b->doc_start + (size_t)row * b->doc_cap, b->n_docs[row], T, sp, layout);
-    layout_docs(b, row, sp);
-    const int32_t *mine = layout + (size_t)sp_index * b->T;
+    place_sample(s.placement, b->doc_start + (size_t)row * b->doc_cap, b->n_docs[row], T, groups, layout);
+    layout_docs(b, row, s.sp);
+    const int32_t *mine = layout + (size_t)s.sp_index * b->T;
     size_t base = (size_t)row * b->T;
     int32_t *tok = b->tokens + base, *tgt = b->targets + base, *pos = b->pos + base;
     for (int i = 0; i < b->T; i++) {

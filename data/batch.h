@@ -26,11 +26,20 @@ typedef struct {
 
 Batch batch_alloc(int B, int T);
 void batch_free(Batch *b);
-// Writes this sp rank's positions of one global sample (T+1 tokens) under placement p into row `row` of b:
-// the row's layout (data/placement.h; PLACE_ZIGZAG: rank r keeps chunks r and 2·sp−1−r of 2·sp; sp = 1 keeps the
-// whole sample), the tokens, their next-token targets and their global positions, and b's document fields: a document
-// starts at 0 and after every `eos` (-1: none, the sample is one).
-void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int sp, int sp_index, int32_t eos, Placement p);
+// Which part of a sample a rank takes: rank sp_index of the sp ranks of a ring, the sample placed by `placement`
+// (data/placement.h) over `groups` of them — 0 or sp: each rank its own part; the hybrid's sp/N Ulysses groups: group g's
+// part (ascending) cut into N consecutive slices, member m of the group holding slice m (the same (sp, T/sp) array).
+typedef struct {
+    int sp, sp_index;
+    Placement placement;
+    int groups;
+} RankSlice;
+
+// Writes rank s's positions of one global sample (T+1 tokens) into row `row` of b: the row's layout (data/placement.h;
+// PLACE_ZIGZAG over sp ranks: rank r keeps chunks r and 2·sp−1−r of 2·sp; sp = 1 keeps the whole sample), the tokens,
+// their next-token targets and their global positions, and b's document fields: a document starts at 0 and after
+// every `eos` (-1: none, the sample is one).
+void batch_put_sample(Batch *b, int row, const int32_t *sample, int T, int32_t eos, RankSlice s);
 // After batch_put_sample: the loss weights of the same sample's T+1 tokens mask row `row`'s targets: a
 // target whose token has weight 0 becomes -1. Uses the row's global positions, so it works on any slice.
 void batch_mask_targets(Batch *b, int row, const uint8_t *weight);

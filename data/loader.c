@@ -295,7 +295,8 @@ static void loader_next(void *impl, Batch *b) {
     pthread_mutex_unlock(&L->mu);
     if (sl->failed) fail_data(NULL, "%s", sl->msg);   // never train on damaged data; bad input: exit 2
     for (int r = 0; r < B; r++) {
-        batch_put_sample(b, r, sl->samples + (size_t)r * (T + 1), T, L->o.sp, L->o.sp_index, (int32_t)L->ds.eos_id, L->o.placement);
+        batch_put_sample(b, r, sl->samples + (size_t)r * (T + 1), T, (int32_t)L->ds.eos_id,
+                         (RankSlice){L->o.sp, L->o.sp_index, L->o.placement, L->o.place_groups});
         if (L->use_weights) batch_mask_targets(b, r, sl->weights + (size_t)r * (T + 1));
         b->sample[r] = sl->ids[r];
     }

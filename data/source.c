@@ -19,6 +19,8 @@ static void check_options(const DataOptions *o) {
     if (o->seq_len < 1 || o->batch < 1) fail_usage("--seq-len and --batch must be positive (got %d and %d)", o->seq_len, o->batch);
     if (o->dp < 1 || o->sp < 1 || o->dp_index < 0 || o->dp_index >= o->dp || o->sp_index < 0 || o->sp_index >= o->sp)
         fail_usage("impossible layout dp %d (index %d) x sp %d (index %d)", o->dp, o->dp_index, o->sp, o->sp_index);
+    if (o->place_groups < 0 || (o->place_groups > 0 && o->sp % o->place_groups != 0))
+        fail_usage("a placement over %d groups of the %d ranks of a ring; the groups must divide sp", o->place_groups, o->sp);
     if (o->seq_len % (2 * o->sp) != 0 && o->sp > 1)
         fail_usage("--seq-len %d is not a multiple of 2·sp = %d; the ring cuts each sequence into 2·sp equal chunks",
                    o->seq_len, 2 * o->sp);

@@ -13,6 +13,7 @@ typedef struct {
     int dp, dp_index;     // data-parallel groups and this rank's group
     int sp, sp_index;     // ring size and this rank's place in it
     Placement placement;  // how a sample's tokens go to the sp ranks (data/placement.h; PLACE_ZIGZAG by default)
+    int place_groups;     // ... placed over this many groups of them (RankSlice.groups; 0: sp; the hybrid: sp/N)
     double val_fraction;  // text files without --val-data: the held-out tail used for validation
     bool no_shuffle;      // samples in stream order every epoch (--no-shuffle), for debugging and tests
     bool loss_on_all;     // --loss-on all: ignore the data's per-token loss weights (every target counts)

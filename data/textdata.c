@@ -91,7 +91,8 @@ static void text_next(void *impl, Batch *b) {
         shuffle_epoch(d, k / d->n_samples);
         uint64_t w = d->order[k % d->n_samples];
         memcpy(d->sample, d->tokens + w * T, ((size_t)T + 1) * sizeof(int32_t));
-        batch_put_sample(b, row, d->sample, T, d->opt.sp, d->opt.sp_index, -1, d->opt.placement);
+        batch_put_sample(b, row, d->sample, T, -1,
+                         (RankSlice){d->opt.sp, d->opt.sp_index, d->opt.placement, d->opt.place_groups});
         b->sample[row] = (int64_t)k;
     }
     d->state.consumed += (uint64_t)d->opt.batch * d->opt.dp;

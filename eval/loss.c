@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention/ring.h"
 #include "checkpoints/fsio.h"
 #include "core/args.h"
 #include "core/common.h"
@@ -141,9 +140,8 @@ int loss_eval(GPT *m, const LossEval *e, const CommGrid *cg, LossResult *r, char
                  " chunks); use e.g. --seq-len %d", T, 2 * sp, T < 2 * sp ? 2 * sp : T / (2 * sp) * (2 * sp));
         return -1;
     }
-    if (sp > 1) m->ring = ring_create(cg->ring, m->be, true);   // attention spans the sp ranks
+    gpt_set_cp(m, cg->ring, &(CpConfig){.mode = CP_RING, .overlap = true});   // attention spans the sp ranks
     int rc = eval_data(m, e, cg, r, why, n);
-    ring_free(m->ring);
-    m->ring = NULL;
+    gpt_set_cp(m, NULL, NULL);
     return rc;
 }

@@ -27,8 +27,8 @@ typedef struct {
     uint64_t rest;         // samples after them evaluated one by one (batches "all": the split's last, partial round)
 } LossResult;
 
-// Evaluates m (loss_chunk and doc_mask set) over cg: sp > 1 splits each sequence over the ring (m->ring is created
-// here and freed before returning), the dp groups split the batches; the same samples and loss as one rank.
+// Evaluates m (loss_chunk and doc_mask set) over cg: sp > 1 splits each sequence over the ring (attached here,
+// gpt_set_cp, and released before returning), the dp groups split the batches; the same samples and loss as one rank.
 // Returns 0, or -1 with one line in why (size n) naming the flag and the way out: a usage error every rank meets
 // alike (a sequence the ring cannot split, more batches than the split holds, none of the data's targets weighted).
 int loss_eval(GPT *m, const LossEval *e, const CommGrid *cg, LossResult *r, char *why, size_t n);

@@ -4,7 +4,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "attention/ring.h"
 #include "core/common.h"
 
 static const char *const NAMES[] = {[RECOMPUTE_NONE] = "none", [RECOMPUTE_MLP] = "mlp", [RECOMPUTE_FULL] = "full",
@@ -60,7 +59,7 @@ static const ActSpec TABLE[] = {
     {SCRATCH(d_k),      ACT_ROWS_KV,      false, MODES(OWN, OWN, ARENA(ATTN))},          // (N, Hkv·hd)
     {SCRATCH(d_v),      ACT_ROWS_KV,      false, MODES(OWN, OWN, ARENA(ATTN))},          // (N, Hkv·hd)
     {SCRATCH(attn_tmp), ACT_ROWS_H,       false, MODES(OWN, OWN, ARENA(ATTN))},          // (N, H) running sum, D
-    {SCRATCH(ring_ws),  ACT_RING_PACKETS, false, MODES(RING, RING, ARENA(ATTN))},        // ring_workspace_bytes
+    {SCRATCH(cp_ws),    ACT_CP_WORKSPACE, false, MODES(RING, RING, ARENA(ATTN))},        // attn_cp_workspace_bytes
     // the final norm, over gate and up: written after the last layer's MLP has read them, read by the
     // backward before any recompute
     {SCRATCH(x_final),  ACT_ROWS_C,       false, MODES(OWN, OWN, ARENA(FINAL))},         // (N, C) last residual
@@ -82,9 +81,10 @@ enum { TABLE_LEN = sizeof TABLE / sizeof TABLE[0] };
 #undef RING
 #undef MODES
 
-ActDims act_dims(const ModelConfig *c, Recompute r, ActStore store, int B, int T_local, bool ring) {
+ActDims act_dims(const ModelConfig *c, Recompute r, ActStore store, int B, int T_local, const CpConfig *cp) {
     return (ActDims){.N = (size_t)B * T_local, .T_local = (size_t)T_local, .C = c->dim, .Q = c->dim,
-                     .KV = cfg_kv_dim(c), .F = c->ffn_dim, .H = c->n_head, .mode = r, .store = store, .ring = ring};
+                     .KV = cfg_kv_dim(c), .F = c->ffn_dim, .H = c->n_head, .hd = cfg_head_dim(c), .mode = r,
+                     .store = store, .cp = cp ? *cp : (CpConfig){.sp = 1}};
 }
 
 // The unrounded bytes of s's tensor.
@@ -97,19 +97,24 @@ static size_t spec_bytes(const ActSpec *s, const ActDims *d) {
     case ACT_ROWS_KV: return d->N * d->KV * elem;
     case ACT_ROWS_F: return d->N * d->F * elem;
     case ACT_ROWS_H: return d->N * d->H * elem;
-    case ACT_RING_PACKETS: return ring_workspace_bytes(d->T_local * d->KV, d->store);
+    case ACT_CP_WORKSPACE: {
+        AttnShape s = {.n_head = (int)d->H, .n_kv_head = (int)(d->KV / d->hd), .head_dim = (int)d->hd, .qkv = d->store};
+        return attn_cp_workspace_bytes(&d->cp, &s, (int)d->T_local);
+    }
     }
     return 0;
 }
 
 // decode lays out as full does, but for the keys and values, which the decoder reads from every layer as its cache.
+// A CP workspace that cannot be lent (Ulysses') stays the CP's own in every mode.
 static const ActWhere *where(const ActSpec *s, const ActDims *d) {
-    static const ActWhere KEPT = {ACT_OWN, 0, NULL};
+    static const ActWhere KEPT = {ACT_OWN, 0, NULL}, CP_OWN = {ACT_RING, 0, NULL};
     bool cache = s->per_layer && (s->field == offsetof(LayerActs, k) || s->field == offsetof(LayerActs, v));
+    if (s->shape == ACT_CP_WORKSPACE && !attn_cp_lends(&d->cp)) return &CP_OWN;
     if (d->mode == RECOMPUTE_DECODE) return cache ? &KEPT : &s->where[RECOMPUTE_FULL];
     return &s->where[d->mode];
 }
-static bool present(const ActSpec *s, const ActDims *d) { return s->shape != ACT_RING_PACKETS || d->ring; }
+static bool present(const ActSpec *s, const ActDims *d) { return s->shape != ACT_CP_WORKSPACE || d->cp.sp > 1; }
 static size_t round_up(size_t bytes) { return (bytes + ACT_ALIGN_BYTES - 1) / ACT_ALIGN_BYTES * ACT_ALIGN_BYTES; }
 
 // s's arena piece: large enough for s and every tensor laid over it, rounded up to ACT_ALIGN_BYTES.
@@ -188,8 +193,8 @@ static void count(void *ctx, const ActSpec *s, ActPlace p) {
     if (p.home == ACT_RING) z->ring += p.bytes;
 }
 
-ActSizes act_sizes(const ModelConfig *c, Recompute r, ActStore store, int B, int T_local, int sp) {
-    ActDims d = act_dims(c, r, store, B, T_local, sp > 1);
+ActSizes act_sizes(const ModelConfig *c, Recompute r, ActStore store, int B, int T_local, const CpConfig *cp) {
+    ActDims d = act_dims(c, r, store, B, T_local, cp);
     ActSizes z = {0};
     z.work = acts_layout(&d, count, &z);
     return z;

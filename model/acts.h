@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "attention/cp.h"
 #include "core/backend.h"
 #include "model/config.h"
 
@@ -58,7 +59,7 @@ typedef struct {
     real *h;            // (N, F) [act] swiglu output / its gradient
     real *d_gate, *d_up;// (N, F) [act]
     real *attn_tmp;     // (N, H) attention scratch (running sum, D)
-    real *ring_ws;      // the ring's packets (ring_workspace_bytes), in the arena under full (else NULL: the ring's own)
+    real *cp_ws;        // the ring's packets (attn_cp_workspace_bytes), in the arena under full (else NULL: the CP's own)
     // the allocation
     real *arena;        // one layer's working set under recompute (NULL for none)
     void **owned;       // every buffer allocated for these activations (released by acts_free), in layout order
@@ -68,14 +69,14 @@ typedef struct {
     size_t kept_bytes, work_bytes, shared_bytes;   // what acts_ensure allocated (the memory plan's figures)
     int B, T;           // the shape the buffers are laid out for
     int cap_B, cap_T;   // ... and the shape they were allocated for (B·T and T no smaller)
-    bool ring;          // ... with the ring's rows (the ring's packets) or without
+    CpConfig cp;        // ... for this context parallelism (sp 1: none)
     Recompute mode;     // ... the recompute mode
     ActStore store;     // ... and the storage of the [act] buffers
 } Activations;
 
 // ---- the table ----
 
-// A tensor's shape: N = B·T_local rows of a width, or the ring's packets.
+// A tensor's shape: N = B·T_local rows of a width, or the context parallelism's workspace.
 typedef enum {
     ACT_ROWS,          // (N)
     ACT_ROWS_C,        // (N, C) the model width
@@ -83,8 +84,8 @@ typedef enum {
     ACT_ROWS_KV,       // (N, Hkv·hd) the key/value heads
     ACT_ROWS_F,        // (N, F) the SwiGLU width
     ACT_ROWS_H,        // (N, H) one value per row and head
-    ACT_RING_PACKETS,  // ring_workspace_bytes(T_local·Hkv·hd): two K|V|dK|dV packets and a dK|dV step buffer;
-                       // only on a ring (sp > 1)
+    ACT_CP_WORKSPACE,  // attn_cp_workspace_bytes (attention/cp.h): the ring's two K|V|dK|dV packets and a dK|dV step
+                       // buffer (the exchange's slot more for any layout), or Ulysses' tensors; only with sp > 1
 } ActShape;
 
 // Where a tensor lives under one recompute mode.
@@ -92,8 +93,8 @@ typedef enum {
     ACT_OWN,      // its own buffer: each layer's for a LayerActs tensor (kept for the backward), one for scratch
     ACT_ARENA,    // in the working-set arena, in the overlays its row names
     ACT_OVER,     // in place over another tensor's arena piece (the row names it)
-    ACT_RING,     // the ring's own buffers (attention/ring.c allocates them; the plan counts them apart)
-    ACT_ABSENT,   // not there: the ring's packets without a ring (only in an ActPlace, never in the table)
+    ACT_RING,     // the context parallelism's own buffers (attention/ allocates them; the plan counts them apart)
+    ACT_ABSENT,   // not there: the CP workspace without sp > 1 (only in an ActPlace, never in the table)
 } ActHome;
 
 // The arena's overlays: each is a set of tensors alive at the same time, laid out from the arena's start
@@ -121,14 +122,15 @@ typedef struct {
     ActWhere where[3];    // by Recompute
 } ActSpec;
 
-// The sizes a layout is made for: N = B·T_local rows on a ring (sp > 1) or not.
+// The sizes a layout is made for: N = B·T_local rows, with context parallelism over sp > 1 ranks or not.
 typedef struct {
-    size_t N, T_local, C, Q, KV, F, H;
+    size_t N, T_local, C, Q, KV, F, H, hd;
     Recompute mode;
     ActStore store;
-    bool ring;
+    CpConfig cp;   // sp 1: one rank
 } ActDims;
-ActDims act_dims(const ModelConfig *c, Recompute r, ActStore store, int B, int T_local, bool ring);
+// cp NULL: one rank.
+ActDims act_dims(const ModelConfig *c, Recompute r, ActStore store, int B, int T_local, const CpConfig *cp);
 
 // Where one tensor is for given dims: home is ACT_OWN, ACT_ARENA (an ACT_OVER row resolves to its
 // target's offset), ACT_RING or ACT_ABSENT; offset into the arena for ACT_ARENA; bytes unrounded.
@@ -144,13 +146,13 @@ size_t acts_layout(const ActDims *d, ActVisit visit, void *ctx);
 // The pointer s names: a field of L (a per-layer row) or of a.
 real **act_field(Activations *a, LayerActs *L, const ActSpec *s);
 
-// Bytes of the activation buffers for B sequences of T_local tokens on a ring of sp ranks, by where they
+// Bytes of the activation buffers for B sequences of T_local tokens under context parallelism cp (NULL: one rank), by where they
 // live, with the [act] tensors stored as `store` (bf16 halves them under --activations bf16). The forward
 // allocates exactly these (tests/model/test_recompute.c checks it).
 typedef struct {
     size_t kept_per_layer;   // kept from the forward to the backward, per layer
     size_t work;             // one layer's working set: the shared arena (0 for none; holds the ring's packets under full)
     size_t shared;           // buffers shared by all layers: backward scratch, final norm, head gradient
-    size_t ring;             // the ring's own packets, where the arena does not hold them (sp > 1)
+    size_t ring;             // the context parallelism's own buffers, where the arena does not hold them (sp > 1)
 } ActSizes;
-ActSizes act_sizes(const ModelConfig *c, Recompute r, ActStore store, int B, int T_local, int sp);
+ActSizes act_sizes(const ModelConfig *c, Recompute r, ActStore store, int B, int T_local, const CpConfig *cp);

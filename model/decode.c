@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention/ring.h"
 #include "core/common.h"
 #include "data/source.h"
 
@@ -40,7 +39,7 @@ void decoder_init(Decoder *s, GPT *m, Comm *ring, int max_new) {
     s->ring = ring && comm_size(ring) > 1 ? ring : NULL;
     s->rank = s->ring ? comm_rank(ring) : 0;
     s->size = s->ring ? comm_size(ring) : 1;
-    if (s->ring && !m->ring) m->ring = ring_create(ring, be, true);
+    if (s->ring && !m->cp) gpt_set_cp(m, ring, &(CpConfig){.mode = CP_RING, .overlap = true});
     s->cap = (max_new + s->size) / s->size + 1;   // this rank's share of the decoded tokens and the prompt's last
     s->kc = be->alloc((size_t)c->n_layer * s->cap * KV * r, "key cache");
     s->vc = be->alloc((size_t)c->n_layer * s->cap * KV * r, "value cache");
@@ -68,10 +67,7 @@ void decoder_free(Decoder *s) {
     free(s->logits);
     if (s->batch.tokens) batch_free(&s->batch);
     s->m->recompute = s->model_mode;
-    if (s->ring) {
-        ring_free(s->m->ring);
-        s->m->ring = NULL;
-    }
+    if (s->ring) gpt_set_cp(s->m, NULL, NULL);
 }
 
 // logits (V, host floats) of the final-norm row xn (C, on the backend).
@@ -94,7 +90,7 @@ static void prefill_cache(Decoder *s, const int32_t *tokens, int n) {
     memcpy(sample, tokens, (size_t)n * sizeof(int32_t));
     if (s->batch.tokens) batch_free(&s->batch);
     s->batch = batch_alloc(1, T / W);
-    batch_put_sample(&s->batch, 0, sample, T, W, r, -1, PLACE_ZIGZAG);
+    batch_put_sample(&s->batch, 0, sample, T, -1, (RankSlice){W, r, PLACE_ZIGZAG});
     free(sample);
     gpt_prefill(s->m, &s->batch, n + 1);   // HF's prefill runs the whole prompt: the last token's too
     int starts[2] = {W == 1 ? 0 : r * chunk, (2 * W - 1 - r) * chunk}, lens[2] = {W == 1 ? n : chunk, W == 1 ? 0 : chunk};

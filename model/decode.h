@@ -53,7 +53,7 @@ struct Decoder {
 };
 
 // max_new: the most tokens decode_step will be fed after one prefill. ring: the sp ranks that share the
-// sequence (NULL or one rank: local); with sp > 1 the model's ring is created here (m->ring). The model's activations
+// sequence (NULL or one rank: local); with sp > 1 the model's ring is attached here (gpt_set_cp). The model's activations
 // are laid out as RECOMPUTE_DECODE (every layer's keys and values kept) until decoder_free.
 void decoder_init(Decoder *s, GPT *m, struct Comm *ring, int max_new);
 void decoder_free(Decoder *s);

@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention/attention.h"
-#include "attention/ring.h"
+#include "attention/cp.h"
 #include "core/common.h"
 
 // Where the initial weights go: dst (backend) holds every element (s NULL), or this rank's slices of s in local order.
@@ -77,6 +76,7 @@ static void acts_free(GPT *m) {
 
 void gpt_free(GPT *m) {
     acts_free(m);
+    attn_cp_free(m->cp);
     if (m->doc_ids) m->be->release(m->doc_ids);
     free(m->doc_ids_host);
     if (m->params) m->be->release(m->params);
@@ -97,6 +97,14 @@ void gpt_shard(GPT *m, ShardLevel level, int ranks, int rank) {
     m->sizes = shard_sizes(&m->cfg, level, m->shard);
     state_alloc(m);
 }
+
+void gpt_set_cp(GPT *m, struct Comm *ring, const CpConfig *c) {
+    attn_cp_free(m->cp);
+    m->cp = ring ? attn_cp_create(ring, m->be, c) : NULL;
+}
+
+// The ranks a sequence spans (1: this one alone).
+static int cp_sp(const GPT *m) { return attn_cp_config(m->cp).sp; }
 
 void gpt_zero_grad(GPT *m) {
     if (!m->grads) fail("internal: gradients of a model built for inference (GPT_INFER)");
@@ -129,7 +137,7 @@ static real *act_alloc(GPT *m, size_t b, size_t *bytes, const char *what) {
 }
 
 // Points one table row's tensor where the layout places it: its own buffer (each layer's, or one for all
-// layers), or into the arena; NULL where the ring keeps its own packets or there is no ring.
+// layers), or into the arena; NULL where the CP keeps its own buffers or there is none.
 static void act_bind(void *ctx, const ActSpec *s, ActPlace p) {
     GPT *m = ctx;
     Activations *a = &m->act;
@@ -142,12 +150,20 @@ static void act_bind(void *ctx, const ActSpec *s, ActPlace p) {
     }
 }
 
+static AttnShape attn_shape(const GPT *m) {
+    const ModelConfig *c = &m->cfg;
+    return (AttnShape){.n_head = c->n_head, .n_kv_head = c->n_kv_head, .head_dim = cfg_head_dim(c), .qkv = m->act_store};
+}
+
 // Activation memory is linear in N = B·T: nothing here is (T × T) or (T × V). The table (model/acts.c)
 // says what the mode keeps per layer, what is scratch and what lives in the arena; the memory plan
 // (model/memplan.c) sums the same table.
 static void acts_ensure(GPT *m, int B, int T) {
     Activations *a = &m->act;
-    bool kind = a->layers && a->mode == m->recompute && a->store == m->act_store && a->ring == (m->ring != NULL);
+    CpConfig cp = attn_cp_config(m->cp);
+    bool same_cp = a->cp.mode == cp.mode && a->cp.sp == cp.sp && a->cp.degree == cp.degree &&
+                   a->cp.any_layout == cp.any_layout;
+    bool kind = a->layers && a->mode == m->recompute && a->store == m->act_store && same_cp;
     if (kind && a->B == B && a->T == T) return;
     // A shape no larger than the one the buffers were made for (every size is linear in B·T or in T) is laid over
     // them: a prompt of each length, as eval and decoding run them, does not allocate and fault in gigabytes again.
@@ -158,31 +174,26 @@ static void acts_ensure(GPT *m, int B, int T) {
     } else {
         acts_free(m);
         a->layers = xcalloc(m->cfg.n_layer, sizeof(LayerActs), "layer activations");
-        a->mode = m->recompute, a->store = m->act_store, a->ring = m->ring != NULL;
+        a->mode = m->recompute, a->store = m->act_store, a->cp = cp;
         a->cap_B = B, a->cap_T = T;
     }
-    ActDims d = act_dims(&m->cfg, a->mode, a->store, B, T, m->ring != NULL);
+    ActDims d = act_dims(&m->cfg, a->mode, a->store, B, T, &cp);
     size_t arena = acts_layout(&d, NULL, NULL);
     a->arena = arena ? act_alloc(m, arena, &a->work_bytes, "recompute working set") : NULL;
     acts_layout(&d, act_bind, m);
     if (a->relaid != a->n_owned) fail("internal: the activation layout changed its buffers between two shapes");
-    if (m->ring) ring_set_workspace(m->ring, a->ring_ws, a->ring_ws ? ring_workspace_bytes(d.T_local * d.KV, a->store) : 0);
+    AttnShape s = attn_shape(m);
+    attn_cp_set_workspace(m->cp, a->cp_ws, a->cp_ws ? attn_cp_workspace_bytes(&cp, &s, T) : 0);
     a->B = B;
     a->T = T;
 }
 
 void gpt_prepare(GPT *m, int B, int T) { acts_ensure(m, B, T); }
 
-static AttnShape attn_shape(const GPT *m) {
-    const ModelConfig *c = &m->cfg;
-    return (AttnShape){.n_head = c->n_head, .n_kv_head = c->n_kv_head, .head_dim = cfg_head_dim(c), .qkv = m->act_store};
-}
-
-// --doc-mask: every sample's document ids in zigzag rank order (the batch's docs), once per forward, on the
+// --doc-mask: every sample's document ids in its layout's order (the batch's docs), once per forward, on the
 // backend for the kernels; the backward of the same batch reuses them.
 static void docs_prepare(GPT *m, const Batch *b) {
-    int sp = m->ring ? ring_size(m->ring) : 1;
-    size_t n = (size_t)b->B * b->T * sp;
+    size_t n = (size_t)b->B * b->T * cp_sp(m);
     if (n > m->doc_ids_cap) {
         if (m->doc_ids) m->be->release(m->doc_ids);
         free(m->doc_ids_host);
@@ -192,47 +203,52 @@ static void docs_prepare(GPT *m, const Batch *b) {
     }
     if (!b->docs) fail("internal: --doc-mask with a batch that no source filled (no document ids)");
     for (int row = 0; row < b->B; row++)
-        memcpy(m->doc_ids_host + (size_t)row * b->T * sp, b->docs + (size_t)row * b->doc_cap, (size_t)b->T * sp * sizeof(int32_t));
+        memcpy(m->doc_ids_host + (size_t)row * b->T * cp_sp(m), b->docs + (size_t)row * b->doc_cap,
+               (size_t)b->T * cp_sp(m) * sizeof(int32_t));
     m->be->to_device(m->doc_ids, m->doc_ids_host, n * sizeof(int32_t));
 }
 
-// Sample b's document ids (NULL without --doc-mask), backend and host copies.
-static const int32_t *sample_docs(const GPT *m, int b, int T, bool host) {
-    if (!m->doc_mask) return NULL;
-    size_t off = (size_t)b * T * (m->ring ? ring_size(m->ring) : 1);
-    return (host ? m->doc_ids_host : m->doc_ids) + off;
+// Sequence b's layout over the sp ranks: its positions (r.layout's row) and, under --doc-mask, its document ids in the
+// same order, backend and host copies.
+static AttnLayout sample_layout(const GPT *m, Rows r, int b) {
+    size_t off = (size_t)b * r.T * cp_sp(m);
+    AttnLayout lay = {.pos = r.layout ? r.layout + (size_t)b * r.layout_stride : NULL};
+    if (m->doc_mask) lay.docs = m->doc_ids + off, lay.docs_host = m->doc_ids_host + off;
+    return lay;
 }
 
-// The training forward's attention step: every sequence of the batch whole, on this rank alone or
-// around the ring (with document ids under --doc-mask).
+// Sequence b's tensors of one attention call: q, k, v, O and LSE of L; the backward's gradients (datt non-NULL).
+static AttnRows sample_rows(GPT *m, const LayerActs *L, const real *datt, int b, int T) {
+    ActStore st = m->act_store;
+    Activations *a = &m->act;
+    size_t qs = (size_t)T * m->cfg.dim, kvs = (size_t)T * cfg_kv_dim(&m->cfg), hs = (size_t)T * m->cfg.n_head;
+    AttnRows t = {.L = T, .q = act_at(L->q, st, b * qs), .k = act_at(L->k, st, b * kvs), .v = act_at(L->v, st, b * kvs),
+                  .out = L->att + b * qs, .lse = L->lse + b * hs, .tmp = a->attn_tmp + b * hs};
+    if (datt) t.dout = datt + b * qs, t.dq = a->d_q + b * qs, t.dk = a->d_k + b * kvs, t.dv = a->d_v + b * kvs;
+    return t;
+}
+
+// The training forward's attention step: every sequence of the batch whole, on this rank alone or over the sp
+// ranks of its context parallelism (with document ids under --doc-mask).
 static void whole_sequence_attention(AttnStep *self, GPT *m, int layer, LayerActs *L, Rows r) {
     (void)self, (void)layer;
     AttnShape s = attn_shape(m);
-    size_t qs = (size_t)r.T * m->cfg.dim, kvs = (size_t)r.T * cfg_kv_dim(&m->cfg), hs = (size_t)r.T * m->cfg.n_head;
     for (int b = 0; b < r.B; b++) {
-        real *att = L->att + b * qs, *lse = L->lse + b * hs, *tmp = m->act.attn_tmp + b * hs;
-        const real *q = act_at(L->q, s.qkv, b * qs), *k = act_at(L->k, s.qkv, b * kvs), *v = act_at(L->v, s.qkv, b * kvs);
-        const int32_t *docs = sample_docs(m, b, r.T, false), *docs_host = sample_docs(m, b, r.T, true);
-        RingLayout lay = {.docs = docs, .docs_host = docs_host};   // the zigzag
-        if (m->ring) ring_attention_forward(m->ring, m->be, &s, att, lse, tmp, q, k, v, r.T, &lay);
-        else attention_causal_forward(m->be, &s, att, lse, tmp, q, k, v, r.T, docs);
+        AttnRows t = sample_rows(m, L, NULL, b, r.T);
+        AttnLayout lay = sample_layout(m, r, b);
+        attn_cp_forward(m->cp, m->be, &s, &t, &lay);
     }
 }
 
 static AttnStep WHOLE_SEQUENCE = {whole_sequence_attention};
 
-static void attention_backward(GPT *m, LayerActs *L, const real *datt, int B, int T) {
+// d_q, d_k, d_v of every sequence from datt = dL/d(att).
+static void attention_backward(GPT *m, LayerActs *L, const real *datt, Rows r) {
     AttnShape s = attn_shape(m);
-    Activations *a = &m->act;
-    size_t qs = (size_t)T * m->cfg.dim, kvs = (size_t)T * cfg_kv_dim(&m->cfg), hs = (size_t)T * m->cfg.n_head;
-    for (int b = 0; b < B; b++) {
-        real *dq = a->d_q + b * qs, *dk = a->d_k + b * kvs, *dv = a->d_v + b * kvs, *tmp = a->attn_tmp + b * hs;
-        const real *q = act_at(L->q, s.qkv, b * qs), *k = act_at(L->k, s.qkv, b * kvs), *v = act_at(L->v, s.qkv, b * kvs);
-        const real *o = L->att + b * qs, *lse = L->lse + b * hs, *dout = datt + b * qs;
-        const int32_t *docs = sample_docs(m, b, T, false), *docs_host = sample_docs(m, b, T, true);
-        RingLayout lay = {.docs = docs, .docs_host = docs_host};   // the zigzag
-        if (m->ring) ring_attention_backward(m->ring, m->be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, &lay);
-        else attention_causal_backward(m->be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, docs);
+    for (int b = 0; b < r.B; b++) {
+        AttnRows t = sample_rows(m, L, datt, b, r.T);
+        AttnLayout lay = sample_layout(m, r, b);
+        attn_cp_backward(m->cp, m->be, &s, &t, &lay);
     }
 }
 
@@ -298,10 +314,14 @@ void gpt_final_norm(GPT *m, real *xn, real *rstd, real *x, int N) {
     m->be->rmsnorm_forward(xn, rstd, x, NULL, m->w.norm, N, m->cfg.dim, m->cfg.norm_eps, m->act_store);
 }
 
-// A batch's rows: whole sequences of T·sp tokens (the ring's sp ranks hold T each), the length RoPE scaling sees.
+// A batch's rows: whole sequences of T·sp tokens (the sp ranks hold T each, as each row's layout says), the length
+// RoPE scaling sees.
 static Rows batch_rows(const GPT *m, const Batch *b) {
-    int sp = m->ring ? ring_size(m->ring) : 1;
-    return (Rows){.B = b->B, .T = b->T, .pos = b->pos, .rope_len = b->T * sp};
+    int sp = cp_sp(m);
+    if (b->layout && b->doc_cap < b->T * sp)
+        fail("internal: a batch of rows of %d tokens on %d ranks laid out for sequences of %d", b->T, sp, b->doc_cap);
+    return (Rows){.B = b->B, .T = b->T, .pos = b->pos, .rope_len = b->T * sp, .layout = b->layout,
+                  .layout_stride = b->doc_cap};
 }
 
 // Embeds the batch and runs its first n_full blocks whole; layer n_full's input is then in
@@ -379,7 +399,7 @@ static void layer_backward(GPT *m, int l, const Batch *b) {
     // attention branch: xm = x + att @ woᵀ
     be->matmul_backward(a->d_c, g->wo, a->res, L->att, w->wo, N, C, C, 0, f32, f32, f32);  // d_c = d(att)
     if (a->mode == RECOMPUTE_FULL) qkv_forward(m, l, L, batch_rows(m, b));    // rstd1, xn1, q, k, v from x
-    attention_backward(m, L, a->d_c, b->B, b->T);                          // d_q, d_k, d_v
+    attention_backward(m, L, a->d_c, batch_rows(m, b));                    // d_q, d_k, d_v
     gpt_rope(m, a->d_q, a->d_k, b->pos, N, batch_rows(m, b).rope_len, 1, f32);
     be->matmul_backward(a->d_c, g->wq, a->d_q, L->xn1, w->wq, N, C, C, 0, f32, f32, lo);
     be->matmul_backward(a->d_c, g->wk, a->d_k, L->xn1, w->wk, N, C, KV, 1, f32, f32, lo);

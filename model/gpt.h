@@ -3,6 +3,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "attention/cp.h"
 #include "core/backend.h"
 #include "data/batch.h"
 #include "model/acts.h"
@@ -10,7 +11,6 @@
 #include "model/params.h"
 #include "model/shard.h"
 
-struct AttnRing;   // attention/ring.h: the ring of sp ranks this model's attention spans (NULL = one rank)
 struct GptUnitHook;   // below: what runs around each unit (train --shard gathers and reduce-scatters there)
 
 typedef struct {
@@ -22,10 +22,10 @@ typedef struct {
     ModelTensors w, g;   // named views of params and grads
     uint64_t seed;       // gpt_init's: the initial weights (gpt_shard initialises from it)
     Activations act;
-    struct AttnRing *ring;  // NULL: the whole sequence is on this rank
+    AttnCP *cp;          // context parallelism over the sp ranks of a ring (gpt_set_cp); NULL: the sequence is on this rank
     int loss_chunk;      // rows per chunk of the fused LM head + loss
     bool doc_mask;       // attention stays inside each document of a packed window (--doc-mask; Batch docs)
-    int32_t *doc_ids, *doc_ids_host;   // (B, T·sp) each sample's document ids in zigzag rank order (backend, host)
+    int32_t *doc_ids, *doc_ids_host;   // (B, T·sp) each sample's document ids in its layout's order (backend, host)
     size_t doc_ids_cap;  // elements the two buffers hold
     Recompute recompute; // what the forward keeps for the backward (default none; may change between steps)
     ActStore act_store;  // storage of the [act] activations (train --activations; ACT_F32 by default, always on the CPU)
@@ -61,6 +61,11 @@ void gpt_free(GPT *m);
 // the gradients, at SHARD_PARAMS the weights too). A unit's weights and gradients are bound by m->unit_hook.
 void gpt_shard(GPT *m, ShardLevel level, int ranks, int rank);
 void gpt_zero_grad(GPT *m);
+// Attention over the ranks of `ring` (the sp ranks that share each sequence; every one of them calls) as c says, the
+// handle created here and owned by the model (freed by gpt_free or the next call); ring NULL or of one rank: the
+// sequence on this rank alone. The batches' rows then come in the layouts c implies (cp_place_groups: the data side's
+// placement), each row's in Batch.layout.
+void gpt_set_cp(GPT *m, struct Comm *ring, const CpConfig *c);
 // Forward over the batch. Returns the sum of per-token losses over rows with a target.
 // With want_grad, the fused head also leaves d(loss_sum·grad_scale)/d(xn_f) for gpt_backward
 // and accumulates the LM-head gradient. losses (B·T), optional, receives each row's loss.
@@ -84,8 +89,10 @@ void gpt_logits(GPT *m, const Batch *b, float *out);
 // The rows one block call runs on: B sequences of T tokens on this rank (N = B·T rows).
 typedef struct {
     int B, T;
-    const int32_t *pos;   // (N) global positions (RoPE)
-    int rope_len;         // the sequence length RoPE scaling sees (HF: max position + 1; only "dynamic" reads it)
+    const int32_t *pos;      // (N) global positions (RoPE)
+    int rope_len;            // the sequence length RoPE scaling sees (HF: max position + 1; only "dynamic" reads it)
+    const int32_t *layout;   // host: sequence b's layout over the sp ranks, (sp, T) at layout + b·layout_stride
+    int layout_stride;       // (AttnLayout.pos: Batch.layout, its doc_cap); layout NULL: the zigzag
 } Rows;
 
 // How a layer attends: reads L->q, L->k, L->v (after RoPE) and writes L->att and L->lse (N rows).

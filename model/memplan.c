@@ -26,14 +26,14 @@ static void model_state(MemPlan *p, const MemPlanInput *in) {
 MemPlan memplan(MemPlanInput in) {
     const ModelConfig *c = in.model;
     size_t N = (size_t)in.batch * in.T_local;
-    ActSizes a = act_sizes(c, in.recompute, in.store, in.batch, in.T_local, in.sp);
+    CpConfig cp = {.mode = in.cp, .sp = in.sp, .degree = in.ulysses, .any_layout = in.placement != PLACE_ZIGZAG};
+    ActSizes a = act_sizes(c, in.recompute, in.store, in.batch, in.T_local, &cp);
     size_t chunk = in.loss_chunk > 0 && (size_t)in.loss_chunk < N ? (size_t)in.loss_chunk : N;
     MemPlan p = {
         .kept = (double)a.kept_per_layer * c->n_layer,
         .work = (double)a.work,
         .shared = (double)a.shared,
-        // two packets of K | V | dK | dV and one dK | dV step buffer, each block (T_local, Hkv, hd)
-        .ring = (double)a.ring,
+        .ring = (double)a.ring,   // attn_cp_workspace_bytes where the arena does not lend it
         .head_chunk = (double)chunk * c->vocab_size * sizeof(real) + chunk * sizeof(double),
         .batch = 4.0 * N * sizeof(int32_t),   // tokens, targets, positions, document numbers
         .runtime = in.runtime_bytes,
@@ -65,7 +65,9 @@ void memplan_print(const MemPlan *p, MemPlanInput in) {
         log_info("  MPI reduce-scatter      %9.1f MiB  (two in flight, each two buffers of a unit: Open MPI's scratch)\n",
                  mib(p->coll_scratch));
     // A ring with no packets of its own: the arena lends them (model/acts.c, under full).
-    if (in.sp > 1 && p->ring == 0) log_info("  ring packets            in the working set (dead MLP half)\n");
+    if (in.sp > 1 && in.cp != CP_RING) log_info("  Ulysses buffers         %9.1f MiB%s\n", mib(p->ring), in.cp == CP_HYBRID ?
+                                                "  (with the ring's packets across the groups)" : "");
+    else if (in.sp > 1 && p->ring == 0) log_info("  ring packets            in the working set (dead MLP half)\n");
     else if (in.sp > 1) log_info("  ring packets            %9.1f MiB\n", mib(p->ring));
     log_info("  runtime before the model %8.1f MiB  (measured)\n", mib(p->runtime));
     log_info("  predicted peak          %9.1f MiB\n", mib(p->total));

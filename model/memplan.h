@@ -3,7 +3,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "attention/cp.h"
 #include "core/backend.h"
+#include "data/placement.h"
 #include "model/acts.h"
 #include "model/config.h"
 #include "model/shard.h"
@@ -23,8 +25,10 @@ typedef struct {
     double kept;                        // activations kept for the backward, all layers
     double work;                        // one layer's recompute working set
     double shared;                      // backward scratch, final norm, LM-head gradient
-    double ring;                        // the ring's two K/V/dK/dV packets and its dK/dV step buffer (sp > 1;
-                                        // 0 where the activation table puts them in the working set: full)
+    double ring;                        // the context parallelism's buffers (sp > 1): the ring's two K/V/dK/dV packets
+                                        // and its dK/dV step buffer (the exchange's K|V slot more under a placement
+                                        // other than the zigzag; 0 where the activation table puts them in the working
+                                        // set: full), or Ulysses' head-sharded tensors (the hybrid's ring's packets too)
     double head_chunk;                  // the fused LM head's chunk of logits
     double batch;                       // tokens, targets, positions, document numbers
     double runtime;                     // the process before the model (libraries, data): measured, not predicted
@@ -40,6 +44,9 @@ typedef struct {
     const ModelConfig *model;
     int batch, T_local, sp, ranks;
     ShardLevel shard;
+    CpMode cp;                // how attention spans the sp ranks (CP_RING by default)
+    int ulysses;              // CP_HYBRID: the Ulysses group size (CP_ULYSSES: sp; 0 is taken as sp)
+    Placement placement;      // the rows' layouts (PLACE_ZIGZAG by default; another one: the ring's exchange)
     Recompute recompute;
     ActStore store;
     int loss_chunk;           // rows per chunk of the fused LM head

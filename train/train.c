@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "attention/ring.h"
+#include "attention/cp.h"
 #include "checkpoints/model_tokenizer.h"
 #include "checkpoints/rundir.h"
 #include "checkpoints/train_ckpt.h"
@@ -392,7 +392,7 @@ static void claim_out(const TrainConfig *t, Comm *world) {
 typedef struct {
     TrainConfig t;
     CommGrid grid;
-    Comm *grad_comm, *ring_comm;   // device-aware communicators (the grid's own on the CPU)
+    Comm *grad_comm;   // device-aware communicator (the grid's own on the CPU)
     DataSource *train, *val;
     GPT model;
     AdamW opt;
@@ -442,14 +442,13 @@ static void run_open(Run *r, const TrainConfig *cfg) {
     const Backend *be = select_backend(t, r->grid.rank);
     set_comm_progress(t, be);
     r->grad_comm = device_comm(be, r->grid.world, "gradient communicator");
-    r->ring_comm = t->sp > 1 ? device_comm(be, r->grid.ring, "ring communicator") : NULL;
     r->plan = plan_memory(t, be, r->grid.world);
     gpt_init(&r->model, &t->model_cfg, be, (uint64_t)t->seed, t->shard_level == SHARD_NONE ? GPT_TRAIN : GPT_SHARDED);
     r->model.loss_chunk = t->loss_chunk;
     r->model.doc_mask = t->doc_mask;
     r->model.recompute = t->recompute_mode;
     r->model.act_store = train_act_store(t);
-    if (t->sp > 1) r->model.ring = ring_create(r->ring_comm, be, t->ring_overlap);   // attention spans the sp ranks
+    gpt_set_cp(&r->model, r->grid.ring, &(CpConfig){.mode = CP_RING, .overlap = t->ring_overlap});   // over the sp ranks
     AdamWConfig opt_cfg = {t->beta1, t->beta2, 1e-8f, t->weight_decay};
     r->sched = (Schedule){.lr = t->lr, .min_lr = t->min_lr, .warmup = t->warmup, .total = t->steps};
     schedule_parse(t->schedule, &r->sched.kind);
@@ -486,8 +485,8 @@ static void run_open(Run *r, const TrainConfig *cfg) {
 }
 
 static void run_close(Run *r) {
-    if (r->model.ring) {
-        RingStats rs = ring_stats(r->model.ring);
+    if (r->model.cp) {
+        RingStats rs = attn_cp_stats(r->model.cp);
         log_info("ring (rank 0): %.2f s blocked waiting for KV, %.2f s attention compute, %.1f MiB sent in %ld piece%s\n",
                  rs.wait_s, rs.compute_s, rs.bytes / 1048576, rs.exchanges, plural(rs.exchanges));
         if (rs.lag_s > 0) log_info("ring (rank 0, serial baseline): %.2f s waiting for the neighbours before hops\n", rs.lag_s);
@@ -502,13 +501,10 @@ static void run_close(Run *r) {
     free(r->micro);
     adamw_free(&r->opt, &r->model);
     shard_comm_free(&r->shard);
-    ring_free(r->model.ring);
-    r->model.ring = NULL;
     gpt_free(&r->model);
     data_close(r->train);
     data_close(r->val);
     if (r->grad_comm != r->grid.world) device_comm_free(r->grad_comm);
-    if (r->ring_comm != r->grid.ring) device_comm_free(r->ring_comm);
     comm_grid_free(&r->grid);
 }
 
@@ -555,8 +551,8 @@ static double accumulate_gradients(Run *r, double count) {
 
 // The ring's waiting so far: for pieces, and the serial baseline's for its neighbours.
 static double ring_waited(const Run *r) {
-    if (!r->model.ring) return 0;
-    RingStats rs = ring_stats(r->model.ring);
+    if (!r->model.cp) return 0;
+    RingStats rs = attn_cp_stats(r->model.cp);
     return rs.wait_s + rs.lag_s;
 }
 

@@ -254,6 +254,7 @@ __nv_bfloat16 *cb_fresh_shadow(const float *w, size_t n) {
 
 extern "C" const Backend BACKEND_CUDA = {
     .name = "cuda",
+    .device = true,
     .alloc = cb_alloc,
     .release = cb_release,
     .zero = cb_zero,

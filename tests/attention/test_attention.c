@@ -80,8 +80,10 @@ static void run_case_docs(int H, int Hkv, int hd, int T, int causal, int splits,
     real *dq = xcalloc(qn, sizeof(real), "dq"), *dk = xcalloc(kvn, sizeof(real), "dk"), *dv = xcalloc(kvn, sizeof(real), "dv");
     real *D = xmalloc(rows * sizeof(real), "D");
     if (causal && splits == 1) {
-        attention_causal_forward(be, &s, out, lse, l, q, k, v, T, doc);
-        attention_causal_backward(be, &s, dq, dk, dv, D, q, k, v, out, lse, dout, T, doc);
+        AttnRows t = {.L = T, .q = q, .k = k, .v = v, .out = out, .lse = lse, .tmp = l, .dout = dout, .dq = dq, .dk = dk, .dv = dv};
+        attention_causal_forward(be, &s, &t, &(AttnLayout){.docs = doc});
+        t.tmp = D;
+        attention_causal_backward(be, &s, &t, &(AttnLayout){.docs = doc});
     } else {   // full mask, KV in `splits` blocks
         AttnState st = {.acc = out, .m = lse, .l = l};
         be->attn_state_reset(&s, st, T);
@@ -183,14 +185,16 @@ static void test_backward_variants(void) {
     real *lse = xmalloc(rows * sizeof(real), "lse"), *tmp = xmalloc(rows * sizeof(real), "tmp");
     for (size_t i = 0; i < qn; i++) q[i] = (real)rng_normal(&rng), dout[i] = (real)rng_normal(&rng);
     for (size_t i = 0; i < kvn; i++) k[i] = (real)rng_normal(&rng), v[i] = (real)rng_normal(&rng);
-    attention_causal_forward(be, &s, out, lse, tmp, q, k, v, T, NULL);
+    AttnRows t = {.L = T, .q = q, .k = k, .v = v, .out = out, .lse = lse, .tmp = tmp, .dout = dout};
+    attention_causal_forward(be, &s, &t, NULL);
     real *g[2][3];
     const char *variant[2] = {"heads", "tiles"};
     for (int i = 0; i < 2; i++) {
         g[i][0] = xmalloc(qn * sizeof(real), "dq"), g[i][1] = xmalloc(kvn * sizeof(real), "dk");
         g[i][2] = xmalloc(kvn * sizeof(real), "dv");
         setenv("RINGGPT_ATTN_BACKWARD", variant[i], 1);
-        attention_causal_backward(be, &s, g[i][0], g[i][1], g[i][2], tmp, q, k, v, out, lse, dout, T, NULL);
+        t.dq = g[i][0], t.dk = g[i][1], t.dv = g[i][2];
+        attention_causal_backward(be, &s, &t, NULL);
     }
     unsetenv("RINGGPT_ATTN_BACKWARD");
     CHECK(memcmp(g[0][0], g[1][0], qn * sizeof(real)) == 0, "dQ differs between backward variants");

@@ -28,7 +28,8 @@ static void test_empty_rows(int hd) {
     // out and lse from a real forward on the CPU, then the odd heads' rows marked as having seen no key
     float *out = xcalloc((size_t)nq * QW, 4, "out"), *lse = xcalloc((size_t)nq * 4, 4, "lse");
     float *lrow = xcalloc((size_t)nq * 4, 4, "l"), *D = xcalloc((size_t)nq * 4, 4, "D");
-    attention_causal_forward(&BACKEND_CPU, &s, out, lse, lrow, q, k, v, nq, NULL);
+    attention_causal_forward(&BACKEND_CPU, &s, &(AttnRows){.L = nq, .q = q, .k = k, .v = v, .out = out, .lse = lse, .tmp = lrow},
+                             NULL);
     for (int i = 0; i < nq; i++)
         for (int h = 1; h < 4; h += 2) {
             lse[i * 4 + h] = -INFINITY;

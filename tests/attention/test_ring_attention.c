@@ -49,14 +49,16 @@ typedef struct {
 } Grads;
 
 static Grads ring_run(AttnRing *ring, const AttnShape *s, int L, const real *lq, const real *lk, const real *lv,
-                      const real *ldo, const RingLayout *lay) {
+                      const real *ldo, const AttnLayout *lay) {
     const Backend *be = &BACKEND_CPU;
     size_t qn = (size_t)L * s->n_head * s->head_dim, kn = (size_t)L * s->n_kv_head * s->head_dim, ln = (size_t)L * s->n_head;
     Grads g = {xmalloc(qn * sizeof(real), "o"), xmalloc(ln * sizeof(real), "lse"), xmalloc(qn * sizeof(real), "dq"),
                xmalloc(kn * sizeof(real), "dk"), xmalloc(kn * sizeof(real), "dv")};
     real *tmp = xmalloc(ln * sizeof(real), "tmp");
-    ring_attention_forward(ring, be, s, g.o, g.lse, tmp, lq, lk, lv, L, lay);
-    ring_attention_backward(ring, be, s, g.dq, g.dk, g.dv, tmp, lq, lk, lv, g.o, g.lse, ldo, L, lay);
+    AttnRows t = {.L = L, .q = lq, .k = lk, .v = lv, .out = g.o, .lse = g.lse, .tmp = tmp, .dout = ldo, .dq = g.dq, .dk = g.dk,
+                  .dv = g.dv};
+    ring_attention_forward(ring, be, s, &t, lay);
+    ring_attention_backward(ring, be, s, &t, lay);
     free(tmp);
     return g;
 }
@@ -139,13 +141,14 @@ static double run_case(AttnRing *ring, AttnRing *serial, const Case *c, int r, i
     real *tmp = xmalloc((size_t)T * H * sizeof(real), "tmp");
     real *dq = xmalloc((size_t)T * qw * sizeof(real), "dq"), *dk = xmalloc((size_t)T * kw * sizeof(real), "dk");
     real *dv = xmalloc((size_t)T * kw * sizeof(real), "dv");
-    attention_causal_forward(be, &s, o, lse, tmp, q, k, v, T, c->doc);
-    attention_causal_backward(be, &s, dq, dk, dv, tmp, q, k, v, o, lse, dout, T, c->doc);
+    AttnRows whole = {.L = T, .q = q, .k = k, .v = v, .out = o, .lse = lse, .tmp = tmp, .dout = dout, .dq = dq, .dk = dk, .dv = dv};
+    attention_causal_forward(be, &s, &whole, &(AttnLayout){.docs = c->doc});
+    attention_causal_backward(be, &s, &whole, &(AttnLayout){.docs = c->doc});
     // the ring on this rank's rows of the layout
     const int32_t *mine = c->pos + (size_t)r * L;
     int32_t *ldocs = xmalloc((size_t)T * sizeof(int32_t), "layout docs");   // every rank's ids, in layout order
     for (int i = 0; i < T && c->doc; i++) ldocs[i] = c->doc[c->pos[i]];
-    RingLayout lay = {.pos = c->pos, .docs = c->doc ? ldocs : NULL, .docs_host = c->doc ? ldocs : NULL};
+    AttnLayout lay = {.pos = c->pos, .docs = c->doc ? ldocs : NULL, .docs_host = c->doc ? ldocs : NULL};
     real *lq = rows_at(q, qw, mine, L), *lk = rows_at(k, kw, mine, L), *lv = rows_at(v, kw, mine, L);
     real *ldo = rows_at(dout, qw, mine, L);
     ring_stats_reset(ring);
@@ -166,7 +169,7 @@ static double run_case(AttnRing *ring, AttnRing *serial, const Case *c, int r, i
     }
     grads_free(base);
     if (zz) {   // the zigzag as positions runs today's ring: the same bits as with no positions
-        RingLayout none = {.docs = lay.docs, .docs_host = lay.docs_host};
+        AttnLayout none = {.docs = lay.docs, .docs_host = lay.docs_host};
         Grads ring_path = ring_run(ring, &s, L, lq, lk, lv, ldo, &none);
         if (!same_bits(&s, L, got, ring_path)) {
             fprintf(stderr, "rank %d: %s: the zigzag's positions did not run the ring\n", r, c->name);

@@ -209,7 +209,7 @@ static void check_layouts(void) {
     for (int kind = 0; kind < 4; kind++) {
         make_layout(kind, doc, pos);
         for (int i = 0; i < LT; i++) ids[i] = doc[pos[i]];
-        RingLayout lay = {.pos = pos, .docs_host = ids};
+        AttnLayout lay = {.pos = pos, .docs_host = ids};
         double pairs = 0, fwd = 0, bwd = 0, row = 2.0 * SHAPE.n_kv_head * SHAPE.head_dim * sizeof(real);
         for (int r = 0; r < LW; r++) {
             double p, sent, recv;
@@ -233,7 +233,7 @@ static void check_layouts(void) {
                f.bytes + b.bytes, f.seconds + b.seconds, f0.seconds + b0.seconds);
     }
     make_layout(0, doc, pos);
-    RingLayout zigzag = {.pos = pos};
+    AttnLayout zigzag = {.pos = pos};
     RingTiming a = ring_layout_model(LW, LL, &SHAPE, &slow, true, true, &zigzag), z = ring_model(LW, LL, &SHAPE, &slow, true, true);
     CHECK(a.seconds == z.seconds && a.bytes == z.bytes && a.compute_s == z.compute_s, "the zigzag's layout is not ring_model");
 }

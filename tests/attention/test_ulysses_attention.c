@@ -1,6 +1,7 @@
 // tests/attention/test_ulysses_attention.c — per rank, Ulysses and the hybrid (O, LSE, dQ, dK, dV) equal one rank's attention over the whole sequence, for any layout and document mix.
 // Run under mpiexec with W ranks: one ring of sp = W, cut into Ulysses groups of every degree that divides W (degree W:
-// pure Ulysses over zigzag, contiguous and random layouts; less: the hybrid, the zigzag ring across the groups). Every
+// pure Ulysses, less: the hybrid, the ring across the groups), over zigzag, contiguous and random layouts (the hybrid's
+// of its groups: the zigzag's ring, or the exchange across them). Every
 // rank generates the same global input, computes the one-rank reference in position order and compares its rows; the
 // cost and the timing model against the counts.
 // `--gpu` runs every case on the CUDA backend against its own one-rank attention (comms wrapped: NCCL with a GPU per
@@ -157,8 +158,9 @@ static void reference(const Backend *be, const AttnShape *s, Tensors *t, int T, 
     real *out = be->alloc(qn * sizeof(real), "out"), *lse = be->alloc(hn * sizeof(real), "lse");
     real *tmp = be->alloc(hn * sizeof(real), "tmp"), *dq = be->alloc(qn * sizeof(real), "dq");
     real *dk = be->alloc(kn * sizeof(real), "dk"), *dv = be->alloc(kn * sizeof(real), "dv");
-    attention_causal_forward(be, s, out, lse, tmp, q, k, v, T, d);
-    attention_causal_backward(be, s, dq, dk, dv, tmp, q, k, v, out, lse, dout, T, d);
+    AttnRows rows = {.L = T, .q = q, .k = k, .v = v, .out = out, .lse = lse, .tmp = tmp, .dout = dout, .dq = dq, .dk = dk, .dv = dv};
+    attention_causal_forward(be, s, &rows, &(AttnLayout){.docs = d});
+    attention_causal_backward(be, s, &rows, &(AttnLayout){.docs = d});
     t->out = to_host(be, out, qn), t->lse = to_host(be, lse, hn);
     t->dq = to_host(be, dq, qn), t->dk = to_host(be, dk, kn), t->dv = to_host(be, dv, kn);
     void *all[] = {q, k, v, dout, tmp, d};
@@ -195,7 +197,7 @@ static Tensors ulysses_rows(const Ctx *c, const AttnShape *s, const Tensors *min
     rows.out = be->alloc(qn * sizeof(real), "out"), rows.lse = be->alloc(hn * sizeof(real), "lse");
     rows.dq = be->alloc(qn * sizeof(real), "dq"), rows.dk = be->alloc(kn * sizeof(real), "dk");
     rows.dv = be->alloc(kn * sizeof(real), "dv");
-    RingLayout lay = {.pos = pos, .docs = d, .docs_host = lay_docs};
+    AttnLayout lay = {.pos = pos, .docs = d, .docs_host = lay_docs};
     ulysses_attention_forward(c->u, s, &rows, &lay);
     ulysses_attention_backward(c->u, s, &rows, &lay);
     Tensors got = {.out = to_host(be, rows.out, qn), .lse = to_host(be, rows.lse, hn), .dq = to_host(be, rows.dq, qn),
@@ -306,18 +308,20 @@ static void device_comm_free(Comm *c) {
 #endif
 }
 
-// Every case of one degree: pure Ulysses (degree W) over every layout, the hybrid over the zigzag of its groups.
+// Every case of one degree: pure Ulysses (degree W) over every layout of the W ranks, the hybrid over every layout of its
+// groups.
 static int run_degree(const Mode *m, int W, int degree, int *cases) {
     CommGrid g = comm_grid(W);
-    comm_grid_groups(&g, degree);
-    Comm *group = device_comm(m, g.group, "test Ulysses group"), *across = device_comm(m, g.across, "test ring across");
+    Comm *split[2];
+    comm_groups(g.ring, degree, &split[0], &split[1]);
+    Comm *group = device_comm(m, split[0], "test Ulysses group"), *across = device_comm(m, split[1], "test ring across");
     AttnUlysses *u = ulysses_create(group, across, m->be, true);
     Ctx c = {.m = m, .u = u, .W = W, .r = g.sp_index};
     // (heads, kv heads, head dim): MHA, GQA with Hkv = 2 (replicated on 4 ranks), 8/2, MQA (replicated on every rank)
     const int shapes[][3] = {{4, 4, 16}, {4, 2, 16}, {8, 2, 32}, {4, 1, 32}};
     const int lens[] = {2, 70};   // T from 2·W to past a kernel tile (128)
     int failures = 0;
-    for (int lk = 0; lk < (degree == W ? LAY_COUNT : 1); lk++)
+    for (int lk = 0; lk < LAY_COUNT; lk++)
         for (int dk = 0; dk < DOCS_COUNT; dk++)
             for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
                 for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
@@ -329,7 +333,7 @@ static int run_degree(const Mode *m, int W, int degree, int *cases) {
                     int32_t *pos = xmalloc((size_t)T * sizeof(int32_t), "layout");
                     int32_t *doc = xmalloc((size_t)T * sizeof(int32_t), "docs");
                     if (degree == W) make_layout((LayoutKind)lk, W, L, &rg, pos);
-                    else make_layout(LAY_ZIGZAG, W / degree, degree * L, &rg, pos);   // the zigzag of the groups
+                    else make_layout((LayoutKind)lk, W / degree, degree * L, &rg, pos);   // the groups' layout
                     make_docs((DocsKind)dk, T, L, &rg, doc);
                     ulysses_stats_reset(u);
                     const int32_t *docs = dk == DOCS_NONE ? NULL : doc;
@@ -345,6 +349,7 @@ static int run_degree(const Mode *m, int W, int degree, int *cases) {
                 }
     ulysses_free(u);
     device_comm_free(group), device_comm_free(across);
+    comm_free(split[0]), comm_free(split[1]);
     comm_grid_free(&g);
     return failures;
 }

@@ -187,7 +187,7 @@ static void test_batch(void) {
         place_sample((Placement)p, ds, nd, T, SP, g_layout);
         for (int rank = 0; rank < SP; rank++) {
             Batch b = batch_alloc(1, T / SP);
-            batch_put_sample(&b, 0, sample, T, SP, rank, EOS, (Placement)p);
+            batch_put_sample(&b, 0, sample, T, EOS, (RankSlice){SP, rank, (Placement)p});
             bad_layout += b.n_docs[0] != nd || memcmp(b.layout, g_layout, sizeof(int32_t) * T) != 0;
             for (int i = 0; i < b.T; i++) {
                 int32_t q = b.pos[i];

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "attention/ring.h"
 #include "core/comm.h"
 #include "core/common.h"
 #include "core/rng.h"
@@ -101,10 +100,10 @@ int main(int argc, char **argv) {
     gpt_init(&m, &cfg, &BACKEND_CPU, SEED, GPT_TRAIN);
     gpt_init(&ref, &cfg, &BACKEND_CPU, SEED, GPT_TRAIN);
     m.doc_mask = true;
-    m.ring = sp > 1 ? ring_create(grid.ring, &BACKEND_CPU, true) : NULL;
+    gpt_set_cp(&m, grid.ring, &(CpConfig){.mode = CP_RING, .overlap = true});
     Batch mine = batch_alloc(1, T / sp), full = batch_alloc(1, T);
-    batch_put_sample(&mine, 0, s, T, sp, grid.sp_index, EOS, PLACE_ZIGZAG);
-    batch_put_sample(&full, 0, s, T, 1, 0, EOS, PLACE_ZIGZAG);
+    batch_put_sample(&mine, 0, s, T, EOS, (RankSlice){sp, grid.sp_index, PLACE_ZIGZAG});
+    batch_put_sample(&full, 0, s, T, EOS, (RankSlice){1, 0, PLACE_ZIGZAG});
     double loss = gpt_forward(&m, &mine, 1.0, true, NULL);
     gpt_backward(&m, &mine);
     comm_allreduce(grid.world, m.grads, m.table.total, COMM_REAL, COMM_SUM, "gradients");
@@ -121,10 +120,10 @@ int main(int argc, char **argv) {
     // Without the mask the window's loss differs: the test can tell the two apart.
     GPT plain;
     gpt_init(&plain, &cfg, &BACKEND_CPU, SEED, GPT_TRAIN);
-    plain.ring = m.ring;
+    gpt_set_cp(&plain, grid.ring, &(CpConfig){.mode = CP_RING, .overlap = true});
     double plain_loss = gpt_forward(&plain, &mine, 1.0, false, NULL);
     comm_allreduce(grid.world, &plain_loss, 1, COMM_F64, COMM_SUM, "loss");
-    long skipped = m.ring ? ring_stats(m.ring).blocks_skipped : 0, want = predicted_skips(&full, sp, grid.sp_index, T, cfg.n_layer);
+    long skipped = attn_cp_stats(m.cp).blocks_skipped, want = predicted_skips(&full, sp, grid.sp_index, T, cfg.n_layer);
     double w = worst, bad_skips = skipped != want;
     if (skipped != want) fprintf(stderr, "rank %d: skipped %ld ring block calls, the layout predicts %ld\n", grid.rank, skipped, want);
     comm_allreduce(grid.world, &w, 1, COMM_F64, COMM_MAX, "error max");
@@ -133,12 +132,9 @@ int main(int argc, char **argv) {
     log_info("%s sp=%d, T=%d, %d documents, %s: doc-masked loss %.9f vs documents alone %.9f (unmasked %.6f); worst rel err %.2e "
              "(%s on rank 0); rank 0 skipped %ld ring block calls, layout predicts %ld\n",
              ok ? "ok" : "FAIL", sp, T, full.n_docs[0], REAL_NAME, loss, ref_loss, plain_loss, w, worst_name, skipped, want);
-    plain.ring = NULL;
     gpt_free(&plain);
     batch_free(&mine);
     batch_free(&full);
-    ring_free(m.ring);
-    m.ring = NULL;
     gpt_free(&m);
     gpt_free(&ref);
     free(s);

@@ -28,7 +28,7 @@ static Batch make_batch(int first) {
         Rng r;
         rng_seed(&r, 5000 + first + i);
         for (int t = 0; t <= T; t++) s[t] = t < T / 2 ? 'a' + (int32_t)rng_below(&r, 16) : s[t - T / 2];
-        batch_put_sample(&b, i, s, T, 1, 0, -1, PLACE_ZIGZAG);
+        batch_put_sample(&b, i, s, T, -1, (RankSlice){1, 0, PLACE_ZIGZAG});
     }
     return b;
 }

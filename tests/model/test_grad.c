@@ -207,7 +207,8 @@ static void test_lmhead(void) {
 typedef struct { AttnShape s; int T; real *q, *k, *v, *out, *lse, *tmp, *R; const int32_t *doc; } AttCtx;
 static double att_loss(void *p) {
     AttCtx *c = p;
-    attention_causal_forward(be, &c->s, c->out, c->lse, c->tmp, c->q, c->k, c->v, c->T, c->doc);
+    AttnRows t = {.L = c->T, .q = c->q, .k = c->k, .v = c->v, .out = c->out, .lse = c->lse, .tmp = c->tmp};
+    attention_causal_forward(be, &c->s, &t, &(AttnLayout){.docs = c->doc});
     return dotp(c->out, c->R, (size_t)c->T * c->s.n_head * c->s.head_dim);
 }
 // doc: document ids of the T rows (--doc-mask), or NULL.
@@ -218,7 +219,9 @@ static void test_attention(const int32_t *doc) {
     c.tmp = zeros((size_t)c.T * 4), c.R = randn(qn, 1);
     real *dq = zeros(qn), *dk = zeros(kvn), *dv = zeros(kvn), *D = zeros((size_t)c.T * 4);
     att_loss(&c);
-    attention_causal_backward(be, &c.s, dq, dk, dv, D, c.q, c.k, c.v, c.out, c.lse, c.R, c.T, doc);
+    AttnRows t = {.L = c.T, .q = c.q, .k = c.k, .v = c.v, .out = c.out, .lse = c.lse, .tmp = D, .dout = c.R, .dq = dq,
+                  .dk = dk, .dv = dv};
+    attention_causal_backward(be, &c.s, &t, &(AttnLayout){.docs = doc});
     fd_check(doc ? "attention (doc ids) dq" : "attention dq", c.q, qn, dq, att_loss, &c, 60);
     fd_check(doc ? "attention (doc ids) dk" : "attention dk", c.k, kvn, dk, att_loss, &c, 60);
     fd_check(doc ? "attention (doc ids) dv" : "attention dv", c.v, kvn, dv, att_loss, &c, 60);

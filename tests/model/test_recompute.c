@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention/ring.h"
 #include "core/comm.h"
 #include "core/common.h"
 #include "core/rng.h"
@@ -43,7 +42,7 @@ static Batch make_batch(int T, int V, const CommGrid *g) {
         Rng r;
         rng_seed(&r, 500 + g->dp_index * B + i);
         for (int t = 0; t <= T; t++) s[t] = (int32_t)rng_below(&r, V);
-        batch_put_sample(&b, i, s, T, g->sp, g->sp_index, -1, PLACE_ZIGZAG);
+        batch_put_sample(&b, i, s, T, -1, (RankSlice){g->sp, g->sp_index, PLACE_ZIGZAG});
     }
     free(s);
     return b;
@@ -58,12 +57,12 @@ typedef struct {
 static StepResult run_step(GPT *m, const Batch *b, Recompute mode, double grad_scale) {
     m->recompute = mode;
     gpt_zero_grad(m);
-    if (m->ring) ring_stats_reset(m->ring);
+    attn_cp_stats_reset(m->cp);
     StepResult r = {.loss = gpt_forward(m, b, grad_scale, true, NULL)};
     gpt_backward(m, b);
     r.grads = xmalloc(m->table.total * sizeof(real), "gradients");
     memcpy(r.grads, m->grads, m->table.total * sizeof(real));
-    r.exchanges = m->ring ? ring_stats(m->ring).exchanges : 0;
+    r.exchanges = attn_cp_stats(m->cp).exchanges;
     return r;
 }
 
@@ -102,7 +101,7 @@ static void check_recorded_sizes(void) {
     CHECK(config_preset(&tiny, "tiny"), "no tiny preset");
     enum { T = 1024 };
     for (int mode = RECOMPUTE_NONE; mode <= RECOMPUTE_FULL; mode++) {
-        ActSizes s = act_sizes(&tiny, (Recompute)mode, ACT_F32, 1, T, 1);
+        ActSizes s = act_sizes(&tiny, (Recompute)mode, ACT_F32, 1, T, NULL);
         CHECK(s.kept_per_layer == KEPT[mode] * T && s.work == WORK[mode] * T,
               "tiny, --recompute %s: the table gives %zu kept and %zu working bytes per token, the recorded plan %zu and %zu",
               recompute_name((Recompute)mode), s.kept_per_layer / T, s.work / T, KEPT[mode], WORK[mode]);
@@ -119,11 +118,12 @@ static void check_layer_rows(void) {
 }
 
 // The bytes acts_ensure allocated are the plan's: both sum the activation table (model/acts.c).
-static void check_plan(GPT *m, Recompute mode, int T_local, int sp, const char *shape) {
+static void check_plan(GPT *m, Recompute mode, int T_local, const char *shape) {
     BindCheck c = {m, shape};
-    ActDims d = act_dims(&m->cfg, mode, m->act_store, B, T_local, m->ring != NULL);
+    CpConfig cp = attn_cp_config(m->cp);
+    ActDims d = act_dims(&m->cfg, mode, m->act_store, B, T_local, &cp);
     acts_layout(&d, check_bound, &c);
-    ActSizes s = act_sizes(&m->cfg, mode, m->act_store, B, T_local, sp);
+    ActSizes s = act_sizes(&m->cfg, mode, m->act_store, B, T_local, &cp);
     const Activations *a = &m->act;
     CHECK(a->kept_bytes == s.kept_per_layer * m->cfg.n_layer && a->work_bytes == s.work && a->shared_bytes == s.shared,
           "%s, --recompute %s, %s activations: allocated kept/work/shared %zu/%zu/%zu bytes, plan says %zu/%zu/%zu",
@@ -133,12 +133,12 @@ static void check_plan(GPT *m, Recompute mode, int T_local, int sp, const char *
 
 // --activations bf16 (a CUDA setting): the layout of bf16 [act] buffers in every mode is the plan's too. Only
 // allocated here (gpt_prepare runs no op), so the CPU can check the byte counts the GPU will allocate.
-static void check_bf16_plans(GPT *m, int T_local, int sp, const char *shape) {
+static void check_bf16_plans(GPT *m, int T_local, const char *shape) {
     for (int mode = RECOMPUTE_NONE; mode <= RECOMPUTE_FULL; mode++) {
         m->recompute = (Recompute)mode;
         m->act_store = ACT_BF16;
         gpt_prepare(m, B, T_local);
-        check_plan(m, (Recompute)mode, T_local, sp, shape);
+        check_plan(m, (Recompute)mode, T_local, shape);
         m->act_store = ACT_F32;
     }
 }
@@ -166,7 +166,7 @@ static void check_relaid(GPT *m, const Batch *half, const StepResult *first, dou
         m->be = be;
         CHECK(g_allocs == allocs, "%s, --recompute %s: a batch of T = %d after one of %d allocated %ld buffers", shape,
               recompute_name(m->recompute), half->T, 2 * half->T, g_allocs - allocs);
-        check_plan(m, m->recompute, half->T, m->ring ? ring_size(m->ring) : 1, shape);
+        check_plan(m, m->recompute, half->T, shape);
         size_t differ = 0;
         for (size_t k = 0; k < m->table.total; k++) differ += memcmp(&r.grads[k], &first->grads[k], sizeof(real)) != 0;
         CHECK(r.loss == first->loss && differ == 0, "%s, --recompute %s: T = %d laid over the buffers of T = %d: loss "
@@ -180,7 +180,7 @@ static void test_shape(const Shape *sh, const CommGrid *g) {
     int T = 2 * g->sp * CHUNK;
     GPT m;
     gpt_init(&m, &sh->cfg, &BACKEND_CPU, SEED, GPT_TRAIN);
-    m.ring = g->sp > 1 ? ring_create(g->ring, &BACKEND_CPU, true) : NULL;
+    gpt_set_cp(&m, g->ring, &(CpConfig){.mode = CP_RING, .overlap = true});
     Batch b = make_batch(T, sh->cfg.vocab_size, g), half = make_batch(T / 2, sh->cfg.vocab_size, g);
     double grad_scale = 1.0 / ((double)B * g->dp * T);
     StepResult first_half = run_step(&m, &half, RECOMPUTE_NONE, grad_scale);   // buffers made for T / 2
@@ -193,7 +193,7 @@ static void test_shape(const Shape *sh, const CommGrid *g) {
     CHECK(ref.exchanges == expect, "%s: %ld ring exchanges per step, expected %ld", sh->name, ref.exchanges, expect);
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         StepResult r = run_step(&m, &b, order[i], grad_scale);
-        check_plan(&m, order[i], b.T, g->sp, sh->name);
+        check_plan(&m, order[i], b.T, sh->name);
         size_t differ = 0;
         for (size_t k = 0; k < m.table.total; k++) differ += memcmp(&r.grads[k], &ref.grads[k], sizeof(real)) != 0;
         CHECK(r.loss == ref.loss && differ == 0, "%s, --recompute %s, rank %d: loss %.17g vs %.17g (none); %zu of %zu "
@@ -203,11 +203,11 @@ static void test_shape(const Shape *sh, const CommGrid *g) {
               recompute_name(order[i]), r.exchanges, ref.exchanges);
         free(r.grads);
     }
-    check_bf16_plans(&m, b.T, g->sp, sh->name);
+    check_bf16_plans(&m, b.T, sh->name);
     check_relaid(&m, &half, &first_half, grad_scale, sh->name);
     m.recompute = RECOMPUTE_DECODE;   // the decoder's prefill: laid out as the table says too
     gpt_prepare(&m, B, b.T);
-    check_plan(&m, RECOMPUTE_DECODE, b.T, g->sp, sh->name);
+    check_plan(&m, RECOMPUTE_DECODE, b.T, sh->name);
     m.recompute = RECOMPUTE_NONE;
     log_info("  %-10s dp=%d sp=%d T=%d: mlp and full bit-identical to none, %ld ring exchanges per step in every mode\n",
              sh->name, g->dp, g->sp, T, ref.exchanges);
@@ -215,8 +215,6 @@ static void test_shape(const Shape *sh, const CommGrid *g) {
     free(first_half.grads);
     batch_free(&half);
     batch_free(&b);
-    ring_free(m.ring);
-    m.ring = NULL;
     gpt_free(&m);
 }
 

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "attention/ring.h"
 #include "core/comm.h"
 #include "core/common.h"
 #include "core/rng.h"
@@ -29,7 +28,7 @@ static Batch make_batch(int rows, int first, int T, int V, int sp, int sp_index)
     int32_t *s = xmalloc((size_t)(T + 1) * sizeof(int32_t), "sample");
     for (int i = 0; i < rows; i++) {
         make_sample(s, T, V, first + i);
-        batch_put_sample(&b, i, s, T, sp, sp_index, -1, PLACE_ZIGZAG);
+        batch_put_sample(&b, i, s, T, -1, (RankSlice){sp, sp_index, PLACE_ZIGZAG});
     }
     free(s);
     return b;
@@ -59,7 +58,7 @@ int main(int argc, char **argv) {
     GPT ring_model, ref;
     gpt_init(&ring_model, &cfg, &BACKEND_CPU, SEED, GPT_TRAIN);
     gpt_init(&ref, &cfg, &BACKEND_CPU, SEED, GPT_TRAIN);
-    ring_model.ring = sp > 1 ? ring_create(grid.ring, &BACKEND_CPU, true) : NULL;
+    gpt_set_cp(&ring_model, grid.ring, &(CpConfig){.mode = CP_RING, .overlap = true});
 
     Batch mine = make_batch(B, grid.dp_index * B, T, V, sp, grid.sp_index);   // this rank's slices
     double loss = gpt_forward(&ring_model, &mine, grad_scale, true, NULL);
@@ -87,7 +86,6 @@ int main(int argc, char **argv) {
              ref.table.count);
     batch_free(&mine);
     batch_free(&all);
-    ring_free(ring_model.ring);
     gpt_free(&ring_model);
     gpt_free(&ref);
     comm_grid_free(&grid);
