@@ -6,7 +6,7 @@ add_test(NAME model_grad_check COMMAND test_grad)
 set_tests_properties(model_grad_check PROPERTIES LABELS model ENVIRONMENT "OMP_NUM_THREADS=2")
 
 foreach(prec f32 f64)
-  foreach(t test_ring_model test_decode test_doc_mask)
+  foreach(t test_ring_model test_decode test_doc_mask test_cp_model)
     add_executable(${t}_${prec} ${CMAKE_SOURCE_DIR}/tests/model/${t}.c)
     target_link_libraries(${t}_${prec} PRIVATE ${RINGGPT_LIB_${prec}})
   endforeach()
@@ -21,6 +21,14 @@ foreach(prec f32 f64)
   # gives the training forward's logits at every position.
   foreach(sp 1 2 3 4)
     ringgpt_mpi_test(model_decode_sp${sp}_${prec} model ${sp} $<TARGET_FILE:test_decode_${prec}>)
+  endforeach()
+  # Context parallelism (--cp ring|ulysses|hybrid × --placement zigzag|cost × every --recompute, document masks): one step
+  # equals one rank's, dp×sp ∈ {1×2, 1×4, 2×2}; the step's memory within the plan.
+  foreach(layout "2;2" "4;4" "4;2")
+    list(GET layout 0 np)
+    list(GET layout 1 sp)
+    math(EXPR dp "${np} / ${sp}")
+    ringgpt_mpi_test(model_cp_dp${dp}_sp${sp}_${prec} model ${np} $<TARGET_FILE:test_cp_model_${prec}> ${sp})
   endforeach()
   # --doc-mask: a packed window equals its documents trained alone, sp ∈ {1,2,3}; the ring skips the predicted block calls.
   foreach(sp 1 2 3)
