@@ -7,9 +7,10 @@
 // travel). The pairs go dearest first to the rank whose projected final cost (its cost + its room × the cost
 // per token still to place) is lowest among those with room for them. Then the whole documents fill the rooms
 // rank by rank, longest or shortest first so that each rank ends near its share; only the document at a
-// rank's edge is cut (the one way a short document spans two ranks). The limit is tried from coarse to fine
-// and the first placement within 1/32 of the fair share is kept (else the best). Integer arithmetic only, so
-// every rank computes the same layout.
+// rank's edge is cut. The limit is tried from coarse to fine and the first placement within 1/32 of the fair
+// share is kept (else the best). Then a short document cut at a rank's edge is made whole on one of its two
+// ranks where that rank can give the other as many positions of a document split anyway, chosen so that the
+// pairs match (mend_cuts). Integer arithmetic only, so every rank computes the same layout.
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -205,6 +206,73 @@ static int64_t trial(Work *w, const int64_t limit[2], Run *runs, int *n_runs) {
     return max;
 }
 
+// ---- short documents made whole again ----
+
+// The document holding position t.
+static int doc_at(const int32_t *ds, int nd, int32_t t) {
+    int lo = 0, hi = nd - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (ds[mid] <= t) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+// The runs of one placement with their documents and the ranks' pairs.
+typedef struct {
+    const Work *w;
+    Run *runs;
+    int n_runs;
+    int *doc;          // (runs) each run's document
+    bool *split;       // (nd) split over ranks by design: longer than L, or dearer than the limit
+    int64_t *cost;     // (sp)
+} Mend;
+
+// The m positions of run g (a document split by design) whose pairs come nearest `want`: [*p, *p + m); returns their pairs.
+static int64_t matching_part(const Mend *x, const Run *g, int32_t m, int64_t want, int32_t *p) {
+    int32_t s = x->w->ds[x->doc[g - x->runs]];
+    int64_t at = s + (want - (int64_t)m * (m + 1) / 2) / m;   // run_cost(s, at, at + m) = m·(at − s) + m(m+1)/2
+    *p = (int32_t)(at < g->a ? g->a : at > g->b - m ? g->b - m : at);
+    return run_cost(s, *p, *p + m);
+}
+
+// Moves run `move` (part of a cut short document) onto rank x, whose run g gives as many positions back to move's
+// rank, those whose pairs match: kept when neither rank then passes `cap` pairs.
+static bool swap_parts(Mend *x, int move, int g, int64_t cap) {
+    Run *mv = &x->runs[move], *gv = &x->runs[g];
+    int32_t m = mv->b - mv->a, p;
+    int from = mv->rank, to = gv->rank;
+    int64_t moved = run_cost(x->w->ds[x->doc[move]], mv->a, mv->b), back = matching_part(x, gv, m, moved, &p);
+    if (x->cost[to] + moved - back > cap || x->cost[from] - moved + back > cap) return false;
+    x->cost[to] += moved - back, x->cost[from] += back - moved;
+    mv->rank = to;
+    x->doc[x->n_runs] = x->doc[g], x->runs[x->n_runs++] = (Run){from, p, p + m};
+    x->doc[x->n_runs] = x->doc[g], x->runs[x->n_runs++] = (Run){to, p + m, gv->b};
+    gv->b = p;
+    return true;
+}
+
+// A short document cut at a rank's edge (two runs, two ranks) is made whole where a rank holds a long enough run of a
+// document split by design to trade for the smaller part (costs kept within the largest rank's): fewer documents
+// travel, and the split ones only a little more.
+static void mend_cuts(Mend *x) {
+    int64_t cap = 0;
+    for (int r = 0; r < x->w->sp; r++) cap = x->cost[r] > cap ? x->cost[r] : cap;
+    int n = x->n_runs;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n && !x->split[x->doc[i]]; j++) {
+            if (x->doc[j] != x->doc[i] || x->runs[j].rank == x->runs[i].rank) continue;
+            bool i_small = x->runs[i].b - x->runs[i].a <= x->runs[j].b - x->runs[j].a, done = false;
+            for (int t = 0; t < 2 && !done; t++) {   // the smaller part moves, else the larger
+                int move = i_small == (t == 0) ? i : j, stay = move == i ? j : i, m = x->runs[move].b - x->runs[move].a;
+                for (int g = 0; g < x->n_runs && !done; g++)
+                    done = x->split[x->doc[g]] && x->runs[g].rank == x->runs[stay].rank && x->runs[g].b - x->runs[g].a >= m &&
+                           swap_parts(x, move, g, cap);
+            }
+        }
+}
+
 static void place_cost(const int32_t *ds, int nd, int T, int sp, int32_t *layout) {
     Work w = {.ds = ds, .nd = nd, .T = T, .sp = sp};
     for (int d = 0; d < nd; d++) w.total += run_cost(ds[d], ds[d], d + 1 < nd ? ds[d + 1] : T);
@@ -226,9 +294,22 @@ static void place_cost(const int32_t *ds, int nd, int T, int sp, int32_t *layout
         if (s == 0 || m < best_max) best = s, best_max = m;
         if (m <= good) break;
     }
-    // Each give places at most two runs; it either uses up an item or fills a rank (at most sp per phase).
-    Run *runs = xmalloc((2 * n_items + 4 * (size_t)sp) * sizeof(Run), "placement runs");
+    // Each give places at most two runs; it either uses up an item or fills a rank (at most sp per phase). Mending a
+    // cut adds two.
+    size_t cap = 2 * n_items + 4 * (size_t)sp;
+    Run *runs = xmalloc(3 * cap * sizeof(Run), "placement runs");
     trial(&w, limit[best], runs, &n_runs);
+    Mend x = {.w = &w, .runs = runs, .n_runs = n_runs, .doc = xmalloc(3 * cap * sizeof(int), "placement runs"),
+              .split = xcalloc((size_t)nd, sizeof(bool), "placement documents"), .cost = w.cost};
+    for (int d = 0; d < nd; d++) {
+        bool full;
+        int32_t s = ds[d], e = d + 1 < nd ? ds[d + 1] : T;
+        x.split[d] = split_ranks(s, e, T / sp, sp, e - s > T / sp ? limit[best][0] : limit[best][1], &full) > 1;
+    }
+    for (int i = 0; i < n_runs; i++) x.doc[i] = doc_at(ds, nd, runs[i].a);
+    mend_cuts(&x);
+    n_runs = x.n_runs;
+    free(x.doc), free(x.split);
     qsort(runs, (size_t)n_runs, sizeof(Run), by_place);
     for (Run *r = runs; r < runs + n_runs; r++)
         for (int32_t t = r->a; t < r->b; t++) *layout++ = t;
