@@ -98,6 +98,18 @@ void attn_cp_stats_reset(AttnCP *cp) {
     if (cp->u && ulysses_ring(cp->u)) ring_stats_reset(ulysses_ring(cp->u));
 }
 
+RingTiming attn_cp_model(const CpConfig *c, const AttnShape *s, int L, const AttnLayout *lay, const RingCosts *k,
+                         bool backward) {
+    int N = degree_of(c), R = c->sp / N;
+    if (c->mode == CP_RING) return ring_layout_model(c->sp, L, s, k, c->overlap, backward, lay);
+    if (R == 1) return ulysses_model(s, N, L, lay ? lay->docs_host : NULL, k, backward);
+    RingTiming a = ulysses_model(s, N, L, NULL, k, backward);   // its wait_s: the all-to-alls alone
+    AttnShape ms = ulysses_member_shape(s, N);
+    RingTiming r = ring_layout_model(R, N * L, &ms, k, c->overlap, backward, lay);
+    return (RingTiming){.seconds = a.wait_s + r.seconds, .compute_s = r.compute_s, .wait_s = a.wait_s + r.wait_s,
+                        .lag_s = r.lag_s, .bytes = a.bytes + r.bytes};
+}
+
 size_t attn_cp_workspace_bytes(const CpConfig *c, const AttnShape *s, int L) {
     if (c->sp <= 1) return 0;
     if (c->mode == CP_RING) return ring_workspace_bytes((size_t)L * s->n_kv_head * s->head_dim, s->qkv, c->any_layout);

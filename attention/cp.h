@@ -49,6 +49,14 @@ void attn_cp_backward(AttnCP *cp, const Backend *be, const AttnShape *s, const A
 RingStats attn_cp_stats(const AttnCP *cp);
 void attn_cp_stats_reset(AttnCP *cp);
 
+// One layer's attention of one sequence (forward, or backward) under c on the ring's cost model (attention/ring.h
+// RingCosts): the slowest rank's time, the most compute and waiting of a rank, the most bytes a rank sends. lay: the
+// row's layout with its host document ids (docs_host), NULL: the zigzag without documents. The ring: ring_layout_model;
+// Ulysses: ulysses_model; the hybrid: Ulysses' all-to-alls over its groups, then the ring across the groups
+// (sp/degree ranks of degree·L rows, ulysses_member_shape's heads) over the same layout.
+RingTiming attn_cp_model(const CpConfig *c, const AttnShape *s, int L, const AttnLayout *lay, const RingCosts *k,
+                         bool backward);
+
 // Backend bytes the handle holds for rows of L tokens: the ring's packets (ring_workspace_bytes; the exchange's slot
 // with any_layout), or Ulysses' tensors (ulysses_workspace_bytes, the hybrid's ring included). 0 for sp ≤ 1.
 size_t attn_cp_workspace_bytes(const CpConfig *c, const AttnShape *s, int L);

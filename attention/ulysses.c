@@ -86,8 +86,7 @@ void ulysses_check_shape(const AttnShape *s, int N) {
                    N, Hkv, Hkv, Hkv);
 }
 
-// The head shape on each member: H/N query heads and the KV heads they read (Hkv/N, or the one replicated head).
-static AttnShape member_shape(const AttnShape *s, int N) {
+AttnShape ulysses_member_shape(const AttnShape *s, int N) {
     int hkv = s->n_kv_head >= N ? s->n_kv_head / N : 1;
     return (AttnShape){.n_head = s->n_head / N, .n_kv_head = hkv, .head_dim = s->head_dim, .qkv = s->qkv};
 }
@@ -105,7 +104,7 @@ static Split split_lse(const AttnShape *s, int N) {
 
 // Lays the Heads out from base (NULL: only counts); returns the bytes. Every tensor starts 256-byte aligned.
 static size_t heads_layout(const AttnShape *s, int N, int L, char *base, Heads *h) {
-    AttnShape ms = member_shape(s, N);
+    AttnShape ms = ulysses_member_shape(s, N);
     size_t Tg = (size_t)N * L, qn = Tg * ms.n_head * ms.head_dim, kn = Tg * ms.n_kv_head * ms.head_dim;
     size_t hn = Tg * ms.n_head, eb = act_elem_bytes(s->qkv), rs = sizeof(real), at = 0;
     real **slots[] = {&h->q, &h->k, &h->v, &h->out, &h->dout, &h->lse, &h->aux, &h->dq, &h->dk, &h->dv, &h->land};
@@ -119,7 +118,7 @@ static size_t heads_layout(const AttnShape *s, int N, int L, char *base, Heads *
 
 size_t ulysses_workspace_bytes(const AttnShape *s, int degree, int sp, int L, bool exchange) {
     Heads h;
-    AttnShape ms = member_shape(s, degree);
+    AttnShape ms = ulysses_member_shape(s, degree);
     size_t Tg = (size_t)degree * L, own = heads_layout(s, degree, L, NULL, &h) + IX_COUNT * Tg * sizeof(int32_t);
     if (degree == sp) return own + (size_t)sp * L * sizeof(int32_t);
     return own + ring_workspace_bytes(Tg * ms.n_kv_head * ms.head_dim, s->qkv, exchange);
@@ -280,7 +279,7 @@ typedef struct {
 
 static Call open_call(AttnUlysses *u, const AttnShape *s, const AttnRows *t, const AttnLayout *lay) {
     ulysses_check_shape(s, u->N);
-    Call c = {.ms = member_shape(s, u->N)};
+    Call c = {.ms = ulysses_member_shape(s, u->N)};
     ensure_indices(u, s, lay && !u->ring ? lay->pos : NULL, t->L);
     if (lay && u->ring) c.lay = *lay;
     if (lay && lay->docs && !u->ring) c.lay.docs = position_docs(u, lay, u->N * t->L);

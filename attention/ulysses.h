@@ -29,6 +29,9 @@ void ulysses_free(AttnUlysses *u);
 // A usage error (exit 2, a line naming what to set) unless N query heads and KV heads divide over `degree` ranks:
 // N divides H, and N divides Hkv or Hkv divides N.
 void ulysses_check_shape(const AttnShape *s, int degree);
+// The heads each member attends over: H/degree query heads and the KV heads they read (Hkv/degree, or the one
+// replicated head when Hkv < degree).
+AttnShape ulysses_member_shape(const AttnShape *s, int degree);
 // Causal attention of this rank's rows against the whole sequence (same results as attention_causal_forward over
 // the sequence in position order, at this rank's positions): t->out, t->lse. lay NULL or lay->pos NULL: the zigzag
 // (pure Ulysses: of the sp ranks; the hybrid: of its R groups, as the ring takes it), no documents. The hybrid hands

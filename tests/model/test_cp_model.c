@@ -144,6 +144,19 @@ static bool zigzag_row(const Batch *b, int T, int groups) {
     return true;
 }
 
+// This rank's bytes sent in a step against the cost model's (attn_cp_model, per layer forward and backward: the most a rank
+// sends): equal where every rank sends alike (the zigzag of the ring or of the groups, Ulysses), else no more.
+static bool bytes_as_modelled(const GPT *m, const Batch *b, bool zigzag) {
+    CpConfig cp = attn_cp_config(m->cp);
+    AttnShape s = {.n_head = CFG.n_head, .n_kv_head = CFG.n_kv_head, .head_dim = CFG.dim / CFG.n_head};
+    RingCosts k = {.attn_flops = 1e10, .link_bytes_per_s = 1e9};
+    AttnLayout lay = {.pos = b->layout, .docs_host = b->docs};
+    double per_layer = attn_cp_model(&cp, &s, b->T, &lay, &k, false).bytes + attn_cp_model(&cp, &s, b->T, &lay, &k, true).bytes;
+    double sent = attn_cp_stats(m->cp).bytes, want = per_layer * CFG.n_layer;
+    if (zigzag ? sent != want : sent > want) fprintf(stderr, "sent %.0f bytes, the model says %.0f\n", sent, want);
+    return zigzag ? sent == want : sent <= want;
+}
+
 // Every window under one mode, placement and recompute mode, on a fresh model (its first step allocates all it holds):
 // returns the failures. *laid_out counts the windows whose rows are not the zigzag (the exchange ran).
 static int run_config(const CommGrid *g, CpConfig cp, Placement pl, Recompute rc, int T, Step ref[WIN_COUNT], int *laid_out) {
@@ -161,14 +174,18 @@ static int run_config(const CommGrid *g, CpConfig cp, Placement pl, Recompute rc
         Batch b = batch_alloc(1, L);
         make_window((Window)w, g->dp_index, T, L, s);
         batch_put_sample(&b, 0, s, T, EOS, (RankSlice){g->sp, g->sp_index, pl, cp_place_groups(&cp)});
-        *laid_out += !zigzag_row(&b, T, cp_place_groups(&cp));
+        bool zigzag = zigzag_row(&b, T, cp_place_groups(&cp));
+        *laid_out += !zigzag;
+        attn_cp_stats_reset(m.cp);
         Step got = run_step(&m, &b, g);
+        double bad_bytes = !bytes_as_modelled(&m, &b, zigzag || cp.mode == CP_ULYSSES);
+        comm_allreduce(g->world, &bad_bytes, 1, COMM_F64, COMM_MAX, "bytes check");
         double held = (double)g_peak, plan = (double)planned_bytes(&m, L);
         comm_allreduce(g->world, &held, 1, COMM_F64, COMM_MAX, "memory");
         const char *name;
         double e = step_error(&m, got, ref[w], &name);
         comm_allreduce(g->world, &e, 1, COMM_F64, COMM_MAX, "error max");
-        bool ok = e < TOL && held <= plan;
+        bool ok = e < TOL && held <= plan && bad_bytes == 0;
         failures += !ok;
         log_info("%s %dx%d %s ulysses=%d --placement %s --recompute %s, %s: worst rel err %.2e (%s on rank 0); "
                  "%.0f bytes held, plan %.0f\n", ok ? "ok  " : "FAIL", g->dp, g->sp, MODES[cp.mode], attn_cp_config(m.cp).degree,
