@@ -86,13 +86,13 @@ void *text_source_open(const char *path, const DataOptions *o, bool validation) 
 static void text_next(void *impl, Batch *b) {
     TextSource *d = impl;
     int T = d->opt.seq_len;
+    RankSlice slice = {d->opt.sp, d->opt.sp_index, d->opt.placement, d->opt.place_groups};
     for (int row = 0; row < d->opt.batch; row++) {
         uint64_t k = d->state.consumed + (uint64_t)d->opt.dp_index * d->opt.batch + row;
         shuffle_epoch(d, k / d->n_samples);
         uint64_t w = d->order[k % d->n_samples];
         memcpy(d->sample, d->tokens + w * T, ((size_t)T + 1) * sizeof(int32_t));
-        batch_put_sample(b, row, d->sample, T, -1,
-                         (RankSlice){d->opt.sp, d->opt.sp_index, d->opt.placement, d->opt.place_groups});
+        batch_put_sample(b, row, d->sample, T, -1, slice);
         b->sample[row] = (int64_t)k;
     }
     d->state.consumed += (uint64_t)d->opt.batch * d->opt.dp;
